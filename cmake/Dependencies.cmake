@@ -1,0 +1,17 @@
+# Every dependency through find_package; versions are the oldest we build with (Debian 12).
+find_package(CUDAToolkit 12.4 REQUIRED)
+find_package(NCCL 2.18 REQUIRED)
+find_package(NVML REQUIRED) # header only: libnvidia-ml is loaded at run time
+find_package(MPI 3.1 REQUIRED COMPONENTS C)
+find_package(CLI11 2.1 REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(yaml-cpp 0.7 REQUIRED)
+find_package(fmt 9 REQUIRED)
+find_package(Threads REQUIRED)
+if(MEMSTRESS_BUILD_TESTS)
+  find_package(GTest 1.12 REQUIRED)
+  include(GoogleTest)
+endif()
+if(MEMSTRESS_BUILD_BENCH)
+  find_package(benchmark 1.7 REQUIRED)
+endif()
