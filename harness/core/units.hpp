@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memstress {
+
+// Sizes as users already write them (nccl-tests' -b/-e/-f): a number with an optional suffix.
+// K, M, G, T and KiB, MiB, GiB, TiB are powers of 1024 (nccl-tests' meaning); KB, MB, GB, TB are powers
+// of 1000; B or nothing is bytes. Fractions are allowed where the result is whole ("1.5G").
+// Throws InputError naming `what` (the flag or parameter) on anything else.
+std::uint64_t parse_bytes(std::string_view text, std::string_view what);
+
+// Formats with binary suffixes, exact where it can ("64M", "1G", "1536K", "100B"), otherwise with two
+// decimals ("1.50G" is never produced for an exact 1536M). Round-trips through parse_bytes when exact.
+std::string format_bytes(std::uint64_t bytes);
+
+// Geometric (factor > 1) or arithmetic (increment > 0) size sweep from begin to end inclusive, as
+// nccl-tests' -b/-e/-f/-i. Exactly one of factor/increment is used: increment wins when non-zero.
+std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, double factor,
+                                      std::uint64_t increment);
+
+// GB/s as the project defines it: 1e9 bytes per second.
+constexpr double gb_per_s(double bytes, double seconds) noexcept {
+  return bytes / seconds / 1e9;
+}
+
+}  // namespace memstress

@@ -1,0 +1,141 @@
+#include "harness/memory/cuda_handles.hpp"
+
+#include "harness/core/cuda_check.hpp"
+
+namespace memstress::cuda {
+
+ScopedDevice::ScopedDevice(int device) {
+  MEMSTRESS_CUDA_TRY(cudaGetDevice(&previous_));
+  if (previous_ != device) {
+    MEMSTRESS_CUDA_TRY(cudaSetDevice(device));
+    changed_ = true;
+  }
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (changed_) {
+    MEMSTRESS_CUDA_WARN(cudaSetDevice(previous_));
+  }
+}
+
+Stream::Stream() {
+  MEMSTRESS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+Stream::Stream(int priority) {
+  MEMSTRESS_CUDA_TRY(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+}
+
+Stream::~Stream() {
+  if (stream_ != nullptr) {
+    MEMSTRESS_CUDA_WARN(cudaStreamDestroy(stream_));
+  }
+}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    Stream old(std::move(*this));
+    stream_ = std::exchange(other.stream_, nullptr);
+  }
+  return *this;
+}
+
+void Stream::synchronize() const {
+  MEMSTRESS_CUDA_TRY(cudaStreamSynchronize(stream_));
+}
+
+Event::Event(Timing timing) {
+  const unsigned flags = timing == Timing::enabled ? cudaEventDefault : cudaEventDisableTiming;
+  MEMSTRESS_CUDA_TRY(cudaEventCreateWithFlags(&event_, flags));
+}
+
+Event::~Event() {
+  if (event_ != nullptr) {
+    MEMSTRESS_CUDA_WARN(cudaEventDestroy(event_));
+  }
+}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    Event old(std::move(*this));
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+void Event::record(cudaStream_t stream) const {
+  MEMSTRESS_CUDA_TRY(cudaEventRecord(event_, stream));
+}
+
+void Event::synchronize() const {
+  MEMSTRESS_CUDA_TRY(cudaEventSynchronize(event_));
+}
+
+bool Event::query() const {
+  const cudaError_t status = cudaEventQuery(event_);
+  if (status == cudaErrorNotReady) {
+    static_cast<void>(cudaGetLastError());
+    return false;
+  }
+  MEMSTRESS_CUDA_TRY(status);
+  return true;
+}
+
+float Event::elapsed_ms(const Event& start, const Event& stop) {
+  float ms = 0.0F;
+  MEMSTRESS_CUDA_TRY(cudaEventElapsedTime(&ms, start.event_, stop.event_));
+  return ms;
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes != 0) {
+    MEMSTRESS_CUDA_TRY(cudaMalloc(&data_, bytes));
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_ != nullptr) {
+    MEMSTRESS_CUDA_WARN(cudaFree(data_));
+  }
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    DeviceBuffer old(std::move(*this));
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+PinnedBuffer::PinnedBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes != 0) {
+    MEMSTRESS_CUDA_TRY(cudaHostAlloc(&data_, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
+  }
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) {
+    MEMSTRESS_CUDA_WARN(cudaFreeHost(data_));
+  }
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    PinnedBuffer old(std::move(*this));
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+int device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace memstress::cuda

@@ -1,0 +1,116 @@
+#pragma once
+
+// Move-only RAII owners for the CUDA runtime handles memstress uses directly. Destructors never throw:
+// they report a failed release on stderr (MEMSTRESS_CUDA_WARN) and carry on.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <span>
+#include <utility>
+
+namespace memstress::cuda {
+
+// Makes `device` current for the scope and restores the previous device on exit.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device);
+  ~ScopedDevice();
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+  ScopedDevice(ScopedDevice&&) = delete;
+  ScopedDevice& operator=(ScopedDevice&&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool changed_ = false;
+};
+
+// A non-blocking stream (it does not synchronize with the legacy default stream).
+class Stream {
+ public:
+  Stream();
+  explicit Stream(int priority);
+  ~Stream();
+  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
+  void synchronize() const;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  enum class Timing : bool { disabled = false, enabled = true };
+  explicit Event(Timing timing = Timing::enabled);
+  ~Event();
+  Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  [[nodiscard]] cudaEvent_t get() const noexcept { return event_; }
+  void record(cudaStream_t stream) const;
+  void synchronize() const;
+  [[nodiscard]] bool query() const;  // true once the work before the record has completed
+  // Milliseconds between two recorded, completed events.
+  [[nodiscard]] static float elapsed_ms(const Event& start, const Event& stop);
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Device memory straight from cudaMalloc, for kernels' scratch and tests; workloads allocate through
+// the shared allocator instead.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Page-locked host memory from cudaHostAlloc (portable and mapped, so kernels may read it too).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+  template <typename T>
+  [[nodiscard]] std::span<T> as() const noexcept {
+    return {static_cast<T*>(data_), bytes_ / sizeof(T)};
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Number of CUDA devices usable by this process; 0 (not an error) when there is no driver or no GPU.
+int device_count() noexcept;
+
+}  // namespace memstress::cuda

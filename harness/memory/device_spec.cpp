@@ -1,0 +1,85 @@
+#include "harness/memory/device_spec.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "harness/core/error.hpp"
+#include "harness/core/log.hpp"
+#include "harness/core/units.hpp"
+#include "harness/memory/cuda_backend.hpp"
+#include "harness/memory/cuda_handles.hpp"
+#include "harness/memory/sim_backend.hpp"
+
+namespace memstress {
+
+DeviceSpec DeviceSpec::parse(std::string_view text) {
+  DeviceSpec spec;
+  if (text == "auto") {
+    return spec;
+  }
+  if (text == "sim") {
+    spec.kind = Kind::sim;
+    return spec;
+  }
+  if (text.starts_with("sim:")) {
+    spec.kind = Kind::sim;
+    spec.sim_capacity = parse_bytes(text.substr(4), "--device sim:CAPACITY");
+    if (spec.sim_capacity == 0) {
+      throw InputError("--device sim:CAPACITY: the capacity must be more than 0 bytes");
+    }
+    return spec;
+  }
+  if (text == "cuda") {
+    spec.kind = Kind::cuda;
+    return spec;
+  }
+  if (text.starts_with("cuda:")) {
+    spec.kind = Kind::cuda;
+    const std::string_view number = text.substr(5);
+    const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), spec.ordinal);
+    if (ec != std::errc{} || ptr != number.data() + number.size() || spec.ordinal < 0) {
+      throw InputError(fmt::format("--device '{}': expected cuda:N with N a device ordinal", text));
+    }
+    return spec;
+  }
+  throw InputError(
+      fmt::format("--device '{}': expected auto, cuda, cuda:N, sim or sim:CAPACITY (e.g. sim:80GiB)", text));
+}
+
+std::string DeviceSpec::to_string() const {
+  switch (kind) {
+    case Kind::automatic:
+      return "auto";
+    case Kind::cuda:
+      return fmt::format("cuda:{}", ordinal);
+    case Kind::sim:
+      return fmt::format("sim:{}", format_bytes(sim_capacity));
+  }
+  return "auto";
+}
+
+std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec) {
+  switch (spec.kind) {
+    case DeviceSpec::Kind::sim:
+      return std::make_unique<SimBackend>(spec.sim_capacity);
+    case DeviceSpec::Kind::cuda:
+      if (cuda::device_count() == 0) {
+        throw EnvironmentError(
+            fmt::format("--device {}: no CUDA device found (no NVIDIA driver or no GPU)", spec.to_string()));
+      }
+      return std::make_unique<CudaBackend>(spec.ordinal);
+    case DeviceSpec::Kind::automatic:
+      if (cuda::device_count() > 0) {
+        return std::make_unique<CudaBackend>(spec.ordinal);
+      }
+      note(
+          "no CUDA device found: running on the simulated device sim:{} (workloads that need a real GPU "
+          "are skipped)",
+          format_bytes(spec.sim_capacity));
+      return std::make_unique<SimBackend>(spec.sim_capacity);
+  }
+  throw InputError("--device: unknown kind");
+}
+
+}  // namespace memstress

@@ -1,0 +1,56 @@
+#pragma once
+
+// The CUDA driver API, reached through the runtime (cudaGetDriverEntryPointByVersion) instead of
+// linking libcuda: the memstress binary must start on a machine with no NVIDIA driver at all, and a
+// libcuda link dependency would stop it at load time. Function types come from cuda.h's declarations,
+// so nothing here restates the driver's signatures.
+
+#include <cuda.h>
+
+namespace memstress {
+
+struct DriverApi {
+  decltype(&::cuGetErrorName) get_error_name = nullptr;
+  decltype(&::cuGetErrorString) get_error_string = nullptr;
+  decltype(&::cuDriverGetVersion) driver_get_version = nullptr;
+  decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
+  // Virtual memory management, for expandable segments.
+  decltype(&::cuMemAddressReserve) mem_address_reserve = nullptr;
+  decltype(&::cuMemAddressFree) mem_address_free = nullptr;
+  decltype(&::cuMemCreate) mem_create = nullptr;
+  decltype(&::cuMemRelease) mem_release = nullptr;
+  decltype(&::cuMemMap) mem_map = nullptr;
+  decltype(&::cuMemUnmap) mem_unmap = nullptr;
+  decltype(&::cuMemSetAccess) mem_set_access = nullptr;
+  decltype(&::cuMemGetAllocationGranularity) mem_get_allocation_granularity = nullptr;
+
+  // True when every entry point resolved (a driver is present and new enough).
+  [[nodiscard]] bool complete() const noexcept;
+};
+
+// Resolved once per process on first use; afterwards immutable. Entries are null without a driver.
+const DriverApi& driver_api();
+
+namespace detail {
+[[noreturn]] void throw_driver_error(CUresult result, const char* call, const char* file, int line);
+void report_driver_error(CUresult result, const char* call, const char* file, int line) noexcept;
+}  // namespace detail
+
+}  // namespace memstress
+
+// Throwing check for driver-API calls made through driver_api(); a non-throwing one for destructors.
+#define MEMSTRESS_CU_TRY(call)                                                                  \
+  do {                                                                                          \
+    const CUresult memstress_cu_status_ = (call);                                               \
+    if (memstress_cu_status_ != CUDA_SUCCESS) {                                                 \
+      ::memstress::detail::throw_driver_error(memstress_cu_status_, #call, __FILE__, __LINE__); \
+    }                                                                                           \
+  } while (false)
+
+#define MEMSTRESS_CU_WARN(call)                                                                  \
+  do {                                                                                           \
+    const CUresult memstress_cu_status_ = (call);                                                \
+    if (memstress_cu_status_ != CUDA_SUCCESS) {                                                  \
+      ::memstress::detail::report_driver_error(memstress_cu_status_, #call, __FILE__, __LINE__); \
+    }                                                                                            \
+  } while (false)
