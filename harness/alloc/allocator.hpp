@@ -1,0 +1,56 @@
+#pragma once
+
+// The allocator seam (RMM's shape): a non-virtual public interface over private virtual hooks, so
+// checks and accounting common to every allocator live in one place. One instance per device is
+// shared by every workload, stream and thread of the process; implementations are thread-safe.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "harness/alloc/stream_ref.hpp"
+
+namespace memstress {
+
+class DeviceBackend;
+
+// PyTorch's flat naming: "allocated_bytes.all.current", "reserved_bytes.all.peak", "num_ooms", …
+using MemoryStats = std::map<std::string, std::int64_t, std::less<>>;
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  Allocator() = default;
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+  Allocator(Allocator&&) = delete;
+  Allocator& operator=(Allocator&&) = delete;
+
+  // Returns device memory of at least `bytes` usable on `stream`, aligned to at least 256 bytes.
+  // Throws OutOfMemoryError (with the allocator's full explanation) when it cannot.
+  [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {}) {
+    return do_allocate(bytes, stream);
+  }
+  // Returns memory from allocate. Null is ignored.
+  void deallocate(void* ptr) {
+    if (ptr != nullptr) {
+      do_deallocate(ptr);
+    }
+  }
+  // Returns cached, unused device memory to the device.
+  void empty_cache() { do_empty_cache(); }
+
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  [[nodiscard]] virtual DeviceBackend& backend() const noexcept = 0;
+  [[nodiscard]] virtual MemoryStats memory_stats() const = 0;
+  virtual void reset_peak_stats() = 0;
+
+ private:
+  virtual void* do_allocate(std::size_t bytes, StreamRef stream) = 0;
+  virtual void do_deallocate(void* ptr) = 0;
+  virtual void do_empty_cache() {}
+};
+
+}  // namespace memstress
