@@ -1,0 +1,114 @@
+// Host side of the verifiable-pattern kernels: argument checks, grid sizes, the pinned result slot.
+
+#include "kernels/pattern.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "harness/core/cuda_check.hpp"
+#include "harness/core/error.hpp"
+#include "kernels/launch.hpp"
+
+namespace memstress::kernels {
+namespace {
+
+constexpr std::array<Pattern, 6> kPatterns{Pattern::random,       Pattern::zeros,        Pattern::ones,
+                                           Pattern::checkerboard, Pattern::walking_ones, Pattern::address};
+
+// Blocks for a grid-stride loop over `items`: enough to fill the device, no more.
+unsigned grid_for(std::uint64_t items) {
+  int device = 0;
+  int sms = 0;
+  MEMSTRESS_CUDA_TRY(cudaGetDevice(&device));
+  MEMSTRESS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::uint64_t wanted = std::max<std::uint64_t>(1, (items + detail::kBlock - 1) / detail::kBlock);
+  return static_cast<unsigned>(std::min<std::uint64_t>(wanted, static_cast<std::uint64_t>(sms) * 8));
+}
+
+void require_alignment(const void* ptr, std::string_view what) {
+  if (reinterpret_cast<std::uintptr_t>(ptr) % 16 != 0) {
+    throw InputError(fmt::format("{}: device buffer {} is not 16-byte aligned", what, ptr));
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(Pattern pattern) noexcept {
+  switch (pattern) {
+    case Pattern::random:
+      return "random";
+    case Pattern::zeros:
+      return "zeros";
+    case Pattern::ones:
+      return "ones";
+    case Pattern::checkerboard:
+      return "checkerboard";
+    case Pattern::walking_ones:
+      return "walking_ones";
+    case Pattern::address:
+      return "address";
+  }
+  return "unknown";
+}
+
+Pattern parse_pattern(std::string_view name, std::string_view what) {
+  for (const Pattern p : kPatterns) {
+    if (to_string(p) == name) {
+      return p;
+    }
+  }
+  throw InputError(fmt::format(
+      "{}: unknown pattern '{}'; choose random, zeros, ones, checkerboard, walking_ones or address", what,
+      name));
+}
+
+std::span<const Pattern> all_patterns() noexcept {
+  return kPatterns;
+}
+
+void fill(void* dst, std::size_t bytes, Pattern pattern, std::uint64_t seed, cudaStream_t stream) {
+  if (bytes == 0) {
+    return;
+  }
+  require_alignment(dst, "fill");
+  MEMSTRESS_CUDA_TRY(detail::launch_fill(dst, bytes, pattern, seed, grid_for(bytes / 16), stream));
+}
+
+Checker::Checker() : counters_(2 * sizeof(std::uint64_t)), result_(2 * sizeof(std::uint64_t)) {}
+
+void Checker::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
+                      cudaStream_t stream) {
+  require_alignment(src, "check");
+  // counters = {0, ~0}: two memsets keep the enqueue fully asynchronous.
+  auto* counters = static_cast<unsigned char*>(counters_.data());
+  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters, 0x00, sizeof(std::uint64_t), stream));
+  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
+  if (bytes != 0) {
+    MEMSTRESS_CUDA_TRY(detail::launch_check(src, bytes, pattern, seed,
+                                            static_cast<unsigned long long*>(counters_.data()),
+                                            grid_for(bytes / 16), stream));
+  }
+  MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(result_.data(), counters_.data(), 2 * sizeof(std::uint64_t),
+                                     cudaMemcpyDeviceToHost, stream));
+  stream_ = stream;
+  checked_words_ = (bytes + 7) / 8;
+}
+
+CheckResult Checker::wait() {
+  MEMSTRESS_CUDA_TRY(cudaStreamSynchronize(stream_));
+  const std::span<const std::uint64_t> out = result_.as<const std::uint64_t>();
+  return CheckResult{checked_words_, out[0], out[1]};
+}
+
+CheckResult Checker::check(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
+                           cudaStream_t stream) {
+  enqueue(src, bytes, pattern, seed, stream);
+  return wait();
+}
+
+void spin(std::uint64_t nanoseconds, cudaStream_t stream) {
+  MEMSTRESS_CUDA_TRY(detail::launch_spin(nanoseconds, stream));
+}
+
+}  // namespace memstress::kernels

@@ -1,0 +1,113 @@
+// Fill and check kernels for verifiable patterns, and the spin kernel. Grid-stride loops over pairs of
+// 8-byte words with 16-byte accesses (the host API guarantees 16-byte alignment); the odd last word and
+// a partial tail word are handled by thread 0.
+
+#include "kernels/launch.hpp"
+
+namespace memstress::kernels::detail {
+namespace {
+
+constexpr std::uint64_t kNone = ~0ULL;
+
+__device__ std::uint64_t global_thread() {
+  return blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+}
+__device__ std::uint64_t grid_threads() {
+  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+}
+
+__global__ void fill_kernel(unsigned char* dst, std::uint64_t bytes, Pattern pattern, std::uint64_t seed) {
+  const std::uint64_t words = bytes / 8;
+  const std::uint64_t pairs = words / 2;
+  auto* pair_ptr = reinterpret_cast<ulonglong2*>(dst);
+  for (std::uint64_t i = global_thread(); i < pairs; i += grid_threads()) {
+    pair_ptr[i] = make_ulonglong2(pattern_word(pattern, seed, 2 * i), pattern_word(pattern, seed, 2 * i + 1));
+  }
+  if (global_thread() == 0) {
+    auto* word_ptr = reinterpret_cast<std::uint64_t*>(dst);
+    if ((words & 1U) != 0) {
+      word_ptr[words - 1] = pattern_word(pattern, seed, words - 1);
+    }
+    const std::uint64_t tail = pattern_word(pattern, seed, words);
+    for (std::uint64_t b = words * 8; b < bytes; ++b) {
+      dst[b] = static_cast<unsigned char>(tail >> (8 * (b - words * 8)));
+    }
+  }
+}
+
+__device__ void note_bad(std::uint64_t index, std::uint64_t& bad, std::uint64_t& first) {
+  ++bad;
+  first = index < first ? index : first;
+}
+
+__global__ void check_kernel(const unsigned char* src, std::uint64_t bytes, Pattern pattern,
+                             std::uint64_t seed, unsigned long long* counters) {
+  const std::uint64_t words = bytes / 8;
+  const std::uint64_t pairs = words / 2;
+  std::uint64_t bad = 0;
+  std::uint64_t first = kNone;
+  const auto* pair_ptr = reinterpret_cast<const ulonglong2*>(src);
+  for (std::uint64_t i = global_thread(); i < pairs; i += grid_threads()) {
+    const ulonglong2 v = pair_ptr[i];
+    if (v.x != pattern_word(pattern, seed, 2 * i)) {
+      note_bad(2 * i, bad, first);
+    }
+    if (v.y != pattern_word(pattern, seed, 2 * i + 1)) {
+      note_bad(2 * i + 1, bad, first);
+    }
+  }
+  if (global_thread() == 0) {
+    const auto* word_ptr = reinterpret_cast<const std::uint64_t*>(src);
+    if ((words & 1U) != 0 && word_ptr[words - 1] != pattern_word(pattern, seed, words - 1)) {
+      note_bad(words - 1, bad, first);
+    }
+    const std::uint64_t tail = pattern_word(pattern, seed, words);
+    for (std::uint64_t b = words * 8; b < bytes; ++b) {
+      if (src[b] != static_cast<unsigned char>(tail >> (8 * (b - words * 8)))) {
+        note_bad(words, bad, first);
+        break;
+      }
+    }
+  }
+  // Warp-level sum and minimum, then one pair of atomics per warp that saw an error.
+  for (int offset = 16; offset > 0; offset /= 2) {
+    bad += __shfl_down_sync(0xffffffffU, bad, offset);
+    const std::uint64_t other = __shfl_down_sync(0xffffffffU, first, offset);
+    first = other < first ? other : first;
+  }
+  if ((threadIdx.x % 32) == 0 && bad != 0) {
+    atomicAdd(&counters[0], static_cast<unsigned long long>(bad));
+    atomicMin(&counters[1], static_cast<unsigned long long>(first));
+  }
+}
+
+__global__ void spin_kernel(std::uint64_t nanoseconds) {
+  std::uint64_t start = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  std::uint64_t now = start;
+  while (now - start < nanoseconds) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_fill(void* dst, std::uint64_t bytes, Pattern pattern, std::uint64_t seed, unsigned grid,
+                        cudaStream_t stream) {
+  fill_kernel<<<grid, kBlock, 0, stream>>>(static_cast<unsigned char*>(dst), bytes, pattern, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_check(const void* src, std::uint64_t bytes, Pattern pattern, std::uint64_t seed,
+                         unsigned long long* counters, unsigned grid, cudaStream_t stream) {
+  check_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const unsigned char*>(src), bytes, pattern, seed,
+                                            counters);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_spin(std::uint64_t nanoseconds, cudaStream_t stream) {
+  spin_kernel<<<1, 1, 0, stream>>>(nanoseconds);
+  return cudaGetLastError();
+}
+
+}  // namespace memstress::kernels::detail

@@ -1,0 +1,57 @@
+#pragma once
+
+// Fill a device buffer with a verifiable pattern and count mismatches on the device. The mismatch
+// count comes back through pinned host memory; the host never reads the buffer itself.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "harness/memory/cuda_handles.hpp"
+#include "kernels/pattern_word.hpp"
+
+namespace memstress::kernels {
+
+std::string_view to_string(Pattern pattern) noexcept;
+// Throws InputError naming `what` for an unknown name.
+Pattern parse_pattern(std::string_view name, std::string_view what);
+std::span<const Pattern> all_patterns() noexcept;
+
+// Enqueues a fill of `bytes` at `dst` on `stream`.
+void fill(void* dst, std::size_t bytes, Pattern pattern, std::uint64_t seed, cudaStream_t stream);
+
+struct CheckResult {
+  static constexpr std::uint64_t kNone = ~0ULL;
+  std::uint64_t checked_words = 0;       // 8-byte words compared (a partial tail word counts as one)
+  std::uint64_t bad_words = 0;           // words that differ from the pattern
+  std::uint64_t first_bad_word = kNone;  // lowest index of a bad word
+  [[nodiscard]] bool ok() const noexcept { return bad_words == 0; }
+};
+
+// Owns the device counters and the pinned result slot for one check at a time (per stream).
+class Checker {
+ public:
+  Checker();
+  // Enqueues a comparison of `bytes` at `src` with the pattern on `stream`.
+  void enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed, cudaStream_t stream);
+  // Waits for the stream the last enqueue used and returns its result.
+  [[nodiscard]] CheckResult wait();
+  // enqueue + wait.
+  CheckResult check(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
+                    cudaStream_t stream);
+
+ private:
+  cuda::DeviceBuffer counters_;  // {bad_words, first_bad_word}
+  cuda::PinnedBuffer result_;    // the same, copied back
+  cudaStream_t stream_ = nullptr;
+  std::uint64_t checked_words_ = 0;
+};
+
+// Keeps the stream busy for `nanoseconds` (by the GPU's global timer) so that host launch overhead stays
+// out of a timed region enqueued behind it.
+void spin(std::uint64_t nanoseconds, cudaStream_t stream);
+
+}  // namespace memstress::kernels
