@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/run/params.hpp"
+#include "harness/run/result.hpp"
+
+namespace memstress {
+
+class Allocator;
+class DeviceBackend;
+
+// What a case sees: its parameters, the shared allocator (and through it the device), a seed, and the
+// calls that report samples and verification counts. The harness owns one per case.
+class CaseContext {
+ public:
+  CaseContext(ParamSet params, Allocator& allocator, std::uint64_t seed) noexcept;
+
+  [[nodiscard]] const ParamSet& params() const noexcept { return params_; }
+  [[nodiscard]] Allocator& allocator() const noexcept { return allocator_; }
+  [[nodiscard]] DeviceBackend& device() const noexcept;
+  // Derived from the run's --seed and the case's identity: the same case always gets the same seed.
+  [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
+  // False during warm-up repetitions.
+  [[nodiscard]] bool measuring() const noexcept { return measuring_; }
+  // 0-based index of the current repetition, warm-ups included.
+  [[nodiscard]] int iteration() const noexcept { return iteration_; }
+
+  // One sample of a metric. The unit and direction of a metric must not change within a case.
+  void record(std::string_view metric, std::string_view unit, Better better, double value);
+  // `checked` items were compared on the device and `errors` of them were wrong.
+  void verified(std::uint64_t checked, std::uint64_t errors) noexcept;
+  void note(std::string text);
+
+  // Harness side.
+  void begin_iteration(int index, bool measuring) noexcept;
+  [[nodiscard]] std::vector<MetricResult> take_metrics();
+  [[nodiscard]] std::uint64_t checked() const noexcept { return checked_; }
+  [[nodiscard]] std::uint64_t errors() const noexcept { return errors_; }
+  [[nodiscard]] std::vector<std::string> take_notes() { return std::move(notes_); }
+
+ private:
+  ParamSet params_;
+  Allocator& allocator_;
+  std::uint64_t seed_;
+  bool measuring_ = false;
+  int iteration_ = 0;
+  std::vector<MetricResult> metrics_;
+  std::uint64_t checked_ = 0;
+  std::uint64_t errors_ = 0;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace memstress

@@ -1,0 +1,148 @@
+#include "harness/run/format.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "harness/core/error.hpp"
+
+namespace memstress {
+namespace {
+
+using Line = std::vector<std::string>;
+
+std::string render(const std::vector<Line>& lines) {
+  std::vector<std::size_t> width;
+  for (const Line& line : lines) {
+    width.resize(std::max(width.size(), line.size()));
+    for (std::size_t c = 0; c < line.size(); ++c) {
+      width[c] = std::max(width[c], line[c].size());
+    }
+  }
+  std::string out;
+  for (const Line& line : lines) {
+    std::string text;
+    for (std::size_t c = 0; c < line.size(); ++c) {
+      text += c + 1 == line.size() ? line[c] : fmt::format("{:<{}}  ", line[c], width[c]);
+    }
+    while (!text.empty() && text.back() == ' ') {
+      text.pop_back();
+    }
+    out += text + '\n';
+  }
+  return out;
+}
+
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\n") == std::string_view::npos) {
+    return std::string(text);
+  }
+  std::string quoted = "\"";
+  for (const char c : text) {
+    quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  }
+  return quoted + '"';
+}
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+}  // namespace
+
+OutputFormat parse_output_format(std::string_view text, std::string_view what) {
+  if (text == "table") {
+    return OutputFormat::table;
+  }
+  if (text == "json") {
+    return OutputFormat::json;
+  }
+  if (text == "csv") {
+    return OutputFormat::csv;
+  }
+  throw InputError(fmt::format("{} '{}': choose table, json or csv", what, text));
+}
+
+std::string format_value(double value) {
+  if (value == 0.0 || !std::isfinite(value)) {
+    return fmt::format("{}", value);
+  }
+  if (std::abs(value) >= 1e5) {
+    return fmt::format("{:.0f}", value);
+  }
+  return fmt::format("{:.4g}", value);
+}
+
+std::string format_table(const RunRecord& run) {
+  std::vector<Line> lines{
+      {"WORKLOAD", "CASE", "DEVICE", "VERDICT", "METRIC", "MEDIAN", "P10", "P90", "CV", "UNIT", "NOTE"}};
+  for (const Row& row : run.rows) {
+    const std::string note = first_line(row.reason);
+    const Line head{row.workload, row.case_label(), row.device.label, std::string(to_string(row.verdict))};
+    if (row.metrics.empty()) {
+      Line line = head;
+      line.insert(line.end(), {"-", "", "", "", "", "", note});
+      lines.push_back(std::move(line));
+      continue;
+    }
+    bool first = true;
+    for (const MetricResult& m : row.metrics) {
+      Line line = first ? head : Line{"", "", "", ""};
+      const Summary& s = m.summary;
+      line.insert(line.end(), {m.name, format_value(s.median), format_value(s.p10), format_value(s.p90),
+                               fmt::format("{:.1f}%", s.cv * 100.0), m.unit, first ? note : ""});
+      lines.push_back(std::move(line));
+      first = false;
+    }
+  }
+  const VerdictCounts c = count_verdicts(run.rows);
+  return render(lines) +
+         fmt::format("{} cases: {} passed, {} failed, {} skipped, {} errors{}\n", run.rows.size(), c.pass,
+                     c.fail, c.skip, c.error,
+                     run.status == RunStatus::aborted ? " (run aborted: " + run.abort_reason + ")" : "");
+}
+
+std::string format_csv(const RunRecord& run) {
+  static constexpr std::array kHeader{
+      "workload", "case", "allocator", "rank", "device", "verdict", "metric", "unit",    "n",      "median",
+      "p10",      "p90",  "min",       "max",  "mean",   "stddev",  "cv",     "checked", "errors", "reason"};
+  std::string out;
+  for (std::size_t i = 0; i < kHeader.size(); ++i) {
+    out += fmt::format("{}{}", i == 0 ? "" : ",", kHeader[i]);
+  }
+  out += '\n';
+  for (const Row& row : run.rows) {
+    const auto prefix =
+        fmt::format("{},{},{},{},{},{}", csv_field(row.workload), csv_field(row.case_label()),
+                    csv_field(row.allocator), row.rank, csv_field(row.device.label), to_string(row.verdict));
+    const auto suffix = fmt::format("{},{},{}", row.checked, row.errors, csv_field(first_line(row.reason)));
+    if (row.metrics.empty()) {
+      out += fmt::format("{},,,,,,,,,,,,{}\n", prefix, suffix);
+      continue;
+    }
+    for (const MetricResult& m : row.metrics) {
+      const Summary& s = m.summary;
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", prefix, csv_field(m.name),
+                         csv_field(m.unit), s.n, s.median, s.p10, s.p90, s.min, s.max, s.mean, s.stddev, s.cv,
+                         suffix);
+    }
+  }
+  return out;
+}
+
+std::string format_run(const RunRecord& run, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::table:
+      return format_table(run);
+    case OutputFormat::json:
+      return run_json(run).dump(2) + "\n";
+    case OutputFormat::csv:
+      return format_csv(run);
+  }
+  return format_table(run);
+}
+
+}  // namespace memstress

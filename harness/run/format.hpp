@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "harness/run/result.hpp"
+
+namespace memstress {
+
+enum class OutputFormat { table, json, csv };
+
+// Throws InputError naming `what` (e.g. "--format") for anything but table, json or csv.
+OutputFormat parse_output_format(std::string_view text, std::string_view what);
+
+// What `run` prints on stdout.
+std::string format_run(const RunRecord& run, OutputFormat format);
+
+std::string format_table(const RunRecord& run);
+std::string format_csv(const RunRecord& run);
+
+// A number for people: no exponent below 1e5, four significant digits (2950.1 -> "2950", 0.01234 ->
+// "0.01234").
+std::string format_value(double value);
+
+}  // namespace memstress

@@ -1,0 +1,124 @@
+#include "harness/run/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "harness/core/error.hpp"
+#include "harness/core/units.hpp"
+#include "harness/run/registry.hpp"
+#include "harness/run/workload.hpp"
+
+namespace memstress {
+namespace {
+
+std::vector<const Workload*> select(const Registry& registry, const std::vector<std::string>& names) {
+  std::vector<const Workload*> selected;
+  if (names.empty()) {
+    for (const auto& w : registry.all()) {
+      if (w->in_default_job()) {
+        selected.push_back(w.get());
+      }
+    }
+    return selected;
+  }
+  for (const std::string& name : names) {
+    const Workload* w = &registry.get(name);
+    if (std::find(selected.begin(), selected.end(), w) == selected.end()) {
+      selected.push_back(w);
+    }
+  }
+  return selected;
+}
+
+void check_overrides_apply(const std::vector<const Workload*>& selected, const PlanRequest& request) {
+  for (const ParamOverride& o : request.overrides) {
+    bool applies = false;
+    for (const Workload* w : selected) {
+      if (!o.workload.empty() && o.workload != w->name()) {
+        continue;
+      }
+      const auto specs = w->params();
+      applies = applies ||
+                std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == o.name; });
+    }
+    if (!applies) {
+      throw InputError(
+          o.workload.empty()
+              ? fmt::format("-p {}: no selected workload has a parameter '{}' (see `memstress list`)", o.name,
+                            o.name)
+              : fmt::format("-p {}.{}: workload '{}' is not selected or has no parameter '{}'", o.workload,
+                            o.name, o.workload, o.name));
+    }
+  }
+  if (request.sizes) {
+    const bool any = std::any_of(selected.begin(), selected.end(), [](const Workload* w) {
+      const auto specs = w->params();
+      return std::any_of(specs.begin(), specs.end(), [](const ParamSpec& s) { return s.name == kSizeAxis; });
+    });
+    if (!any) {
+      throw InputError("-b/-e/-f: no selected workload has a 'bytes' axis to sweep");
+    }
+  }
+}
+
+// The values of one axis for one workload, canonical.
+std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, const PlanRequest& request) {
+  std::vector<std::string> raw =
+      request.full && !spec.full_defaults.empty() ? spec.full_defaults : spec.defaults;
+  if (spec.name == kSizeAxis && request.sizes) {
+    raw.clear();
+    for (const std::uint64_t size : *request.sizes) {
+      raw.push_back(format_bytes(size));
+    }
+  }
+  // A scoped override (-p smoke.bytes=…) wins over an unscoped one (-p bytes=…); the last of each wins.
+  const ParamOverride* chosen = nullptr;
+  for (const ParamOverride& o : request.overrides) {
+    if (o.name != spec.name) {
+      continue;
+    }
+    if (o.workload == w.name() || (o.workload.empty() && (chosen == nullptr || chosen->workload.empty()))) {
+      chosen = &o;
+    }
+  }
+  if (chosen != nullptr) {
+    raw = chosen->values;
+  }
+  std::vector<std::string> values;
+  for (const std::string& v : raw) {
+    std::string c = spec.canonical(v, fmt::format("-p {}.{}", w.name(), spec.name));
+    if (std::find(values.begin(), values.end(), c) == values.end()) {
+      values.push_back(std::move(c));
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
+std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest& request) {
+  const std::vector<const Workload*> selected = select(registry, request.workloads);
+  check_overrides_apply(selected, request);
+  std::vector<PlannedCase> cases;
+  for (const Workload* w : selected) {
+    std::vector<std::vector<std::pair<std::string, std::string>>> partial{{}};
+    for (const ParamSpec& spec : w->params()) {
+      std::vector<std::vector<std::pair<std::string, std::string>>> next;
+      for (const auto& prefix : partial) {
+        for (const std::string& value : axis_values(*w, spec, request)) {
+          auto extended = prefix;
+          extended.emplace_back(spec.name, value);
+          next.push_back(std::move(extended));
+        }
+      }
+      partial = std::move(next);
+    }
+    for (auto& values : partial) {
+      cases.push_back(PlannedCase{w, ParamSet(std::move(values))});
+    }
+  }
+  return cases;
+}
+
+}  // namespace memstress

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/run/params.hpp"
+
+namespace memstress {
+
+class Registry;
+class Workload;
+
+struct PlannedCase {
+  const Workload* workload = nullptr;
+  ParamSet params;
+};
+
+struct PlanRequest {
+  std::vector<std::string> workloads;               // empty: the default job
+  std::vector<ParamOverride> overrides;             // -p
+  std::optional<std::vector<std::uint64_t>> sizes;  // -b/-e/-f: replaces the `bytes` axis
+  bool full = false;                                // --full: the long axis values
+};
+
+// Expands the selected workloads into cases (the Cartesian product of their axes, in declaration order).
+// Everything is validated first: an unknown workload, an axis no selected workload has, a value of the
+// wrong type, or -b/-e/-f with no `bytes` axis throws InputError before any case runs.
+std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest& request);
+
+}  // namespace memstress

@@ -1,0 +1,172 @@
+#include "harness/run/result.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "harness/core/error.hpp"
+
+namespace memstress {
+
+std::string_view to_string(Verdict verdict) noexcept {
+  switch (verdict) {
+    case Verdict::pass:
+      return "pass";
+    case Verdict::fail:
+      return "fail";
+    case Verdict::skip:
+      return "skip";
+    case Verdict::error:
+      return "error";
+  }
+  return "error";
+}
+
+std::string_view to_string(Better better) noexcept {
+  switch (better) {
+    case Better::higher:
+      return "higher";
+    case Better::lower:
+      return "lower";
+    case Better::none:
+      return "none";
+  }
+  return "none";
+}
+
+std::string_view to_string(RunStatus status) noexcept {
+  switch (status) {
+    case RunStatus::running:
+      return "running";
+    case RunStatus::complete:
+      return "complete";
+    case RunStatus::aborted:
+      return "aborted";
+  }
+  return "aborted";
+}
+
+std::string Row::case_label() const {
+  std::string label;
+  for (const auto& [key, value] : params) {
+    if (!label.empty()) {
+      label += ' ';
+    }
+    label += fmt::format("{}={}", key, value);
+  }
+  return label;
+}
+
+const MetricResult* Row::metric(std::string_view name) const {
+  for (const MetricResult& m : metrics) {
+    if (m.name == name) {
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
+void to_json(nlohmann::json& j, const MetricResult& m) {
+  const Summary& s = m.summary;
+  j = nlohmann::json{{"unit", m.unit},
+                     {"better", to_string(m.better)},
+                     {"n", s.n},
+                     {"median", s.median},
+                     {"p10", s.p10},
+                     {"p90", s.p90},
+                     {"p99", s.p99},
+                     {"min", s.min},
+                     {"max", s.max},
+                     {"mean", s.mean},
+                     {"stddev", s.stddev},
+                     {"cv", s.cv},
+                     {"samples", m.samples}};
+}
+
+void to_json(nlohmann::json& j, const Row& row) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [key, value] : row.params) {
+    params[key] = value;
+  }
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const MetricResult& m : row.metrics) {
+    metrics[m.name] = m;
+  }
+  j = nlohmann::json{
+      {"workload", row.workload},
+      {"case", row.case_label()},
+      {"params", params},
+      {"allocator", row.allocator},
+      {"rank", row.rank},
+      {"device",
+       {{"label", row.device.label},
+        {"kind", row.device.kind},
+        {"ordinal", row.device.ordinal},
+        {"name", row.device.name},
+        {"uuid", row.device.uuid}}},
+      {"verdict", to_string(row.verdict)},
+      {"reason", row.reason},
+      {"verification", {{"checked", row.checked}, {"errors", row.errors}}},
+      {"metrics", metrics},
+      {"notes", row.notes},
+      {"allocator_stats", row.allocator_stats.is_null() ? nlohmann::json::object() : row.allocator_stats},
+      {"started_at", row.started_at},
+      {"seconds", row.seconds},
+  };
+}
+
+nlohmann::json header_json(const RunRecord& run) {
+  nlohmann::json j{
+      {"schema", kSchemaId},
+      {"memstress", {{"version", run.tool_version}, {"git_sha", run.git_sha}}},
+      {"argv", run.argv},
+      {"started_at", run.started_at},
+      {"ended_at", run.ended_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.ended_at)},
+      {"status", to_string(run.status)},
+      {"abort_reason", run.abort_reason},
+      {"config", run.config.is_null() ? nlohmann::json::object() : run.config},
+      {"environment", run.environment.is_null() ? nlohmann::json::object() : run.environment},
+  };
+  return j;
+}
+
+nlohmann::json run_json(const RunRecord& run) {
+  nlohmann::json j = header_json(run);
+  j["rows"] = run.rows;
+  const VerdictCounts counts = count_verdicts(run.rows);
+  j["summary"] = {{"rows", run.rows.size()},
+                  {"pass", counts.pass},
+                  {"fail", counts.fail},
+                  {"skip", counts.skip},
+                  {"error", counts.error}};
+  return j;
+}
+
+VerdictCounts count_verdicts(const std::vector<Row>& rows) noexcept {
+  VerdictCounts counts;
+  for (const Row& row : rows) {
+    switch (row.verdict) {
+      case Verdict::pass:
+        ++counts.pass;
+        break;
+      case Verdict::fail:
+        ++counts.fail;
+        break;
+      case Verdict::skip:
+        ++counts.skip;
+        break;
+      case Verdict::error:
+        ++counts.error;
+        break;
+    }
+  }
+  return counts;
+}
+
+std::string utc_now_iso8601() {
+  const auto now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
+}
+
+}  // namespace memstress

@@ -1,0 +1,93 @@
+#pragma once
+
+// The results model: one Row per case (per rank and device), one RunRecord per invocation. Its JSON
+// form is the versioned schema in results/schema/ (kSchemaId); `compare`, `report` and CI read it.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/stats/summary.hpp"
+
+namespace memstress {
+
+inline constexpr const char* kSchemaId = "memstress.run/1";
+
+enum class Verdict { pass, fail, skip, error };
+std::string_view to_string(Verdict verdict) noexcept;
+
+// Which way is good, for comparisons: bandwidth is higher-better, latency lower-better.
+enum class Better { higher, lower, none };
+std::string_view to_string(Better better) noexcept;
+
+struct MetricResult {
+  std::string name;
+  std::string unit;  // "GB/s", "us", "bytes", "ops/s", "count", "ratio"
+  Better better = Better::none;
+  Summary summary;
+  std::vector<double> samples;  // kept: repetitions are few and compare needs them
+};
+
+struct DeviceRef {
+  std::string label;  // "cuda:0", "sim:80G"
+  std::string kind;   // "cuda" or "sim"
+  int ordinal = 0;
+  std::string name;
+  std::string uuid;
+};
+
+struct Row {
+  std::string workload;
+  std::vector<std::pair<std::string, std::string>> params;  // in the workload's axis order
+  std::string allocator;
+  int rank = 0;
+  DeviceRef device;
+  std::vector<MetricResult> metrics;
+  std::uint64_t checked = 0;  // data items verified on the device
+  std::uint64_t errors = 0;   // of those, wrong
+  Verdict verdict = Verdict::pass;
+  std::string reason;              // why skipped / failed / errored
+  std::vector<std::string> notes;  // anything else worth reading
+  nlohmann::json allocator_stats;  // the allocator's memory_stats after the case
+  std::string started_at;          // UTC, ISO 8601
+  double seconds = 0;              // wall time of the case, warm-up included
+
+  [[nodiscard]] std::string case_label() const;  // "bytes=64M pattern=random"
+  [[nodiscard]] const MetricResult* metric(std::string_view name) const;
+};
+
+enum class RunStatus { running, complete, aborted };
+std::string_view to_string(RunStatus status) noexcept;
+
+struct RunRecord {
+  std::string tool_version;
+  std::string git_sha;
+  std::vector<std::string> argv;
+  std::string started_at;
+  std::string ended_at;
+  RunStatus status = RunStatus::running;
+  std::string abort_reason;
+  nlohmann::json config;       // device, allocator, repetitions, warm-up, seed, …
+  nlohmann::json environment;  // {"ranks": [ per-rank environment ]}
+  std::vector<Row> rows;
+};
+
+void to_json(nlohmann::json& j, const MetricResult& m);
+void to_json(nlohmann::json& j, const Row& row);
+// The run without its rows (the first line of the JSON Lines stream).
+nlohmann::json header_json(const RunRecord& run);
+// The whole document.
+nlohmann::json run_json(const RunRecord& run);
+
+// Counts of each verdict; the process exit code follows from them (any fail or error: 1).
+struct VerdictCounts {
+  int pass = 0, fail = 0, skip = 0, error = 0;
+};
+VerdictCounts count_verdicts(const std::vector<Row>& rows) noexcept;
+
+// "2026-11-21T14:03:05Z"
+std::string utc_now_iso8601();
+
+}  // namespace memstress

@@ -1,0 +1,137 @@
+#include "harness/run/runner.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <optional>
+
+#include "harness/alloc/allocator.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/log.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/run/context.hpp"
+#include "harness/run/nvtx.hpp"
+#include "harness/run/sink.hpp"
+#include "harness/run/workload.hpp"
+
+namespace memstress {
+namespace {
+
+std::uint64_t fnv1a(std::string_view text, std::uint64_t hash) noexcept {
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+DeviceRef device_ref(const DeviceBackend& backend) {
+  const DeviceInfo& info = backend.info();
+  return DeviceRef{info.label(), info.kind == BackendKind::cuda ? "cuda" : "sim", info.ordinal, info.name,
+                   info.uuid};
+}
+
+std::optional<std::string> skip_reason(const Workload& w, const DeviceBackend& backend,
+                                       const RunOptions& options) {
+  const Requirements req = w.requirements();
+  if (req.real_gpu && !backend.has_memory()) {
+    return fmt::format("needs a real GPU (running on the simulated device {})", backend.info().label());
+  }
+  if (req.min_ranks > options.world_size) {
+    return fmt::format("needs {} ranks (running with {})", req.min_ranks, options.world_size);
+  }
+  return std::nullopt;
+}
+
+// Is the device still usable after an error? A sticky error (illegal address, launch failure) makes
+// every later call fail; cases after it cannot run.
+bool device_still_usable(DeviceBackend& backend) noexcept {
+  try {
+    backend.synchronize();
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::uint64_t case_seed(std::uint64_t run_seed, const PlannedCase& planned) noexcept {
+  std::uint64_t h = fnv1a(planned.workload->name(), 0xcbf29ce484222325ULL ^ run_seed);
+  for (const auto& [key, value] : planned.params.values()) {
+    h = fnv1a(value, fnv1a(key, h));
+  }
+  return h;
+}
+
+int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
+  int failures = 0;
+  std::string lost_after;  // the case after which the device became unusable
+  DeviceBackend& backend = allocator_.backend();
+  for (std::size_t index = 0; index < cases.size(); ++index) {
+    const PlannedCase& planned = cases[index];
+    Row row;
+    row.workload = std::string(planned.workload->name());
+    row.params = planned.params.values();
+    row.allocator = std::string(allocator_.name());
+    row.rank = options_.rank;
+    row.device = device_ref(backend);
+    row.started_at = utc_now_iso8601();
+    const auto start = std::chrono::steady_clock::now();
+    const std::string title = fmt::format("{} {}", row.workload, row.case_label());
+
+    if (!lost_after.empty()) {
+      row.verdict = Verdict::error;
+      row.reason = fmt::format("not run: the device failed fatally during {}", lost_after);
+    } else if (const auto reason = skip_reason(*planned.workload, backend, options_)) {
+      row.verdict = Verdict::skip;
+      row.reason = *reason;
+    } else {
+      const NvtxRange range(title);
+      CaseContext ctx(planned.params, allocator_, case_seed(options_.seed, planned));
+      allocator_.reset_peak_stats();
+      try {
+        {
+          const std::unique_ptr<CaseRun> run = planned.workload->prepare(ctx);
+          const int total = options_.warmup + options_.repetitions;
+          for (int i = 0; i < total; ++i) {
+            ctx.begin_iteration(i, i >= options_.warmup);
+            run->iteration(ctx);
+          }
+          run->finish(ctx);
+        }  // the case's buffers are freed here, before the row is closed
+        row.verdict = ctx.errors() == 0 ? Verdict::pass : Verdict::fail;
+        if (ctx.errors() != 0) {
+          row.reason = fmt::format("{} of {} verified items were wrong", ctx.errors(), ctx.checked());
+        }
+      } catch (const std::exception& e) {
+        row.verdict = Verdict::error;
+        row.reason = e.what();
+        if (!device_still_usable(backend)) {
+          lost_after = title;
+        }
+      }
+      row.metrics = ctx.take_metrics();
+      row.checked = ctx.checked();
+      row.errors = ctx.errors();
+      row.notes = ctx.take_notes();
+      try {
+        row.allocator_stats = allocator_.memory_stats();
+      } catch (const std::exception& e) {
+        row.notes.push_back(fmt::format("allocator statistics unavailable: {}", e.what()));
+      }
+    }
+    row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (row.verdict == Verdict::fail || row.verdict == Verdict::error) {
+      ++failures;
+    }
+    if (!options_.quiet) {
+      note("[{}/{}] {}: {}{}", index + 1, cases.size(), title, to_string(row.verdict),
+           row.reason.empty() ? std::string() : fmt::format(": {}", row.reason));
+    }
+    sink.append(std::move(row));
+  }
+  return failures;
+}
+
+}  // namespace memstress

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "harness/run/plan.hpp"
+
+namespace memstress {
+
+class Allocator;
+class ResultSink;
+
+struct RunOptions {
+  int repetitions = 5;  // timed repetitions per case (-n)
+  int warmup = 1;       // untimed repetitions first (-w)
+  std::uint64_t seed = 1;
+  int rank = 0;
+  int world_size = 1;
+  bool quiet = false;  // no per-case progress notes on stderr
+};
+
+// Runs planned cases one after another on one device through one shared allocator and appends a row
+// per case to the sink as it finishes. A case that throws becomes an `error` row and the run goes on;
+// after an error that leaves the device unusable (a sticky CUDA error) the remaining cases are recorded
+// as errors without running. Returns the number of rows whose verdict is fail or error.
+class Runner {
+ public:
+  Runner(Allocator& allocator, RunOptions options) noexcept : allocator_(allocator), options_(options) {}
+
+  int run(const std::vector<PlannedCase>& cases, ResultSink& sink);
+
+ private:
+  Allocator& allocator_;
+  RunOptions options_;
+};
+
+// The seed a case runs with: a hash of the run seed, the workload and the case's parameters.
+std::uint64_t case_seed(std::uint64_t run_seed, const PlannedCase& planned) noexcept;
+
+}  // namespace memstress

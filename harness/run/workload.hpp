@@ -1,0 +1,60 @@
+#pragma once
+
+// A workload declares a name, its parameter axes and what it needs; for each case the harness calls
+// prepare() once and then iteration() for every warm-up and timed repetition, and finish() at the end.
+// The harness owns sweeps, warm-up, repetition, statistics, OOM and error handling, skipping and output:
+// a workload only does the work, records samples and counts what it verified.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/run/params.hpp"
+
+namespace memstress {
+
+class CaseContext;
+
+struct Requirements {
+  bool real_gpu = false;  // needs memory behind device addresses (kernels, copies)
+  int min_ranks = 1;
+};
+
+// One case's state, alive from prepare to finish (buffers, streams): RAII frees it all.
+class CaseRun {
+ public:
+  virtual ~CaseRun() = default;
+  CaseRun() = default;
+  CaseRun(const CaseRun&) = delete;
+  CaseRun& operator=(const CaseRun&) = delete;
+  CaseRun(CaseRun&&) = delete;
+  CaseRun& operator=(CaseRun&&) = delete;
+
+  // One repetition. Records samples with ctx.record (ignored during warm-up) and verification counts
+  // with ctx.verified (always counted: a data error in warm-up is still an error).
+  virtual void iteration(CaseContext& ctx) = 0;
+  // After the last repetition: end-of-case metrics (peaks, totals).
+  virtual void finish(CaseContext& /*ctx*/) {}
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  Workload() = default;
+  Workload(const Workload&) = delete;
+  Workload& operator=(const Workload&) = delete;
+  Workload(Workload&&) = delete;
+  Workload& operator=(Workload&&) = delete;
+
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  [[nodiscard]] virtual std::string_view summary() const noexcept = 0;
+  [[nodiscard]] virtual std::vector<ParamSpec> params() const = 0;
+  [[nodiscard]] virtual Requirements requirements() const noexcept { return {}; }
+  // Part of the default job (`memstress run` with no workload named)?
+  [[nodiscard]] virtual bool in_default_job() const noexcept { return true; }
+
+  [[nodiscard]] virtual std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const = 0;
+};
+
+}  // namespace memstress
