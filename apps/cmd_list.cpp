@@ -1,0 +1,88 @@
+// memstress list: the registered workloads, their axes with defaults, and what they need.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "apps/commands.hpp"
+#include "harness/alloc/factory.hpp"
+#include "suites/registry.hpp"
+
+namespace memstress::app {
+namespace {
+
+std::string needs(const Requirements& req) {
+  std::vector<std::string> parts;
+  if (req.real_gpu) {
+    parts.emplace_back("a real GPU");
+  }
+  if (req.min_ranks > 1) {
+    parts.push_back(fmt::format("{} ranks", req.min_ranks));
+  }
+  return parts.empty() ? "any device (the simulated one too)" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+nlohmann::json list_json(const Registry& registry) {
+  nlohmann::json workloads = nlohmann::json::array();
+  for (const auto& w : registry.all()) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const ParamSpec& p : w->params()) {
+      params.push_back({{"name", p.name},
+                        {"type", to_string(p.type)},
+                        {"defaults", p.defaults},
+                        {"full_defaults", p.full_defaults.empty() ? p.defaults : p.full_defaults},
+                        {"choices", p.choices},
+                        {"minimum", p.minimum},
+                        {"help", p.help}});
+    }
+    const Requirements req = w->requirements();
+    workloads.push_back({{"name", w->name()},
+                         {"summary", w->summary()},
+                         {"default_job", w->in_default_job()},
+                         {"needs", {{"real_gpu", req.real_gpu}, {"min_ranks", req.min_ranks}}},
+                         {"params", params}});
+  }
+  nlohmann::json allocators = nlohmann::json::array();
+  for (const std::string_view a : allocator_names()) {
+    allocators.push_back(a);
+  }
+  return {{"workloads", workloads}, {"allocators", allocators}};
+}
+
+std::string list_text(const Registry& registry) {
+  std::string out;
+  for (const auto& w : registry.all()) {
+    out += fmt::format("{}{}\n  {}\n  needs: {}\n", w->name(),
+                       w->in_default_job() ? "" : " (not in the default job)", w->summary(),
+                       needs(w->requirements()));
+    for (const ParamSpec& p : w->params()) {
+      const auto& full = p.full_defaults.empty() ? p.defaults : p.full_defaults;
+      out += fmt::format("  -p {}={}  ({}; --full: {}){}{}\n", p.name, fmt::join(p.defaults, ","),
+                         to_string(p.type), fmt::join(full, ","),
+                         p.choices.empty() ? "" : fmt::format(" one of {}", fmt::join(p.choices, "|")),
+                         p.help.empty() ? "" : "  " + p.help);
+    }
+    out += '\n';
+  }
+  out += fmt::format("allocators (--allocator): {}\n", fmt::join(allocator_names(), ", "));
+  return out;
+}
+
+}  // namespace
+
+Subcommand add_list(CLI::App& app) {
+  auto format = std::make_shared<std::string>("table");
+  CLI::App* sub = app.add_subcommand("list", "List workloads with their parameters, defaults and needs");
+  sub->add_option("--format", *format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  return {sub, [format] {
+            const Registry registry = suites::builtin_registry();
+            fmt::print("{}", *format == "json" ? list_json(registry).dump(2) + "\n" : list_text(registry));
+            return 0;
+          }};
+}
+
+}  // namespace memstress::app

@@ -1,0 +1,161 @@
+// memstress run [WORKLOAD...]: plans the cases, runs them on one device through one shared allocator,
+// streams rows to --out as they finish, and prints the results on stdout.
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "apps/commands.hpp"
+#include "harness/alloc/factory.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/units.hpp"
+#include "harness/core/version.hpp"
+#include "harness/env/environment.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/memory/device_spec.hpp"
+#include "harness/run/format.hpp"
+#include "harness/run/plan.hpp"
+#include "harness/run/runner.hpp"
+#include "harness/run/sink.hpp"
+#include "suites/registry.hpp"
+
+namespace memstress::app {
+namespace {
+
+struct RunFlags {
+  std::vector<std::string> workloads;
+  std::vector<std::string> params;
+  std::string minbytes, maxbytes, stepbytes;
+  double stepfactor = 2.0;
+  std::string device = "auto";
+  std::string allocator = "direct";
+  std::string format = "table";
+  std::string out;
+  int repetitions = 5;
+  int warmup = 1;
+  std::uint64_t seed = 1;
+  bool full = false;
+  bool quiet = false;
+};
+
+std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
+  if (f.minbytes.empty() && f.maxbytes.empty() && f.stepbytes.empty()) {
+    return std::nullopt;
+  }
+  if (f.minbytes.empty() || f.maxbytes.empty()) {
+    throw InputError("-b/--minbytes and -e/--maxbytes go together");
+  }
+  const std::uint64_t increment = f.stepbytes.empty() ? 0 : parse_bytes(f.stepbytes, "-i/--stepbytes");
+  return size_sweep(parse_bytes(f.minbytes, "-b/--minbytes"), parse_bytes(f.maxbytes, "-e/--maxbytes"),
+                    f.stepfactor, increment);
+}
+
+nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, const PlanRequest& request) {
+  nlohmann::json sizes = nullptr;
+  if (request.sizes) {
+    sizes = nlohmann::json::array();
+    for (const std::uint64_t s : *request.sizes) {
+      sizes.push_back(s);
+    }
+  }
+  return {{"workloads", f.workloads},
+          {"params", f.params},
+          {"sizes", sizes},
+          {"device", f.device},
+          {"device_label", backend.info().label()},
+          {"allocator", f.allocator},
+          {"repetitions", f.repetitions},
+          {"warmup", f.warmup},
+          {"seed", f.seed},
+          {"full", f.full}};
+}
+
+int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
+  // Everything that can be wrong with the input is found before the device is touched.
+  const OutputFormat format = parse_output_format(f.format, "--format");
+  PlanRequest request;
+  request.workloads = f.workloads;
+  request.full = f.full;
+  request.sizes = size_axis(f);
+  for (const std::string& p : f.params) {
+    request.overrides.push_back(ParamOverride::parse(p));
+  }
+  const Registry registry = suites::builtin_registry();
+  const std::vector<PlannedCase> cases = plan_cases(registry, request);
+  const DeviceSpec spec = DeviceSpec::parse(f.device);
+
+  const std::unique_ptr<DeviceBackend> backend = make_backend(spec);
+  const std::unique_ptr<Allocator> allocator = make_allocator(f.allocator, *backend);
+
+  RunRecord header;
+  const VersionInfo version = version_info();
+  header.tool_version = version.version;
+  header.git_sha = version.git_sha;
+  header.argv = argv;
+  header.started_at = utc_now_iso8601();
+  header.config = config_json(f, *backend, request);
+  nlohmann::json rank_env = to_json(collect_environment());
+  rank_env["rank"] = 0;
+  header.environment = {{"ranks", nlohmann::json::array({rank_env})}};
+
+  std::optional<std::filesystem::path> out;
+  if (!f.out.empty()) {
+    out = f.out;
+  }
+  ResultSink sink(std::move(header), out);
+  RunOptions options;
+  options.repetitions = f.repetitions;
+  options.warmup = f.warmup;
+  options.seed = f.seed;
+  options.quiet = f.quiet;
+  int failures = 0;
+  try {
+    failures = Runner(*allocator, options).run(cases, sink);
+  } catch (const std::exception& e) {
+    // Keep what finished: the final document says the run was aborted and why.
+    sink.finish(RunStatus::aborted, e.what());
+    std::fputs(format_run(sink.record(), format).c_str(), stdout);
+    throw;
+  }
+  sink.finish(RunStatus::complete);
+  std::fputs(format_run(sink.record(), format).c_str(), stdout);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* sub = app.add_subcommand("run", "Run workloads (the default job when none is named)");
+  sub->add_option("workloads", flags->workloads, "Workloads to run (see `memstress list`)");
+  sub->add_option("-p,--param", flags->params,
+                  "Set an axis: [WORKLOAD.]NAME=VALUE[,VALUE...]; repeat for more axes")
+      ->allow_extra_args(false);
+  sub->add_option("-b,--minbytes", flags->minbytes, "Sweep the bytes axis from this size (K/M/G suffixes)");
+  sub->add_option("-e,--maxbytes", flags->maxbytes, "…to this size, inclusive");
+  sub->add_option("-f,--stepfactor", flags->stepfactor, "…multiplying by this factor (default 2)");
+  sub->add_option("-i,--stepbytes", flags->stepbytes, "…or adding this many bytes instead");
+  sub->add_option("-d,--device", flags->device, "auto, cuda, cuda:N, sim or sim:CAPACITY (e.g. sim:80GiB)")
+      ->capture_default_str();
+  sub->add_option("-a,--allocator", flags->allocator, "The shared allocator: direct")->capture_default_str();
+  sub->add_option("-n,--repetitions", flags->repetitions, "Timed repetitions per case")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  sub->add_option("-w,--warmup", flags->warmup, "Untimed repetitions before them")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  sub->add_option("--seed", flags->seed, "Seed for data patterns and random choices")->capture_default_str();
+  sub->add_option("--format", flags->format, "stdout format: table, json or csv")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
+  sub->add_option(
+      "-o,--out", flags->out,
+      "Write the results document here (rows stream to the same name with .jsonl as they finish)");
+  sub->add_flag("--full", flags->full, "The long version of each workload's axes");
+  sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
+  return {sub, [flags, argv = std::move(argv)] { return run_command(*flags, argv); }};
+}
+
+}  // namespace memstress::app

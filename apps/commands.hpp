@@ -1,0 +1,22 @@
+#pragma once
+
+// The `memstress` subcommands. Each adds itself to the CLI11 app and returns the function main() calls
+// when it was chosen; that function returns the process exit code or throws memstress::Error.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace memstress::app {
+
+struct Subcommand {
+  CLI::App* app;             // parsed() tells whether it was chosen
+  std::function<int()> run;  // returns the exit code
+};
+
+Subcommand add_devices(CLI::App& app);
+Subcommand add_list(CLI::App& app);
+Subcommand add_run(CLI::App& app, std::vector<std::string> argv);
+
+}  // namespace memstress::app

@@ -1,0 +1,65 @@
+// memstress: the command line. Thin: parses, then calls the harness. Exit codes: 0 ok, 1 a check
+// failed, 2 bad usage or input, 3 environment missing (ARCHITECTURE.md).
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include "apps/commands.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/version.hpp"
+
+int main(int argc, char** argv) {
+  using memstress::ExitCode;
+  using memstress::to_int;
+  CLI::App app{
+      "memstress: GPU memory stress tests and benchmarks (allocators, transfers, fragmentation, OOM)",
+      "memstress"};
+  app.set_version_flag("--version", memstress::version_string());
+  app.require_subcommand(1);
+  app.failure_message(CLI::FailureMessage::help);
+
+  const std::vector<memstress::app::Subcommand> commands{
+      memstress::app::add_devices(app),
+      memstress::app::add_list(app),
+      memstress::app::add_run(app, std::vector<std::string>(argv, argv + argc)),
+  };
+
+  // CLI11 reports an unknown subcommand as a missing one; name it instead.
+  const auto is_subcommand = [&](const char* word) {
+    return std::any_of(commands.begin(), commands.end(),
+                       [&](const auto& c) { return c.app->check_name(word); });
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
+    fmt::print(stderr,
+               "memstress: unknown subcommand '{}'; choose devices, list or run (see 'memstress --help')\n",
+               argv[1]);
+    return to_int(ExitCode::bad_input);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "memstress: {}\nRun 'memstress --help' or 'memstress SUBCOMMAND --help'.\n", e.what());
+    return to_int(ExitCode::bad_input);
+  }
+
+  try {
+    for (const auto& command : commands) {
+      if (command.app->parsed()) {
+        return command.run();
+      }
+    }
+    return to_int(ExitCode::bad_input);
+  } catch (const memstress::Error& e) {
+    fmt::print(stderr, "memstress: error: {}\n", e.what());
+    return to_int(e.exit_code());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "memstress: internal error: {}\n", e.what());
+    return to_int(ExitCode::check_failed);
+  }
+}

@@ -1,0 +1,12 @@
+#include "suites/registry.hpp"
+
+namespace memstress::suites {
+
+Registry builtin_registry() {
+  Registry registry;
+  registry.add(make_smoke());
+  registry.add(make_alloc_smoke());
+  return registry;
+}
+
+}  // namespace memstress::suites

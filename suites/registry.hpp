@@ -1,0 +1,15 @@
+#pragma once
+
+#include <memory>
+
+#include "harness/run/registry.hpp"
+
+namespace memstress::suites {
+
+// Every built-in workload, in the order `memstress list` and the default job show them.
+Registry builtin_registry();
+
+std::unique_ptr<Workload> make_smoke();
+std::unique_ptr<Workload> make_alloc_smoke();
+
+}  // namespace memstress::suites
