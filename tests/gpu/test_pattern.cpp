@@ -1,0 +1,84 @@
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "gpu_test.hpp"
+#include "harness/core/cuda_check.hpp"
+#include "kernels/pattern.hpp"
+
+namespace memstress {
+namespace {
+
+using kernels::Checker;
+using kernels::Pattern;
+
+class PatternTest : public testing::GpuTest {};
+
+TEST_F(PatternTest, EveryPatternVerifiesCleanAtAwkwardSizes) {
+  cuda::Stream stream;
+  Checker checker;
+  // Odd word counts and partial tail words exercise the non-vector paths.
+  for (const std::size_t bytes : {std::size_t{8}, std::size_t{24}, std::size_t{4099}, std::size_t{1} << 20,
+                                  (std::size_t{64} << 20) + 13}) {
+    const cuda::DeviceBuffer buffer(bytes);
+    for (const Pattern p : kernels::all_patterns()) {
+      kernels::fill(buffer.data(), bytes, p, 42, stream.get());
+      const kernels::CheckResult r = checker.check(buffer.data(), bytes, p, 42, stream.get());
+      EXPECT_TRUE(r.ok()) << kernels::to_string(p) << " at " << bytes << " bytes: " << r.bad_words << " bad";
+      EXPECT_EQ(r.checked_words, (bytes + 7) / 8);
+      EXPECT_EQ(r.first_bad_word, kernels::CheckResult::kNone);
+    }
+  }
+}
+
+TEST_F(PatternTest, DeviceDataMatchesTheHostReference) {
+  cuda::Stream stream;
+  constexpr std::size_t kWords = 4097;
+  const cuda::DeviceBuffer buffer(kWords * 8);
+  kernels::fill(buffer.data(), kWords * 8, Pattern::random, 7, stream.get());
+  std::vector<std::uint64_t> host(kWords);
+  MEMSTRESS_CUDA_TRY(
+      cudaMemcpyAsync(host.data(), buffer.data(), kWords * 8, cudaMemcpyDeviceToHost, stream.get()));
+  stream.synchronize();
+  for (std::size_t i = 0; i < kWords; ++i) {
+    ASSERT_EQ(host[i], kernels::pattern_word(Pattern::random, 7, i)) << "word " << i;
+  }
+}
+
+TEST_F(PatternTest, PlantedCorruptionIsFoundWithItsPosition) {
+  cuda::Stream stream;
+  Checker checker;
+  constexpr std::size_t kBytes = std::size_t{256} << 20;
+  const cuda::DeviceBuffer buffer(kBytes);
+  kernels::fill(buffer.data(), kBytes, Pattern::random, 99, stream.get());
+  ASSERT_TRUE(checker.check(buffer.data(), kBytes, Pattern::random, 99, stream.get()).ok());
+
+  // Flip one bit in word 12345678 and overwrite three bytes in the last word.
+  constexpr std::size_t kWord = 12345678;
+  std::uint64_t value = kernels::pattern_word(Pattern::random, 99, kWord) ^ (1ULL << 17);
+  auto* base = static_cast<unsigned char*>(buffer.data());
+  MEMSTRESS_CUDA_TRY(cudaMemcpy(base + kWord * 8, &value, 8, cudaMemcpyHostToDevice));
+  const unsigned char junk[3] = {0xde, 0xad, 0x00};
+  MEMSTRESS_CUDA_TRY(cudaMemcpy(base + kBytes - 3, junk, 3, cudaMemcpyHostToDevice));
+
+  const kernels::CheckResult r = checker.check(buffer.data(), kBytes, Pattern::random, 99, stream.get());
+  EXPECT_EQ(r.bad_words, 2U);
+  EXPECT_EQ(r.first_bad_word, kWord);
+  // A different seed is a different pattern: everything is wrong.
+  EXPECT_EQ(checker.check(buffer.data(), kBytes, Pattern::random, 100, stream.get()).bad_words, kBytes / 8);
+}
+
+TEST_F(PatternTest, SpinHoldsTheStream) {
+  cuda::Stream stream;
+  const cuda::Event start;
+  const cuda::Event stop;
+  start.record(stream.get());
+  kernels::spin(2'000'000, stream.get());  // 2 ms
+  stop.record(stream.get());
+  stop.synchronize();
+  EXPECT_GE(cuda::Event::elapsed_ms(start, stop), 1.9F);
+}
+
+}  // namespace
+}  // namespace memstress

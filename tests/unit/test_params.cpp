@@ -1,0 +1,62 @@
+#include <gtest/gtest.h>
+
+#include "harness/core/error.hpp"
+#include "harness/run/params.hpp"
+
+namespace memstress {
+namespace {
+
+TEST(ParamSpec, CanonicalFormsMakeEqualCasesEqual) {
+  const ParamSpec bytes{"bytes", ParamType::bytes, {"64M"}, {}, {}, "", 1};
+  EXPECT_EQ(bytes.canonical("67108864", "-p bytes"), "64M");
+  EXPECT_EQ(bytes.canonical("64M", "-p bytes"), "64M");
+  const ParamSpec flag{"pin", ParamType::boolean, {"true"}, {}, {}, ""};
+  EXPECT_EQ(flag.canonical("yes", "-p pin"), "true");
+  EXPECT_EQ(flag.canonical("0", "-p pin"), "false");
+  const ParamSpec n{"streams", ParamType::integer, {"1"}, {}, {}, "", 1};
+  EXPECT_EQ(n.canonical("8", "-p streams"), "8");
+}
+
+TEST(ParamSpec, RejectsWrongTypesAndOutOfRangeNamingTheFlag) {
+  const ParamSpec n{"streams", ParamType::integer, {"1"}, {}, {}, "", 1};
+  const ParamSpec choice{"pattern", ParamType::choice, {"random"}, {}, {"random", "ones"}, ""};
+  const ParamSpec flag{"pin", ParamType::boolean, {"true"}, {}, {}, ""};
+  for (const auto& [spec, value] : std::vector<std::pair<ParamSpec, std::string>>{
+           {n, "two"}, {n, "0"}, {n, "1.5"}, {choice, "zeros"}, {flag, "maybe"}}) {
+    try {
+      static_cast<void>(spec.canonical(value, "-p smoke.x"));
+      ADD_FAILURE() << "accepted " << value;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("-p smoke.x"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ParamOverride, ParsesScopedAndUnscoped) {
+  const ParamOverride a = ParamOverride::parse("streams=1,2,4");
+  EXPECT_EQ(a.workload, "");
+  EXPECT_EQ(a.name, "streams");
+  EXPECT_EQ(a.values, (std::vector<std::string>{"1", "2", "4"}));
+  const ParamOverride b = ParamOverride::parse("smoke.bytes=1G");
+  EXPECT_EQ(b.workload, "smoke");
+  EXPECT_EQ(b.name, "bytes");
+  EXPECT_EQ(b.values, (std::vector<std::string>{"1G"}));
+}
+
+TEST(ParamOverride, RejectsMalformed) {
+  for (const char* bad : {"streams", "=1", "streams=", "a.b.c=1", "streams=1,,2", ".x=1"}) {
+    EXPECT_THROW(ParamOverride::parse(bad), InputError) << bad;
+  }
+}
+
+TEST(ParamSet, TypedAccess) {
+  const ParamSet set({{"bytes", "64M"}, {"count", "16"}, {"pin", "true"}, {"ratio", "0.5"}});
+  EXPECT_EQ(set.bytes("bytes"), 64ULL << 20);
+  EXPECT_EQ(set.integer("count"), 16);
+  EXPECT_TRUE(set.boolean("pin"));
+  EXPECT_DOUBLE_EQ(set.real("ratio"), 0.5);
+  EXPECT_THROW(static_cast<void>(set.text("missing")), std::out_of_range);
+}
+
+}  // namespace
+}  // namespace memstress

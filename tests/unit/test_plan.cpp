@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include "fake_workload.hpp"
+#include "harness/core/error.hpp"
+#include "harness/run/plan.hpp"
+#include "harness/run/registry.hpp"
+
+namespace memstress {
+namespace {
+
+using testing::FakeWorkload;
+
+Registry make_registry() {
+  Registry r;
+  const auto nothing = [](CaseContext&) {};
+  r.add(std::make_unique<FakeWorkload>(
+      "copy",
+      std::vector<ParamSpec>{{"bytes", ParamType::bytes, {"1M", "4M"}, {"1M", "4M", "16M"}, {}, "", 1},
+                             {"streams", ParamType::integer, {"1"}, {}, {}, "", 1}},
+      nothing));
+  r.add(std::make_unique<FakeWorkload>(
+      "churn", std::vector<ParamSpec>{{"ops", ParamType::integer, {"100"}, {}, {}, "", 1}}, nothing));
+  r.add(std::make_unique<FakeWorkload>("long", std::vector<ParamSpec>{}, nothing, Requirements{}, false));
+  return r;
+}
+
+std::vector<std::string> labels(const std::vector<PlannedCase>& cases) {
+  std::vector<std::string> out;
+  for (const auto& c : cases) {
+    std::string label(c.workload->name());
+    for (const auto& [k, v] : c.params.values()) {
+      label += " " + k + "=" + v;
+    }
+    out.push_back(label);
+  }
+  return out;
+}
+
+TEST(Plan, DefaultJobIsEveryDefaultWorkloadWithDefaults) {
+  const Registry r = make_registry();
+  EXPECT_EQ(
+      labels(plan_cases(r, {})),
+      (std::vector<std::string>{"copy bytes=1M streams=1", "copy bytes=4M streams=1", "churn ops=100"}));
+}
+
+TEST(Plan, FullUsesLongAxes) {
+  const Registry r = make_registry();
+  PlanRequest req;
+  req.workloads = {"copy"};
+  req.full = true;
+  EXPECT_EQ(plan_cases(r, req).size(), 3U);
+}
+
+TEST(Plan, OverridesMakeCartesianProductInAxisOrder) {
+  const Registry r = make_registry();
+  PlanRequest req;
+  req.workloads = {"copy"};
+  req.overrides = {ParamOverride::parse("streams=1,2"), ParamOverride::parse("bytes=8M")};
+  EXPECT_EQ(labels(plan_cases(r, req)),
+            (std::vector<std::string>{"copy bytes=8M streams=1", "copy bytes=8M streams=2"}));
+}
+
+TEST(Plan, ScopedOverrideWinsAndDuplicatesCollapse) {
+  const Registry r = make_registry();
+  PlanRequest req;
+  req.workloads = {"copy", "copy"};
+  req.overrides = {ParamOverride::parse("copy.streams=4"), ParamOverride::parse("streams=2"),
+                   ParamOverride::parse("bytes=1M,1048576")};
+  EXPECT_EQ(labels(plan_cases(r, req)), (std::vector<std::string>{"copy bytes=1M streams=4"}));
+}
+
+TEST(Plan, SizeSweepReplacesBytesAxis) {
+  const Registry r = make_registry();
+  PlanRequest req;
+  req.workloads = {"copy"};
+  req.sizes = std::vector<std::uint64_t>{1024, 2048};
+  EXPECT_EQ(labels(plan_cases(r, req)),
+            (std::vector<std::string>{"copy bytes=1K streams=1", "copy bytes=2K streams=1"}));
+}
+
+TEST(Plan, BadInputIsRejectedBeforeAnythingRuns) {
+  const Registry r = make_registry();
+  const auto rejects = [&](PlanRequest req, const std::string& needle) {
+    try {
+      static_cast<void>(plan_cases(r, req));
+      ADD_FAILURE() << "accepted; expected an error mentioning " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  rejects(PlanRequest{{"nosuch"}, {}, {}, false}, "unknown workload 'nosuch'");
+  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("streams=2")}, {}, false}, "no selected workload");
+  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("copy.streams=2")}, {}, false}, "not selected");
+  rejects(PlanRequest{{"copy"}, {ParamOverride::parse("streams=x")}, {}, false}, "-p copy.streams");
+  rejects(PlanRequest{{"churn"}, {}, std::vector<std::uint64_t>{1024}, false}, "bytes");
+}
+
+TEST(Registry, RejectsDuplicatesAndListsKnownNames) {
+  Registry r = make_registry();
+  EXPECT_THROW(r.add(std::make_unique<FakeWorkload>("copy", std::vector<ParamSpec>{}, [](CaseContext&) {})),
+               std::logic_error);
+  try {
+    static_cast<void>(r.get("nope"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("copy, churn, long"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace memstress

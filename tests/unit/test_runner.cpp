@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "fake_workload.hpp"
+#include "harness/alloc/direct_allocator.hpp"
+#include "harness/core/error.hpp"
+#include "harness/memory/sim_backend.hpp"
+#include "harness/run/registry.hpp"
+#include "harness/run/runner.hpp"
+#include "harness/run/sink.hpp"
+
+namespace memstress {
+namespace {
+
+using testing::FakeWorkload;
+
+struct Fixture {
+  SimBackend device{1ULL << 30};
+  DirectAllocator allocator{device};
+  ResultSink sink{RunRecord{}, std::nullopt};
+};
+
+std::vector<PlannedCase> cases_of(const Registry& r) {
+  return plan_cases(r, {});
+}
+
+TEST(Runner, WarmupIsNotMeasuredAndStatsAreSummarized) {
+  Registry r;
+  r.add(std::make_unique<FakeWorkload>("count", std::vector<ParamSpec>{}, [](CaseContext& ctx) {
+    ctx.record("iteration", "count", Better::none, ctx.iteration());
+    ctx.verified(10, 0);
+  }));
+  Fixture f;
+  RunOptions opt;
+  opt.warmup = 2;
+  opt.repetitions = 3;
+  opt.quiet = true;
+  EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 0);
+  const Row& row = f.sink.record().rows.at(0);
+  EXPECT_EQ(row.verdict, Verdict::pass);
+  ASSERT_EQ(row.metrics.size(), 1U);
+  EXPECT_EQ(row.metrics[0].samples, (std::vector<double>{2, 3, 4}));
+  EXPECT_DOUBLE_EQ(row.metrics[0].summary.median, 3);
+  EXPECT_EQ(row.checked, 50U);  // warm-up checks count too
+  EXPECT_EQ(row.device.label, "sim:1G");
+  EXPECT_EQ(row.allocator, "direct");
+}
+
+TEST(Runner, DataErrorsFailTheCase) {
+  Registry r;
+  r.add(std::make_unique<FakeWorkload>("bad", std::vector<ParamSpec>{},
+                                       [](CaseContext& ctx) { ctx.verified(100, 1); }));
+  Fixture f;
+  RunOptions opt;
+  opt.quiet = true;
+  EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 1);
+  EXPECT_EQ(f.sink.record().rows[0].verdict, Verdict::fail);
+  EXPECT_NE(f.sink.record().rows[0].reason.find("wrong"), std::string::npos);
+}
+
+TEST(Runner, ExceptionsBecomeErrorRowsAndTheRunGoesOn) {
+  Registry r;
+  r.add(std::make_unique<FakeWorkload>("oom", std::vector<ParamSpec>{}, [](CaseContext& ctx) {
+    static_cast<void>(ctx.allocator().allocate(2ULL << 30));  // more than the device has
+  }));
+  r.add(std::make_unique<FakeWorkload>("fine", std::vector<ParamSpec>{},
+                                       [](CaseContext& ctx) { ctx.verified(1, 0); }));
+  Fixture f;
+  RunOptions opt;
+  opt.quiet = true;
+  EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 1);
+  const auto& rows = f.sink.record().rows;
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[0].verdict, Verdict::error);
+  EXPECT_NE(rows[0].reason.find("out of memory"), std::string::npos) << rows[0].reason;
+  EXPECT_EQ(rows[0].allocator_stats.at("num_ooms"), 1);
+  EXPECT_EQ(rows[1].verdict, Verdict::pass);
+}
+
+TEST(Runner, RealGpuWorkloadsAreSkippedWithAReasonOnTheSimulatedDevice) {
+  Registry r;
+  r.add(std::make_unique<FakeWorkload>(
+      "gpu-only", std::vector<ParamSpec>{}, [](CaseContext&) { FAIL() << "must not run"; },
+      Requirements{.real_gpu = true}));
+  r.add(std::make_unique<FakeWorkload>(
+      "two-ranks", std::vector<ParamSpec>{}, [](CaseContext&) { FAIL() << "must not run"; },
+      Requirements{.min_ranks = 2}));
+  Fixture f;
+  RunOptions opt;
+  opt.quiet = true;
+  EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 0);
+  const auto& rows = f.sink.record().rows;
+  EXPECT_EQ(rows[0].verdict, Verdict::skip);
+  EXPECT_EQ(rows[0].reason, "needs a real GPU (running on the simulated device sim:1G)");
+  EXPECT_EQ(rows[1].verdict, Verdict::skip);
+  EXPECT_EQ(rows[1].reason, "needs 2 ranks (running with 1)");
+}
+
+TEST(Runner, CaseSeedsAreStableAndDistinct) {
+  Registry r;
+  r.add(std::make_unique<FakeWorkload>(
+      "w", std::vector<ParamSpec>{{"x", ParamType::integer, {"1", "2"}, {}, {}, ""}}, [](CaseContext&) {}));
+  const auto cases = cases_of(r);
+  EXPECT_EQ(case_seed(7, cases[0]), case_seed(7, cases[0]));
+  EXPECT_NE(case_seed(7, cases[0]), case_seed(7, cases[1]));
+  EXPECT_NE(case_seed(7, cases[0]), case_seed(8, cases[0]));
+}
+
+TEST(Runner, UnitMismatchIsAProgrammingError) {
+  Registry r;
+  r.add(std::make_unique<FakeWorkload>("w", std::vector<ParamSpec>{}, [](CaseContext& ctx) {
+    ctx.record("t", "us", Better::lower, 1);
+    ctx.record("t", "ms", Better::lower, 1);
+  }));
+  Fixture f;
+  RunOptions opt;
+  opt.quiet = true;
+  opt.warmup = 0;
+  EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 1);
+  EXPECT_NE(f.sink.record().rows[0].reason.find("recorded with unit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace memstress

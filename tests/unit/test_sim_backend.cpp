@@ -1,0 +1,126 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "harness/core/error.hpp"
+#include "harness/memory/cuda_handles.hpp"
+#include "harness/memory/device_spec.hpp"
+#include "harness/memory/sim_backend.hpp"
+
+namespace memstress {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+constexpr std::uint64_t kGiB = 1ULL << 30;
+
+std::uintptr_t addr(void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
+TEST(SimBackend, ChargesLikeTheDriver) {
+  EXPECT_EQ(SimBackend::charged_bytes(1), 512U);
+  EXPECT_EQ(SimBackend::charged_bytes(513), 1024U);
+  EXPECT_EQ(SimBackend::charged_bytes(kMiB), kMiB);
+  EXPECT_EQ(SimBackend::charged_bytes(kMiB + 1), 2 * kMiB);
+  EXPECT_EQ(SimBackend::charged_bytes(20 * kMiB + 1), 22 * kMiB);
+}
+
+TEST(SimBackend, AccountsAndReleases) {
+  SimBackend dev(8 * kGiB);
+  EXPECT_FALSE(dev.has_memory());
+  EXPECT_EQ(dev.info().label(), "sim:8G");
+  EXPECT_EQ(dev.mem_info().free, 8 * kGiB);
+  void* a = dev.try_reserve(kGiB);
+  void* b = dev.try_reserve(3 * kMiB);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(dev.mem_info().free, 8 * kGiB - kGiB - 4 * kMiB);
+  EXPECT_TRUE(addr(a) + kGiB <= addr(b) || addr(b) + 4 * kMiB <= addr(a));
+  dev.release(a, kGiB);
+  dev.release(b, 3 * kMiB);
+  EXPECT_EQ(dev.mem_info().free, 8 * kGiB);
+}
+
+TEST(SimBackend, OutOfMemoryIsNullNotAThrow) {
+  SimBackend dev(4 * kGiB);
+  void* a = dev.try_reserve(3 * kGiB);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(dev.try_reserve(2 * kGiB), nullptr);
+  void* b = dev.try_reserve(kGiB);  // exactly what is left
+  EXPECT_NE(b, nullptr);
+  EXPECT_EQ(dev.mem_info().free, 0U);
+  dev.release(a, 3 * kGiB);
+  dev.release(b, kGiB);
+}
+
+TEST(SimBackend, CapacityNotAddressesLimitsAllocations) {
+  // Interleaved frees leave address holes; the driver maps pages anywhere, so only capacity counts.
+  SimBackend dev(64 * kMiB);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 32; ++i) {
+    blocks.push_back(dev.try_reserve(2 * kMiB));
+    ASSERT_NE(blocks.back(), nullptr);
+  }
+  for (std::size_t i = 0; i < blocks.size(); i += 2) {
+    dev.release(blocks[i], 2 * kMiB);
+  }
+  void* big = dev.try_reserve(32 * kMiB);
+  EXPECT_NE(big, nullptr);
+}
+
+TEST(SimBackend, DeterministicAddresses) {
+  const auto sequence = [] {
+    SimBackend dev(kGiB);
+    std::vector<std::uintptr_t> out;
+    void* a = dev.try_reserve(5 * kMiB);
+    void* b = dev.try_reserve(700);
+    dev.release(a, 5 * kMiB);
+    void* c = dev.try_reserve(kMiB);
+    for (void* p : {a, b, c}) {
+      out.push_back(addr(p));
+    }
+    return out;
+  };
+  EXPECT_EQ(sequence(), sequence());
+  EXPECT_EQ(sequence().front(), SimBackend::kBaseAddress);
+}
+
+TEST(SimBackend, ReleaseCoalescesSoAddressSpaceIsReused) {
+  SimBackend dev(kGiB);
+  for (int round = 0; round < 10000; ++round) {
+    void* p = dev.try_reserve(kGiB);
+    ASSERT_NE(p, nullptr) << "round " << round;
+    dev.release(p, kGiB);
+  }
+}
+
+TEST(DeviceSpec, Parses) {
+  EXPECT_EQ(DeviceSpec::parse("auto").kind, DeviceSpec::Kind::automatic);
+  const DeviceSpec sim = DeviceSpec::parse("sim:40GB");
+  EXPECT_EQ(sim.kind, DeviceSpec::Kind::sim);
+  EXPECT_EQ(sim.sim_capacity, 40'000'000'000ULL);
+  EXPECT_EQ(DeviceSpec::parse("sim").sim_capacity, 80 * kGiB);
+  EXPECT_EQ(DeviceSpec::parse("cuda:3").ordinal, 3);
+  EXPECT_EQ(DeviceSpec::parse("cuda").kind, DeviceSpec::Kind::cuda);
+  EXPECT_EQ(DeviceSpec::parse("sim:80GiB").to_string(), "sim:80G");
+  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "sim:", "sim:0", "sim:lots", "cuda:1x"}) {
+    EXPECT_THROW(DeviceSpec::parse(bad), InputError) << bad;
+  }
+}
+
+TEST(DeviceSpec, CudaWithoutGpuIsEnvironmentMissing) {
+  if (cuda::device_count() > 0) {
+    GTEST_SKIP() << "this machine has a GPU";
+  }
+  try {
+    static_cast<void>(make_backend(DeviceSpec::parse("cuda")));
+    FAIL();
+  } catch (const EnvironmentError& e) {
+    EXPECT_EQ(e.exit_code(), ExitCode::env_missing);
+  }
+  EXPECT_FALSE(make_backend(DeviceSpec::parse("auto"))->has_memory());
+}
+
+}  // namespace
+}  // namespace memstress

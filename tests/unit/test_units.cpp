@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include "harness/core/error.hpp"
+#include "harness/core/units.hpp"
+
+namespace memstress {
+namespace {
+
+TEST(ParseBytes, AcceptsNcclTestsSuffixesAsBinary) {
+  EXPECT_EQ(parse_bytes("512", "-b"), 512U);
+  EXPECT_EQ(parse_bytes("8", "-b"), 8U);
+  EXPECT_EQ(parse_bytes("1K", "-b"), 1024U);
+  EXPECT_EQ(parse_bytes("64M", "-b"), 64ULL << 20);
+  EXPECT_EQ(parse_bytes("8G", "-b"), 8ULL << 30);
+  EXPECT_EQ(parse_bytes("2T", "-b"), 2ULL << 40);
+  EXPECT_EQ(parse_bytes("80GiB", "-b"), 80ULL << 30);
+  EXPECT_EQ(parse_bytes("1.5G", "-b"), 3ULL << 29);
+  EXPECT_EQ(parse_bytes("4k", "-b"), 4096U);
+}
+
+TEST(ParseBytes, DecimalUnitsAreDecimal) {
+  EXPECT_EQ(parse_bytes("40GB", "-b"), 40'000'000'000ULL);
+  EXPECT_EQ(parse_bytes("1KB", "-b"), 1000U);
+  EXPECT_EQ(parse_bytes("100B", "-b"), 100U);
+}
+
+TEST(ParseBytes, RejectsGarbageNamingTheInput) {
+  for (const char* bad : {"", "abc", "12Q", "-5", "1.5", "G", "1..2M", "1e3"}) {
+    try {
+      static_cast<void>(parse_bytes(bad, "--maxbytes"));
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--maxbytes"), std::string::npos) << e.what();
+      EXPECT_EQ(e.exit_code(), ExitCode::bad_input);
+    }
+  }
+}
+
+TEST(FormatBytes, ExactAndRoundTrips) {
+  EXPECT_EQ(format_bytes(0), "0B");
+  EXPECT_EQ(format_bytes(100), "100B");
+  EXPECT_EQ(format_bytes(1024), "1K");
+  EXPECT_EQ(format_bytes(64ULL << 20), "64M");
+  EXPECT_EQ(format_bytes(1536ULL << 20), "1536M");
+  EXPECT_EQ(format_bytes(80ULL << 30), "80G");
+  for (const std::uint64_t v : {1ULL, 512ULL, 1536ULL << 20, 3ULL << 40, 123457ULL}) {
+    EXPECT_EQ(parse_bytes(format_bytes(v), "x"), v) << format_bytes(v);
+  }
+  EXPECT_EQ(format_bytes(123456789), "117.74M");
+}
+
+TEST(SizeSweep, GeometricLikeNcclTests) {
+  EXPECT_EQ(size_sweep(1024, 8192, 2.0, 0), (std::vector<std::uint64_t>{1024, 2048, 4096, 8192}));
+  EXPECT_EQ(size_sweep(1000, 5000, 2.0, 0), (std::vector<std::uint64_t>{1000, 2000, 4000}));
+  EXPECT_EQ(size_sweep(8, 8, 2.0, 0), (std::vector<std::uint64_t>{8}));
+}
+
+TEST(SizeSweep, ArithmeticWithIncrement) {
+  EXPECT_EQ(size_sweep(100, 400, 2.0, 100), (std::vector<std::uint64_t>{100, 200, 300, 400}));
+}
+
+TEST(SizeSweep, RejectsBadRanges) {
+  EXPECT_THROW(size_sweep(0, 10, 2.0, 0), InputError);
+  EXPECT_THROW(size_sweep(100, 10, 2.0, 0), InputError);
+  EXPECT_THROW(size_sweep(1, 10, 1.0, 0), InputError);
+}
+
+TEST(GbPerSecond, IsDecimal) {
+  EXPECT_DOUBLE_EQ(gb_per_s(2e9, 0.5), 4.0);
+}
+
+}  // namespace
+}  // namespace memstress
