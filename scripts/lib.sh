@@ -1,0 +1,247 @@
+# shellcheck shell=bash
+# Shared functions of scripts/setup, scripts/run and scripts/test. Sourced, never executed.
+#
+# Every message goes to stderr as one short line prefixed with the calling script's name
+# (MS_PROG, e.g. "scripts/run: ..."), so that stdout carries only what the command itself prints
+# (memstress's results table, ctest's report).
+#
+# Exit codes follow the project's convention: 3 when the environment is missing something we do not
+# install (packages as non-root, the CUDA toolkit, nvml.h), 1 when configuring or building fails.
+#
+# Knobs (environment):
+#   MEMSTRESS_PRESET          cmake preset: cpu (default), gpu, asan, tsan
+#   MEMSTRESS_JOBS            build parallelism (default: nproc, capped at one job per 2 GiB available)
+#   MEMSTRESS_PYTHON          python used to create .venv (default: python3)
+#   MEMSTRESS_REQUIRE_PYDEPS  1: failing to install requirements.txt is fatal (CI sets it)
+
+MS_PROG="${MS_PROG:-scripts/setup}"
+
+# The repository root, from this file's own location.
+MEMSTRESS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+ms_log() { printf '%s: %s\n' "$MS_PROG" "$*" >&2; }
+ms_warn() { printf '%s: warning: %s\n' "$MS_PROG" "$*" >&2; }
+# ms_die CODE MESSAGE...
+ms_die() {
+  local code="$1"
+  shift
+  printf '%s: error: %s\n' "$MS_PROG" "$*" >&2
+  exit "$code"
+}
+
+# --- system packages -------------------------------------------------------------------------------
+
+MS_APT_PACKAGES=(cmake ninja-build g++ libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev
+  libyaml-cpp-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev)
+
+ms_pkg_installed() {
+  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
+}
+
+# Whether $1 (a python) can create a virtual environment with pip in it (Debian splits ensurepip
+# into python3-venv).
+ms_python_can_venv() {
+  command -v "$1" >/dev/null 2>&1 && "$1" -c 'import venv, ensurepip' >/dev/null 2>&1
+}
+
+# Installs the missing Debian packages as root, or says how to and exits 3. Does nothing (no
+# apt-get update either: GPU machines are offline) when everything is there.
+ms_ensure_packages() {
+  local wanted=("${MS_APT_PACKAGES[@]}") missing=() pkg
+  if ! ms_python_can_venv "${MEMSTRESS_PYTHON:-python3}"; then
+    wanted+=(python3-venv)
+  fi
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    ms_warn "no dpkg-query (not Debian/Ubuntu): cannot check packages; make sure these are installed: ${wanted[*]}"
+    return 0
+  fi
+  for pkg in "${wanted[@]}"; do
+    ms_pkg_installed "$pkg" || missing+=("$pkg")
+  done
+  if ((${#missing[@]} == 0)); then
+    ms_log "system packages: all ${#wanted[@]} present"
+    return 0
+  fi
+  if ((EUID != 0)); then
+    ms_log "system packages missing: ${missing[*]}"
+    ms_log "install them with:"
+    printf '  sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends %s\n' \
+      "${missing[*]}" >&2
+    exit 3
+  fi
+  ms_log "installing system packages: ${missing[*]}"
+  apt-get update >&2 || ms_die 3 "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
+    ms_die 3 "apt-get install failed for: ${missing[*]}"
+}
+
+# --- CUDA toolkit ----------------------------------------------------------------------------------
+
+# Finds nvcc (CUDACXX, PATH, /usr/local/cuda), exits 3 without one. Sets MS_NVCC and MS_CUDA_ROOT and
+# exports CUDACXX and PATH so that cmake and FindCUDAToolkit pick the same toolkit.
+ms_ensure_cuda() {
+  local nvcc=""
+  if [[ -n "${CUDACXX:-}" && -x "${CUDACXX}" ]]; then
+    nvcc="$CUDACXX"
+  elif command -v nvcc >/dev/null 2>&1; then
+    nvcc="$(command -v nvcc)"
+  elif [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    nvcc=/usr/local/cuda/bin/nvcc
+  fi
+  if [[ -z "$nvcc" ]]; then
+    ms_die 3 "CUDA toolkit not found: no nvcc on PATH nor at /usr/local/cuda/bin/nvcc." \
+      "Install the CUDA toolkit (12.4 or newer; this project does not install it) or set CUDACXX."
+  fi
+  export MS_NVCC="$nvcc"
+  MS_CUDA_ROOT="$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)"
+  local bin_dir
+  bin_dir="$(dirname "$nvcc")"
+  case ":$PATH:" in
+    *":$bin_dir:"*) ;;
+    *) PATH="$bin_dir:$PATH" ;;
+  esac
+  export PATH CUDACXX="$nvcc"
+  local release
+  release="$("$nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' | head -n1)"
+  ms_log "CUDA: $nvcc (release ${release:-unknown})"
+}
+
+# Prints the directory holding nvml.h in the CUDA toolkit (or the system include dir), if any.
+ms_toolkit_nvml_dir() {
+  local dir
+  for dir in "$MS_CUDA_ROOT/include" "$MS_CUDA_ROOT"/targets/*/include /usr/include; do
+    if [[ -f "$dir/nvml.h" ]]; then
+      printf '%s\n' "$dir"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Prints the venv directory holding nvml.h (PyPI nvidia-nvml-dev), where cmake/FindNVML.cmake looks.
+ms_venv_nvml_dir() {
+  local header
+  for header in "$MEMSTRESS_ROOT"/.venv/lib/python3*/site-packages/nvidia/cu*/include/nvml.h; do
+    if [[ -f "$header" ]]; then
+      dirname "$header"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# --- python virtual environment --------------------------------------------------------------------
+
+# Creates (or repairs) ./.venv and installs requirements.txt into it, unless a stamp says the venv
+# already holds exactly these requirements. Exports VIRTUAL_ENV and puts .venv/bin first on PATH so
+# that `python3` (scripts, ctest, cmake's FindPython) is the venv's.
+ms_ensure_venv() {
+  local venv="$MEMSTRESS_ROOT/.venv" req="$MEMSTRESS_ROOT/requirements.txt"
+  local stamp="$venv/.memstress-requirements.stamp" python="${MEMSTRESS_PYTHON:-python3}"
+  local require="${MEMSTRESS_REQUIRE_PYDEPS:-0}"
+
+  if [[ -x "$venv/bin/python3" ]] && "$venv/bin/python3" -c '' >/dev/null 2>&1; then
+    :
+  elif ms_python_can_venv "$python"; then
+    # Not --clear: repairing in place keeps what is installed (e.g. nvml.h carried to an offline machine).
+    # A venv made on another machine points at a python that is not here: drop those links first.
+    if [[ -d "$venv/bin" ]]; then
+      ms_log "python: .venv's python does not run here: repairing .venv"
+      rm -f "$venv"/bin/python "$venv"/bin/python3 "$venv"/bin/python3.*
+    fi
+    ms_log "python: creating virtual environment .venv ($("$python" --version 2>&1))"
+    "$python" -m venv "$venv" >&2 || ms_die 3 "could not create .venv with $python -m venv"
+  else
+    if [[ "$require" == 1 ]]; then
+      ms_die 3 "no python able to create a virtual environment ($python -m venv); install python3-venv"
+    fi
+    ms_warn "no python able to create .venv ($python -m venv): skipping python dependencies"
+    ms_check_nvml
+    return 0
+  fi
+
+  local want
+  want="$(sha256sum "$req" | cut -d' ' -f1) $("$venv/bin/python3" -c 'import sys; print(sys.version.split()[0])')"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    ms_log "python: .venv up to date with requirements.txt"
+  else
+    ms_log "python: installing requirements.txt into .venv"
+    if "$venv/bin/python3" -m pip install --disable-pip-version-check --quiet --retries 2 -r "$req" >&2; then
+      printf '%s\n' "$want" >"$stamp"
+    elif [[ "$require" == 1 ]]; then
+      ms_die 3 "pip install -r requirements.txt failed (MEMSTRESS_REQUIRE_PYDEPS=1)"
+    else
+      ms_warn "pip install -r requirements.txt failed (offline?): continuing without it;" \
+        "results validation will be skipped"
+    fi
+  fi
+
+  export VIRTUAL_ENV="$venv"
+  case ":$PATH:" in
+    *":$venv/bin:"*) ;;
+    *) PATH="$venv/bin:$PATH" ;;
+  esac
+  export PATH
+  ms_check_nvml
+}
+
+# nvml.h must come from the toolkit or the venv; say which, or exit 3 before cmake does.
+ms_check_nvml() {
+  local dir
+  if dir="$(ms_toolkit_nvml_dir)"; then
+    ms_log "nvml.h: $dir (CUDA toolkit)"
+  elif dir="$(ms_venv_nvml_dir)"; then
+    ms_log "nvml.h: ${dir#"$MEMSTRESS_ROOT"/} (PyPI nvidia-nvml-dev)"
+  else
+    ms_die 3 "nvml.h not found: not in the CUDA toolkit ($MS_CUDA_ROOT) and not in .venv" \
+      "(pip install -r requirements.txt provides it through nvidia-nvml-dev)"
+  fi
+}
+
+# --- configure and build ---------------------------------------------------------------------------
+
+# Build parallelism: nproc, at most one job per 2 GiB of available memory (nvcc is memory hungry).
+ms_jobs() {
+  if [[ -n "${MEMSTRESS_JOBS:-}" ]]; then
+    printf '%s\n' "$MEMSTRESS_JOBS"
+    return 0
+  fi
+  local cpus mem_kib by_mem
+  cpus="$(nproc 2>/dev/null || echo 1)"
+  mem_kib="$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null || true)"
+  by_mem=$((${mem_kib:-0} / (2 * 1024 * 1024)))
+  if ((by_mem < 1)); then by_mem=1; fi
+  if ((cpus < by_mem)); then by_mem=$cpus; fi
+  printf '%s\n' "$by_mem"
+}
+
+# ms_configure_build PRESET: cmake --preset, then cmake --build --preset. Returns non-zero (after
+# saying so) on failure; the caller decides whether that ends the script.
+ms_configure_build() {
+  local preset="$1" jobs
+  jobs="$(ms_jobs)"
+  ms_log "configuring: cmake --preset $preset"
+  if ! cmake --preset "$preset" >&2; then
+    ms_log "error: configuring failed (cmake --preset $preset): see the messages above"
+    return 1
+  fi
+  ms_log "building: cmake --build --preset $preset --parallel $jobs"
+  if ! cmake --build --preset "$preset" --parallel "$jobs" >&2; then
+    ms_log "error: build failed (cmake --build --preset $preset): see the compiler messages above"
+    return 1
+  fi
+  ms_log "built: build/$preset"
+}
+
+# Everything scripts/setup does, in order. Exports MEMSTRESS_ROOT, MEMSTRESS_PRESET and
+# MEMSTRESS_BUILD_DIR for the caller.
+ms_setup() {
+  MEMSTRESS_PRESET="${MEMSTRESS_PRESET:-cpu}"
+  MEMSTRESS_BUILD_DIR="$MEMSTRESS_ROOT/build/$MEMSTRESS_PRESET"
+  export MEMSTRESS_ROOT MEMSTRESS_PRESET MEMSTRESS_BUILD_DIR
+  cd "$MEMSTRESS_ROOT" || exit 1
+  ms_ensure_cuda
+  ms_ensure_packages
+  ms_ensure_venv
+  ms_configure_build "$MEMSTRESS_PRESET" || exit 1
+}

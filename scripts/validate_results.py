@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Validate memstress results against results/schema/.
+
+    scripts/validate_results.py FILE...
+
+A FILE ending in .jsonl (or .ndjson) is a JSON Lines stream, checked line by line against
+memstress-rows-1.schema.json: a header line first, then row lines, then at most one footer line, last
+(a run that crashed has none). Any other FILE is a whole run document, checked against
+memstress-run-1.schema.json. Beyond the schemas, the summary must count the rows' verdicts, and no
+row may have more errors than checked items, or pass with errors.
+
+Prints one line per file, "FILE: ok (N rows)", or "FILE: invalid" followed by the first errors, each
+with its JSON path. Exit codes: 0 all valid; 1 some file invalid; 2 some file unreadable or not JSON
+(or the schemas themselves); 77 the jsonschema package is missing (CTest: SKIP_RETURN_CODE 77).
+The only dependency is jsonschema (>= 4.18, requirements.txt), from the project's .venv if this
+python lacks it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_DIR = ROOT / "results" / "schema"
+RUN_SCHEMA = "memstress-run-1.schema.json"
+ROWS_SCHEMA = "memstress-rows-1.schema.json"
+STREAM_SUFFIXES = {".jsonl", ".ndjson"}
+
+EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE, EXIT_SKIP = 0, 1, 2, 77
+VERDICTS = ("pass", "fail", "skip", "error")
+
+
+def import_jsonschema():
+    """jsonschema and referencing, or None. Re-runs this script under .venv's python once if needed."""
+    try:
+        import jsonschema
+        import referencing
+
+        return jsonschema, referencing
+    except ImportError:
+        pass
+    venv_python = ROOT / ".venv" / "bin" / "python3"
+    in_venv = Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
+    if venv_python.exists() and not in_venv and not os.environ.get("MEMSTRESS_VALIDATE_REEXEC"):
+        os.environ["MEMSTRESS_VALIDATE_REEXEC"] = "1"
+        os.execv(str(venv_python), [str(venv_python), str(Path(__file__).resolve()), *sys.argv[1:]])
+    return None
+
+
+class Unreadable(Exception):
+    """The file cannot be read or is not JSON: exit 2."""
+
+
+def reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=reject_constant)
+    except ValueError as e:  # json.JSONDecodeError is a ValueError
+        raise Unreadable(f"{where}not JSON: {e}") from None
+
+
+def load_schemas(jsonschema, referencing, schema_dir: Path):
+    """Validators for the run document and for one stream line (which refers to the run schema)."""
+    schemas = {}
+    for name in (RUN_SCHEMA, ROWS_SCHEMA):
+        path = schema_dir / name
+        try:
+            schemas[name] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise Unreadable(f"{path}: cannot load schema: {e}") from None
+        try:
+            jsonschema.Draft202012Validator.check_schema(schemas[name])
+        except jsonschema.SchemaError as e:
+            raise Unreadable(f"{path}: not a valid JSON Schema: {e.message}") from None
+    registry = referencing.Registry().with_resources(
+        (s["$id"], referencing.Resource.from_contents(s)) for s in schemas.values()
+    )
+    make = jsonschema.Draft202012Validator
+    return make(schemas[RUN_SCHEMA], registry=registry), make(schemas[ROWS_SCHEMA], registry=registry)
+
+
+def schema_errors(validator, instance: Any, prefix: str = "") -> list[str]:
+    errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+    return [f"{prefix}{e.json_path}: {e.message}" for e in errors]
+
+
+def row_errors(row: Any, path: str) -> list[str]:
+    """What the schema cannot say about one (schema-valid) row."""
+    if not isinstance(row, dict) or not isinstance(row.get("verification"), dict):
+        return []
+    checked, errors = row["verification"].get("checked"), row["verification"].get("errors")
+    if not isinstance(checked, int) or not isinstance(errors, int):
+        return []
+    out = []
+    if errors > checked:
+        out.append(f"{path}.verification: {errors} errors among {checked} items checked")
+    if errors > 0 and row.get("verdict") == "pass":
+        out.append(f"{path}.verdict: 'pass' with {errors} data errors")
+    return out
+
+
+def summary_errors(summary: Any, rows: Iterable[Any], path: str) -> list[str]:
+    """The summary must count the rows and their verdicts."""
+    if not isinstance(summary, dict):
+        return []
+    rows = list(rows)
+    counts = Counter(r.get("verdict") for r in rows if isinstance(r, dict))
+    expected = {"rows": len(rows), **{v: counts.get(v, 0) for v in VERDICTS}}
+    return [
+        f"{path}.{key}: {summary[key]!r}, but the rows say {want}"
+        for key, want in expected.items()
+        if key in summary and summary[key] != want
+    ]
+
+
+def plural_rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
+def check_document(path: Path, run_validator) -> tuple[list[str], str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise Unreadable(f"cannot read: {e}") from None
+    doc = parse_json(text, "")
+    errors = schema_errors(run_validator, doc)
+    if errors or not isinstance(doc, dict):
+        return errors, ""
+    rows = doc["rows"]
+    for i, row in enumerate(rows):
+        errors += row_errors(row, f"$.rows[{i}]")
+    errors += summary_errors(doc["summary"], rows, "$.summary")
+    return errors, plural_rows(len(rows))
+
+
+def check_stream(path: Path, line_validator) -> tuple[list[str], str]:
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as e:
+        raise Unreadable(f"cannot read: {e}") from None
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise Unreadable("empty: no header line")
+    errors: list[str] = []
+    rows: list[Any] = []
+    footer = None
+    seen_header = False
+    for number, text in enumerate(lines, start=1):
+        where = f"line {number}: "
+        if not text.strip():
+            errors.append(f"{where}empty line")
+            continue
+        item = parse_json(text, where)
+        line_errors = schema_errors(line_validator, item, where)
+        errors += line_errors
+        kind = item.get("type") if isinstance(item, dict) else None
+        if number == 1 and kind != "header":
+            errors.append(f"{where}$.type: the first line must be the header, not {kind!r}")
+        elif number > 1 and kind == "header" and seen_header:
+            errors.append(f"{where}$.type: a second header")
+        seen_header = seen_header or kind == "header"
+        if footer is not None:
+            errors.append(f"{where}a line after the footer (line {footer[0]})")
+        if kind == "row":
+            rows.append(item)
+            if not line_errors:
+                errors += row_errors(item, f"{where}$")
+        elif kind == "footer" and footer is None:
+            footer = (number, item)
+    note = plural_rows(len(rows))
+    if footer is None:
+        note += ", no footer: the run did not finish"
+    elif isinstance(footer[1], dict):
+        errors += summary_errors(footer[1].get("summary"), rows, f"line {footer[0]}: $.summary")
+    return errors, note
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Validate memstress results (.json run documents, .jsonl streams) against results/schema/.",
+        epilog="exit codes: 0 valid, 1 invalid, 2 unreadable or not JSON, 77 jsonschema not installed",
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="a .json run document or a .jsonl stream")
+    parser.add_argument("--schema-dir", type=Path, default=SCHEMA_DIR, help="where the schemas are (default: %(default)s)")
+    parser.add_argument("--max-errors", type=int, default=10, metavar="N", help="errors shown per file (default: %(default)s)")
+    args = parser.parse_args(argv)
+
+    modules = import_jsonschema()
+    if modules is None:
+        print("jsonschema not installed (pip install -r requirements.txt, or run scripts/setup)", file=sys.stderr)
+        return EXIT_SKIP
+    jsonschema, referencing = modules
+    try:
+        run_validator, line_validator = load_schemas(jsonschema, referencing, args.schema_dir)
+    except Unreadable as e:
+        print(e, file=sys.stderr)
+        return EXIT_UNREADABLE
+
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            if path.suffix in STREAM_SUFFIXES:
+                errors, note = check_stream(path, line_validator)
+            else:
+                errors, note = check_document(path, run_validator)
+        except Unreadable as e:
+            print(f"{path}: {e}")
+            status = max(status, EXIT_UNREADABLE)
+            continue
+        if not errors:
+            print(f"{path}: ok ({note})")
+            continue
+        status = max(status, EXIT_INVALID)
+        print(f"{path}: invalid")
+        for line in errors[: args.max_errors]:
+            print(f"  {line}")
+        if len(errors) > args.max_errors:
+            print(f"  ... and {len(errors) - args.max_errors} more")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
