@@ -78,16 +78,22 @@ void fill(void* dst, std::size_t bytes, Pattern pattern, std::uint64_t seed, cud
 Checker::Checker() : counters_(2 * sizeof(std::uint64_t)), result_(2 * sizeof(std::uint64_t)) {}
 
 void Checker::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, cudaEvent_t kernel_start, cudaEvent_t kernel_stop) {
   require_alignment(src, "check");
   // counters = {0, ~0}: two memsets keep the enqueue fully asynchronous.
   auto* counters = static_cast<unsigned char*>(counters_.data());
   MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters, 0x00, sizeof(std::uint64_t), stream));
   MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
+  if (kernel_start != nullptr) {
+    MEMSTRESS_CUDA_TRY(cudaEventRecord(kernel_start, stream));
+  }
   if (bytes != 0) {
     MEMSTRESS_CUDA_TRY(detail::launch_check(src, bytes, pattern, seed,
                                             static_cast<unsigned long long*>(counters_.data()),
                                             grid_for(bytes / 16), stream));
+  }
+  if (kernel_stop != nullptr) {
+    MEMSTRESS_CUDA_TRY(cudaEventRecord(kernel_stop, stream));
   }
   MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(result_.data(), counters_.data(), 2 * sizeof(std::uint64_t),
                                      cudaMemcpyDeviceToHost, stream));

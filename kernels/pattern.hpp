@@ -35,8 +35,11 @@ struct CheckResult {
 class Checker {
  public:
   Checker();
-  // Enqueues a comparison of `bytes` at `src` with the pattern on `stream`.
-  void enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed, cudaStream_t stream);
+  // Enqueues a comparison of `bytes` at `src` with the pattern on `stream`. When given, `kernel_start` and
+  // `kernel_stop` are recorded around the comparison kernel alone (not the counter reset and copy-back),
+  // so that its bandwidth can be timed.
+  void enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed, cudaStream_t stream,
+               cudaEvent_t kernel_start = nullptr, cudaEvent_t kernel_stop = nullptr);
   // Waits for the stream the last enqueue used and returns its result.
   [[nodiscard]] CheckResult wait();
   // enqueue + wait.

@@ -35,7 +35,21 @@ MS_APT_PACKAGES=(cmake ninja-build g++ libopenmpi-dev openmpi-bin libcli11-dev n
   libyaml-cpp-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev)
 
 ms_pkg_installed() {
+  # Build tools count as present when a usable one is on PATH, whoever installed it (the GPU images
+  # carry CMake 4 from pip and their own compilers, not Debian's packages).
+  case "$1" in
+    cmake) ms_cmake_usable && return 0 ;;
+    ninja-build) command -v ninja >/dev/null 2>&1 && return 0 ;;
+    g++) command -v g++ >/dev/null 2>&1 && return 0 ;;
+  esac
   [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
+}
+
+# Whether the cmake on PATH is at least 3.25 (presets version 6).
+ms_cmake_usable() {
+  local version
+  version="$(cmake --version 2>/dev/null | head -n 1 | awk '{print $3}')" || return 1
+  [[ -n "$version" ]] && [[ "$(printf '%s\n3.25.0\n' "$version" | sort -V | head -n 1)" == 3.25.0 ]]
 }
 
 # Whether $1 (a python) can create a virtual environment with pip in it (Debian splits ensurepip

@@ -35,9 +35,8 @@ class SmokeRun final : public CaseRun {
       fill_timer_.start(s);
       kernels::fill(buffer, bytes_, pattern_, seed, s);
       fill_timer_.stop(s);
-      check_timer_.start(s);
-      checker_.enqueue(buffer, bytes_, pattern_, seed, s);
-      check_timer_.stop(s);
+      checker_.enqueue(buffer, bytes_, pattern_, seed, s, check_timer_.start_event(),
+                       check_timer_.stop_event());
       const kernels::CheckResult result = checker_.wait();
       ctx.verified(result.checked_words, result.bad_words);
       if (!result.ok()) {

@@ -14,6 +14,9 @@ class DeviceTimer {
  public:
   void start(cudaStream_t stream) const { start_.record(stream); }
   void stop(cudaStream_t stream) const { stop_.record(stream); }
+  // For APIs that record the events themselves around the part to time.
+  [[nodiscard]] cudaEvent_t start_event() const noexcept { return start_.get(); }
+  [[nodiscard]] cudaEvent_t stop_event() const noexcept { return stop_.get(); }
   // Waits for the stop event; seconds between the two records.
   [[nodiscard]] double seconds() const {
     stop_.synchronize();
