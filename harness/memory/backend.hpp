@@ -11,9 +11,14 @@
 #include <memory>
 #include <string>
 
+#include "harness/alloc/stream_ref.hpp"
+
 namespace memstress {
 
 enum class BackendKind { cuda, sim };
+
+// An event as the backend hands it out (a cudaEvent_t on a GPU); 0 is never a valid event.
+using EventHandle = std::uintptr_t;
 
 struct MemInfo {
   std::uint64_t free = 0;
@@ -49,6 +54,24 @@ class DeviceBackend {
   virtual void release(void* address, std::size_t bytes) noexcept = 0;
   // Waits for all device work (a no-op on the simulated device).
   virtual void synchronize() = 0;
+
+  // Events, for frees that must wait for work on other streams (record_stream). An event marks the
+  // point a stream has reached when it is recorded; it completes when the device passes that point.
+  [[nodiscard]] virtual EventHandle record_event(StreamRef stream) = 0;
+  [[nodiscard]] virtual bool event_complete(EventHandle event) = 0;
+  virtual void synchronize_event(EventHandle event) = 0;
+  virtual void release_event(EventHandle event) noexcept = 0;
+
+  // Virtual memory, for expandable segments: reserve an address range with nothing behind it, then map
+  // physical pages into it (in multiples of page_bytes()) and unmap them again. The device is charged
+  // for mapped pages only.
+  [[nodiscard]] virtual std::uint64_t page_bytes() const noexcept = 0;
+  // Throws ApiError (or OutOfMemoryError when the address space is exhausted).
+  [[nodiscard]] virtual void* reserve_address_range(std::size_t bytes) = 0;
+  virtual void release_address_range(void* address, std::size_t bytes) noexcept = 0;
+  // Backs [address, address + bytes) with memory; false when the device is out of memory.
+  [[nodiscard]] virtual bool try_map(void* address, std::size_t bytes) = 0;
+  virtual void unmap(void* address, std::size_t bytes) noexcept = 0;
 };
 
 }  // namespace memstress

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
 
@@ -10,6 +14,51 @@ namespace {
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t multiple) noexcept {
   return (value + multiple - 1) / multiple * multiple;
+}
+
+// First fit of `length` bytes aligned to `alignment` in an address-ordered map of free ranges.
+// Returns 0 when nothing fits.
+std::uint64_t take_range(std::map<std::uint64_t, std::uint64_t>& free, std::uint64_t length,
+                         std::uint64_t alignment) {
+  for (auto it = free.begin(); it != free.end(); ++it) {
+    const std::uint64_t range_start = it->first;
+    const std::uint64_t end = it->first + it->second;
+    const std::uint64_t start = round_up(range_start, alignment);
+    if (start + length > end) {
+      continue;
+    }
+    free.erase(it);
+    if (start != range_start) {
+      free.emplace(range_start, start - range_start);
+    }
+    if (start + length != end) {
+      free.emplace(start + length, end - start - length);
+    }
+    return start;
+  }
+  return 0;
+}
+
+// Returns [start, start + length) to the free map, coalescing with its neighbours.
+void give_range(std::map<std::uint64_t, std::uint64_t>& free, std::uint64_t start, std::uint64_t length) {
+  auto next = free.lower_bound(start);
+  if (next != free.end() && start + length == next->first) {
+    length += next->second;
+    next = free.erase(next);
+  }
+  if (next != free.begin()) {
+    const auto prev = std::prev(next);
+    if (prev->first + prev->second == start) {
+      start = prev->first;
+      length += prev->second;
+      free.erase(prev);
+    }
+  }
+  free.emplace(start, length);
+}
+
+void* as_pointer(std::uint64_t address) noexcept {
+  return reinterpret_cast<void*>(address);  // NOLINT(performance-no-int-to-ptr): never dereferenced
 }
 
 }  // namespace
@@ -23,6 +72,7 @@ SimBackend::SimBackend(std::uint64_t capacity) {
   info_.name = fmt::format("simulated ({})", format_bytes(capacity));
   info_.capacity = capacity;
   free_.emplace(kBaseAddress, round_up(capacity, kPageBytes) * 4);
+  ranges_free_.emplace(kRangeBase, kBaseAddress - kRangeBase);
 }
 
 std::uint64_t SimBackend::charged_bytes(std::uint64_t bytes) noexcept {
@@ -43,21 +93,14 @@ void* SimBackend::try_reserve(std::size_t bytes) {
   if (charge > info_.capacity - used_) {
     return nullptr;
   }
-  for (auto it = free_.begin(); it != free_.end(); ++it) {
-    if (it->second < charge) {
-      continue;
-    }
-    const std::uint64_t start = it->first;
-    const std::uint64_t rest = it->second - charge;
-    free_.erase(it);
-    if (rest != 0) {
-      free_.emplace(start + charge, rest);
-    }
-    live_.emplace(start, charge);
-    used_ += charge;
-    return reinterpret_cast<void*>(start);  // NOLINT(performance-no-int-to-ptr): never dereferenced
+  const std::uint64_t start =
+      take_range(free_, charge, charge >= kPageBytes ? kPageBytes : kSmallGranularity);
+  if (start == 0) {
+    return nullptr;
   }
-  return nullptr;
+  live_.emplace(start, charge);
+  used_ += charge;
+  return as_pointer(start);
 }
 
 void SimBackend::release(void* address, std::size_t /*bytes*/) noexcept {
@@ -69,25 +112,131 @@ void SimBackend::release(void* address, std::size_t /*bytes*/) noexcept {
                  static_cast<unsigned long long>(start));
     return;
   }
-  std::uint64_t begin = start;
-  std::uint64_t length = live->second;
-  used_ -= length;
+  used_ -= live->second;
+  give_range(free_, start, live->second);
   live_.erase(live);
-  // Coalesce with the free neighbours on both sides.
-  auto next = free_.lower_bound(begin);
-  if (next != free_.end() && begin + length == next->first) {
-    length += next->second;
-    next = free_.erase(next);
+}
+
+void SimBackend::synchronize() {
+  const std::scoped_lock lock(mutex_);
+  for (auto& [handle, event] : events_) {
+    event.done = true;
   }
-  if (next != free_.begin()) {
-    const auto prev = std::prev(next);
-    if (prev->first + prev->second == begin) {
-      begin = prev->first;
-      length += prev->second;
-      free_.erase(prev);
+}
+
+EventHandle SimBackend::record_event(StreamRef stream) {
+  const std::scoped_lock lock(mutex_);
+  const bool held = std::find(held_.begin(), held_.end(), stream) != held_.end();
+  const EventHandle handle = next_event_++;
+  events_.emplace(handle, SimEvent{stream, !held});
+  return handle;
+}
+
+bool SimBackend::event_complete(EventHandle event) {
+  const std::scoped_lock lock(mutex_);
+  const auto it = events_.find(event);
+  return it == events_.end() || it->second.done;
+}
+
+void SimBackend::synchronize_event(EventHandle event) {
+  const std::scoped_lock lock(mutex_);
+  if (const auto it = events_.find(event); it != events_.end()) {
+    it->second.done = true;  // the host waited for it
+  }
+}
+
+void SimBackend::release_event(EventHandle event) noexcept {
+  const std::scoped_lock lock(mutex_);
+  events_.erase(event);
+}
+
+void SimBackend::hold_stream(StreamRef stream) {
+  const std::scoped_lock lock(mutex_);
+  if (std::find(held_.begin(), held_.end(), stream) == held_.end()) {
+    held_.push_back(stream);
+  }
+}
+
+void SimBackend::release_stream(StreamRef stream) {
+  const std::scoped_lock lock(mutex_);
+  std::erase(held_, stream);
+  for (auto& [handle, event] : events_) {
+    if (event.stream == stream) {
+      event.done = true;
     }
   }
-  free_.emplace(begin, length);
+}
+
+std::size_t SimBackend::live_events() const {
+  const std::scoped_lock lock(mutex_);
+  return events_.size();
+}
+
+std::uint64_t SimBackend::mapped_bytes() const {
+  const std::scoped_lock lock(mutex_);
+  std::uint64_t total = 0;
+  for (const auto& [start, length] : mapped_) {
+    total += length;
+  }
+  return total;
+}
+
+void* SimBackend::reserve_address_range(std::size_t bytes) {
+  const std::uint64_t length = round_up(std::max<std::uint64_t>(bytes, 1), kPageBytes);
+  const std::scoped_lock lock(mutex_);
+  const std::uint64_t start = take_range(ranges_free_, length, kPageBytes);
+  if (start == 0) {
+    throw OutOfMemoryError(
+        fmt::format("simulated device: no virtual address range of {} left", format_bytes(length)));
+  }
+  ranges_live_.emplace(start, length);
+  return as_pointer(start);
+}
+
+void SimBackend::release_address_range(void* address, std::size_t /*bytes*/) noexcept {
+  const auto start = reinterpret_cast<std::uint64_t>(address);
+  const std::scoped_lock lock(mutex_);
+  const auto it = ranges_live_.find(start);
+  if (it == ranges_live_.end()) {
+    return;
+  }
+  // Whatever is still mapped inside goes with it.
+  for (auto m = mapped_.lower_bound(start); m != mapped_.end() && m->first < start + it->second;) {
+    used_ -= m->second;
+    m = mapped_.erase(m);
+  }
+  give_range(ranges_free_, start, it->second);
+  ranges_live_.erase(it);
+}
+
+bool SimBackend::try_map(void* address, std::size_t bytes) {
+  const auto start = reinterpret_cast<std::uint64_t>(address);
+  if (start % kPageBytes != 0 || bytes % kPageBytes != 0 || bytes == 0) {
+    throw std::logic_error(
+        fmt::format("simulated device: map of {:#x}+{} is not in whole pages", start, bytes));
+  }
+  const std::scoped_lock lock(mutex_);
+  const auto next = mapped_.lower_bound(start);
+  const bool overlaps = (next != mapped_.end() && next->first < start + bytes) ||
+                        (next != mapped_.begin() && std::prev(next)->first + std::prev(next)->second > start);
+  if (overlaps) {
+    throw std::logic_error(fmt::format("simulated device: {:#x}+{} is already mapped", start, bytes));
+  }
+  if (bytes > info_.capacity - used_) {
+    return false;
+  }
+  mapped_.emplace(start, bytes);
+  used_ += bytes;
+  return true;
+}
+
+void SimBackend::unmap(void* address, std::size_t bytes) noexcept {
+  const auto start = reinterpret_cast<std::uint64_t>(address);
+  const std::scoped_lock lock(mutex_);
+  for (auto m = mapped_.lower_bound(start); m != mapped_.end() && m->first < start + bytes;) {
+    used_ -= m->second;
+    m = mapped_.erase(m);
+  }
 }
 
 }  // namespace memstress

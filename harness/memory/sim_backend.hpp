@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "harness/memory/backend.hpp"
 
@@ -14,14 +15,20 @@ namespace memstress {
 // up to kSmallGranularity (512 B) when it is at most 1 MiB and to kPageBytes (2 MiB, the GPU's large
 // page) otherwise, and fails only when the charge would pass the capacity. Physical memory on a GPU is
 // not fragmented by addresses (the driver maps pages anywhere), so addresses come from a virtual range
-// four times the capacity, first fit with coalescing; exhausting it would need a pathological pattern
-// and is reported as out of memory like the real thing. Addresses start at a fixed base, so the same
-// sequence of calls gives the same addresses on every machine.
+// four times the capacity, first fit with coalescing; large reservations are page aligned as the
+// driver's are. Virtual ranges for expandable segments come from a separate, much larger region and
+// cost nothing until pages are mapped into them. Addresses start at fixed bases, so the same sequence
+// of calls gives the same addresses on every machine.
+//
+// Simulated streams run nothing, so work "completes" at once: an event is complete when recorded.
+// Tests hold a stream to model work still running on it; its events complete when it is released or
+// when the host synchronizes on them.
 class SimBackend final : public DeviceBackend {
  public:
   static constexpr std::uint64_t kSmallGranularity = 512;
   static constexpr std::uint64_t kPageBytes = 2ULL << 20;
   static constexpr std::uint64_t kBaseAddress = 0x7f0000000000ULL;
+  static constexpr std::uint64_t kRangeBase = 0x100000000000ULL;  // reserve_address_range starts here
 
   explicit SimBackend(std::uint64_t capacity);
 
@@ -30,17 +37,45 @@ class SimBackend final : public DeviceBackend {
   [[nodiscard]] MemInfo mem_info() const override;
   [[nodiscard]] void* try_reserve(std::size_t bytes) override;
   void release(void* address, std::size_t bytes) noexcept override;
-  void synchronize() override {}
+  void synchronize() override;
+
+  [[nodiscard]] EventHandle record_event(StreamRef stream) override;
+  [[nodiscard]] bool event_complete(EventHandle event) override;
+  void synchronize_event(EventHandle event) override;
+  void release_event(EventHandle event) noexcept override;
+
+  [[nodiscard]] std::uint64_t page_bytes() const noexcept override { return kPageBytes; }
+  [[nodiscard]] void* reserve_address_range(std::size_t bytes) override;
+  void release_address_range(void* address, std::size_t bytes) noexcept override;
+  [[nodiscard]] bool try_map(void* address, std::size_t bytes) override;
+  void unmap(void* address, std::size_t bytes) noexcept override;
+
+  void hold_stream(StreamRef stream);
+  void release_stream(StreamRef stream);
+  [[nodiscard]] std::size_t live_events() const;
+  [[nodiscard]] std::uint64_t mapped_bytes() const;
 
   // The bytes a reservation of `bytes` is charged against the capacity.
   [[nodiscard]] static std::uint64_t charged_bytes(std::uint64_t bytes) noexcept;
 
  private:
+  struct SimEvent {
+    StreamRef stream;
+    bool done = false;
+  };
+  using Ranges = std::map<std::uint64_t, std::uint64_t>;  // start -> length
+
   DeviceInfo info_;
   mutable std::mutex mutex_;
-  std::uint64_t used_ = 0;                       // charged bytes currently reserved
-  std::map<std::uint64_t, std::uint64_t> free_;  // free address ranges: start -> length
-  std::map<std::uint64_t, std::uint64_t> live_;  // reserved ranges: start -> charged length
+  std::uint64_t used_ = 0;  // charged bytes reserved or mapped
+  Ranges free_;             // free addresses for try_reserve
+  Ranges live_;             // reserved: start -> charged length
+  Ranges ranges_free_;      // free virtual ranges for reserve_address_range
+  Ranges ranges_live_;      // reserved virtual ranges
+  Ranges mapped_;           // mapped pieces inside them
+  std::map<EventHandle, SimEvent> events_;
+  std::vector<StreamRef> held_;
+  EventHandle next_event_ = 1;
 };
 
 }  // namespace memstress
