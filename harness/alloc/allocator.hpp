@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -28,8 +29,9 @@ class Allocator {
   Allocator(Allocator&&) = delete;
   Allocator& operator=(Allocator&&) = delete;
 
-  // Returns device memory of at least `bytes` usable on `stream`, aligned to at least 256 bytes.
-  // Throws OutOfMemoryError (with the allocator's full explanation) when it cannot.
+  // Returns device memory of at least `bytes` usable on `stream`, aligned to at least 256 bytes
+  // (nullptr for 0 bytes, as cudaMalloc and PyTorch do). Throws OutOfMemoryError (with the allocator's
+  // full explanation) when it cannot.
   [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {}) {
     return do_allocate(bytes, stream);
   }
@@ -41,16 +43,27 @@ class Allocator {
   }
   // Returns cached, unused device memory to the device.
   void empty_cache() { do_empty_cache(); }
+  // `ptr` is in use on `stream` too (besides the stream it was allocated on): when it is freed, its
+  // memory is not reused until the work enqueued on `stream` by then has completed. PyTorch's
+  // Tensor.record_stream. Allocators that free synchronously ignore it.
+  void record_stream(void* ptr, StreamRef stream) {
+    if (ptr != nullptr) {
+      do_record_stream(ptr, stream);
+    }
+  }
 
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
   [[nodiscard]] virtual DeviceBackend& backend() const noexcept = 0;
   [[nodiscard]] virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak_stats() = 0;
+  // PyTorch-style memory snapshot (segments and blocks) where the allocator keeps one; null otherwise.
+  [[nodiscard]] virtual nlohmann::json snapshot() const { return nullptr; }
 
  private:
   virtual void* do_allocate(std::size_t bytes, StreamRef stream) = 0;
   virtual void do_deallocate(void* ptr) = 0;
   virtual void do_empty_cache() {}
+  virtual void do_record_stream(void* /*ptr*/, StreamRef /*stream*/) {}
 };
 
 }  // namespace memstress

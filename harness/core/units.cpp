@@ -104,6 +104,20 @@ std::string format_bytes(std::uint64_t bytes) {
   return fmt::format("{:.2f}{}", scaled, kUnits[big]);
 }
 
+std::string human_bytes(std::uint64_t bytes) {
+  const auto b = static_cast<double>(bytes);
+  if (bytes <= 1024) {
+    return fmt::format("{} bytes", bytes);
+  }
+  if (bytes <= (1ULL << 20)) {
+    return fmt::format("{:.2f} KiB", b / 1024.0);
+  }
+  if (bytes <= (1ULL << 30)) {
+    return fmt::format("{:.2f} MiB", b / (1024.0 * 1024.0));
+  }
+  return fmt::format("{:.2f} GiB", b / (1024.0 * 1024.0 * 1024.0));
+}
+
 std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, double factor,
                                       std::uint64_t increment) {
   if (begin == 0) {

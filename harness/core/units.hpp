@@ -17,6 +17,9 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what);
 // decimals ("1.50G" is never produced for an exact 1536M). Round-trips through parse_bytes when exact.
 std::string format_bytes(std::uint64_t bytes);
 
+// PyTorch's human form, for messages: "512 bytes", "1.50 KiB", "20.00 MiB", "79.19 GiB".
+std::string human_bytes(std::uint64_t bytes);
+
 // Geometric (factor > 1) or arithmetic (increment > 0) size sweep from begin to end inclusive, as
 // nccl-tests' -b/-e/-f/-i. Exactly one of factor/increment is used: increment wins when non-zero.
 std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, double factor,

@@ -1,0 +1,472 @@
+// The caching allocator's construction, lookups, hot paths (allocate, free, record_stream) and
+// statistics. The slow path (release and retry, GC, OOM) is in caching_release.cpp, expandable segments
+// in caching_expandable.cpp, the snapshot in caching_snapshot.cpp.
+
+#include "harness/alloc/caching/caching_allocator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <unordered_set>
+
+#include "harness/core/error.hpp"
+
+namespace memstress::caching {
+namespace {
+
+void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) noexcept {
+  std::int64_t seen = peak.load(std::memory_order_relaxed);
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+StreamPools::StreamPools(StreamRef s)
+    : stream(s),
+      free{std::pmr::set<Block*, BySize>(&memory), std::pmr::set<Block*, BySize>(&memory)},
+      unmapped{std::pmr::set<Block*, ByAddress>(&memory), std::pmr::set<Block*, ByAddress>(&memory)},
+      live(&memory) {}
+
+Block* StreamPools::new_block() {
+  return std::pmr::polymorphic_allocator<Block>(&memory).new_object<Block>();
+}
+
+void StreamPools::delete_block(Block* block) noexcept {
+  std::pmr::polymorphic_allocator<Block>(&memory).delete_object(block);
+}
+
+CachingAllocator::CachingAllocator(DeviceBackend& backend, AllocConfig config)
+    : backend_(backend),
+      config_(std::move(config)),
+      allowed_max_(config_.memory_fraction
+                       ? static_cast<std::uint64_t>(std::floor(*config_.memory_fraction *
+                                                               static_cast<double>(backend.info().capacity)))
+                       : AllocConfig::kUnlimited) {}
+
+CachingAllocator::~CachingAllocator() {
+  std::size_t leaked = 0;
+  for (StreamPools* sp : all_pools()) {
+    const std::scoped_lock lock(sp->lock);
+    try {
+      synchronize_and_free_events(*sp);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "memstress: warning: caching allocator: waiting for events: %s\n", e.what());
+    }
+    std::unordered_set<Block*> blocks;
+    for (const auto& pool : sp->free) {
+      blocks.insert(pool.begin(), pool.end());
+    }
+    for (const auto& pool : sp->unmapped) {
+      blocks.insert(pool.begin(), pool.end());
+    }
+    for (const auto& [ptr, block] : sp->live) {
+      blocks.insert(block);
+    }
+    leaked += sp->live.size();
+    for (Block* b : blocks) {
+      if (b->prev == nullptr && !b->expandable) {
+        std::uint64_t size = 0;
+        for (const Block* x = b; x != nullptr; x = x->next) {
+          size += x->size;
+        }
+        backend_.release(reinterpret_cast<void*>(b->ptr), size);  // NOLINT(performance-no-int-to-ptr)
+      }
+    }
+    for (const ExpandableSegment& seg : sp->segments) {
+      backend_.release_address_range(reinterpret_cast<void*>(seg.base), seg.size);  // NOLINT
+    }
+    for (Block* b : blocks) {
+      sp->delete_block(b);
+    }
+  }
+  if (leaked != 0) {
+    std::fprintf(stderr, "memstress: warning: caching allocator destroyed with %zu blocks still allocated\n",
+                 leaked);
+  }
+}
+
+std::string_view CachingAllocator::name() const noexcept {
+  return config_.expandable_segments ? "expandable" : "caching";
+}
+
+StreamPools& CachingAllocator::pools_for(StreamRef stream) {
+  if (StreamPools* sp = streams_.find(stream.id)) {
+    return *sp;
+  }
+  const std::scoped_lock lock(pools_mutex_);
+  if (StreamPools* sp = streams_.find(stream.id)) {
+    return *sp;
+  }
+  pools_.push_back(std::make_unique<StreamPools>(stream));
+  return *streams_.insert(stream.id, pools_.back().get());
+}
+
+StreamPools* CachingAllocator::owner_of(const void* ptr) const noexcept {
+  return owners_.find(reinterpret_cast<std::uintptr_t>(ptr));
+}
+
+std::vector<StreamPools*> CachingAllocator::all_pools() const {
+  const std::scoped_lock lock(pools_mutex_);
+  std::vector<StreamPools*> out;
+  out.reserve(pools_.size());
+  for (const auto& sp : pools_) {
+    out.push_back(sp.get());
+  }
+  return out;
+}
+
+void CachingAllocator::add_allocated(std::int64_t delta) noexcept {
+  const std::int64_t now = allocated_current_.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (delta > 0) {
+    raise_peak(allocated_peak_, now);
+  }
+}
+
+void CachingAllocator::add_reserved(std::int64_t delta) noexcept {
+  const std::int64_t now = reserved_current_.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (delta > 0) {
+    raise_peak(reserved_peak_, now);
+  }
+}
+
+void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
+  if (bytes == 0) {
+    return nullptr;
+  }
+  Request r;
+  r.bytes = bytes;
+  r.size = round_size(bytes, config_);
+  r.pool = pool_for(r.size);
+  r.alloc_size = allocation_size(r.size);
+  StreamPools& sp = pools_for(stream);
+  {
+    const std::scoped_lock lock(sp.lock);
+    process_events(sp);
+    Block* block = get_free_block(sp, r);
+    // Garbage collection, when configured, runs before a new segment is reserved (slow path).
+    const bool gc_first = config_.garbage_collection_threshold > 0.0 && config_.memory_fraction &&
+                          static_cast<double>(total_reserved_.load(std::memory_order_relaxed)) >
+                              config_.garbage_collection_threshold * static_cast<double>(allowed_max_);
+    if (block == nullptr && !gc_first) {
+      block = alloc_block(sp, r, false);
+    }
+    if (block != nullptr) {
+      return finish_allocation(sp, block, r);
+    }
+  }
+  return finish_allocation_slow(sp, r);
+}
+
+Block* CachingAllocator::get_free_block(StreamPools& sp, const Request& r) {
+  auto& pool = sp.free[static_cast<std::size_t>(r.pool)];
+  ++sp.gc_clock[static_cast<std::size_t>(r.pool)];
+  Block key;
+  key.size = r.size;
+  auto it = pool.lower_bound(&key);
+  if (it == pool.end()) {
+    return nullptr;
+  }
+  if ((*it)->expandable) {
+    if (config_.expandable_segments) {
+      // Prefer the block that can grow least (its size plus the unmapped stretch after it).
+      const auto grow = [](const Block* b) {
+        return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
+      };
+      for (auto next = std::next(it); next != pool.end() && (*next)->expandable && grow(*next) < grow(*it);
+           next = std::next(it)) {
+        it = next;
+      }
+    } else {
+      while (it != pool.end() && (*it)->expandable) {
+        ++it;
+      }
+      if (it == pool.end()) {
+        return nullptr;
+      }
+    }
+  }
+  Block* b = *it;
+  // Never hand an oversize block to a normal request, nor a much larger one to an oversize request.
+  if (r.size < config_.max_split_size && b->size >= config_.max_split_size) {
+    return nullptr;
+  }
+  if (r.size >= config_.max_split_size && b->size >= r.size + config_.max_non_split_rounding) {
+    return nullptr;
+  }
+  pool.erase(it);
+  return b;
+}
+
+Block* CachingAllocator::alloc_block(StreamPools& sp, const Request& r, bool retry) {
+  if (retry) {
+    num_alloc_retries_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (config_.memory_fraction &&
+      total_reserved_.load(std::memory_order_relaxed) + r.alloc_size > allowed_max_) {
+    return nullptr;  // the fraction refuses before the device is asked
+  }
+  if (config_.expandable_segments) {
+    return try_allocate_expandable(sp, r);
+  }
+  void* ptr = backend_.try_reserve(r.alloc_size);
+  if (ptr == nullptr) {
+    return nullptr;
+  }
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  if (!PageMap<StreamPools>::aligned(address, r.alloc_size)) {
+    backend_.release(ptr, r.alloc_size);
+    throw std::runtime_error(
+        fmt::format("caching allocator: the device returned a {}-byte segment at {} that is "
+                    "not 2 MiB aligned; cannot track it",
+                    r.alloc_size, ptr));
+  }
+  total_reserved_.fetch_add(r.alloc_size, std::memory_order_relaxed);
+  owners_.assign(address, r.alloc_size, &sp);
+  Block* b = sp.new_block();
+  b->ptr = address;
+  b->size = r.alloc_size;
+  b->pool = r.pool;
+  const auto size = static_cast<std::int64_t>(r.alloc_size);
+  sp.stats.segment.update(r.pool, 1);
+  sp.stats.reserved_bytes.update(r.pool, size);
+  add_reserved(size);
+  if (r.alloc_size >= config_.max_split_size) {
+    sp.stats.oversize_segments.update(1);
+  }
+  ++sp.stats.num_device_alloc;
+  return b;
+}
+
+bool CachingAllocator::should_split(const Block& block, std::uint64_t size) const noexcept {
+  const std::uint64_t remaining = block.size - size;
+  if (block.pool == PoolKind::small || config_.expandable_segments) {
+    return remaining >= kMinBlockSize;
+  }
+  return size < config_.max_split_size && remaining > kSmallSize;
+}
+
+void* CachingAllocator::finish_allocation(StreamPools& sp, Block* b, const Request& r) {
+  const bool was_split = b->is_split();
+  const auto pool = r.pool;
+  if (should_split(*b, r.size)) {
+    // The caller gets the low part; the remainder goes back to the pool.
+    Block* rest = sp.new_block();
+    rest->ptr = b->ptr + r.size;
+    rest->size = b->size - r.size;
+    rest->pool = b->pool;
+    rest->expandable = b->expandable;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next != nullptr) {
+      b->next->prev = rest;
+    }
+    b->next = rest;
+    b->size = r.size;
+    rest->gc_base = sp.gc_clock[static_cast<std::size_t>(pool)];
+    sp.free[static_cast<std::size_t>(pool)].insert(rest);
+    if (!b->expandable) {
+      if (was_split) {
+        sp.stats.inactive_split_bytes.update(pool, -static_cast<std::int64_t>(r.size));
+      } else {
+        sp.stats.inactive_split.update(pool, 1);
+        sp.stats.inactive_split_bytes.update(pool, static_cast<std::int64_t>(rest->size));
+      }
+    }
+  } else if (was_split && !b->expandable) {
+    sp.stats.inactive_split.update(pool, -1);
+    sp.stats.inactive_split_bytes.update(pool, -static_cast<std::int64_t>(b->size));
+  }
+  b->allocated = true;
+  b->requested = r.bytes;
+  sp.live.emplace(b->ptr, b);
+  const auto size = static_cast<std::int64_t>(b->size);
+  sp.stats.allocation.update(pool, 1);
+  sp.stats.allocated_bytes.update(pool, size);
+  sp.stats.active.update(pool, 1);
+  sp.stats.active_bytes.update(pool, size);
+  sp.stats.requested_bytes.update(pool, static_cast<std::int64_t>(r.bytes));
+  if (b->size >= config_.max_split_size) {
+    sp.stats.oversize_allocations.update(1);
+  }
+  add_allocated(size);
+  return reinterpret_cast<void*>(b->ptr);  // NOLINT(performance-no-int-to-ptr)
+}
+
+void CachingAllocator::do_deallocate(void* ptr) {
+  StreamPools* sp = owner_of(ptr);
+  if (sp == nullptr) {
+    throw InputError(fmt::format("{} allocator: deallocate of {}, which it did not allocate", name(), ptr));
+  }
+  const std::scoped_lock lock(sp->lock);
+  const auto it = sp->live.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == sp->live.end()) {
+    throw InputError(
+        fmt::format("{} allocator: deallocate of {}, which is not allocated (freed twice?)", name(), ptr));
+  }
+  Block* b = it->second;
+  sp->live.erase(it);
+  b->allocated = false;
+  const auto size = static_cast<std::int64_t>(b->size);
+  sp->stats.allocation.update(b->pool, -1);
+  sp->stats.allocated_bytes.update(b->pool, -size);
+  if (b->size >= config_.max_split_size) {
+    sp->stats.oversize_allocations.update(-1);
+  }
+  add_allocated(-size);
+  if (b->stream_uses.empty()) {
+    free_block(*sp, b);
+    return;
+  }
+  // Used on other streams: free once the work enqueued on them by now has completed.
+  for (const StreamRef use : b->stream_uses) {
+    sp->pending.emplace_back(backend_.record_event(use), b);
+    ++b->event_count;
+  }
+  b->stream_uses.clear();
+}
+
+void CachingAllocator::do_record_stream(void* ptr, StreamRef stream) {
+  StreamPools* sp = owner_of(ptr);
+  if (sp == nullptr) {
+    throw InputError(
+        fmt::format("{} allocator: record_stream of {}, which it did not allocate", name(), ptr));
+  }
+  const std::scoped_lock lock(sp->lock);
+  const auto it = sp->live.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == sp->live.end()) {
+    throw InputError(fmt::format("{} allocator: record_stream of {}, which is not allocated", name(), ptr));
+  }
+  Block* b = it->second;
+  if (stream != sp->stream &&
+      std::find(b->stream_uses.begin(), b->stream_uses.end(), stream) == b->stream_uses.end()) {
+    b->stream_uses.push_back(stream);
+  }
+}
+
+void CachingAllocator::free_block(StreamPools& sp, Block* b) {
+  const auto original = static_cast<std::int64_t>(b->size);
+  std::int64_t split_count = 0;
+  std::int64_t split_bytes = 0;
+  for (Block* neighbour : {b->prev, b->next}) {
+    if (const std::uint64_t merged = try_merge(sp, b, neighbour); merged != 0) {
+      --split_count;
+      split_bytes -= static_cast<std::int64_t>(merged);
+    }
+  }
+  b->gc_base = sp.gc_clock[static_cast<std::size_t>(b->pool)];
+  sp.free[static_cast<std::size_t>(b->pool)].insert(b);
+  if (b->is_split()) {
+    ++split_count;
+    split_bytes += static_cast<std::int64_t>(b->size);
+  }
+  if (!b->expandable) {
+    sp.stats.inactive_split.update(b->pool, split_count);
+    sp.stats.inactive_split_bytes.update(b->pool, split_bytes);
+  }
+  sp.stats.active.update(b->pool, -1);
+  sp.stats.active_bytes.update(b->pool, -original);
+  sp.stats.requested_bytes.update(b->pool, -static_cast<std::int64_t>(b->requested));
+}
+
+std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* src) {
+  if (src == nullptr || !src->is_free() || src->mapped != dst->mapped) {
+    return 0;
+  }
+  if (src->mapped) {
+    sp.free[static_cast<std::size_t>(src->pool)].erase(src);
+  } else {
+    sp.unmapped[static_cast<std::size_t>(src->pool)].erase(src);
+  }
+  if (dst->prev == src) {
+    dst->ptr = src->ptr;
+    dst->prev = src->prev;
+    if (dst->prev != nullptr) {
+      dst->prev->next = dst;
+    }
+  } else {
+    dst->next = src->next;
+    if (dst->next != nullptr) {
+      dst->next->prev = dst;
+    }
+  }
+  const std::uint64_t merged = src->size;
+  dst->size += merged;
+  sp.delete_block(src);
+  return merged;
+}
+
+void CachingAllocator::process_events(StreamPools& sp) {
+  if (sp.pending.empty()) {
+    return;
+  }
+  for (auto it = sp.pending.begin(); it != sp.pending.end();) {
+    if (!backend_.event_complete(it->first)) {
+      ++it;
+      continue;
+    }
+    backend_.release_event(it->first);
+    Block* b = it->second;
+    it = sp.pending.erase(it);
+    if (--b->event_count == 0) {
+      free_block(sp, b);
+    }
+  }
+}
+
+void CachingAllocator::synchronize_and_free_events(StreamPools& sp) {
+  while (!sp.pending.empty()) {
+    const auto [event, b] = sp.pending.front();
+    sp.pending.pop_front();
+    backend_.synchronize_event(event);
+    backend_.release_event(event);
+    if (--b->event_count == 0) {
+      free_block(sp, b);
+    }
+  }
+}
+
+MemoryStats CachingAllocator::memory_stats() const {
+  DeviceStats total;
+  for (StreamPools* sp : all_pools()) {
+    const std::scoped_lock lock(sp->lock);
+    total += sp->stats;
+  }
+  MemoryStats out;
+  total.export_to(out);
+  out["allocated_bytes.all.peak"] = allocated_peak_.load(std::memory_order_relaxed);
+  out["reserved_bytes.all.peak"] = reserved_peak_.load(std::memory_order_relaxed);
+  out["num_alloc_retries"] = num_alloc_retries_.load(std::memory_order_relaxed);
+  out["num_ooms"] = num_ooms_.load(std::memory_order_relaxed);
+  out["num_sync_all_streams"] = num_sync_all_streams_.load(std::memory_order_relaxed);
+  out["max_split_size"] = config_.max_split_size == AllocConfig::kUnlimited
+                              ? -1
+                              : static_cast<std::int64_t>(config_.max_split_size);
+  return out;
+}
+
+void CachingAllocator::reset_peak_stats() {
+  for (StreamPools* sp : all_pools()) {
+    const std::scoped_lock lock(sp->lock);
+    sp->stats.reset_peaks();
+  }
+  allocated_peak_.store(allocated_current_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  reserved_peak_.store(reserved_current_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+std::uint64_t CachingAllocator::largest_free_block() const {
+  std::uint64_t largest = 0;
+  for (StreamPools* sp : all_pools()) {
+    const std::scoped_lock lock(sp->lock);
+    for (const auto& pool : sp->free) {
+      if (!pool.empty()) {
+        largest = std::max(largest, (*pool.rbegin())->size);
+      }
+    }
+  }
+  return largest;
+}
+
+}  // namespace memstress::caching

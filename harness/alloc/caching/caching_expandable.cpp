@@ -1,0 +1,203 @@
+// Expandable segments (PyTorch's Note [Expandable Segments], rebuilt): instead of one cudaMalloc per
+// segment, each stream and pool reserves one virtual range of ~1.125x the device's memory and maps
+// physical pages into it as it grows: 2 MiB pages for the small pool, 20 MiB for the large one. Blocks
+// tile the range; stretches with no pages behind them are blocks with mapped == false, kept in the
+// stream's `unmapped` set. A request that no free block fits extends the lowest free stretch (a free
+// mapped block followed by unmapped pages, or unmapped pages alone) by mapping just enough pages, so
+// memory freed at the end of a segment is reused in place and fragmentation between segments
+// disappears. Releasing (empty_cache, OOM) unmaps the pages lying wholly inside free blocks.
+// Invariant: unmapped blocks start and end on page boundaries.
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "harness/alloc/caching/caching_allocator.hpp"
+#include "harness/core/error.hpp"
+
+namespace memstress::caching {
+namespace {
+
+const ExpandableSegment& segment_of(const StreamPools& sp, std::uintptr_t ptr) {
+  for (const ExpandableSegment& seg : sp.segments) {
+    if (ptr >= seg.base && ptr < seg.base + seg.size) {
+      return seg;
+    }
+  }
+  throw std::logic_error(fmt::format("expandable segments: no segment holds {:#x}", ptr));
+}
+
+std::uint64_t round_up(std::uint64_t value, std::uint64_t multiple) noexcept {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+void* as_pointer(std::uintptr_t address) noexcept {
+  return reinterpret_cast<void*>(address);  // NOLINT(performance-no-int-to-ptr)
+}
+
+}  // namespace
+
+Block* CachingAllocator::new_expandable_segment(StreamPools& sp, PoolKind pool) {
+  const std::uint64_t page = pool == PoolKind::small ? kSmallBuffer : kLargeBuffer;
+  const auto pages = static_cast<std::uint64_t>(
+      std::ceil(1.125 * static_cast<double>(backend_.info().capacity) / static_cast<double>(page)));
+  const std::uint64_t size = pages * page;
+  void* base = backend_.reserve_address_range(size);
+  const auto address = reinterpret_cast<std::uintptr_t>(base);
+  owners_.assign(address, size, &sp);
+  sp.segments.push_back(ExpandableSegment{address, size, page, pool});
+  Block* u = sp.new_block();
+  u->ptr = address;
+  u->size = size;
+  u->pool = pool;
+  u->mapped = false;
+  u->expandable = true;
+  sp.unmapped[static_cast<std::size_t>(pool)].insert(u);
+  return u;
+}
+
+Block* CachingAllocator::try_allocate_expandable(StreamPools& sp, const Request& r) {
+  const auto pool = static_cast<std::size_t>(r.pool);
+  // The lowest stretch of free blocks and unmapped pages that can hold the request.
+  Block* c = nullptr;
+  for (Block* u : sp.unmapped[pool]) {
+    Block* start = (u->prev != nullptr && u->prev->mapped && u->prev->is_free()) ? u->prev : u;
+    std::uint64_t room = 0;
+    for (const Block* x = start; x != nullptr && x->is_free() && room < r.size; x = x->next) {
+      room += x->size;
+    }
+    if (room >= r.size) {
+      c = start;
+      break;
+    }
+  }
+  if (c == nullptr) {
+    try {
+      c = new_expandable_segment(sp, r.pool);
+    } catch (const OutOfMemoryError&) {
+      return nullptr;  // no address space left: the caller's release-and-retry path takes over
+    }
+  }
+  if (!c->mapped) {
+    c = map_block(sp, c, std::min(c->size, r.size));
+    if (c == nullptr) {
+      return nullptr;
+    }
+  }
+  while (c->size < r.size) {
+    Block* n = c->next;
+    if (n->mapped) {
+      sp.free[pool].erase(c);
+      try_merge(sp, c, n);
+      sp.free[pool].insert(c);
+      continue;
+    }
+    c = map_block(sp, n, std::min(r.size - c->size, n->size));
+    if (c == nullptr) {
+      return nullptr;
+    }
+  }
+  sp.free[pool].erase(c);
+  return c;
+}
+
+Block* CachingAllocator::map_block(StreamPools& sp, Block* u, std::uint64_t bytes) {
+  const ExpandableSegment& seg = segment_of(sp, u->ptr);
+  const std::uint64_t length = round_up(bytes, seg.page);
+  // One page at a time, so each can be unmapped on its own later.
+  for (std::uint64_t offset = 0; offset < length; offset += seg.page) {
+    if (!backend_.try_map(as_pointer(u->ptr + offset), seg.page)) {
+      backend_.unmap(as_pointer(u->ptr), offset);  // undo this call's pages
+      return nullptr;
+    }
+  }
+  auto& unmapped = sp.unmapped[static_cast<std::size_t>(u->pool)];
+  unmapped.erase(u);
+  if (length < u->size) {
+    Block* rest = sp.new_block();
+    rest->ptr = u->ptr + length;
+    rest->size = u->size - length;
+    rest->pool = u->pool;
+    rest->mapped = false;
+    rest->expandable = true;
+    rest->prev = u;
+    rest->next = u->next;
+    if (u->next != nullptr) {
+      u->next->prev = rest;
+    }
+    u->next = rest;
+    u->size = length;
+    unmapped.insert(rest);
+  }
+  u->mapped = true;
+  total_reserved_.fetch_add(length, std::memory_order_relaxed);
+  sp.stats.reserved_bytes.update(u->pool, static_cast<std::int64_t>(length));
+  add_reserved(static_cast<std::int64_t>(length));
+  ++sp.stats.num_device_alloc;
+  try_merge(sp, u, u->prev);
+  try_merge(sp, u, u->next);
+  u->gc_base = sp.gc_clock[static_cast<std::size_t>(u->pool)];
+  sp.free[static_cast<std::size_t>(u->pool)].insert(u);
+  return u;
+}
+
+void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
+  const ExpandableSegment& seg = segment_of(sp, b->ptr);
+  const std::uintptr_t first = seg.base + round_up(b->ptr - seg.base, seg.page);
+  const std::uintptr_t last = seg.base + (b->ptr + b->size - seg.base) / seg.page * seg.page;
+  if (first >= last) {
+    return;  // no whole page inside
+  }
+  const auto pool = static_cast<std::size_t>(b->pool);
+  sp.free[pool].erase(b);
+  const auto make_mapped = [&](std::uintptr_t ptr, std::uint64_t size) {
+    Block* x = sp.new_block();
+    x->ptr = ptr;
+    x->size = size;
+    x->pool = b->pool;
+    x->expandable = true;
+    x->gc_base = b->gc_base;
+    return x;
+  };
+  if (first > b->ptr) {  // the partial page before stays mapped and free
+    Block* head = make_mapped(b->ptr, first - b->ptr);
+    head->prev = b->prev;
+    head->next = b;
+    if (b->prev != nullptr) {
+      b->prev->next = head;
+    }
+    b->prev = head;
+    sp.free[pool].insert(head);
+  }
+  if (last < b->ptr + b->size) {  // and the partial page after
+    Block* tail = make_mapped(last, b->ptr + b->size - last);
+    tail->next = b->next;
+    tail->prev = b;
+    if (b->next != nullptr) {
+      b->next->prev = tail;
+    }
+    b->next = tail;
+    sp.free[pool].insert(tail);
+  }
+  b->ptr = first;
+  b->size = last - first;
+  backend_.unmap(as_pointer(first), b->size);
+  b->mapped = false;
+  total_reserved_.fetch_sub(b->size, std::memory_order_relaxed);
+  sp.stats.reserved_bytes.update(b->pool, -static_cast<std::int64_t>(b->size));
+  add_reserved(-static_cast<std::int64_t>(b->size));
+  ++sp.stats.num_device_free;
+  try_merge(sp, b, b->prev);
+  try_merge(sp, b, b->next);
+  if (b->prev == nullptr && b->next == nullptr) {  // the whole range is unmapped again: give it back
+    const ExpandableSegment whole = segment_of(sp, b->ptr);
+    backend_.release_address_range(as_pointer(whole.base), whole.size);
+    owners_.assign(whole.base, whole.size, nullptr);
+    std::erase_if(sp.segments, [&](const ExpandableSegment& s) { return s.base == whole.base; });
+    sp.delete_block(b);
+    return;
+  }
+  sp.unmapped[pool].insert(b);
+}
+
+}  // namespace memstress::caching

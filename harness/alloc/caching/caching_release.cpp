@@ -1,0 +1,245 @@
+// The caching allocator's slow path, in PyTorch's order: when no cached block fits and no segment can
+// be reserved, (1) garbage-collect old cached blocks if a fraction and a threshold are set, (2) free one
+// oversize cached segment large enough (only with max_split_size), (3) free every whole cached segment
+// of every stream (waiting for pending frees first) and retry once more, then (4) raise OutOfMemoryError
+// with a full account. One thread at a time runs it (slow_mutex_), visiting streams one after another.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "harness/alloc/caching/caching_allocator.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/units.hpp"
+
+namespace memstress::caching {
+
+void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r) {
+  const std::scoped_lock slow(slow_mutex_);
+  if (config_.garbage_collection_threshold > 0.0 && config_.memory_fraction) {
+    garbage_collect(sp);
+  }
+  {
+    const std::scoped_lock lock(sp.lock);
+    Block* block = get_free_block(sp, r);  // another thread may have freed one meanwhile
+    if (block == nullptr) {
+      block = alloc_block(sp, r, false);
+    }
+    if (block == nullptr && release_available_cached_blocks(sp, r)) {
+      block = alloc_block(sp, r, false);
+    }
+    if (block != nullptr) {
+      return finish_allocation(sp, block, r);
+    }
+  }
+  release_cached_blocks();
+  {
+    const std::scoped_lock lock(sp.lock);
+    if (Block* block = alloc_block(sp, r, true)) {
+      return finish_allocation(sp, block, r);
+    }
+  }
+  throw_out_of_memory(r);
+}
+
+void CachingAllocator::do_empty_cache() {
+  const std::scoped_lock slow(slow_mutex_);
+  release_cached_blocks();
+}
+
+void CachingAllocator::release_cached_blocks() {
+  num_sync_all_streams_.fetch_add(1, std::memory_order_relaxed);
+  for (StreamPools* sp : all_pools()) {
+    const std::scoped_lock lock(sp->lock);
+    synchronize_and_free_events(*sp);
+    release_blocks(*sp, PoolKind::large);
+    release_blocks(*sp, PoolKind::small);
+  }
+}
+
+void CachingAllocator::release_blocks(StreamPools& sp, PoolKind pool) {
+  std::vector<Block*> whole;
+  std::vector<Block*> expandable;
+  for (Block* b : sp.free[static_cast<std::size_t>(pool)]) {
+    if (b->expandable) {
+      expandable.push_back(b);
+    } else if (!b->is_split()) {
+      whole.push_back(b);  // only whole, fully free segments go back to the device
+    }
+  }
+  for (Block* b : whole) {
+    release_segment(sp, b);
+  }
+  if (!expandable.empty()) {
+    backend_.synchronize();  // work enqueued before the frees may still touch these pages
+    for (Block* b : expandable) {
+      unmap_block(sp, b);
+    }
+  }
+}
+
+void CachingAllocator::release_segment(StreamPools& sp, Block* b) {
+  sp.free[static_cast<std::size_t>(b->pool)].erase(b);
+  backend_.release(reinterpret_cast<void*>(b->ptr), b->size);  // NOLINT(performance-no-int-to-ptr)
+  owners_.assign(b->ptr, b->size, nullptr);
+  total_reserved_.fetch_sub(b->size, std::memory_order_relaxed);
+  const auto size = static_cast<std::int64_t>(b->size);
+  add_reserved(-size);
+  sp.stats.segment.update(b->pool, -1);
+  sp.stats.reserved_bytes.update(b->pool, -size);
+  if (b->size >= config_.max_split_size) {
+    sp.stats.oversize_segments.update(-1);
+  }
+  ++sp.stats.num_device_free;
+  sp.delete_block(b);
+}
+
+bool CachingAllocator::release_available_cached_blocks(StreamPools& sp, const Request& r) {
+  if (config_.max_split_size == AllocConfig::kUnlimited) {
+    return false;
+  }
+  auto& pool = sp.free[static_cast<std::size_t>(r.pool)];
+  Block key;
+  key.size = std::max(r.size, config_.max_split_size);
+  auto it = pool.lower_bound(&key);
+  if (it != pool.end() && !(*it)->expandable && !(*it)->is_split()) {
+    release_segment(sp, *it);  // the smallest single oversize segment that is large enough
+    return true;
+  }
+  // Otherwise free oversize segments from the largest down until enough is released.
+  std::vector<Block*> victims;
+  std::uint64_t released = 0;
+  for (auto rit = std::make_reverse_iterator(it); rit != pool.rend() && released < key.size; ++rit) {
+    Block* b = *rit;
+    if (b->size < config_.max_split_size) {
+      break;
+    }
+    if (!b->expandable && !b->is_split()) {
+      victims.push_back(b);
+      released += b->size;
+    }
+  }
+  for (Block* b : victims) {
+    release_segment(sp, b);
+  }
+  return released >= key.size;
+}
+
+// PyTorch's garbage collection: while reserved memory is above threshold x allowed, free the cached,
+// unsplit large-pool segments whose age (get_free_block calls since they were freed) is at least the
+// average age, oldest pools first. memstress keeps one age clock per stream, so ages compare within a
+// stream; the target is device-wide.
+void CachingAllocator::garbage_collect(StreamPools& /*requesting*/) {
+  const auto threshold =
+      static_cast<std::uint64_t>(config_.garbage_collection_threshold * static_cast<double>(allowed_max_));
+  const std::uint64_t reserved = total_reserved_.load(std::memory_order_relaxed);
+  if (reserved <= threshold) {
+    return;
+  }
+  const std::uint64_t target = reserved - threshold;
+  std::uint64_t reclaimed = 0;
+  for (StreamPools* sp : all_pools()) {
+    const std::scoped_lock lock(sp->lock);
+    auto& pool = sp->free[static_cast<std::size_t>(PoolKind::large)];
+    const std::uint64_t clock = sp->gc_clock[static_cast<std::size_t>(PoolKind::large)];
+    bool freed_any = true;
+    while (reclaimed < target && freed_any) {
+      std::vector<Block*> candidates;
+      std::uint64_t total_age = 0;
+      for (Block* b : pool) {
+        if (!b->is_split() && !b->expandable) {
+          candidates.push_back(b);
+          total_age += clock - b->gc_base;
+        }
+      }
+      if (candidates.empty()) {
+        break;
+      }
+      const double average = static_cast<double>(total_age) / static_cast<double>(candidates.size());
+      freed_any = false;
+      for (Block* b : candidates) {
+        if (reclaimed >= target) {
+          break;
+        }
+        if (static_cast<double>(clock - b->gc_base) >= average) {
+          reclaimed += b->size;
+          release_segment(*sp, b);
+          freed_any = true;
+        }
+      }
+    }
+    if (reclaimed >= target) {
+      return;
+    }
+  }
+}
+
+void CachingAllocator::throw_out_of_memory(const Request& r) {
+  num_ooms_.fetch_add(1, std::memory_order_relaxed);
+  const MemInfo mem = backend_.mem_info();
+  const MemoryStats stats = memory_stats();
+  const auto allocated = static_cast<std::uint64_t>(stats.at("allocated_bytes.all.current"));
+  const auto reserved = static_cast<std::uint64_t>(stats.at("reserved_bytes.all.current"));
+  const auto active = static_cast<std::uint64_t>(stats.at("active_bytes.all.current"));
+  const std::uint64_t cached = reserved - allocated;
+  const std::uint64_t pending = active - allocated;  // freed, waiting on other streams' events
+  const std::uint64_t largest = largest_free_block();
+  const std::uint64_t outside = mem.total - mem.free > reserved ? mem.total - mem.free - reserved : 0;
+  const DeviceInfo& dev = backend_.info();
+
+  std::string message = fmt::format(
+      "{} ({}): out of memory: tried to allocate {} (rounded to {} in the {} pool; a new segment would take "
+      "{}). "
+      "The device has {} in total, {} free",
+      dev.label(), dev.name, human_bytes(r.bytes), human_bytes(r.size),
+      r.pool == PoolKind::small ? "small" : "large", human_bytes(r.alloc_size), human_bytes(mem.total),
+      human_bytes(mem.free));
+  if (config_.memory_fraction) {
+    message += fmt::format("; per_process_memory_fraction {} allows this allocator {}",
+                           *config_.memory_fraction, human_bytes(allowed_max_));
+  }
+  message += fmt::format(
+      ". This allocator ({}) has {} reserved: {} allocated and {} cached but unallocated, the largest free "
+      "cached "
+      "block {}",
+      name(), human_bytes(reserved), human_bytes(allocated), human_bytes(cached), human_bytes(largest));
+  if (pending != 0) {
+    message += fmt::format("; {} freed but waiting on other streams (record_stream)", human_bytes(pending));
+  }
+  message += fmt::format(
+      ". Outside this allocator, {} of the device is in use (other allocators, processes, "
+      "the CUDA context). ",
+      human_bytes(outside));
+  // Which setting would help.
+  if (config_.memory_fraction && reserved + r.alloc_size > allowed_max_ && mem.free >= r.alloc_size) {
+    message += "The memory fraction is the limit, not the device: raise per_process_memory_fraction.";
+  } else if (cached >= r.size) {
+    message += fmt::format(
+        "Enough memory is cached in total but in pieces too small for this request (fragmentation): {}"
+        "max_split_size_mb:N stops large cached blocks being split for small requests, and emptying the "
+        "cache "
+        "between phases returns whole free segments.",
+        config_.expandable_segments ? "" : "expandable_segments:True lets segments grow in place instead, ");
+  } else if (pending >= r.size) {
+    message += "Memory freed with record_stream is still in use on other streams: synchronize them first.";
+  } else {
+    // Expandable segments grow in whole pages; a new segment takes alloc_size.
+    const std::uint64_t page = r.pool == PoolKind::small ? kSmallBuffer : kLargeBuffer;
+    const std::uint64_t needed =
+        config_.expandable_segments ? (r.size + page - 1) / page * page : r.alloc_size;
+    const std::uint64_t available = mem.free + cached;
+    message += needed > available
+                   ? fmt::format(
+                         "The device is full: {} more would be needed; lower the batch size or free memory "
+                         "held elsewhere.",
+                         human_bytes(needed - available))
+                   : fmt::format(
+                         "The device is full: the request needs {} in one piece and only {} is free or "
+                         "cached; lower the batch size or free memory held elsewhere.",
+                         human_bytes(needed), human_bytes(available));
+  }
+  throw OutOfMemoryError(message);
+}
+
+}  // namespace memstress::caching

@@ -1,0 +1,71 @@
+#pragma once
+
+// Stream identity -> its pools, looked up without a lock on every allocation. Open addressing over a
+// fixed table; entries are only ever added (under a mutex), so a reader that sees a slot's value also
+// sees its key. Past the table's capacity, a mutex-guarded map takes the overflow.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+namespace memstress::caching {
+
+template <typename Value>
+class StreamTable {
+ public:
+  [[nodiscard]] Value* find(std::uintptr_t key) const noexcept {
+    for (std::size_t probe = 0, i = slot_of(key); probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
+      Value* v = slots_[i].value.load(std::memory_order_acquire);
+      if (v == nullptr) {
+        return overflow_used_.load(std::memory_order_acquire) ? find_overflow(key) : nullptr;
+      }
+      if (slots_[i].key.load(std::memory_order_relaxed) == key) {
+        return v;
+      }
+    }
+    return find_overflow(key);
+  }
+
+  // Adds key -> value unless the key is there already; returns the value now stored.
+  Value* insert(std::uintptr_t key, Value* value) {
+    const std::scoped_lock lock(mutex_);
+    if (Value* existing = find(key)) {
+      return existing;
+    }
+    for (std::size_t probe = 0, i = slot_of(key); probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
+      if (slots_[i].value.load(std::memory_order_relaxed) == nullptr) {
+        slots_[i].key.store(key, std::memory_order_relaxed);
+        slots_[i].value.store(value, std::memory_order_release);
+        return value;
+      }
+    }
+    overflow_.emplace(key, value);
+    overflow_used_.store(true, std::memory_order_release);
+    return value;
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 1024;
+  struct Slot {
+    std::atomic<std::uintptr_t> key{0};
+    std::atomic<Value*> value{nullptr};
+  };
+
+  static std::size_t slot_of(std::uintptr_t key) noexcept {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> 54U) & (kSlots - 1);
+  }
+  Value* find_overflow(std::uintptr_t key) const {
+    const std::scoped_lock lock(mutex_);
+    const auto it = overflow_.find(key);
+    return it == overflow_.end() ? nullptr : it->second;
+  }
+
+  std::array<Slot, kSlots> slots_{};
+  mutable std::mutex mutex_;
+  std::unordered_map<std::uintptr_t, Value*> overflow_;
+  std::atomic<bool> overflow_used_{false};
+};
+
+}  // namespace memstress::caching
