@@ -5,24 +5,68 @@
 
 #include <array>
 
+#include "harness/alloc/adaptors.hpp"
+#include "harness/alloc/alloc_config.hpp"
+#include "harness/alloc/async_allocator.hpp"
+#include "harness/alloc/caching/caching_allocator.hpp"
 #include "harness/alloc/direct_allocator.hpp"
 #include "harness/core/error.hpp"
+#if defined(MEMSTRESS_HAVE_TORCH)
+#include "harness/alloc/torch_allocator.hpp"
+#endif
 
 namespace memstress {
 namespace {
-constexpr std::array<std::string_view, 1> kNames{"direct"};
+
+#if defined(MEMSTRESS_HAVE_TORCH)
+constexpr std::array<std::string_view, 5> kNames{"caching", "expandable", "direct", "async", "torch"};
+#else
+constexpr std::array<std::string_view, 4> kNames{"caching", "expandable", "direct", "async"};
+#endif
+
+std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& backend) {
+  AllocConfig config = AllocConfig::parse(spec.conf, "--alloc-conf");
+  if (spec.name == "caching") {
+    return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
+  }
+  if (spec.name == "expandable") {
+    config.expandable_segments = true;
+    return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
+  }
+  if (spec.name == "direct") {
+    return std::make_unique<DirectAllocator>(backend);
+  }
+  if (spec.name == "async") {
+    return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
+  }
+  if (spec.name == "torch") {
+#if defined(MEMSTRESS_HAVE_TORCH)
+    return make_torch_allocator(backend);
+#else
+    throw InputError(
+        "--allocator torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
+        "installed");
+#endif
+  }
+  throw InputError(fmt::format("--allocator '{}': unknown allocator; choose one of: {}", spec.name,
+                               fmt::join(kNames, ", ")));
+}
+
 }  // namespace
 
 std::span<const std::string_view> allocator_names() noexcept {
   return kNames;
 }
 
-std::unique_ptr<Allocator> make_allocator(std::string_view name, DeviceBackend& backend) {
-  if (name == "direct") {
-    return std::make_unique<DirectAllocator>(backend);
+std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBackend& backend) {
+  std::unique_ptr<Allocator> allocator = make_peer(spec, backend);
+  if (spec.limit) {
+    allocator = make_limiting_allocator(std::move(allocator), *spec.limit);
   }
-  throw InputError(
-      fmt::format("--allocator '{}': unknown allocator; choose one of: {}", name, fmt::join(kNames, ", ")));
+  if (spec.trace) {
+    allocator = make_tracing_allocator(std::move(allocator), *spec.trace);
+  }
+  return allocator;
 }
 
 }  // namespace memstress

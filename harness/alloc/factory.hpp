@@ -1,17 +1,36 @@
 #pragma once
 
+#include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "harness/alloc/allocator.hpp"
 
 namespace memstress {
 
+// What --allocator, --alloc-conf, --alloc-limit and --alloc-trace ask for.
+struct AllocatorSpec {
+  std::string name = "caching";
+  std::string conf;                            // PyTorch syntax (alloc_config.hpp); "" = defaults
+  std::optional<std::uint64_t> limit;          // LimitingAllocator cap
+  std::optional<std::filesystem::path> trace;  // TracingAllocator output
+};
+
 // The allocator names --allocator accepts, in the order `memstress list` shows them.
 std::span<const std::string_view> allocator_names() noexcept;
 
-// Builds the named allocator over `backend`. Throws InputError naming --allocator for an unknown name.
-std::unique_ptr<Allocator> make_allocator(std::string_view name, DeviceBackend& backend);
+// Builds the allocator and its adaptors over `backend` (innermost first: the peer, then the limit, then
+// tracing, so the trace sees every request including those the limit refuses). Throws InputError naming
+// the flag for an unknown name or a bad config, EnvironmentError when the peer needs a real GPU.
+std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBackend& backend);
+inline std::unique_ptr<Allocator> make_allocator(std::string_view name, DeviceBackend& backend) {
+  AllocatorSpec spec;
+  spec.name = std::string(name);
+  return make_allocator(spec, backend);
+}
 
 }  // namespace memstress
