@@ -1,13 +1,18 @@
-// main() for memstress_bench: Google Benchmark with the run's environment in the JSON "context", so a
-// committed result says which driver, GPU and commit produced it.
+// main() for memstress_bench: registers the allocator micro-benchmarks (pairs, threads, random; names
+// are built at startup, so they say peer and device) and runs Google Benchmark with the run's
+// environment in the JSON "context", so a committed result says which driver, GPU and commit produced it.
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include "bench/bench_common.hpp"
 #include "harness/core/version.hpp"
 #include "harness/env/environment.hpp"
 
 int main(int argc, char** argv) {
+  memstress::bench::register_pair_benchmarks();
+  memstress::bench::register_thread_benchmarks();
+  memstress::bench::register_random_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     return 2;
