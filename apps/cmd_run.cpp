@@ -4,12 +4,15 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
+#include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/log.hpp"
 #include "harness/core/units.hpp"
 #include "harness/core/version.hpp"
 #include "harness/env/environment.hpp"
@@ -19,6 +22,7 @@
 #include "harness/run/plan.hpp"
 #include "harness/run/runner.hpp"
 #include "harness/run/sink.hpp"
+#include "harness/stats/memory_summary.hpp"
 #include "suites/registry.hpp"
 
 namespace memstress::app {
@@ -30,7 +34,12 @@ struct RunFlags {
   std::string minbytes, maxbytes, stepbytes;
   double stepfactor = 2.0;
   std::string device = "auto";
-  std::string allocator = "direct";
+  std::string allocator = "caching";
+  std::string alloc_conf;
+  std::string alloc_limit;
+  std::string alloc_trace;
+  std::string snapshot;
+  bool memory_summary = false;
   std::string format = "table";
   std::string out;
   int repetitions = 5;
@@ -72,6 +81,24 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
           {"full", f.full}};
 }
 
+// --memory-summary (stderr, so stdout stays parseable) and --snapshot, after the run.
+void report_allocator(const RunFlags& f, const Allocator& allocator) {
+  if (f.memory_summary) {
+    std::fputs(memory_summary(allocator.memory_stats(),
+                              fmt::format("{} ({})", allocator.backend().info().label(), allocator.name()))
+                   .c_str(),
+               stderr);
+  }
+  if (!f.snapshot.empty()) {
+    const nlohmann::json snap = allocator.snapshot();
+    if (snap.is_null()) {
+      note("--snapshot: the {} allocator keeps no segments to show; nothing written", allocator.name());
+      return;
+    }
+    write_file_atomically(f.snapshot, snap.dump(1) + "\n", "--snapshot");
+  }
+}
+
 int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   // Everything that can be wrong with the input is found before the device is touched.
   const OutputFormat format = parse_output_format(f.format, "--format");
@@ -86,8 +113,18 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   const std::vector<PlannedCase> cases = plan_cases(registry, request);
   const DeviceSpec spec = DeviceSpec::parse(f.device);
 
+  AllocatorSpec alloc_spec;
+  alloc_spec.name = f.allocator;
+  alloc_spec.conf = f.alloc_conf;
+  if (!f.alloc_limit.empty()) {
+    alloc_spec.limit = parse_bytes(f.alloc_limit, "--alloc-limit");
+  }
+  if (!f.alloc_trace.empty()) {
+    alloc_spec.trace = f.alloc_trace;
+  }
+
   const std::unique_ptr<DeviceBackend> backend = make_backend(spec);
-  const std::unique_ptr<Allocator> allocator = make_allocator(f.allocator, *backend);
+  const std::unique_ptr<Allocator> allocator = make_allocator(alloc_spec, *backend);
 
   RunRecord header;
   const VersionInfo version = version_info();
@@ -121,6 +158,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   }
   sink.finish(RunStatus::complete);
   std::fputs(format_run(sink.record(), format).c_str(), stdout);
+  report_allocator(f, *allocator);
   return failures == 0 ? 0 : 1;
 }
 
@@ -139,7 +177,21 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("-i,--stepbytes", flags->stepbytes, "…or adding this many bytes instead");
   sub->add_option("-d,--device", flags->device, "auto, cuda, cuda:N, sim or sim:CAPACITY (e.g. sim:80GiB)")
       ->capture_default_str();
-  sub->add_option("-a,--allocator", flags->allocator, "The shared allocator: direct")->capture_default_str();
+  sub->add_option("-a,--allocator", flags->allocator,
+                  "The shared allocator: caching (PyTorch's rules), expandable, direct (cudaMalloc), async "
+                  "(cudaMallocAsync)")
+      ->capture_default_str();
+  sub->add_option(
+      "--alloc-conf", flags->alloc_conf,
+      "Allocator settings in PyTorch's syntax, e.g. max_split_size_mb:128,expandable_segments:True "
+      "(default: $MEMSTRESS_ALLOC_CONF)");
+  sub->add_option("--alloc-limit", flags->alloc_limit,
+                  "Cap the bytes allocated through the allocator (e.g. 40G)");
+  sub->add_option("--alloc-trace", flags->alloc_trace, "Write every allocation and free to this trace file");
+  sub->add_flag("--memory-summary", flags->memory_summary,
+                "Print the allocator's memory summary after the run");
+  sub->add_option("--snapshot", flags->snapshot,
+                  "Write the allocator's memory snapshot (JSON) after the run");
   sub->add_option("-n,--repetitions", flags->repetitions, "Timed repetitions per case")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
@@ -155,7 +207,14 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       "Write the results document here (rows stream to the same name with .jsonl as they finish)");
   sub->add_flag("--full", flags->full, "The long version of each workload's axes");
   sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
-  return {sub, [flags, argv = std::move(argv)] { return run_command(*flags, argv); }};
+  return {sub, [flags, argv = std::move(argv)] {
+            if (flags->alloc_conf.empty()) {
+              if (const char* env = std::getenv("MEMSTRESS_ALLOC_CONF")) {  // NOLINT(concurrency-mt-unsafe)
+                flags->alloc_conf = env;
+              }
+            }
+            return run_command(*flags, argv);
+          }};
 }
 
 }  // namespace memstress::app

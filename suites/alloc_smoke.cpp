@@ -1,6 +1,7 @@
 // alloc-smoke: the allocator path on any device, the simulated one included — allocate a batch of
-// buffers through the shared allocator, check that they are aligned, disjoint and accounted for by the
-// allocator and the device, free them, and time each call.
+// buffers through the shared allocator, check that they are aligned, disjoint and accounted for (the
+// allocator counts them as allocated, and the device is charged at least what the allocator reserved),
+// free them, and time each call.
 
 #include <fmt/format.h>
 
@@ -19,7 +20,6 @@ namespace memstress::suites {
 namespace {
 
 constexpr std::uintptr_t kAlignment = 256;  // what cudaMalloc guarantees and every allocator must keep
-constexpr std::uint64_t kDevicePage = 2ULL << 20;
 
 class AllocSmokeRun final : public CaseRun {
  public:
@@ -30,7 +30,6 @@ class AllocSmokeRun final : public CaseRun {
   void iteration(CaseContext& ctx) override {
     Allocator& allocator = ctx.allocator();
     const std::int64_t allocated_before = allocated(allocator);
-    const MemInfo mem_before = ctx.device().mem_info();
     std::vector<void*> buffers;
     buffers.reserve(count_);
     try {
@@ -39,7 +38,7 @@ class AllocSmokeRun final : public CaseRun {
         buffers.push_back(allocator.allocate(bytes_));
         ctx.record("alloc", "us", Better::lower, t.seconds() * 1e6);
       }
-      check(ctx, buffers, allocated_before, mem_before);
+      check(ctx, buffers, allocated_before);
     } catch (...) {
       for (void* p : buffers) {
         allocator.deallocate(p);
@@ -62,8 +61,7 @@ class AllocSmokeRun final : public CaseRun {
     return it == stats.end() ? 0 : it->second;
   }
 
-  void check(CaseContext& ctx, std::vector<void*> buffers, std::int64_t allocated_before,
-             const MemInfo& mem_before) const {
+  void check(CaseContext& ctx, std::vector<void*> buffers, std::int64_t allocated_before) const {
     std::uint64_t misaligned = 0;
     for (void* p : buffers) {
       misaligned += (reinterpret_cast<std::uintptr_t>(p) % kAlignment != 0) ? 1U : 0U;
@@ -75,16 +73,15 @@ class AllocSmokeRun final : public CaseRun {
       overlapping += prev_end > reinterpret_cast<std::uintptr_t>(buffers[i]) ? 1U : 0U;
     }
     const auto total = static_cast<std::int64_t>(bytes_ * count_);
-    const std::uint64_t unaccounted = allocated(ctx.allocator()) - allocated_before < total ? 1U : 0U;
-    // The device must show at least what was asked for as used. Only from the 2 MiB page size up: the
-    // driver packs smaller cudaMallocs into pages it may keep after cudaFree, so free memory need not drop.
-    std::uint64_t uncharged = 0;
-    std::uint64_t checks = buffers.size() * 2 + 1;
-    if (bytes_ >= kDevicePage || !ctx.device().has_memory()) {
-      const MemInfo mem_after = ctx.device().mem_info();
-      uncharged = mem_before.free - std::min(mem_before.free, mem_after.free) >= bytes_ * count_ ? 0U : 1U;
-      ++checks;
-    }
+    const MemoryStats stats = ctx.allocator().memory_stats();
+    const std::int64_t allocated_now = stats.at("allocated_bytes.all.current");
+    const std::uint64_t unaccounted = allocated_now - allocated_before < total ? 1U : 0U;
+    // Whatever the allocator says it holds must be charged on the device: used >= reserved >= allocated.
+    const MemInfo mem = ctx.device().mem_info();
+    const auto reserved = stats.at("reserved_bytes.all.current");
+    const std::uint64_t uncharged =
+        (static_cast<std::int64_t>(mem.total - mem.free) >= reserved && reserved >= allocated_now) ? 0U : 1U;
+    const std::uint64_t checks = buffers.size() * 2 + 2;
     const std::uint64_t errors = misaligned + overlapping + unaccounted + uncharged;
     if (errors != 0) {
       ctx.note(fmt::format(

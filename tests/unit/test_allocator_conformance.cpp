@@ -1,0 +1,190 @@
+// One conformance suite for every allocator peer that runs on the simulated device: no two live blocks
+// overlap, statistics stay consistent, and long randomized sequences agree with a reference model of
+// what is live. tests/gpu/test_allocator_conformance.cpp runs the same checks with real memory.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "harness/alloc/factory.hpp"
+#include "harness/core/error.hpp"
+#include "harness/memory/sim_backend.hpp"
+
+namespace memstress {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+constexpr std::uint64_t kGiB = 1ULL << 30;
+
+class Conformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<Allocator> make(DeviceBackend& dev, std::string conf = {}) {
+    AllocatorSpec spec;
+    spec.name = GetParam();
+    spec.conf = std::move(conf);
+    return make_allocator(spec, dev);
+  }
+};
+
+std::int64_t stat_or(const MemoryStats& s, const std::string& key, std::int64_t fallback) {
+  const auto it = s.find(key);
+  return it == s.end() ? fallback : it->second;
+}
+
+// The reference model: what is live, by address, and what was asked for.
+struct Model {
+  std::map<std::uintptr_t, std::uint64_t> live;  // address -> requested bytes
+  std::uint64_t requested = 0;
+
+  void add(void* p, std::uint64_t bytes) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    const auto next = live.lower_bound(a);
+    ASSERT_TRUE(next == live.end() || a + bytes <= next->first) << "overlaps the next live block";
+    if (next != live.begin()) {
+      const auto prev = std::prev(next);
+      ASSERT_LE(prev->first + prev->second, a) << "overlaps the previous live block";
+    }
+    ASSERT_EQ(a % 256, 0U) << "not 256-byte aligned";
+    live.emplace(a, bytes);
+    requested += bytes;
+  }
+  void remove(std::uintptr_t a) {
+    requested -= live.at(a);
+    live.erase(a);
+  }
+};
+
+void check_invariants(const Allocator& alloc, const Model& model, const SimBackend& dev) {
+  const MemoryStats s = alloc.memory_stats();
+  const std::int64_t allocated = s.at("allocated_bytes.all.current");
+  const std::int64_t reserved = s.at("reserved_bytes.all.current");
+  const std::int64_t active = stat_or(s, "active_bytes.all.current", allocated);
+  EXPECT_LE(allocated, active);
+  EXPECT_LE(active, reserved);
+  EXPECT_GE(allocated, static_cast<std::int64_t>(model.requested));
+  EXPECT_EQ(stat_or(s, "requested_bytes.all.current", static_cast<std::int64_t>(model.requested)),
+            static_cast<std::int64_t>(model.requested));
+  EXPECT_LE(s.at("allocated_bytes.all.peak"), s.at("reserved_bytes.all.peak"));
+  // The device is charged at least what the allocator says it reserved.
+  EXPECT_GE(static_cast<std::int64_t>(dev.mem_info().total - dev.mem_info().free), reserved);
+}
+
+TEST_P(Conformance, RandomSequencesMatchTheReferenceModel) {
+  SimBackend dev(4 * kGiB);
+  auto alloc = make(dev);
+  Model model;
+  std::mt19937_64 rng(12345);
+  std::uniform_real_distribution<double> log_size(9.0, 27.0);  // 512 B .. 128 MiB, log-uniform
+  std::vector<std::uintptr_t> order;
+  for (int op = 0; op < 20000; ++op) {
+    const bool do_alloc = order.empty() || (rng() % 100 < 55 && model.requested < 2 * kGiB);
+    if (do_alloc) {
+      const auto bytes = static_cast<std::uint64_t>(std::exp2(log_size(rng)));
+      const StreamRef stream{rng() % 3};
+      void* p = alloc->allocate(bytes, stream);
+      model.add(p, bytes);
+      if (::testing::Test::HasFatalFailure()) {
+        return;
+      }
+      order.push_back(reinterpret_cast<std::uintptr_t>(p));
+    } else {
+      const std::size_t i = rng() % order.size();
+      alloc->deallocate(reinterpret_cast<void*>(order[i]));  // NOLINT(performance-no-int-to-ptr)
+      model.remove(order[i]);
+      order[i] = order.back();
+      order.pop_back();
+    }
+    if (op % 997 == 0) {
+      check_invariants(*alloc, model, dev);
+    }
+  }
+  check_invariants(*alloc, model, dev);
+  for (const std::uintptr_t a : order) {
+    alloc->deallocate(reinterpret_cast<void*>(a));  // NOLINT(performance-no-int-to-ptr)
+  }
+  const MemoryStats s = alloc->memory_stats();
+  EXPECT_EQ(s.at("allocated_bytes.all.current"), 0);
+  EXPECT_EQ(stat_or(s, "active_bytes.all.current", 0), 0);
+  EXPECT_EQ(stat_or(s, "inactive_split_bytes.all.current", 0), 0);
+  alloc->empty_cache();
+  EXPECT_EQ(alloc->memory_stats().at("reserved_bytes.all.current"), 0);
+  EXPECT_EQ(dev.mem_info().free, 4 * kGiB);
+}
+
+TEST_P(Conformance, OutOfMemoryIsAnErrorAndTheAllocatorRecovers) {
+  SimBackend dev(256 * kMiB);
+  auto alloc = make(dev);
+  std::vector<void*> held;
+  try {
+    for (int i = 0; i < 100; ++i) {
+      held.push_back(alloc->allocate(30 * kMiB));
+    }
+    FAIL() << "256 MiB held 100 x 30 MiB";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos);
+  }
+  EXPECT_GE(held.size(), 7U);
+  EXPECT_EQ(alloc->memory_stats().at("num_ooms"), 1);
+  for (void* p : held) {
+    alloc->deallocate(p);
+  }
+  void* big = alloc->allocate(200 * kMiB);  // needs the cache given back
+  alloc->deallocate(big);
+}
+
+TEST_P(Conformance, ManyThreadsOnTheirOwnAndSharedStreams) {
+  SimBackend dev(16 * kGiB);
+  auto alloc = make(dev);
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<void*>> handoff(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<std::uint64_t>(t));
+      std::vector<void*> mine;
+      const StreamRef stream{t < 6 ? static_cast<std::uintptr_t>(t + 1) : 100};  // two threads share one
+      for (int op = 0; op < 5000; ++op) {
+        if (mine.empty() || rng() % 2 == 0) {
+          mine.push_back(alloc->allocate(512 + rng() % (4 * kMiB), stream));
+        } else {
+          const std::size_t i = rng() % mine.size();
+          alloc->deallocate(mine[i]);
+          mine[i] = mine.back();
+          mine.pop_back();
+        }
+      }
+      handoff[static_cast<std::size_t>(t)] = std::move(mine);  // freed by another thread below
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  threads.clear();
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (void* p : handoff[static_cast<std::size_t>((t + 1) % kThreads)]) {
+        alloc->deallocate(p);
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  const MemoryStats s = alloc->memory_stats();
+  EXPECT_EQ(s.at("allocated_bytes.all.current"), 0);
+  EXPECT_EQ(stat_or(s, "allocation.all.current", 0), 0);
+  alloc->empty_cache();
+  EXPECT_EQ(dev.mem_info().free, 16 * kGiB);
+}
+
+INSTANTIATE_TEST_SUITE_P(Peers, Conformance, ::testing::Values("caching", "expandable", "direct"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           return param_info.param;
+                         });
+
+}  // namespace
+}  // namespace memstress

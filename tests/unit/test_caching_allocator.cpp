@@ -1,0 +1,290 @@
+// PyTorch's exact behaviours, pending frees, expandable segments and the OOM path of the caching
+// allocator, on the simulated device.
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "harness/alloc/caching/caching_allocator.hpp"
+#include "harness/core/error.hpp"
+#include "harness/memory/sim_backend.hpp"
+
+namespace memstress {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+constexpr std::uint64_t kGiB = 1ULL << 30;
+
+using caching::CachingAllocator;
+
+std::int64_t stat(const Allocator& a, const std::string& key) {
+  return a.memory_stats().at(key);
+}
+
+CachingAllocator make(SimBackend& dev, std::string_view conf = "") {
+  return CachingAllocator(dev, AllocConfig::parse(conf, "test"));
+}
+
+std::vector<void*> allocate_n(Allocator& a, int n, std::uint64_t bytes) {
+  std::vector<void*> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(a.allocate(bytes));
+  }
+  return out;
+}
+
+void free_all(Allocator& a, const std::vector<void*>& ptrs) {
+  for (void* p : ptrs) {
+    a.deallocate(p);
+  }
+}
+
+TEST(CachingAllocator, EightSixteensThenFourThirtyTwosReserves256MiB) {
+  SimBackend dev(8 * kGiB);
+  CachingAllocator a = make(dev);
+  free_all(a, allocate_n(a, 8, 16 * kMiB));
+  const auto big = allocate_n(a, 4, 32 * kMiB);
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), static_cast<std::int64_t>(256 * kMiB));
+  EXPECT_EQ(stat(a, "segment.all.current"), 12);
+  EXPECT_EQ(stat(a, "inactive_split.all.current"), 0);
+  free_all(a, big);
+}
+
+TEST(CachingAllocator, ReverseOrderReserves128MiB) {
+  SimBackend dev(8 * kGiB);
+  CachingAllocator a = make(dev);
+  free_all(a, allocate_n(a, 4, 32 * kMiB));
+  const auto small = allocate_n(a, 8, 16 * kMiB);
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), static_cast<std::int64_t>(128 * kMiB));
+  EXPECT_EQ(stat(a, "segment.all.current"), 4);
+  EXPECT_EQ(stat(a, "allocated_bytes.all.current"), static_cast<std::int64_t>(128 * kMiB));
+  free_all(a, small);
+  // Everything freed: the 32 MiB segments merge back whole.
+  EXPECT_EQ(stat(a, "inactive_split.all.current"), 0);
+  EXPECT_EQ(stat(a, "allocated_bytes.all.current"), 0);
+}
+
+TEST(CachingAllocator, OneMiBBoundaryBetweenThePools) {
+  SimBackend dev(8 * kGiB);
+  CachingAllocator a = make(dev);
+  void* small = a.allocate(kMiB);
+  EXPECT_EQ(stat(a, "reserved_bytes.small_pool.current"), static_cast<std::int64_t>(2 * kMiB));
+  void* large = a.allocate(kMiB + 1);
+  EXPECT_EQ(stat(a, "reserved_bytes.large_pool.current"), static_cast<std::int64_t>(20 * kMiB));
+  EXPECT_EQ(stat(a, "inactive_split_bytes.large_pool.current"), static_cast<std::int64_t>(19 * kMiB - 512));
+  a.deallocate(small);
+  a.deallocate(large);
+  // A large-pool block with at most 1 MiB to spare is handed out whole: the slack counts as allocated.
+  void* whole = a.allocate(19 * kMiB + kMiB / 2);
+  EXPECT_EQ(stat(a, "allocated_bytes.all.current"), static_cast<std::int64_t>(20 * kMiB));
+  EXPECT_EQ(stat(a, "requested_bytes.all.current"), static_cast<std::int64_t>(19 * kMiB + kMiB / 2));
+  a.deallocate(whole);
+}
+
+TEST(CachingAllocator, MaxSplitSizeKeepsOversizeBlocksWhole) {
+  SimBackend dev(8 * kGiB);
+  CachingAllocator a = make(dev, "max_split_size_mb:32");
+  free_all(a, allocate_n(a, 4, 32 * kMiB));
+  EXPECT_EQ(stat(a, "oversize_segments.current"), 4);
+  const auto small = allocate_n(a, 8, 16 * kMiB);  // oversize cached blocks are not split for them
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), static_cast<std::int64_t>(256 * kMiB));
+  free_all(a, small);
+  // An oversize request takes a cached oversize block only within 20 MiB of its size.
+  void* p64 = a.allocate(64 * kMiB);
+  a.deallocate(p64);
+  void* p40 = a.allocate(40 * kMiB);
+  EXPECT_NE(p40, p64);
+  void* p50 = a.allocate(50 * kMiB);
+  EXPECT_EQ(p50, p64);
+  EXPECT_EQ(stat(a, "allocated_bytes.all.current"), static_cast<std::int64_t>(40 * kMiB + 64 * kMiB));
+  EXPECT_EQ(stat(a, "max_split_size"), static_cast<std::int64_t>(32 * kMiB));
+  a.deallocate(p40);
+  a.deallocate(p50);
+}
+
+TEST(CachingAllocator, SmallRequestsPackIntoTwoMiBSegments) {
+  SimBackend dev(kGiB);
+  CachingAllocator a = make(dev);
+  const auto ptrs = allocate_n(a, 4096, 512);
+  EXPECT_EQ(stat(a, "segment.small_pool.current"), 1);
+  void* next = a.allocate(512);
+  EXPECT_EQ(stat(a, "segment.small_pool.current"), 2);
+  a.deallocate(next);
+  free_all(a, ptrs);
+  a.empty_cache();
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), 0);
+  EXPECT_EQ(dev.mem_info().free, kGiB);
+}
+
+TEST(CachingAllocator, EmptyCacheKeepsOnlySegmentsInUse) {
+  SimBackend dev(kGiB);
+  CachingAllocator a = make(dev);
+  void* keep = a.allocate(4 * kMiB);  // in a 20 MiB segment, split
+  free_all(a, allocate_n(a, 3, 30 * kMiB));
+  a.empty_cache();
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), static_cast<std::int64_t>(20 * kMiB));
+  EXPECT_EQ(stat(a, "inactive_split_bytes.all.current"), static_cast<std::int64_t>(16 * kMiB));
+  EXPECT_EQ(kGiB - dev.mem_info().free, 20 * kMiB);
+  a.deallocate(keep);
+  a.empty_cache();
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), 0);
+}
+
+TEST(CachingAllocator, FailedReserveFreesTheCacheAndRetries) {
+  SimBackend dev(64 * kMiB);
+  CachingAllocator a = make(dev);
+  a.deallocate(a.allocate(40 * kMiB));  // 40 MiB stays cached
+  void* p = a.allocate(50 * kMiB);      // needs it back
+  EXPECT_EQ(stat(a, "num_alloc_retries"), 1);
+  EXPECT_EQ(stat(a, "num_sync_all_streams"), 1);
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), static_cast<std::int64_t>(50 * kMiB));
+  try {
+    static_cast<void>(a.allocate(100 * kMiB));
+    FAIL();
+  } catch (const OutOfMemoryError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("out of memory: tried to allocate 100.00 MiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("The device is full"), std::string::npos) << what;
+  }
+  EXPECT_EQ(stat(a, "num_ooms"), 1);
+  a.deallocate(p);
+}
+
+TEST(CachingAllocator, OutOfMemoryMessageExplainsFragmentation) {
+  SimBackend dev(80 * kMiB);
+  CachingAllocator a = make(dev);
+  const auto pieces = allocate_n(a, 16, 5 * kMiB);  // four 20 MiB segments, full
+  for (std::size_t i = 0; i < pieces.size(); i += 2) {
+    a.deallocate(pieces[i]);  // 40 MiB cached, in 5 MiB holes
+  }
+  try {
+    static_cast<void>(a.allocate(12 * kMiB));
+    FAIL();
+  } catch (const OutOfMemoryError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("40.00 MiB cached but unallocated"), std::string::npos) << what;
+    EXPECT_NE(what.find("the largest free cached block 5.00 MiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("fragmentation"), std::string::npos) << what;
+    EXPECT_NE(what.find("expandable_segments:True"), std::string::npos) << what;
+  }
+  for (std::size_t i = 1; i < pieces.size(); i += 2) {
+    a.deallocate(pieces[i]);
+  }
+}
+
+TEST(CachingAllocator, MemoryFractionCapsReservedMemory) {
+  SimBackend dev(100 * kMiB);
+  CachingAllocator a = make(dev, "per_process_memory_fraction:0.5");
+  void* p = a.allocate(40 * kMiB);
+  try {
+    static_cast<void>(a.allocate(20 * kMiB));
+    FAIL();
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("per_process_memory_fraction"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(dev.mem_info().free, 60 * kMiB);  // the device was never asked
+  a.deallocate(p);
+}
+
+TEST(CachingAllocator, GarbageCollectionFreesOldCachedSegmentsUnderAFraction) {
+  SimBackend dev(100 * kMiB);
+  CachingAllocator a = make(dev, "per_process_memory_fraction:1.0,garbage_collection_threshold:0.5");
+  free_all(a, allocate_n(a, 3, 20 * kMiB));  // 60 MiB cached, above 50 MiB
+  void* p = a.allocate(30 * kMiB);           // no fit: GC first, then a new segment
+  EXPECT_LE(stat(a, "reserved_bytes.all.current"), static_cast<std::int64_t>(70 * kMiB));
+  EXPECT_EQ(stat(a, "num_alloc_retries"), 0);
+  a.deallocate(p);
+}
+
+TEST(CachingAllocator, PendingFreeIsNotReusedUntilTheOtherStreamPassesIt) {
+  SimBackend dev(kGiB);
+  CachingAllocator a = make(dev);
+  const StreamRef s1{1};
+  const StreamRef s2{2};
+  void* p = a.allocate(4 * kMiB, s1);
+  a.record_stream(p, s2);
+  dev.hold_stream(s2);  // a kernel on s2 still uses p
+  a.deallocate(p);
+  EXPECT_EQ(stat(a, "allocated_bytes.all.current"), 0);
+  EXPECT_EQ(stat(a, "active_bytes.all.current"), static_cast<std::int64_t>(20 * kMiB - 16 * kMiB));
+  void* q = a.allocate(4 * kMiB, s1);
+  EXPECT_NE(q, p);
+  const nlohmann::json snap = a.snapshot();
+  bool pending_seen = false;
+  for (const auto& seg : snap["segments"]) {
+    for (const auto& b : seg["blocks"]) {
+      pending_seen = pending_seen || b["state"] == "active_pending_free";
+    }
+  }
+  EXPECT_TRUE(pending_seen);
+  dev.release_stream(s2);
+  void* r = a.allocate(4 * kMiB, s1);
+  EXPECT_EQ(r, p);
+  a.deallocate(q);
+  a.deallocate(r);
+  EXPECT_EQ(dev.live_events(), 0U);
+}
+
+TEST(CachingAllocator, BlocksStayOnTheirStream) {
+  SimBackend dev(kGiB);
+  CachingAllocator a = make(dev);
+  void* p = a.allocate(4 * kMiB, StreamRef{1});
+  a.deallocate(p);
+  void* q = a.allocate(4 * kMiB, StreamRef{2});
+  EXPECT_NE(p, q);
+  EXPECT_EQ(stat(a, "segment.all.current"), 2);
+  a.deallocate(q);
+}
+
+TEST(CachingAllocator, ExpandableSegmentsGrowInPlace) {
+  SimBackend dev(8 * kGiB);
+  CachingAllocator a = make(dev, "expandable_segments:True");
+  EXPECT_EQ(a.name(), "expandable");
+  free_all(a, allocate_n(a, 8, 16 * kMiB));
+  const auto big = allocate_n(a, 4, 32 * kMiB);
+  // One growing segment: 128 MiB of 20 MiB pages, reused in place for the larger requests.
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), static_cast<std::int64_t>(140 * kMiB));
+  EXPECT_EQ(dev.mapped_bytes(), 140 * kMiB);
+  free_all(a, big);
+  a.empty_cache();
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), 0);
+  EXPECT_EQ(dev.mapped_bytes(), 0U);
+  EXPECT_EQ(dev.mem_info().free, 8 * kGiB);
+}
+
+TEST(CachingAllocator, ExpandableUnmapsOnlyWholeFreePages) {
+  SimBackend dev(8 * kGiB);
+  CachingAllocator a = make(dev, "expandable_segments:True");
+  void* first = a.allocate(30 * kMiB);   // pages 0-1 (40 MiB)
+  void* second = a.allocate(30 * kMiB);  // rest of page 1, page 2
+  a.deallocate(first);
+  a.empty_cache();  // page 0 is wholly free; page 1 is shared with `second`
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), static_cast<std::int64_t>(40 * kMiB));
+  void* again = a.allocate(25 * kMiB);  // no cached block fits: the lowest unmapped hole is refilled first
+  EXPECT_EQ(again, first);
+  a.deallocate(again);
+  a.deallocate(second);
+  a.empty_cache();
+  EXPECT_EQ(dev.mapped_bytes(), 0U);
+}
+
+TEST(CachingAllocator, DeallocateOfAForeignPointerIsAnError) {
+  SimBackend dev(kGiB);
+  CachingAllocator a = make(dev);
+  int x = 0;
+  EXPECT_THROW(a.deallocate(&x), InputError);
+  void* p = a.allocate(1000);
+  a.deallocate(p);
+  EXPECT_THROW(a.deallocate(p), InputError);
+}
+
+TEST(CachingAllocator, ZeroBytesIsNull) {
+  SimBackend dev(kGiB);
+  CachingAllocator a = make(dev);
+  EXPECT_EQ(a.allocate(0), nullptr);
+  a.deallocate(nullptr);
+  EXPECT_EQ(stat(a, "allocation.all.allocated"), 0);
+}
+
+}  // namespace
+}  // namespace memstress
