@@ -32,10 +32,13 @@ find_library(
 find_package_handle_standard_args(TorchC10 REQUIRED_VARS TorchC10_INCLUDE_DIR TorchC10_c10_LIBRARY
                                                          TorchC10_c10_cuda_LIBRARY)
 
+# The headers are a target of their own: torch/include carries its own copy of fmt (a newer major
+# version), which must reach only the one file that includes c10, never the rest of memstress.
 if(TorchC10_FOUND AND NOT TARGET TorchC10::c10_cuda)
+  add_library(TorchC10::headers INTERFACE IMPORTED)
+  set_target_properties(TorchC10::headers PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${TorchC10_INCLUDE_DIR}")
   add_library(TorchC10::c10 SHARED IMPORTED)
-  set_target_properties(TorchC10::c10 PROPERTIES IMPORTED_LOCATION "${TorchC10_c10_LIBRARY}"
-                                                 INTERFACE_INCLUDE_DIRECTORIES "${TorchC10_INCLUDE_DIR}")
+  set_target_properties(TorchC10::c10 PROPERTIES IMPORTED_LOCATION "${TorchC10_c10_LIBRARY}")
   add_library(TorchC10::c10_cuda SHARED IMPORTED)
   set_target_properties(TorchC10::c10_cuda PROPERTIES IMPORTED_LOCATION "${TorchC10_c10_cuda_LIBRARY}"
                                                       INTERFACE_LINK_LIBRARIES TorchC10::c10)

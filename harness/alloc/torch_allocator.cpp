@@ -1,7 +1,7 @@
 #include "harness/alloc/torch_allocator.hpp"
 
+// No fmt here: torch/include carries its own fmt, which would shadow the system's (cmake/FindTorchC10.cmake).
 #include <c10/cuda/CUDACachingAllocator.h>
-#include <fmt/format.h>
 
 #include <array>
 #include <string>
@@ -17,9 +17,8 @@ class TorchAllocator final : public Allocator {
  public:
   explicit TorchAllocator(DeviceBackend& backend) : backend_(backend), device_(backend.info().ordinal) {
     if (!backend.has_memory()) {
-      throw EnvironmentError(
-          fmt::format("the torch allocator needs a real GPU; running on the simulated device {}",
-                      backend.info().label()));
+      throw EnvironmentError("the torch allocator needs a real GPU; running on the simulated device " +
+                             backend.info().label());
     }
     const cuda::ScopedDevice scoped(device_);
     c10::cuda::CUDACachingAllocator::init(cuda::device_count());
@@ -77,7 +76,7 @@ class TorchAllocator final : public Allocator {
     try {
       return c10::cuda::CUDACachingAllocator::raw_alloc_with_stream(bytes, stream.cuda());
     } catch (const c10::OutOfMemoryError& e) {
-      throw OutOfMemoryError(fmt::format("torch allocator: {}", e.what_without_backtrace()));
+      throw OutOfMemoryError(std::string("torch allocator: ") + e.what_without_backtrace());
     }
   }
   void do_deallocate(void* ptr) override { c10::cuda::CUDACachingAllocator::raw_delete(ptr); }
