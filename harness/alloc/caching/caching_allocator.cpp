@@ -27,8 +27,7 @@ void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) noexcept {
 StreamPools::StreamPools(StreamRef s)
     : stream(s),
       free{std::pmr::set<Block*, BySize>(&memory), std::pmr::set<Block*, BySize>(&memory)},
-      unmapped{std::pmr::set<Block*, ByAddress>(&memory), std::pmr::set<Block*, ByAddress>(&memory)},
-      live(&memory) {}
+      unmapped{std::pmr::set<Block*, ByAddress>(&memory), std::pmr::set<Block*, ByAddress>(&memory)} {}
 
 Block* StreamPools::new_block() {
   return std::pmr::polymorphic_allocator<Block>(&memory).new_object<Block>();
@@ -62,9 +61,7 @@ CachingAllocator::~CachingAllocator() {
     for (const auto& pool : sp->unmapped) {
       blocks.insert(pool.begin(), pool.end());
     }
-    for (const auto& [ptr, block] : sp->live) {
-      blocks.insert(block);
-    }
+    sp->live.for_each([&](std::uintptr_t, Block* block) { blocks.insert(block); });
     leaked += sp->live.size();
     for (Block* b : blocks) {
       if (b->prev == nullptr && !b->expandable) {
@@ -118,7 +115,25 @@ std::vector<StreamPools*> CachingAllocator::all_pools() const {
   return out;
 }
 
+void CachingAllocator::note_thread() noexcept {
+  if (concurrent_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  const std::thread::id self = std::this_thread::get_id();
+  std::thread::id first = first_thread_.load(std::memory_order_relaxed);
+  if (first == std::thread::id{} &&
+      first_thread_.compare_exchange_strong(first, self, std::memory_order_relaxed)) {
+    return;
+  }
+  if (first != self) {
+    concurrent_.store(true, std::memory_order_relaxed);
+  }
+}
+
 void CachingAllocator::add_allocated(std::int64_t delta) noexcept {
+  if (concurrent_.load(std::memory_order_relaxed)) {
+    return;  // device-wide peaks now come from the streams' peaks
+  }
   const std::int64_t now = allocated_current_.fetch_add(delta, std::memory_order_relaxed) + delta;
   if (delta > 0) {
     raise_peak(allocated_peak_, now);
@@ -136,6 +151,7 @@ void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
   if (bytes == 0) {
     return nullptr;
   }
+  note_thread();
   Request r;
   r.bytes = bytes;
   r.size = round_size(bytes, config_);
@@ -281,7 +297,7 @@ void* CachingAllocator::finish_allocation(StreamPools& sp, Block* b, const Reque
   }
   b->allocated = true;
   b->requested = r.bytes;
-  sp.live.emplace(b->ptr, b);
+  sp.live.insert(b->ptr, b);
   const auto size = static_cast<std::int64_t>(b->size);
   sp.stats.allocation.update(pool, 1);
   sp.stats.allocated_bytes.update(pool, size);
@@ -296,18 +312,17 @@ void* CachingAllocator::finish_allocation(StreamPools& sp, Block* b, const Reque
 }
 
 void CachingAllocator::do_deallocate(void* ptr) {
+  note_thread();
   StreamPools* sp = owner_of(ptr);
   if (sp == nullptr) {
     throw InputError(fmt::format("{} allocator: deallocate of {}, which it did not allocate", name(), ptr));
   }
   const std::scoped_lock lock(sp->lock);
-  const auto it = sp->live.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (it == sp->live.end()) {
+  Block* b = sp->live.erase(reinterpret_cast<std::uintptr_t>(ptr));
+  if (b == nullptr) {
     throw InputError(
         fmt::format("{} allocator: deallocate of {}, which is not allocated (freed twice?)", name(), ptr));
   }
-  Block* b = it->second;
-  sp->live.erase(it);
   b->allocated = false;
   const auto size = static_cast<std::int64_t>(b->size);
   sp->stats.allocation.update(b->pool, -1);
@@ -335,11 +350,10 @@ void CachingAllocator::do_record_stream(void* ptr, StreamRef stream) {
         fmt::format("{} allocator: record_stream of {}, which it did not allocate", name(), ptr));
   }
   const std::scoped_lock lock(sp->lock);
-  const auto it = sp->live.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (it == sp->live.end()) {
+  Block* b = sp->live.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (b == nullptr) {
     throw InputError(fmt::format("{} allocator: record_stream of {}, which is not allocated", name(), ptr));
   }
-  Block* b = it->second;
   if (stream != sp->stream &&
       std::find(b->stream_uses.begin(), b->stream_uses.end(), stream) == b->stream_uses.end()) {
     b->stream_uses.push_back(stream);
@@ -436,8 +450,13 @@ MemoryStats CachingAllocator::memory_stats() const {
   }
   MemoryStats out;
   total.export_to(out);
-  out["allocated_bytes.all.peak"] = allocated_peak_.load(std::memory_order_relaxed);
+  const bool exact = !concurrent_.load(std::memory_order_relaxed);
+  if (exact) {
+    out["allocated_bytes.all.peak"] = allocated_peak_.load(std::memory_order_relaxed);
+  }
   out["reserved_bytes.all.peak"] = reserved_peak_.load(std::memory_order_relaxed);
+  out["peaks_exact"] = exact ? 1 : 0;
+  out["largest_free_block_bytes"] = static_cast<std::int64_t>(largest_free_block());
   out["num_alloc_retries"] = num_alloc_retries_.load(std::memory_order_relaxed);
   out["num_ooms"] = num_ooms_.load(std::memory_order_relaxed);
   out["num_sync_all_streams"] = num_sync_all_streams_.load(std::memory_order_relaxed);

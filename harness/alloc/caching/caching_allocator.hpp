@@ -19,9 +19,14 @@
 // time, never holding two stream locks, so it cannot deadlock with the fast path.
 //
 // Note [Statistics]. Each stream keeps PyTorch's full DeviceStats; memory_stats() sums them. Currents and
-// totals are exact. Device-wide peaks of allocated_bytes.all and reserved_bytes.all are exact (atomics);
-// the other peaks are exact with one stream and, with several, the sum of the streams' peaks (an upper
-// bound), since tracking each exactly would put a shared atomic on every statistic of every call.
+// totals are always exact. Peaks are exact per stream; device-wide, a peak is the maximum of a sum, which
+// only a shared counter updated on every call can track, and that one cache line, written by every
+// thread, is what stops a multi-threaded allocator from scaling (measured on an H200 host: 6.9 M pairs/s on
+// one thread, 9.8 M on sixteen). So: reserved bytes (changed only when segments come and go) always go
+// through device-wide atomics, exact. Allocated bytes do too while one thread drives the allocator — the
+// case of trace replay and of most workloads, where exactness matters and the atomic is uncontended. Once
+// a second thread calls in, the allocator stops touching that atomic; the device-wide peaks it reports are
+// then the sums of the streams' peaks, an upper bound, and memory_stats() says so with peaks_exact = 0.
 
 #include <atomic>
 #include <deque>
@@ -31,11 +36,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "harness/alloc/alloc_config.hpp"
 #include "harness/alloc/allocator.hpp"
+#include "harness/alloc/caching/address_map.hpp"
 #include "harness/alloc/caching/block.hpp"
 #include "harness/alloc/caching/page_map.hpp"
 #include "harness/alloc/caching/spin_lock.hpp"
@@ -62,7 +69,7 @@ struct alignas(64) StreamPools {  // own cache lines: no false sharing between s
   std::pmr::unsynchronized_pool_resource memory;      // set/map nodes and blocks: no malloc on the hot path
   std::array<std::pmr::set<Block*, BySize>, 2> free;  // by PoolKind
   std::array<std::pmr::set<Block*, ByAddress>, 2> unmapped;  // expandable segments' unmapped stretches
-  std::pmr::unordered_map<std::uintptr_t, Block*> live;      // allocated blocks by address
+  AddressMap<Block> live;                                    // allocated blocks by address
   std::deque<std::pair<EventHandle, Block*>> pending;        // events that pending frees wait on
   std::vector<ExpandableSegment> segments;                   // expandable segments of this stream
   std::array<std::uint64_t, 2> gc_clock{};                   // get_free_block calls, for GC ages
@@ -132,7 +139,8 @@ class CachingAllocator final : public Allocator {
   void release_cached_blocks();
   [[noreturn]] void throw_out_of_memory(const Request& r);
 
-  // Device-wide byte counters with exact peaks.
+  // Device-wide byte counters with exact peaks (Note [Statistics]).
+  void note_thread() noexcept;
   void add_allocated(std::int64_t delta) noexcept;
   void add_reserved(std::int64_t delta) noexcept;
 
@@ -154,6 +162,8 @@ class CachingAllocator final : public Allocator {
   std::atomic<std::int64_t> num_alloc_retries_{0};
   std::atomic<std::int64_t> num_ooms_{0};
   std::atomic<std::int64_t> num_sync_all_streams_{0};
+  std::atomic<std::thread::id> first_thread_{};
+  std::atomic<bool> concurrent_{false};  // a second thread has called in: sticky
 };
 
 }  // namespace memstress::caching

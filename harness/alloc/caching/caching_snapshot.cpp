@@ -65,9 +65,7 @@ nlohmann::json CachingAllocator::snapshot() const {
     for (const auto& pool : sp->unmapped) {
       std::for_each(pool.begin(), pool.end(), add_head);
     }
-    for (const auto& [ptr, b] : sp->live) {
-      add_head(b);
-    }
+    sp->live.for_each([&](std::uintptr_t, const Block* b) { add_head(b); });
     for (const auto& [event, b] : sp->pending) {
       add_head(b);
     }
