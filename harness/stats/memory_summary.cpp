@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <vector>
+
+#include "harness/core/units.hpp"
+#include "harness/stats/fragmentation.hpp"
 
 namespace memstress {
 namespace {
@@ -111,6 +115,15 @@ std::string memory_summary(const MemoryStats& stats, std::string_view title, boo
     }
     lines.push_back(row);
   }
+  lines.push_back(rule);
+  const Fragmentation frag = fragmentation(stats);
+  lines.push_back(fmt::format(
+      "{:<{}}",
+      fmt::format(
+          " Fragmentation: reserved - allocated {}, utilization {:.3f}, external {}",
+          human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(frag.reserved_minus_allocated, 0))),
+          frag.utilization, frag.external ? fmt::format("{:.3f}", *frag.external) : "-"),
+      kWidth));
   lines.push_back(rule);
   std::string out;
   for (const std::string& line : lines) {

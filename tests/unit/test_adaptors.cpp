@@ -16,6 +16,7 @@
 #include "harness/alloc/trace_reader.hpp"
 #include "harness/core/error.hpp"
 #include "harness/memory/sim_backend.hpp"
+#include "temp_dir.hpp"
 
 namespace memstress {
 namespace {
@@ -76,24 +77,7 @@ void hammer(Allocator& alloc, HammerTotals& totals, int iterations = 2000) {
   }
 }
 
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() / ("memstress-adaptors-" + std::to_string(::getpid()) + "-" +
-                                         info->test_suite_name() + "-" + info->name());
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  TempDir(TempDir&&) = delete;
-  TempDir& operator=(TempDir&&) = delete;
-  [[nodiscard]] fs::path file(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 std::vector<std::string> lines_of(const fs::path& path) {
   std::ifstream in(path);

@@ -3,11 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+#include <thread>
 #include <vector>
 
+#include "harness/alloc/caching/address_map.hpp"
 #include "harness/alloc/caching/caching_allocator.hpp"
 #include "harness/core/error.hpp"
 #include "harness/memory/sim_backend.hpp"
+#include "harness/stats/fragmentation.hpp"
+#include "harness/stats/memory_summary.hpp"
 
 namespace memstress {
 namespace {
@@ -284,6 +290,88 @@ TEST(CachingAllocator, ZeroBytesIsNull) {
   EXPECT_EQ(a.allocate(0), nullptr);
   a.deallocate(nullptr);
   EXPECT_EQ(stat(a, "allocation.all.allocated"), 0);
+}
+
+}  // namespace
+}  // namespace memstress
+
+namespace memstress {
+namespace {
+
+TEST(CachingAllocatorStats, DevicePeaksAreExactWhileOneThreadDrivesManyStreams) {
+  SimBackend dev(kGiB);
+  CachingAllocator a = make(dev);
+  void* p = a.allocate(30 * kMiB, StreamRef{1});
+  a.deallocate(p);
+  void* q = a.allocate(30 * kMiB, StreamRef{2});  // stream 1 dropped to 0 before stream 2 rose
+  a.deallocate(q);
+  EXPECT_EQ(stat(a, "allocated_bytes.all.peak"), static_cast<std::int64_t>(30 * kMiB));  // not 60
+  EXPECT_EQ(stat(a, "peaks_exact"), 1);
+  std::thread([&] { a.deallocate(a.allocate(1024, StreamRef{3})); }).join();
+  EXPECT_EQ(stat(a, "peaks_exact"), 0);
+  EXPECT_GE(stat(a, "allocated_bytes.all.peak"), static_cast<std::int64_t>(30 * kMiB));
+  EXPECT_EQ(stat(a, "allocated_bytes.all.current"), 0);
+}
+
+}  // namespace
+}  // namespace memstress
+
+namespace memstress {
+namespace {
+
+TEST(AddressMap, InsertFindEraseAgainstAReference) {
+  caching::AddressMap<int> map;
+  std::map<std::uintptr_t, int*> reference;
+  std::vector<int> values(5000);
+  std::mt19937_64 rng(3);
+  for (int op = 0; op < 200000; ++op) {
+    const std::uintptr_t key = 512 * (1 + rng() % 3000);
+    if (rng() % 2 == 0 && !reference.contains(key)) {
+      int* v = &values[rng() % values.size()];
+      map.insert(key, v);
+      reference[key] = v;
+    } else {
+      const auto it = reference.find(key);
+      ASSERT_EQ(map.erase(key), it == reference.end() ? nullptr : it->second);
+      if (it != reference.end()) {
+        reference.erase(it);
+      }
+    }
+    if (op % 1000 == 0) {
+      for (const auto& [k, v] : reference) {
+        ASSERT_EQ(map.find(k), v);
+      }
+      ASSERT_EQ(map.size(), reference.size());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memstress
+
+namespace memstress {
+namespace {
+
+TEST(Fragmentation, TheThreeFiguresFromStatistics) {
+  SimBackend dev(80 * kMiB);
+  CachingAllocator a = make(dev);
+  const auto pieces = allocate_n(a, 16, 5 * kMiB);  // four full 20 MiB segments
+  for (std::size_t i = 0; i < pieces.size(); i += 2) {
+    a.deallocate(pieces[i]);  // 40 MiB free in 5 MiB holes
+  }
+  const Fragmentation f = fragmentation(a.memory_stats());
+  EXPECT_EQ(f.reserved_minus_allocated, static_cast<std::int64_t>(40 * kMiB));
+  EXPECT_DOUBLE_EQ(f.utilization, 1.0);  // the peak allocated filled the peak reserved
+  ASSERT_TRUE(f.external.has_value());
+  EXPECT_DOUBLE_EQ(*f.external, 1.0 - 5.0 / 40.0);
+  const std::string summary = memory_summary(a.memory_stats(), "sim:80M (caching)");
+  EXPECT_NE(summary.find("Fragmentation: reserved - allocated 40.00 MiB, utilization 1.000, external 0.875"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("| Allocated memory      |"), std::string::npos) << summary;
+  for (std::size_t i = 1; i < pieces.size(); i += 2) {
+    a.deallocate(pieces[i]);
+  }
 }
 
 }  // namespace

@@ -9,34 +9,15 @@
 #include "harness/core/error.hpp"
 #include "harness/run/format.hpp"
 #include "harness/run/sink.hpp"
+#include "temp_dir.hpp"
 
 namespace memstress {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() : path_(fs::temp_directory_path() / ("memstress-test-" + std::to_string(::getpid()))) {
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  TempDir(TempDir&&) = delete;
-  TempDir& operator=(TempDir&&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::slurp;
+using testing::TempDir;
 
 Row make_row(std::string workload, Verdict verdict) {
   Row row;
