@@ -44,6 +44,7 @@
 #include "harness/alloc/allocator.hpp"
 #include "harness/alloc/caching/address_map.hpp"
 #include "harness/alloc/caching/block.hpp"
+#include "harness/alloc/caching/node_resource.hpp"
 #include "harness/alloc/caching/page_map.hpp"
 #include "harness/alloc/caching/spin_lock.hpp"
 #include "harness/alloc/caching/stats.hpp"
@@ -66,7 +67,7 @@ struct alignas(64) StreamPools {  // own cache lines: no false sharing between s
 
   StreamRef stream;
   SpinLock lock;
-  std::pmr::unsynchronized_pool_resource memory;      // set/map nodes and blocks: no malloc on the hot path
+  NodeResource memory;                                // set nodes and blocks: no malloc on the hot path
   std::array<std::pmr::set<Block*, BySize>, 2> free;  // by PoolKind
   std::array<std::pmr::set<Block*, ByAddress>, 2> unmapped;  // expandable segments' unmapped stretches
   AddressMap<Block> live;                                    // allocated blocks by address
