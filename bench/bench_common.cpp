@@ -57,4 +57,18 @@ std::string benchmark_name(std::string_view family, std::string_view peer, Devic
   return fmt::format("BM_{}/{}/{}", family, peer, device_name(device));
 }
 
+std::optional<Subject> make_subject(benchmark::State& state, std::string_view peer, Device device) {
+  Subject subject;
+  subject.backend = make_device(state, device);
+  if (!subject.backend) {
+    return std::nullopt;
+  }
+  subject.allocator = make_peer(state, peer, *subject.backend);
+  if (!subject.allocator) {
+    return std::nullopt;
+  }
+  state.SetLabel(subject.backend->info().name.c_str());
+  return subject;
+}
+
 }  // namespace memstress::bench

@@ -43,6 +43,15 @@ inline constexpr std::array<std::string_view, 3> kSimPeers{"caching", "expandabl
 [[nodiscard]] std::unique_ptr<Allocator> make_peer(benchmark::State& state, std::string_view peer,
                                                    DeviceBackend& backend);
 
+// A benchmark's device and allocator (the allocator is destroyed first), labelled with the device's
+// name; nullopt when either is unavailable, the state then skipped with the reason.
+struct Subject {
+  std::unique_ptr<DeviceBackend> backend;
+  std::unique_ptr<Allocator> allocator;
+};
+[[nodiscard]] std::optional<Subject> make_subject(benchmark::State& state, std::string_view peer,
+                                                  Device device);
+
 // A statistic by its PyTorch name ("reserved_bytes.all.peak"), when the allocator reports it.
 [[nodiscard]] std::optional<std::int64_t> stat(const MemoryStats& stats, std::string_view key);
 

@@ -21,15 +21,11 @@ constexpr std::array<std::int64_t, 7> kSizes{512, 4 << 10, 64 << 10, 1 << 20, 16
 
 void pair_case(benchmark::State& state, std::string_view peer, Device device) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
-  const auto backend = make_device(state, device);
-  if (!backend) {
+  const std::optional<Subject> subject = make_subject(state, peer, device);
+  if (!subject) {
     return;
   }
-  const auto allocator = make_peer(state, peer, *backend);
-  if (!allocator) {
-    return;
-  }
-  state.SetLabel(backend->info().name.c_str());
+  Allocator* const allocator = subject->allocator.get();
   try {
     allocator->deallocate(allocator->allocate(bytes));  // warm: every timed pair is a cache hit
     const auto allocs_before = stat(allocator->memory_stats(), "num_device_alloc");

@@ -143,15 +143,11 @@ void replay(Allocator& allocator, const Plan& plan, std::vector<void*>& live) {
 }
 
 void random_case(benchmark::State& state, const Plan& plan, std::string_view peer, Device device) {
-  const auto backend = make_device(state, device);
-  if (!backend) {
+  const std::optional<Subject> subject = make_subject(state, peer, device);
+  if (!subject) {
     return;
   }
-  const auto allocator = make_peer(state, peer, *backend);
-  if (!allocator) {
-    return;
-  }
-  state.SetLabel(backend->info().name.c_str());
+  Allocator* const allocator = subject->allocator.get();
   std::vector<void*> live;
   live.reserve(plan.peak_live_count);
   try {

@@ -30,7 +30,8 @@ namespace {
 
 constexpr std::array<std::int64_t, 2> kSizes{512, 1 << 20};
 constexpr std::array<int, 5> kThreads{1, 2, 4, 8, 16};
-constexpr std::array<std::string_view, 5> kCudaThreadPeers{"caching", "expandable", "direct", "async", "torch"};
+constexpr std::array<std::string_view, 5> kCudaThreadPeers{"caching", "expandable", "direct", "async",
+                                                           "torch"};
 constexpr std::array<std::string_view, 2> kSimThreadPeers{"caching", "direct"};
 
 // What thread 0 builds for all threads of one run. Destruction order: allocator, streams, device.
