@@ -152,12 +152,18 @@ void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
     return nullptr;
   }
   note_thread();
+  if (bytes >= kMaxRequest) {  // PyTorch's front end refuses these too; rounding would overflow
+    num_ooms_.fetch_add(1, std::memory_order_relaxed);
+    throw OutOfMemoryError(fmt::format("{} ({}): out of memory: tried to allocate {} bytes, more than 1 EiB",
+                                       backend_.info().label(), backend_.info().name, bytes));
+  }
   Request r;
   r.bytes = bytes;
   r.size = round_size(bytes, config_);
   r.pool = pool_for(r.size);
   r.alloc_size = allocation_size(r.size);
   StreamPools& sp = pools_for(stream);
+  bool tried_alloc = false;
   {
     const std::scoped_lock lock(sp.lock);
     process_events(sp);
@@ -172,8 +178,9 @@ void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
     if (block != nullptr) {
       return finish_allocation(sp, block, r);
     }
+    tried_alloc = !gc_first;
   }
-  return finish_allocation_slow(sp, r);
+  return finish_allocation_slow(sp, r, tried_alloc);
 }
 
 Block* CachingAllocator::get_free_block(StreamPools& sp, const Request& r) {
@@ -216,32 +223,60 @@ Block* CachingAllocator::get_free_block(StreamPools& sp, const Request& r) {
   return b;
 }
 
+bool CachingAllocator::claim_reserved(std::uint64_t bytes) noexcept {
+  std::uint64_t current = total_reserved_.load(std::memory_order_relaxed);
+  do {
+    if (config_.memory_fraction && current + bytes > allowed_max_) {
+      return false;
+    }
+  } while (!total_reserved_.compare_exchange_weak(current, current + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+void CachingAllocator::unclaim_reserved(std::uint64_t bytes) noexcept {
+  total_reserved_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
 Block* CachingAllocator::alloc_block(StreamPools& sp, const Request& r, bool retry) {
   if (retry) {
     num_alloc_retries_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (config_.memory_fraction &&
-      total_reserved_.load(std::memory_order_relaxed) + r.alloc_size > allowed_max_) {
-    return nullptr;  // the fraction refuses before the device is asked
-  }
   if (config_.expandable_segments) {
+    // PyTorch checks the fraction against a whole segment's size; the pages actually mapped are then
+    // claimed one by one (map_block), which keeps the cap exact when threads race.
+    if (config_.memory_fraction &&
+        total_reserved_.load(std::memory_order_relaxed) + r.alloc_size > allowed_max_) {
+      return nullptr;
+    }
     return try_allocate_expandable(sp, r);
+  }
+  if (!claim_reserved(r.alloc_size)) {
+    return nullptr;  // the fraction refuses before the device is asked
   }
   void* ptr = backend_.try_reserve(r.alloc_size);
   if (ptr == nullptr) {
+    unclaim_reserved(r.alloc_size);
     return nullptr;
   }
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
-  if (!PageMap<StreamPools>::aligned(address, r.alloc_size)) {
+  Block* b = nullptr;
+  try {
+    if (!PageMap<StreamPools>::aligned(address, r.alloc_size)) {
+      throw std::runtime_error(
+          fmt::format("caching allocator: the device returned a {}-byte segment at {} that is not 2 MiB "
+                      "aligned; cannot track it",
+                      r.alloc_size, ptr));
+    }
+    b = sp.new_block();
+    owners_.assign(address, r.alloc_size, &sp);
+  } catch (...) {
+    if (b != nullptr) {
+      sp.delete_block(b);
+    }
     backend_.release(ptr, r.alloc_size);
-    throw std::runtime_error(
-        fmt::format("caching allocator: the device returned a {}-byte segment at {} that is "
-                    "not 2 MiB aligned; cannot track it",
-                    r.alloc_size, ptr));
+    unclaim_reserved(r.alloc_size);
+    throw;
   }
-  total_reserved_.fetch_add(r.alloc_size, std::memory_order_relaxed);
-  owners_.assign(address, r.alloc_size, &sp);
-  Block* b = sp.new_block();
   b->ptr = address;
   b->size = r.alloc_size;
   b->pool = r.pool;
@@ -336,11 +371,13 @@ void CachingAllocator::do_deallocate(void* ptr) {
     return;
   }
   // Used on other streams: free once the work enqueued on them by now has completed.
-  for (const StreamRef use : b->stream_uses) {
-    sp->pending.emplace_back(backend_.record_event(use), b);
+  std::vector<StreamRef> uses;
+  uses.swap(b->stream_uses);  // cleared even if recording an event throws
+  for (const StreamRef use : uses) {
+    const EventHandle event = backend_.record_event(use);
+    sp->pending.emplace_back(event, b);
     ++b->event_count;
   }
-  b->stream_uses.clear();
 }
 
 void CachingAllocator::do_record_stream(void* ptr, StreamRef stream) {
@@ -444,18 +481,23 @@ void CachingAllocator::synchronize_and_free_events(StreamPools& sp) {
 
 MemoryStats CachingAllocator::memory_stats() const {
   DeviceStats total;
+  std::size_t streams_seen = 0;
   for (StreamPools* sp : all_pools()) {
     const std::scoped_lock lock(sp->lock);
     total += sp->stats;
+    ++streams_seen;
   }
   MemoryStats out;
   total.export_to(out);
-  const bool exact = !concurrent_.load(std::memory_order_relaxed);
-  if (exact) {
+  const bool one_thread = !concurrent_.load(std::memory_order_relaxed);
+  if (one_thread) {
     out["allocated_bytes.all.peak"] = allocated_peak_.load(std::memory_order_relaxed);
   }
   out["reserved_bytes.all.peak"] = reserved_peak_.load(std::memory_order_relaxed);
-  out["peaks_exact"] = exact ? 1 : 0;
+  // Note [Statistics]: with one stream every peak is exact; with several, allocated_bytes.all.peak and
+  // reserved_bytes.all.peak stay exact (while one thread drives the allocator) and the others are sums.
+  out["peaks_exact"] = streams_seen == 1 ? 1 : 0;
+  out["byte_peaks_exact"] = one_thread ? 1 : 0;
   out["largest_free_block_bytes"] = static_cast<std::int64_t>(largest_free_block());
   out["num_alloc_retries"] = num_alloc_retries_.load(std::memory_order_relaxed);
   out["num_ooms"] = num_ooms_.load(std::memory_order_relaxed);

@@ -25,8 +25,9 @@
 // one thread, 9.8 M on sixteen). So: reserved bytes (changed only when segments come and go) always go
 // through device-wide atomics, exact. Allocated bytes do too while one thread drives the allocator — the
 // case of trace replay and of most workloads, where exactness matters and the atomic is uncontended. Once
-// a second thread calls in, the allocator stops touching that atomic; the device-wide peaks it reports are
-// then the sums of the streams' peaks, an upper bound, and memory_stats() says so with peaks_exact = 0.
+// a second thread calls in, the allocator stops touching that atomic and allocated_bytes.all.peak becomes
+// the sum of the streams' peaks, an upper bound (byte_peaks_exact = 0). Every other device-wide peak is
+// exact while one stream is in use and the sum of the streams' peaks once several are (peaks_exact = 0).
 
 #include <atomic>
 #include <deque>
@@ -82,6 +83,9 @@ struct alignas(64) StreamPools {  // own cache lines: no false sharing between s
 
 class CachingAllocator final : public Allocator {
  public:
+  // Requests this large are refused at once, as PyTorch does (rounding would overflow).
+  static constexpr std::uint64_t kMaxRequest = std::uint64_t{1} << 60;
+
   CachingAllocator(DeviceBackend& backend, AllocConfig config);
   ~CachingAllocator() override;
   CachingAllocator(const CachingAllocator&) = delete;
@@ -130,16 +134,21 @@ class CachingAllocator final : public Allocator {
   void release_segment(StreamPools& sp, Block* block);
   void release_blocks(StreamPools& sp, PoolKind pool);
   bool release_available_cached_blocks(StreamPools& sp, const Request& r);
-  void garbage_collect(StreamPools& sp);
+  bool garbage_collect();
   Block* map_block(StreamPools& sp, Block* block, std::uint64_t bytes);
   void unmap_block(StreamPools& sp, Block* block);
   Block* new_expandable_segment(StreamPools& sp, PoolKind pool);
 
   // The slow path: free what can be freed, device-wide, and retry. Returns the memory or throws OOM.
-  void* finish_allocation_slow(StreamPools& sp, const Request& r);
+  // tried_alloc: the fast path already searched and tried to reserve.
+  void* finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc);
   void release_cached_blocks();
   [[noreturn]] void throw_out_of_memory(const Request& r);
 
+  // The bytes reserved on the device, all streams, against the memory fraction's cap: claimed with a
+  // compare-and-swap before the device is asked, so racing threads cannot pass the cap together.
+  bool claim_reserved(std::uint64_t bytes) noexcept;
+  void unclaim_reserved(std::uint64_t bytes) noexcept;
   // Device-wide byte counters with exact peaks (Note [Statistics]).
   void note_thread() noexcept;
   void add_allocated(std::int64_t delta) noexcept;

@@ -104,10 +104,26 @@ Block* CachingAllocator::try_allocate_expandable(StreamPools& sp, const Request&
 Block* CachingAllocator::map_block(StreamPools& sp, Block* u, std::uint64_t bytes) {
   const ExpandableSegment& seg = segment_of(sp, u->ptr);
   const std::uint64_t length = round_up(bytes, seg.page);
-  // One page at a time, so each can be unmapped on its own later.
+  // One page at a time, so each can be unmapped on its own later; each page is claimed against the
+  // memory fraction first. A failure undoes this call's pages.
   for (std::uint64_t offset = 0; offset < length; offset += seg.page) {
-    if (!backend_.try_map(as_pointer(u->ptr + offset), seg.page)) {
-      backend_.unmap(as_pointer(u->ptr), offset);  // undo this call's pages
+    bool mapped = false;
+    if (claim_reserved(seg.page)) {
+      try {
+        mapped = backend_.try_map(as_pointer(u->ptr + offset), seg.page);
+      } catch (...) {
+        unclaim_reserved(seg.page);
+        backend_.unmap(as_pointer(u->ptr), offset);
+        unclaim_reserved(offset);
+        throw;
+      }
+      if (!mapped) {
+        unclaim_reserved(seg.page);
+      }
+    }
+    if (!mapped) {
+      backend_.unmap(as_pointer(u->ptr), offset);
+      unclaim_reserved(offset);
       return nullptr;
     }
   }
@@ -130,7 +146,6 @@ Block* CachingAllocator::map_block(StreamPools& sp, Block* u, std::uint64_t byte
     unmapped.insert(rest);
   }
   u->mapped = true;
-  total_reserved_.fetch_add(length, std::memory_order_relaxed);
   sp.stats.reserved_bytes.update(u->pool, static_cast<std::int64_t>(length));
   add_reserved(static_cast<std::int64_t>(length));
   ++sp.stats.num_device_alloc;
@@ -183,7 +198,7 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
   b->size = last - first;
   backend_.unmap(as_pointer(first), b->size);
   b->mapped = false;
-  total_reserved_.fetch_sub(b->size, std::memory_order_relaxed);
+  unclaim_reserved(b->size);
   sp.stats.reserved_bytes.update(b->pool, -static_cast<std::int64_t>(b->size));
   add_reserved(-static_cast<std::int64_t>(b->size));
   ++sp.stats.num_device_free;
@@ -191,8 +206,8 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
   try_merge(sp, b, b->next);
   if (b->prev == nullptr && b->next == nullptr) {  // the whole range is unmapped again: give it back
     const ExpandableSegment whole = segment_of(sp, b->ptr);
+    owners_.assign(whole.base, whole.size, nullptr);  // before the range can be handed out again
     backend_.release_address_range(as_pointer(whole.base), whole.size);
-    owners_.assign(whole.base, whole.size, nullptr);
     std::erase_if(sp.segments, [&](const ExpandableSegment& s) { return s.base == whole.base; });
     sp.delete_block(b);
     return;

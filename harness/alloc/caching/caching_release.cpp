@@ -15,16 +15,30 @@
 
 namespace memstress::caching {
 
-void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r) {
+void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc) {
   const std::scoped_lock slow(slow_mutex_);
+  // PyTorch completes every stream's pending frees at each allocation; the fast path only does the
+  // allocating stream's, so catch up on the others before deciding what is cached.
+  for (StreamPools* other : all_pools()) {
+    if (other != &sp) {
+      const std::scoped_lock lock(other->lock);
+      process_events(*other);
+    }
+  }
+  bool collected = false;
   if (config_.garbage_collection_threshold > 0.0 && config_.memory_fraction) {
-    garbage_collect(sp);
+    collected = garbage_collect();
   }
   {
     const std::scoped_lock lock(sp.lock);
-    Block* block = get_free_block(sp, r);  // another thread may have freed one meanwhile
-    if (block == nullptr) {
-      block = alloc_block(sp, r, false);
+    Block* block = nullptr;
+    // Search and reserve again only when something may have changed since the fast path did (GC ran,
+    // or the fast path went straight to GC): a second device call for nothing slows every OOM probe.
+    if (collected || !tried_alloc) {
+      block = get_free_block(sp, r);
+      if (block == nullptr) {
+        block = alloc_block(sp, r, false);
+      }
     }
     if (block == nullptr && release_available_cached_blocks(sp, r)) {
       block = alloc_block(sp, r, false);
@@ -81,9 +95,10 @@ void CachingAllocator::release_blocks(StreamPools& sp, PoolKind pool) {
 
 void CachingAllocator::release_segment(StreamPools& sp, Block* b) {
   sp.free[static_cast<std::size_t>(b->pool)].erase(b);
-  backend_.release(reinterpret_cast<void*>(b->ptr), b->size);  // NOLINT(performance-no-int-to-ptr)
+  // Forget the owner before the device may hand the range to another stream's fast path.
   owners_.assign(b->ptr, b->size, nullptr);
-  total_reserved_.fetch_sub(b->size, std::memory_order_relaxed);
+  backend_.release(reinterpret_cast<void*>(b->ptr), b->size);  // NOLINT(performance-no-int-to-ptr)
+  unclaim_reserved(b->size);
   const auto size = static_cast<std::int64_t>(b->size);
   add_reserved(-size);
   sp.stats.segment.update(b->pool, -1);
@@ -128,14 +143,15 @@ bool CachingAllocator::release_available_cached_blocks(StreamPools& sp, const Re
 
 // PyTorch's garbage collection: while reserved memory is above threshold x allowed, free the cached,
 // unsplit large-pool segments whose age (get_free_block calls since they were freed) is at least the
-// average age, oldest pools first. memstress keeps one age clock per stream, so ages compare within a
-// stream; the target is device-wide.
-void CachingAllocator::garbage_collect(StreamPools& /*requesting*/) {
+// average age — one full pass each round, not stopping at the target, so that GC does not run again at
+// once. memstress keeps one age clock per stream, so ages compare within a stream; the target is
+// device-wide. Returns whether anything was freed.
+bool CachingAllocator::garbage_collect() {
   const auto threshold =
       static_cast<std::uint64_t>(config_.garbage_collection_threshold * static_cast<double>(allowed_max_));
   const std::uint64_t reserved = total_reserved_.load(std::memory_order_relaxed);
   if (reserved <= threshold) {
-    return;
+    return false;
   }
   const std::uint64_t target = reserved - threshold;
   std::uint64_t reclaimed = 0;
@@ -159,9 +175,6 @@ void CachingAllocator::garbage_collect(StreamPools& /*requesting*/) {
       const double average = static_cast<double>(total_age) / static_cast<double>(candidates.size());
       freed_any = false;
       for (Block* b : candidates) {
-        if (reclaimed >= target) {
-          break;
-        }
         if (static_cast<double>(clock - b->gc_base) >= average) {
           reclaimed += b->size;
           release_segment(*sp, b);
@@ -170,9 +183,10 @@ void CachingAllocator::garbage_collect(StreamPools& /*requesting*/) {
       }
     }
     if (reclaimed >= target) {
-      return;
+      break;
     }
   }
+  return reclaimed != 0;
 }
 
 void CachingAllocator::throw_out_of_memory(const Request& r) {
@@ -181,9 +195,7 @@ void CachingAllocator::throw_out_of_memory(const Request& r) {
   const MemoryStats stats = memory_stats();
   const auto allocated = static_cast<std::uint64_t>(stats.at("allocated_bytes.all.current"));
   const auto reserved = static_cast<std::uint64_t>(stats.at("reserved_bytes.all.current"));
-  const auto active = static_cast<std::uint64_t>(stats.at("active_bytes.all.current"));
   const std::uint64_t cached = reserved - allocated;
-  const std::uint64_t pending = active - allocated;  // freed, waiting on other streams' events
   const std::uint64_t largest = largest_free_block();
   const std::uint64_t outside = mem.total - mem.free > reserved ? mem.total - mem.free - reserved : 0;
   const DeviceInfo& dev = backend_.info();
@@ -204,9 +216,6 @@ void CachingAllocator::throw_out_of_memory(const Request& r) {
       "cached "
       "block {}",
       name(), human_bytes(reserved), human_bytes(allocated), human_bytes(cached), human_bytes(largest));
-  if (pending != 0) {
-    message += fmt::format("; {} freed but waiting on other streams (record_stream)", human_bytes(pending));
-  }
   message += fmt::format(
       ". Outside this allocator, {} of the device is in use (other allocators, processes, "
       "the CUDA context). ",
@@ -221,8 +230,6 @@ void CachingAllocator::throw_out_of_memory(const Request& r) {
         "cache "
         "between phases returns whole free segments.",
         config_.expandable_segments ? "" : "expandable_segments:True lets segments grow in place instead, ");
-  } else if (pending >= r.size) {
-    message += "Memory freed with record_stream is still in use on other streams: synchronize them first.";
   } else {
     // Expandable segments grow in whole pages; a new segment takes alloc_size.
     const std::uint64_t page = r.pool == PoolKind::small ? kSmallBuffer : kLargeBuffer;

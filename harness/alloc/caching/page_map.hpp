@@ -1,7 +1,7 @@
 #pragma once
 
 // Which stream's pools own the segment holding an address, found without a lock: a two-level radix
-// table over 2 MiB pages of the 47-bit user address space (the layout of tcmalloc's page map). deallocate()
+// table over 2 MiB pages of the 48-bit address space (the layout of tcmalloc's page map). deallocate()
 // uses it to go straight to the owning pools, so frees on different streams never touch a shared lock.
 // Writers (segment creation and release, already serialized per owner) store with release; readers
 // load with acquire. Leaves are allocated on first use and live as long as the map.
@@ -23,7 +23,7 @@ class PageMap {
  public:
   static constexpr unsigned kPageShift = 21;  // 2 MiB
   static constexpr unsigned kLeafBits = 14;
-  static constexpr unsigned kRootBits = 47 - kPageShift - kLeafBits;
+  static constexpr unsigned kRootBits = 48 - kPageShift - kLeafBits;  // the whole 48-bit virtual space
 
   [[nodiscard]] static bool aligned(std::uintptr_t ptr, std::uint64_t bytes) noexcept {
     constexpr std::uint64_t mask = (std::uint64_t{1} << kPageShift) - 1;

@@ -15,23 +15,26 @@ namespace memstress::caching {
 template <typename Value>
 class StreamTable {
  public:
-  [[nodiscard]] Value* find(std::uintptr_t key) const noexcept {
-    for (std::size_t probe = 0, i = slot_of(key); probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
-      Value* v = slots_[i].value.load(std::memory_order_acquire);
-      if (v == nullptr) {
-        return overflow_used_.load(std::memory_order_acquire) ? find_overflow(key) : nullptr;
-      }
-      if (slots_[i].key.load(std::memory_order_relaxed) == key) {
-        return v;
-      }
+  [[nodiscard]] Value* find(std::uintptr_t key) const {
+    bool in_table = false;
+    if (Value* v = find_in_table(key, in_table)) {
+      return v;
     }
-    return find_overflow(key);
+    if (!in_table && !overflow_used_.load(std::memory_order_acquire)) {
+      return nullptr;
+    }
+    const std::scoped_lock lock(mutex_);
+    return find_overflow_locked(key);
   }
 
   // Adds key -> value unless the key is there already; returns the value now stored.
   Value* insert(std::uintptr_t key, Value* value) {
     const std::scoped_lock lock(mutex_);
-    if (Value* existing = find(key)) {
+    bool in_table = false;
+    if (Value* existing = find_in_table(key, in_table)) {
+      return existing;
+    }
+    if (Value* existing = find_overflow_locked(key)) {
       return existing;
     }
     for (std::size_t probe = 0, i = slot_of(key); probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
@@ -56,8 +59,23 @@ class StreamTable {
   static std::size_t slot_of(std::uintptr_t key) noexcept {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> 54U) & (kSlots - 1);
   }
-  Value* find_overflow(std::uintptr_t key) const {
-    const std::scoped_lock lock(mutex_);
+  // The table alone. `full` is set when every slot was probed without finding an empty one, so the key
+  // may be in the overflow map.
+  Value* find_in_table(std::uintptr_t key, bool& full) const noexcept {
+    for (std::size_t probe = 0, i = slot_of(key); probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
+      Value* v = slots_[i].value.load(std::memory_order_acquire);
+      if (v == nullptr) {
+        return nullptr;
+      }
+      if (slots_[i].key.load(std::memory_order_relaxed) == key) {
+        return v;
+      }
+    }
+    full = true;
+    return nullptr;
+  }
+  // Callers hold mutex_.
+  Value* find_overflow_locked(std::uintptr_t key) const {
     const auto it = overflow_.find(key);
     return it == overflow_.end() ? nullptr : it->second;
   }
