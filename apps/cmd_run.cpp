@@ -82,7 +82,8 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
 }
 
 // --memory-summary (stderr, so stdout stays parseable) and --snapshot, after the run.
-void report_allocator(const RunFlags& f, const Allocator& allocator) {
+// With several allocators, each snapshot goes to FILE with the allocator's name before the extension.
+void report_allocator(const RunFlags& f, const Allocator& allocator, bool several) {
   if (f.memory_summary) {
     std::fputs(memory_summary(allocator.memory_stats(),
                               fmt::format("{} ({})", allocator.backend().info().label(), allocator.name()))
@@ -95,7 +96,11 @@ void report_allocator(const RunFlags& f, const Allocator& allocator) {
       note("--snapshot: the {} allocator keeps no segments to show; nothing written", allocator.name());
       return;
     }
-    write_file_atomically(f.snapshot, snap.dump(1) + "\n", "--snapshot");
+    std::filesystem::path path = f.snapshot;
+    if (several) {
+      path.replace_extension(fmt::format(".{}{}", allocator.name(), path.extension().string()));
+    }
+    write_file_atomically(path, snap.dump(1) + "\n", "--snapshot");
   }
 }
 
@@ -113,18 +118,31 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   const std::vector<PlannedCase> cases = plan_cases(registry, request);
   const DeviceSpec spec = DeviceSpec::parse(f.device);
 
-  AllocatorSpec alloc_spec;
-  alloc_spec.name = f.allocator;
-  alloc_spec.conf = f.alloc_conf;
-  if (!f.alloc_limit.empty()) {
-    alloc_spec.limit = parse_bytes(f.alloc_limit, "--alloc-limit");
+  // --allocator a,b,c runs every case under each allocator in turn, each built fresh.
+  std::vector<AllocatorSpec> allocators;
+  for (std::string_view rest = f.allocator; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    AllocatorSpec a;
+    a.name = std::string(rest.substr(0, comma));
+    a.conf = f.alloc_conf;
+    if (!f.alloc_limit.empty()) {
+      a.limit = parse_bytes(f.alloc_limit, "--alloc-limit");
+    }
+    if (!f.alloc_trace.empty()) {
+      a.trace = f.alloc_trace;
+    }
+    validate(a);
+    allocators.push_back(std::move(a));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
-  if (!f.alloc_trace.empty()) {
-    alloc_spec.trace = f.alloc_trace;
+  if (allocators.empty()) {
+    throw InputError("--allocator: name at least one allocator");
+  }
+  if (allocators.size() > 1 && !f.alloc_trace.empty()) {
+    throw InputError("--alloc-trace records one allocator's calls: name a single --allocator with it");
   }
 
   const std::unique_ptr<DeviceBackend> backend = make_backend(spec);
-  const std::unique_ptr<Allocator> allocator = make_allocator(alloc_spec, *backend);
 
   RunRecord header;
   const VersionInfo version = version_info();
@@ -149,7 +167,11 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   options.quiet = f.quiet;
   int failures = 0;
   try {
-    failures = Runner(*allocator, options).run(cases, sink);
+    for (const AllocatorSpec& a : allocators) {
+      const std::unique_ptr<Allocator> allocator = make_allocator(a, *backend);
+      failures += Runner(*allocator, options).run(cases, sink);
+      report_allocator(f, *allocator, allocators.size() > 1);
+    }
   } catch (const std::exception& e) {
     // Keep what finished: the final document says the run was aborted and why.
     sink.finish(RunStatus::aborted, e.what());
@@ -158,7 +180,6 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   }
   sink.finish(RunStatus::complete);
   std::fputs(format_run(sink.record(), format).c_str(), stdout);
-  report_allocator(f, *allocator);
   return failures == 0 ? 0 : 1;
 }
 
@@ -179,7 +200,7 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       ->capture_default_str();
   sub->add_option("-a,--allocator", flags->allocator,
                   "The shared allocator: caching (PyTorch's rules), expandable, direct (cudaMalloc), async "
-                  "(cudaMallocAsync)")
+                  "(cudaMallocAsync); several, comma-separated, run every case under each")
       ->capture_default_str();
   sub->add_option(
       "--alloc-conf", flags->alloc_conf,

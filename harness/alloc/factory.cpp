@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 
 #include "harness/alloc/adaptors.hpp"
@@ -56,6 +57,20 @@ std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& b
 
 std::span<const std::string_view> allocator_names() noexcept {
   return kNames;
+}
+
+void validate(const AllocatorSpec& spec) {
+  static_cast<void>(AllocConfig::parse(spec.conf, "--alloc-conf"));
+  if (std::find(kNames.begin(), kNames.end(), spec.name) != kNames.end()) {
+    return;
+  }
+  if (spec.name == "torch") {
+    throw InputError(
+        "--allocator torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
+        "installed");
+  }
+  throw InputError(fmt::format("--allocator '{}': unknown allocator; choose one of: {}", spec.name,
+                               fmt::join(kNames, ", ")));
 }
 
 std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBackend& backend) {

@@ -23,6 +23,9 @@ struct AllocatorSpec {
 // The allocator names --allocator accepts, in the order `memstress list` shows them.
 std::span<const std::string_view> allocator_names() noexcept;
 
+// Checks the name and the config without building anything (InputError naming the flag).
+void validate(const AllocatorSpec& spec);
+
 // Builds the allocator and its adaptors over `backend` (innermost first: the peer, then the limit, then
 // tracing, so the trace sees every request including those the limit refuses). Throws InputError naming
 // the flag for an unknown name or a bad config, EnvironmentError when the peer needs a real GPU.

@@ -77,11 +77,12 @@ std::string format_value(double value) {
 }
 
 std::string format_table(const RunRecord& run) {
-  std::vector<Line> lines{
-      {"WORKLOAD", "CASE", "DEVICE", "VERDICT", "METRIC", "MEDIAN", "P10", "P90", "CV", "UNIT", "NOTE"}};
+  std::vector<Line> lines{{"WORKLOAD", "CASE", "ALLOCATOR", "DEVICE", "VERDICT", "METRIC", "MEDIAN", "P10",
+                           "P90", "CV", "UNIT", "NOTE"}};
   for (const Row& row : run.rows) {
     const std::string note = first_line(row.reason);
-    const Line head{row.workload, row.case_label(), row.device.label, std::string(to_string(row.verdict))};
+    const Line head{row.workload, row.case_label(), row.allocator, row.device.label,
+                    std::string(to_string(row.verdict))};
     if (row.metrics.empty()) {
       Line line = head;
       line.insert(line.end(), {"-", "", "", "", "", "", note});
@@ -90,7 +91,7 @@ std::string format_table(const RunRecord& run) {
     }
     bool first = true;
     for (const MetricResult& m : row.metrics) {
-      Line line = first ? head : Line{"", "", "", ""};
+      Line line = first ? head : Line{"", "", "", "", ""};
       const Summary& s = m.summary;
       line.insert(line.end(), {m.name, format_value(s.median), format_value(s.p10), format_value(s.p90),
                                fmt::format("{:.1f}%", s.cv * 100.0), m.unit, first ? note : ""});

@@ -89,6 +89,8 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     } else {
       const NvtxRange range(title);
       CaseContext ctx(planned.params, allocator_, case_seed(options_.seed, planned));
+      // Cases are independent: nothing cached by the one before, peaks from this one alone.
+      allocator_.empty_cache();
       allocator_.reset_peak_stats();
       try {
         {

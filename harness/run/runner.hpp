@@ -21,7 +21,8 @@ struct RunOptions {
 };
 
 // Runs planned cases one after another on one device through one shared allocator and appends a row
-// per case to the sink as it finishes. A case that throws becomes an `error` row and the run goes on;
+// per case to the sink as it finishes. Each case starts with the allocator's cache emptied and its peak
+// statistics reset, so what one case leaves cached does not shape the next one's figures. A case that throws becomes an `error` row and the run goes on;
 // after an error that leaves the device unusable (a sticky CUDA error) the remaining cases are recorded
 // as errors without running. Returns the number of rows whose verdict is fail or error.
 class Runner {
