@@ -6,6 +6,8 @@ Registry builtin_registry() {
   Registry registry;
   registry.add(make_smoke());
   registry.add(make_alloc_smoke());
+  registry.add(make_sizes());
+  registry.add(make_leak());
   return registry;
 }
 

@@ -11,5 +11,7 @@ Registry builtin_registry();
 
 std::unique_ptr<Workload> make_smoke();
 std::unique_ptr<Workload> make_alloc_smoke();
+std::unique_ptr<Workload> make_sizes();
+std::unique_ptr<Workload> make_leak();
 
 }  // namespace memstress::suites
