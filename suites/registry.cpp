@@ -7,6 +7,8 @@ Registry builtin_registry() {
   registry.add(make_smoke());
   registry.add(make_alloc_smoke());
   registry.add(make_sizes());
+  registry.add(make_fragmentation());
+  registry.add(make_oom());
   registry.add(make_leak());
   return registry;
 }

@@ -13,5 +13,7 @@ std::unique_ptr<Workload> make_smoke();
 std::unique_ptr<Workload> make_alloc_smoke();
 std::unique_ptr<Workload> make_sizes();
 std::unique_ptr<Workload> make_leak();
+std::unique_ptr<Workload> make_fragmentation();
+std::unique_ptr<Workload> make_oom();
 
 }  // namespace memstress::suites

@@ -1,0 +1,219 @@
+// oom: OOM thresholds through the shared allocator, on any device.
+//
+// Design. Two searches (axis `search`), each run fresh or after fragmenting the allocator (axis `state`):
+//   largest_single — the largest single allocation, by bisection to 1 MiB between 0 and the device's free
+//     memory plus what the allocator caches; ratio = largest / the device's free memory at the start
+//     (the target on a GPU: >= 0.999).
+//   batch — the largest batch a model-like profile fits (oom_search.hpp's BatchProfile: parameters once,
+//     six activation tensors per batch and a workspace), found as users find it: from a batch that needs
+//     twice the memory there is, halve until one fits, then bisect. Every trial frees everything but the
+//     parameters (and the fragmenting pattern's live blocks) and empties the cache, so each trial starts
+//     from the same state.
+// `fragmented` runs oom_search.hpp's fragment() over 30% of what is allocatable first (after the
+// parameters): small blocks stay live in every segment, so the fragmented figures are never better.
+// Every OOM in a search is an answer, not an error: it is counted (oom_count), the first message of the
+// case goes into a note, and the run goes on. A memory-fraction cap is an allocator setting, not an axis:
+// `--alloc-conf per_process_memory_fraction:0.5` (the "with and without a memory-fraction cap").
+//
+// Verification: the largest block found, or the final batch, is allocated again (an OOM there is a
+// data error: the search answered something that does not fit) beside the live blocks. On a GPU every
+// live block is filled with a pattern and checked on the device before it is freed; on any device every
+// block is checked for alignment and overlap with the others (live_blocks.hpp). Everything still live
+// when an exception interrupts the case is freed by the CaseRun's LiveBlocks members.
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "harness/alloc/allocator.hpp"
+#include "harness/core/error.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/run/context.hpp"
+#include "harness/run/timing.hpp"
+#include "harness/run/workload.hpp"
+#include "suites/live_blocks.hpp"
+#include "suites/oom_search.hpp"
+#include "suites/registry.hpp"
+
+namespace memstress::suites {
+namespace {
+
+constexpr std::uint64_t kStep = 1ULL << 20;  // largest_single's resolution
+constexpr double kFragmentShare = 0.3;       // of what is allocatable, for the fragmented state
+
+enum class Search { largest_single, batch };
+enum class State { fresh, fragmented };
+
+std::int64_t allocated(const Allocator& allocator) {
+  const MemoryStats stats = allocator.memory_stats();
+  const auto it = stats.find("allocated_bytes.all.current");
+  return it == stats.end() ? 0 : it->second;
+}
+
+class OomRun final : public CaseRun {
+ public:
+  explicit OomRun(const CaseContext& ctx)
+      : search_(ctx.params().text("search") == "batch" ? Search::batch : Search::largest_single),
+        state_(ctx.params().text("state") == "fragmented" ? State::fragmented : State::fresh),
+        profile_(BatchProfile::fit(ctx.device().info().capacity, ctx.params().real("params_frac"),
+                                   ctx.params().bytes("per_sample"), ctx.params().bytes("workspace"))),
+        held_(ctx.allocator(), true),
+        trial_(ctx.allocator(), false) {}
+
+  void iteration(CaseContext& ctx) override {
+    if (ctx.iteration() == 0 && search_ == Search::batch) {
+      for (const std::string& a : profile_.adjustments) {
+        ctx.note(fmt::format("scaled to the device: {}", a));
+      }
+    }
+    Allocator& allocator = ctx.allocator();
+    held_.release_all();
+    allocator.empty_cache();
+    held_.reseed(ctx.seed() + (static_cast<std::uint64_t>(ctx.iteration()) << 40U));
+    SearchLog log;
+    if (search_ == Search::largest_single) {
+      largest_single(ctx, log);
+    } else {
+      batch(ctx, log);
+    }
+    ctx.record("oom_count", "count", Better::none, static_cast<double>(log.ooms));
+    if (!log.first_oom.empty() && !noted_oom_) {
+      ctx.note(fmt::format("first OOM of the search (caught, the search goes on): {}", log.first_oom));
+      noted_oom_ = true;
+    }
+    held_.free_all();
+    held_.report(ctx);
+    allocator.empty_cache();
+  }
+
+ private:
+  void fragment_if_asked(const Allocator& allocator) {
+    if (state_ == State::fragmented) {
+      const auto span =
+          static_cast<std::uint64_t>(kFragmentShare * static_cast<double>(allocatable_bound(allocator)));
+      static_cast<void>(fragment(held_, span));
+    }
+  }
+
+  void largest_single(CaseContext& ctx, SearchLog& log) {
+    Allocator& allocator = ctx.allocator();
+    const std::uint64_t free_at_start = ctx.device().mem_info().free;
+    fragment_if_asked(allocator);
+    const HostTimer timer;
+    const std::uint64_t largest = largest_allocatable(allocator, allocatable_bound(allocator), kStep, log);
+    const double seconds = timer.seconds();
+    ctx.record("largest", "bytes", Better::higher, static_cast<double>(largest));
+    ctx.record("ratio", "ratio", Better::higher,
+               free_at_start == 0 ? 0.0 : static_cast<double>(largest) / static_cast<double>(free_at_start));
+    ctx.record("free_at_start", "bytes", Better::none, static_cast<double>(free_at_start));
+    ctx.record("probes", "count", Better::none, static_cast<double>(log.probes));
+    ctx.record("search_time", "s", Better::lower, seconds);
+    if (largest > 0) {
+      verify_largest(ctx, largest);
+    }
+  }
+
+  // The largest block again, beside the live ones: it must fit, and be accounted for.
+  void verify_largest(CaseContext& ctx, std::uint64_t largest) {
+    const std::int64_t before = allocated(ctx.allocator());
+    try {
+      const LiveBlocks::Id id = held_.allocate(largest);
+      const bool counted = allocated(ctx.allocator()) - before >= static_cast<std::int64_t>(largest);
+      ctx.verified(1, counted ? 0 : 1);
+      if (!counted) {
+        ctx.note(fmt::format("the allocator does not count the {}-byte block as allocated", largest));
+      }
+      held_.free(id);
+    } catch (const OutOfMemoryError& e) {
+      refit_failed(ctx, fmt::format("the largest block found ({} bytes)", largest), e.what());
+    }
+  }
+
+  void batch(CaseContext& ctx, SearchLog& log) {
+    Allocator& allocator = ctx.allocator();
+    if (profile_.params > 0) {
+      static_cast<void>(held_.allocate(profile_.params));
+    }
+    fragment_if_asked(allocator);
+    // A batch needs about per_sample bytes a sample: twice what is allocatable surely fails.
+    const std::uint64_t start =
+        2 * ((allocatable_bound(allocator) + profile_.per_sample - 1) / profile_.per_sample);
+    const HostTimer timer;
+    const std::uint64_t max_batch = max_fitting(start, [&](std::uint64_t n) {
+      const bool fits = try_batch(trial_, profile_, n, log);
+      trial_.release_all();
+      allocator.empty_cache();
+      return fits;
+    });
+    const double seconds = timer.seconds();
+    ctx.record("max_batch", "count", Better::higher, static_cast<double>(max_batch));
+    ctx.record("trials", "count", Better::none, static_cast<double>(log.probes));
+    ctx.record("search_time", "s", Better::lower, seconds);
+    if (max_batch > 0) {
+      SearchLog again;
+      if (!try_batch(held_, profile_, max_batch, again)) {
+        refit_failed(ctx, fmt::format("the largest batch found ({})", max_batch), again.first_oom);
+      }
+    }
+  }
+
+  static void refit_failed(CaseContext& ctx, const std::string& what, std::string_view why) {
+    ctx.verified(1, 1);
+    ctx.note(fmt::format("{} did not fit when allocated again: {}", what, why));
+  }
+
+  Search search_;
+  State state_;
+  BatchProfile profile_;
+  LiveBlocks held_;   // parameters, the fragmenting pattern's live blocks, the verified result
+  LiveBlocks trial_;  // one trial's batch (allocation only, no data)
+  bool noted_oom_ = false;
+};
+
+class Oom final : public Workload {
+ public:
+  [[nodiscard]] std::string_view name() const noexcept override { return "oom"; }
+  [[nodiscard]] std::string_view summary() const noexcept override {
+    return "OOM thresholds: the largest single allocation by bisection (vs free memory) and the largest "
+           "batch of a model-like profile (halve, then bisect), fresh or after fragmenting; OOMs are "
+           "counted, not errors; for a memory-fraction cap pass --alloc-conf per_process_memory_fraction:F";
+  }
+  [[nodiscard]] std::vector<ParamSpec> params() const override {
+    return {
+        {"search",
+         ParamType::choice,
+         {"largest_single", "batch"},
+         {},
+         {"largest_single", "batch"},
+         "largest single allocation, or largest batch of a model-like profile"},
+        {"state",
+         ParamType::choice,
+         {"fresh", "fragmented"},
+         {},
+         {"fresh", "fragmented"},
+         "search an empty allocator, or one fragmented first (small blocks left live in every segment)"},
+        {"params_frac", ParamType::real, {"0.25"}, {}, {}, "batch: parameters, as a fraction of capacity", 0},
+        {"per_sample",
+         ParamType::bytes,
+         {"64M"},
+         {},
+         {},
+         "batch: activation bytes per sample (6 tensors; scaled down so a batch of 8 fits)",
+         16384},
+        {"workspace", ParamType::bytes, {"256M"}, {}, {}, "batch: workspace bytes per batch", 0},
+    };
+  }
+  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
+    return std::make_unique<OomRun>(ctx);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_oom() {
+  return std::make_unique<Oom>();
+}
+
+}  // namespace memstress::suites

@@ -1,0 +1,246 @@
+// The oom workload through the Runner on the simulated device, and its searches on their own: the largest
+// single allocation reaches the whole simulated device, the batch search agrees with a linear scan, a
+// fragmented allocator never fits a larger batch, and OOMs are counted, never errors.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/alloc/factory.hpp"
+#include "harness/core/error.hpp"
+#include "harness/memory/sim_backend.hpp"
+#include "harness/run/registry.hpp"
+#include "harness/run/runner.hpp"
+#include "harness/run/sink.hpp"
+#include "suites/live_blocks.hpp"
+#include "suites/oom_search.hpp"
+#include "suites/registry.hpp"
+
+namespace memstress {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+constexpr std::uint64_t kGiB = 1ULL << 30;
+
+AllocatorSpec spec(std::string name, std::string conf = {}) {
+  AllocatorSpec s;
+  s.name = std::move(name);
+  s.conf = std::move(conf);
+  return s;
+}
+
+// One simulated device, one allocator from the factory, one run of `oom`.
+struct OomRun {
+  OomRun(std::uint64_t capacity, const AllocatorSpec& s)
+      : device(capacity), allocator(make_allocator(s, device)) {
+    registry.add(suites::make_oom());
+  }
+
+  const std::vector<Row>& run(const std::vector<std::string>& overrides, int repetitions = 2) {
+    PlanRequest request;
+    request.workloads = {"oom"};
+    for (const std::string& o : overrides) {
+      request.overrides.push_back(ParamOverride::parse(o));
+    }
+    RunOptions options;
+    options.repetitions = repetitions;
+    options.quiet = true;
+    failures = Runner(*allocator, options).run(plan_cases(registry, request), sink);
+    return sink.record().rows;
+  }
+
+  SimBackend device;
+  std::unique_ptr<Allocator> allocator;
+  Registry registry;
+  ResultSink sink{RunRecord{}, std::nullopt};
+  int failures = 0;
+};
+
+double median(const Row& row, std::string_view metric) {
+  const MetricResult* m = row.metric(metric);
+  if (m == nullptr) {
+    ADD_FAILURE() << row.case_label() << ": no metric " << metric;
+    return -1;
+  }
+  return m->summary.median;
+}
+
+const Row& find(const std::vector<Row>& rows, std::string_view search, std::string_view state) {
+  for (const Row& row : rows) {
+    if (row.params.at(0).second == search && row.params.at(1).second == state) {
+      return row;
+    }
+  }
+  throw std::out_of_range("no such row");
+}
+
+TEST(OomWorkload, LargestSingleFindsTheWholeSimulatedDevice) {
+  OomRun f(8 * kGiB, spec("caching"));
+  const Row& row = f.run({"search=largest_single", "state=fresh"}).at(0);
+  EXPECT_EQ(row.verdict, Verdict::pass) << row.reason;
+  EXPECT_GE(median(row, "ratio"), 0.999);  // the simulated device has no context overhead
+  EXPECT_GE(median(row, "largest"), 0.999 * static_cast<double>(8 * kGiB));
+  EXPECT_GT(median(row, "probes"), 10);
+  EXPECT_GE(median(row, "search_time"), 0);
+  EXPECT_GT(row.checked, 0U);
+  EXPECT_EQ(row.errors, 0U);
+  EXPECT_EQ(f.allocator->memory_stats().at("allocated_bytes.all.current"), 0);
+}
+
+TEST(OomWorkload, LargestSingleOnTheOtherAllocators) {
+  OomRun direct(8 * kGiB, spec("direct"));
+  const Row& d = direct.run({"search=largest_single", "state=fresh"}).at(0);
+  EXPECT_EQ(d.verdict, Verdict::pass) << d.reason;
+  EXPECT_GE(median(d, "ratio"), 0.999);
+  // Expandable segments map the large pool in 20 MiB pages: 409 of them fit in 8 GiB (12 MiB short).
+  OomRun expandable(8 * kGiB, spec("expandable"));
+  const Row& e = expandable.run({"search=largest_single", "state=fresh"}).at(0);
+  EXPECT_EQ(e.verdict, Verdict::pass) << e.reason;
+  EXPECT_EQ(median(e, "largest"), static_cast<double>(409ULL * 20 * kMiB));
+}
+
+TEST(OomWorkload, AMemoryFractionCapsTheLargestAllocation) {
+  OomRun f(8 * kGiB, spec("caching", "per_process_memory_fraction:0.5"));
+  const Row& row = f.run({"search=largest_single", "state=fresh"}).at(0);
+  EXPECT_EQ(row.verdict, Verdict::pass) << row.reason;
+  EXPECT_NEAR(median(row, "ratio"), 0.5, 0.001);
+  EXPECT_GT(median(row, "oom_count"), 0);
+}
+
+TEST(OomWorkload, FragmentingLowersTheLargestSingleAllocation) {
+  OomRun f(8 * kGiB, spec("caching"));
+  const auto& rows = f.run({"search=largest_single"});
+  EXPECT_LT(median(find(rows, "largest_single", "fragmented"), "largest"),
+            median(find(rows, "largest_single", "fresh"), "largest"));
+}
+
+// The batch search's answer, found again by trying every batch size from 1 up.
+std::uint64_t linear_scan(const AllocatorSpec& s, std::uint64_t capacity, const suites::BatchProfile& profile,
+                          bool fragmented) {
+  SimBackend device(capacity);
+  const auto allocator = make_allocator(s, device);
+  suites::LiveBlocks held(*allocator, false);
+  static_cast<void>(held.allocate(profile.params));
+  if (fragmented) {
+    static_cast<void>(suites::fragment(
+        held, static_cast<std::uint64_t>(0.3 * static_cast<double>(suites::allocatable_bound(*allocator)))));
+  }
+  std::uint64_t fits = 0;
+  for (std::uint64_t n = 1;; ++n) {
+    suites::LiveBlocks trial(*allocator, false);
+    suites::SearchLog log;
+    if (!suites::try_batch(trial, profile, n, log)) {
+      return fits;
+    }
+    fits = n;
+    trial.release_all();
+    allocator->empty_cache();
+  }
+}
+
+TEST(OomWorkload, BatchSearchAgreesWithALinearScan) {
+  constexpr std::uint64_t kCapacity = kGiB;
+  const suites::BatchProfile profile = suites::BatchProfile::fit(kCapacity, 0.25, 8 * kMiB, 32 * kMiB);
+  EXPECT_TRUE(profile.adjustments.empty());
+  for (const char* name : {"caching", "expandable", "direct"}) {
+    OomRun f(kCapacity, spec(name));
+    const auto& rows = f.run({"search=batch", "params_frac=0.25", "per_sample=8M", "workspace=32M"});
+    EXPECT_EQ(f.failures, 0) << name;
+    for (const bool fragmented : {false, true}) {
+      const Row& row = find(rows, "batch", fragmented ? "fragmented" : "fresh");
+      SCOPED_TRACE(std::string(name) + " " + row.case_label());
+      EXPECT_EQ(row.verdict, Verdict::pass) << row.reason;
+      const auto expected = static_cast<double>(linear_scan(spec(name), kCapacity, profile, fragmented));
+      EXPECT_GT(expected, 0);
+      EXPECT_EQ(median(row, "max_batch"), expected);
+      EXPECT_LT(median(row, "trials"), expected);  // halving and bisecting beat trying them all
+    }
+  }
+}
+
+TEST(OomWorkload, AFragmentedAllocatorNeverFitsALargerBatch) {
+  for (const char* name : {"caching", "expandable", "direct"}) {
+    OomRun f(8 * kGiB, spec(name));
+    const auto& rows = f.run({"search=batch"});
+    ASSERT_EQ(rows.size(), 2U);
+    const double fresh = median(find(rows, "batch", "fresh"), "max_batch");
+    const double fragmented = median(find(rows, "batch", "fragmented"), "max_batch");
+    EXPECT_GT(fresh, 0) << name;
+    EXPECT_LE(fragmented, fresh) << name;
+    if (std::string_view(name) == "caching") {
+      EXPECT_LT(fragmented, fresh);  // the freed 8 MiB pieces cannot hold batch tensors
+    }
+  }
+}
+
+TEST(OomWorkload, OomsAreCountedAndNotedNeverAnErrorRow) {
+  OomRun f(8 * kGiB, spec("caching"));
+  const auto& rows = f.run({});
+  EXPECT_EQ(f.failures, 0);
+  ASSERT_EQ(rows.size(), 4U);
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.case_label());
+    EXPECT_EQ(row.verdict, Verdict::pass) << row.reason;
+    EXPECT_EQ(row.errors, 0U);
+    if (row.params.at(0).second == "batch") {
+      EXPECT_GT(median(row, "oom_count"), 0);
+      ASSERT_FALSE(row.notes.empty());
+      EXPECT_NE(row.notes.back().find("first OOM"), std::string::npos) << row.notes.back();
+      EXPECT_LE(row.notes.back().size(), 400U);
+    }
+  }
+  EXPECT_GT(f.allocator->memory_stats().at("num_ooms"), 0);
+  EXPECT_EQ(f.allocator->memory_stats().at("allocated_bytes.all.current"), 0);
+}
+
+TEST(OomWorkload, ASmallDeviceScalesTheProfileDownAndSaysSo) {
+  OomRun f(256 * kMiB, spec("caching"));
+  const Row& row = f.run({"search=batch", "state=fresh"}).at(0);
+  EXPECT_EQ(row.verdict, Verdict::pass) << row.reason;
+  EXPECT_GE(median(row, "max_batch"), 7);  // scaled so that about 8 fit
+  ASSERT_FALSE(row.notes.empty());
+  EXPECT_NE(row.notes[0].find("scaled to the device"), std::string::npos) << row.notes[0];
+}
+
+TEST(MaxFitting, FindsTheThresholdFromAnyStart) {
+  for (const std::uint64_t threshold : std::vector<std::uint64_t>{0, 1, 2, 3, 7, 100, 1000, 4097}) {
+    for (const std::uint64_t start :
+         std::vector<std::uint64_t>{1, 2, 5, threshold, threshold + 1, 2 * threshold + 2}) {
+      int asked = 0;
+      const std::uint64_t found = suites::max_fitting(start, [&](std::uint64_t n) {
+        EXPECT_GT(n, 0U);
+        ++asked;
+        return n <= threshold;
+      });
+      EXPECT_EQ(found, threshold) << "start " << start;
+      EXPECT_LT(asked, 64) << "start " << start;
+    }
+  }
+}
+
+TEST(LargestAllocatable, BisectsToTheStep) {
+  SimBackend device(kGiB);
+  const auto allocator = make_allocator("caching", device);
+  suites::LiveBlocks held(*allocator, false);
+  static_cast<void>(held.allocate(100 * kMiB));
+  suites::SearchLog log;
+  const std::uint64_t largest =
+      suites::largest_allocatable(*allocator, suites::allocatable_bound(*allocator), kMiB, log);
+  EXPECT_EQ(largest, kGiB - 100 * kMiB);
+  EXPECT_GT(log.probes, 5U);
+  EXPECT_EQ(allocator->memory_stats().at("reserved_bytes.all.current"),
+            static_cast<std::int64_t>(100 * kMiB));
+}
+
+TEST(SearchLog, KeepsTheFirstMessageTruncated) {
+  suites::SearchLog log;
+  log.refused(OutOfMemoryError(std::string(1000, 'x')));
+  log.refused(OutOfMemoryError("second"));
+  EXPECT_EQ(log.ooms, 2U);
+  EXPECT_EQ(log.first_oom.size(), suites::SearchLog::kMessageChars + 3);
+}
+
+}  // namespace
+}  // namespace memstress
