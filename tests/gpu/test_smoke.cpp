@@ -12,13 +12,14 @@ namespace {
 
 class SmokeTest : public testing::GpuTest {};
 
-TEST_F(SmokeTest, DefaultJobPassesWithDataVerifiedOnTheDevice) {
+TEST_F(SmokeTest, SmokeWorkloadsPassWithDataVerifiedOnTheDevice) {
   CudaBackend dev(0);
   DirectAllocator alloc(dev);
   const Registry registry = suites::builtin_registry();
   PlanRequest request;
+  request.workloads = {"smoke", "alloc-smoke"};
   request.overrides = {ParamOverride::parse("smoke.bytes=64M,1G"),
-                       ParamOverride::parse("pattern=random,address")};
+                       ParamOverride::parse("smoke.pattern=random,address")};
   const auto cases = plan_cases(registry, request);
   ResultSink sink(RunRecord{}, std::nullopt);
   RunOptions opt;
