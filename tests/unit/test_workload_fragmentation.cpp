@@ -13,6 +13,7 @@
 #include "harness/run/runner.hpp"
 #include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
+#include "workload_run.hpp"
 
 namespace memstress {
 namespace {
@@ -21,32 +22,9 @@ constexpr std::uint64_t kMiB = 1ULL << 20;
 constexpr std::uint64_t kGiB = 1ULL << 30;
 
 // One simulated device, one allocator from the factory, one run of `fragmentation`.
-struct FragmentationRun {
+struct FragmentationRun : testing::SimWorkloadRun {
   FragmentationRun(std::uint64_t capacity, const AllocatorSpec& spec)
-      : device(capacity), allocator(make_allocator(spec, device)) {
-    registry.add(suites::make_fragmentation());
-  }
-
-  const std::vector<Row>& run(const std::vector<std::string>& overrides, int repetitions = 2) {
-    PlanRequest request;
-    request.workloads = {"fragmentation"};
-    for (const std::string& o : overrides) {
-      request.overrides.push_back(ParamOverride::parse(o));
-    }
-    RunOptions options;
-    options.repetitions = repetitions;
-    options.quiet = true;
-    failures = Runner(*allocator, options).run(plan_cases(registry, request), sink);
-    return sink.record().rows;
-  }
-
-  [[nodiscard]] std::int64_t stat(const char* key) const { return allocator->memory_stats().at(key); }
-
-  SimBackend device;
-  std::unique_ptr<Allocator> allocator;
-  Registry registry;
-  ResultSink sink{RunRecord{}, std::nullopt};
-  int failures = 0;
+      : SimWorkloadRun("fragmentation", capacity, spec) {}
 };
 
 AllocatorSpec spec(std::string name) {

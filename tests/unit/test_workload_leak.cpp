@@ -17,6 +17,7 @@
 #include "harness/run/sink.hpp"
 #include "suites/leak.hpp"
 #include "suites/registry.hpp"
+#include "workload_run.hpp"
 
 namespace memstress {
 namespace {
@@ -140,29 +141,15 @@ class LeakyAllocator final : public Allocator {
 };
 
 std::vector<Row> run_leak(std::vector<ParamOverride> overrides, std::uint64_t seed = 1, int leak_every = 0) {
-  Registry registry;
-  registry.add(suites::make_leak());
-  PlanRequest request;
-  request.workloads = {"leak"};
-  request.overrides = std::move(overrides);
   SimBackend device(4 * kGiB);
   std::unique_ptr<Allocator> alloc = make_allocator("caching", device);
   if (leak_every > 0) {
     alloc = std::make_unique<LeakyAllocator>(std::move(alloc), leak_every);
   }
-  ResultSink sink(RunRecord{}, std::nullopt);
-  RunOptions options;
-  options.warmup = 1;
-  options.repetitions = 2;
-  options.seed = seed;
-  options.quiet = true;
-  Runner(*alloc, options).run(plan_cases(registry, request), sink);
-  return sink.record().rows;
+  return testing::run_workload(*alloc, "leak", std::move(overrides), seed);
 }
 
-ParamOverride axis(std::string name, std::vector<std::string> values) {
-  return ParamOverride{"", std::move(name), std::move(values)};
-}
+using testing::axis;
 
 // The default cases (retained 0 and 0.05), shorter.
 std::vector<ParamOverride> small() {

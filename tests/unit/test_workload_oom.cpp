@@ -17,6 +17,7 @@
 #include "suites/live_blocks.hpp"
 #include "suites/oom_search.hpp"
 #include "suites/registry.hpp"
+#include "workload_run.hpp"
 
 namespace memstress {
 namespace {
@@ -32,30 +33,8 @@ AllocatorSpec spec(std::string name, std::string conf = {}) {
 }
 
 // One simulated device, one allocator from the factory, one run of `oom`.
-struct OomRun {
-  OomRun(std::uint64_t capacity, const AllocatorSpec& s)
-      : device(capacity), allocator(make_allocator(s, device)) {
-    registry.add(suites::make_oom());
-  }
-
-  const std::vector<Row>& run(const std::vector<std::string>& overrides, int repetitions = 2) {
-    PlanRequest request;
-    request.workloads = {"oom"};
-    for (const std::string& o : overrides) {
-      request.overrides.push_back(ParamOverride::parse(o));
-    }
-    RunOptions options;
-    options.repetitions = repetitions;
-    options.quiet = true;
-    failures = Runner(*allocator, options).run(plan_cases(registry, request), sink);
-    return sink.record().rows;
-  }
-
-  SimBackend device;
-  std::unique_ptr<Allocator> allocator;
-  Registry registry;
-  ResultSink sink{RunRecord{}, std::nullopt};
-  int failures = 0;
+struct OomRun : testing::SimWorkloadRun {
+  OomRun(std::uint64_t capacity, const AllocatorSpec& spec) : SimWorkloadRun("oom", capacity, spec) {}
 };
 
 double median(const Row& row, std::string_view metric) {

@@ -20,6 +20,7 @@
 #include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
 #include "suites/size_distribution.hpp"
+#include "workload_run.hpp"
 
 namespace memstress {
 namespace {
@@ -34,26 +35,12 @@ constexpr std::uint64_t kGiB = 1ULL << 30;
 // Runs `sizes` with the given axes on a fresh simulated device and allocator; returns its rows.
 std::vector<Row> run_sizes(std::vector<ParamOverride> overrides, std::uint64_t capacity = 4 * kGiB,
                            std::uint64_t seed = 1, std::string_view allocator = "caching") {
-  Registry registry;
-  registry.add(suites::make_sizes());
-  PlanRequest request;
-  request.workloads = {"sizes"};
-  request.overrides = std::move(overrides);
   SimBackend device(capacity);
   const std::unique_ptr<Allocator> alloc = make_allocator(allocator, device);
-  ResultSink sink(RunRecord{}, std::nullopt);
-  RunOptions options;
-  options.warmup = 1;
-  options.repetitions = 2;
-  options.seed = seed;
-  options.quiet = true;
-  Runner(*alloc, options).run(plan_cases(registry, request), sink);
-  return sink.record().rows;
+  return testing::run_workload(*alloc, "sizes", std::move(overrides), seed);
 }
 
-ParamOverride axis(std::string name, std::vector<std::string> values) {
-  return ParamOverride{"", std::move(name), std::move(values)};
-}
+using testing::axis;
 
 std::vector<ParamOverride> small(std::string dist = "log_uniform") {
   return {axis("ops", {"2000"}), axis("dist", {std::move(dist)})};

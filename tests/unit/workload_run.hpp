@@ -1,0 +1,70 @@
+#pragma once
+
+// The workload tests' common step: run one workload's cases through the Runner, as `memstress run`
+// would, and hand back the rows.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/alloc/factory.hpp"
+#include "harness/memory/sim_backend.hpp"
+#include "harness/run/plan.hpp"
+#include "harness/run/runner.hpp"
+#include "harness/run/sink.hpp"
+#include "suites/registry.hpp"
+
+namespace memstress::testing {
+
+// -p NAME=V1,V2… for every selected workload.
+inline ParamOverride axis(std::string name, std::vector<std::string> values) {
+  return ParamOverride{"", std::move(name), std::move(values)};
+}
+
+// Runs `workload` (one warm-up, `repetitions` timed) on `allocator`; `failures` gets the Runner's count.
+inline std::vector<Row> run_workload(Allocator& allocator, std::string_view workload,
+                                     std::vector<ParamOverride> overrides, std::uint64_t seed = 1,
+                                     int repetitions = 2, int* failures = nullptr) {
+  const Registry registry = suites::builtin_registry();
+  PlanRequest request;
+  request.workloads = {std::string(workload)};
+  request.overrides = std::move(overrides);
+  ResultSink sink(RunRecord{}, std::nullopt);
+  RunOptions options;
+  options.warmup = 1;
+  options.repetitions = repetitions;
+  options.seed = seed;
+  options.quiet = true;
+  const int failed = Runner(allocator, options).run(plan_cases(registry, request), sink);
+  if (failures != nullptr) {
+    *failures = failed;
+  }
+  return sink.record().rows;
+}
+
+// One simulated device and one allocator from the factory, for repeated runs of one workload.
+struct SimWorkloadRun {
+  SimWorkloadRun(std::string name, std::uint64_t capacity, const AllocatorSpec& spec)
+      : workload(std::move(name)), device(capacity), allocator(make_allocator(spec, device)) {}
+
+  const std::vector<Row>& run(const std::vector<std::string>& overrides, int repetitions = 2) {
+    std::vector<ParamOverride> parsed;
+    for (const std::string& o : overrides) {
+      parsed.push_back(ParamOverride::parse(o));
+    }
+    rows = run_workload(*allocator, workload, std::move(parsed), 1, repetitions, &failures);
+    return rows;
+  }
+
+  [[nodiscard]] std::int64_t stat(const char* key) const { return allocator->memory_stats().at(key); }
+
+  std::string workload;
+  SimBackend device;
+  std::unique_ptr<Allocator> allocator;
+  std::vector<Row> rows;
+  int failures = 0;
+};
+
+}  // namespace memstress::testing
