@@ -21,26 +21,14 @@ namespace {
 constexpr std::uint64_t kMiB = 1ULL << 20;
 constexpr std::uint64_t kGiB = 1ULL << 30;
 
+using testing::median;
+using testing::spec;
+
 // One simulated device, one allocator from the factory, one run of `fragmentation`.
 struct FragmentationRun : testing::SimWorkloadRun {
   FragmentationRun(std::uint64_t capacity, const AllocatorSpec& spec)
       : SimWorkloadRun("fragmentation", capacity, spec) {}
 };
-
-AllocatorSpec spec(std::string name) {
-  AllocatorSpec s;
-  s.name = std::move(name);
-  return s;
-}
-
-double median(const Row& row, std::string_view metric) {
-  const MetricResult* m = row.metric(metric);
-  if (m == nullptr) {
-    ADD_FAILURE() << row.case_label() << ": no metric " << metric;
-    return -1;
-  }
-  return m->summary.median;
-}
 
 class EveryPattern : public ::testing::TestWithParam<std::string> {};
 

@@ -25,26 +25,13 @@ namespace {
 constexpr std::uint64_t kMiB = 1ULL << 20;
 constexpr std::uint64_t kGiB = 1ULL << 30;
 
-AllocatorSpec spec(std::string name, std::string conf = {}) {
-  AllocatorSpec s;
-  s.name = std::move(name);
-  s.conf = std::move(conf);
-  return s;
-}
+using testing::median;
+using testing::spec;
 
 // One simulated device, one allocator from the factory, one run of `oom`.
 struct OomRun : testing::SimWorkloadRun {
   OomRun(std::uint64_t capacity, const AllocatorSpec& spec) : SimWorkloadRun("oom", capacity, spec) {}
 };
-
-double median(const Row& row, std::string_view metric) {
-  const MetricResult* m = row.metric(metric);
-  if (m == nullptr) {
-    ADD_FAILURE() << row.case_label() << ": no metric " << metric;
-    return -1;
-  }
-  return m->summary.median;
-}
 
 const Row& find(const std::vector<Row>& rows, std::string_view search, std::string_view state) {
   for (const Row& row : rows) {

@@ -3,6 +3,8 @@
 // The workload tests' common step: run one workload's cases through the Runner, as `memstress run`
 // would, and hand back the rows.
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +23,24 @@ namespace memstress::testing {
 // -p NAME=V1,V2… for every selected workload.
 inline ParamOverride axis(std::string name, std::vector<std::string> values) {
   return ParamOverride{"", std::move(name), std::move(values)};
+}
+
+// An allocator spec by name, with an optional --alloc-conf string.
+inline AllocatorSpec spec(std::string name, std::string conf = {}) {
+  AllocatorSpec s;
+  s.name = std::move(name);
+  s.conf = std::move(conf);
+  return s;
+}
+
+// A metric's median; a test failure (and -1) when the row lacks the metric.
+inline double median(const Row& row, std::string_view metric) {
+  const MetricResult* m = row.metric(metric);
+  if (m == nullptr) {
+    ADD_FAILURE() << row.case_label() << ": no metric " << metric;
+    return -1;
+  }
+  return m->summary.median;
 }
 
 // Runs `workload` (one warm-up, `repetitions` timed) on `allocator`; `failures` gets the Runner's count.
