@@ -119,15 +119,17 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   const DeviceSpec spec = DeviceSpec::parse(f.device);
 
   // --allocator a,b,c runs every case under each allocator in turn, each built fresh.
+  std::optional<std::uint64_t> limit;
+  if (!f.alloc_limit.empty()) {
+    limit = parse_bytes(f.alloc_limit, "--alloc-limit");
+  }
   std::vector<AllocatorSpec> allocators;
   for (std::string_view rest = f.allocator; !rest.empty();) {
     const std::size_t comma = rest.find(',');
     AllocatorSpec a;
     a.name = std::string(rest.substr(0, comma));
     a.conf = f.alloc_conf;
-    if (!f.alloc_limit.empty()) {
-      a.limit = parse_bytes(f.alloc_limit, "--alloc-limit");
-    }
+    a.limit = limit;
     if (!f.alloc_trace.empty()) {
       a.trace = f.alloc_trace;
     }

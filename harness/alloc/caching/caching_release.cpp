@@ -196,7 +196,7 @@ void CachingAllocator::throw_out_of_memory(const Request& r) {
   const auto allocated = static_cast<std::uint64_t>(stats.at("allocated_bytes.all.current"));
   const auto reserved = static_cast<std::uint64_t>(stats.at("reserved_bytes.all.current"));
   const std::uint64_t cached = reserved - allocated;
-  const std::uint64_t largest = largest_free_block();
+  const auto largest = static_cast<std::uint64_t>(stats.at("largest_free_block_bytes"));
   const std::uint64_t outside = mem.total - mem.free > reserved ? mem.total - mem.free - reserved : 0;
   const DeviceInfo& dev = backend_.info();
 
