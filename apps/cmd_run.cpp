@@ -10,6 +10,7 @@
 
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
+#include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/log.hpp"
@@ -167,11 +168,14 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   options.warmup = f.warmup;
   options.seed = f.seed;
   options.quiet = f.quiet;
+  // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
+  PinnedHostAllocator host(
+      make_host_memory_source(backend->info().kind == BackendKind::cuda ? "cuda" : "plain"));
   int failures = 0;
   try {
     for (const AllocatorSpec& a : allocators) {
       const std::unique_ptr<Allocator> allocator = make_allocator(a, *backend);
-      failures += Runner(*allocator, options).run(cases, sink);
+      failures += Runner(*allocator, options, &host).run(cases, sink);
       report_allocator(f, *allocator, allocators.size() > 1);
     }
   } catch (const std::exception& e) {

@@ -20,6 +20,31 @@ cudaError_t launch_fill(void* dst, std::uint64_t bytes, Pattern pattern, std::ui
 // counters[0] += bad words, counters[1] = min(counters[1], first bad word index).
 cudaError_t launch_check(const void* src, std::uint64_t bytes, Pattern pattern, std::uint64_t seed,
                          unsigned long long* counters, unsigned grid, cudaStream_t stream);
+// Counts the 8-byte words in which a and b differ, into counters as launch_check does.
+cudaError_t launch_compare(const void* a, const void* b, std::uint64_t bytes, unsigned long long* counters,
+                           unsigned grid, cudaStream_t stream);
+// Copies `bytes` from src to dst with SM loads and stores (both 16-byte aligned; either may be mapped
+// host memory).
+cudaError_t launch_copy(void* dst, const void* src, std::uint64_t bytes, unsigned grid, cudaStream_t stream);
+// Elementwise fp32 ops over n elements (elementwise.cu). `out` may equal `x` (in place).
+cudaError_t launch_init_uniform(float* x, std::uint64_t n, std::uint64_t seed, unsigned grid,
+                                cudaStream_t stream);
+cudaError_t launch_scale(float* out, const float* x, float a, std::uint64_t n, unsigned grid,
+                         cudaStream_t stream);
+cudaError_t launch_axpy(float* out, float a, const float* x, const float* y, std::uint64_t n, unsigned grid,
+                        cudaStream_t stream);
+cudaError_t launch_relu(float* out, const float* x, std::uint64_t n, unsigned grid, cudaStream_t stream);
+// bf16 is carried as its 16-bit pattern.
+cudaError_t launch_to_bf16(std::uint16_t* out, const float* x, std::uint64_t n, unsigned grid,
+                           cudaStream_t stream);
+cudaError_t launch_from_bf16(float* out, const std::uint16_t* x, std::uint64_t n, unsigned grid,
+                             cudaStream_t stream);
+// x = float(bf16(x)): the cast round trip, in place.
+cudaError_t launch_round_bf16(float* out, const float* x, std::uint64_t n, unsigned grid,
+                              cudaStream_t stream);
+// The whole chain (scale, axpy, relu, bf16 round trip) `rounds` times in one kernel: the reference.
+cudaError_t launch_chain_reference(float* out, const float* x, const float* y, float a, int rounds,
+                                   std::uint64_t n, unsigned grid, cudaStream_t stream);
 cudaError_t launch_spin(std::uint64_t nanoseconds, cudaStream_t stream);
 
 }  // namespace memstress::kernels::detail

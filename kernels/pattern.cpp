@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <utility>
 
 #include "harness/core/cuda_check.hpp"
 #include "harness/core/error.hpp"
+#include "kernels/grid.hpp"
 #include "kernels/launch.hpp"
 
 namespace memstress::kernels {
@@ -16,21 +18,8 @@ namespace {
 constexpr std::array<Pattern, 6> kPatterns{Pattern::random,       Pattern::zeros,        Pattern::ones,
                                            Pattern::checkerboard, Pattern::walking_ones, Pattern::address};
 
-// Blocks for a grid-stride loop over `items`: enough to fill the device, no more.
-unsigned grid_for(std::uint64_t items) {
-  int device = 0;
-  int sms = 0;
-  MEMSTRESS_CUDA_TRY(cudaGetDevice(&device));
-  MEMSTRESS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::uint64_t wanted = std::max<std::uint64_t>(1, (items + detail::kBlock - 1) / detail::kBlock);
-  return static_cast<unsigned>(std::min<std::uint64_t>(wanted, static_cast<std::uint64_t>(sms) * 8));
-}
-
-void require_alignment(const void* ptr, std::string_view what) {
-  if (reinterpret_cast<std::uintptr_t>(ptr) % 16 != 0) {
-    throw InputError(fmt::format("{}: device buffer {} is not 16-byte aligned", what, ptr));
-  }
-}
+using detail::grid_for;
+using detail::require_alignment;
 
 }  // namespace
 
@@ -111,6 +100,50 @@ CheckResult Checker::check(const void* src, std::size_t bytes, Pattern pattern, 
                            cudaStream_t stream) {
   enqueue(src, bytes, pattern, seed, stream);
   return wait();
+}
+
+namespace {
+
+void reset_counters(void* counters, cudaStream_t stream) {
+  auto* bytes = static_cast<unsigned char*>(counters);
+  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(bytes, 0x00, sizeof(std::uint64_t), stream));
+  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(bytes + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
+}
+
+}  // namespace
+
+CheckTally::CheckTally() : counters_(2 * sizeof(std::uint64_t)) {
+  reset_counters(counters_.data(), nullptr);
+  MEMSTRESS_CUDA_TRY(cudaDeviceSynchronize());
+}
+
+void CheckTally::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
+                         cudaStream_t stream) {
+  require_alignment(src, "check");
+  if (bytes != 0) {
+    MEMSTRESS_CUDA_TRY(detail::launch_check(src, bytes, pattern, seed,
+                                            static_cast<unsigned long long*>(counters_.data()),
+                                            grid_for(bytes / 16), stream));
+  }
+  checked_words_ += (bytes + 7) / 8;
+}
+
+void CheckTally::enqueue_compare(const void* a, const void* b, std::size_t bytes, cudaStream_t stream) {
+  require_alignment(a, "compare");
+  require_alignment(b, "compare");
+  if (bytes != 0) {
+    MEMSTRESS_CUDA_TRY(detail::launch_compare(a, b, bytes, static_cast<unsigned long long*>(counters_.data()),
+                                              grid_for(bytes / 16), stream));
+  }
+  checked_words_ += (bytes + 7) / 8;
+}
+
+CheckResult CheckTally::collect() {
+  std::array<std::uint64_t, 2> out{};
+  MEMSTRESS_CUDA_TRY(cudaMemcpy(out.data(), counters_.data(), sizeof(out), cudaMemcpyDeviceToHost));
+  reset_counters(counters_.data(), nullptr);
+  MEMSTRESS_CUDA_TRY(cudaDeviceSynchronize());
+  return CheckResult{std::exchange(checked_words_, 0), out[0], out[1]};
 }
 
 void spin(std::uint64_t nanoseconds, cudaStream_t stream) {

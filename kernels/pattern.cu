@@ -40,6 +40,19 @@ __device__ void note_bad(std::uint64_t index, std::uint64_t& bad, std::uint64_t&
   first = index < first ? index : first;
 }
 
+// Warp-level sum and minimum, then one pair of atomics per warp that saw an error.
+__device__ void report_bad(std::uint64_t bad, std::uint64_t first, unsigned long long* counters) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    bad += __shfl_down_sync(0xffffffffU, bad, offset);
+    const std::uint64_t other = __shfl_down_sync(0xffffffffU, first, offset);
+    first = other < first ? other : first;
+  }
+  if ((threadIdx.x % 32) == 0 && bad != 0) {
+    atomicAdd(&counters[0], static_cast<unsigned long long>(bad));
+    atomicMin(&counters[1], static_cast<unsigned long long>(first));
+  }
+}
+
 __global__ void check_kernel(const unsigned char* src, std::uint64_t bytes, Pattern pattern,
                              std::uint64_t seed, unsigned long long* counters) {
   const std::uint64_t words = bytes / 8;
@@ -69,16 +82,35 @@ __global__ void check_kernel(const unsigned char* src, std::uint64_t bytes, Patt
       }
     }
   }
-  // Warp-level sum and minimum, then one pair of atomics per warp that saw an error.
-  for (int offset = 16; offset > 0; offset /= 2) {
-    bad += __shfl_down_sync(0xffffffffU, bad, offset);
-    const std::uint64_t other = __shfl_down_sync(0xffffffffU, first, offset);
-    first = other < first ? other : first;
+  report_bad(bad, first, counters);
+}
+
+__global__ void compare_kernel(const unsigned char* a, const unsigned char* b, std::uint64_t bytes,
+                               unsigned long long* counters) {
+  const std::uint64_t words = bytes / 8;
+  const std::uint64_t pairs = words / 2;
+  std::uint64_t bad = 0;
+  std::uint64_t first = kNone;
+  const auto* pa = reinterpret_cast<const ulonglong2*>(a);
+  const auto* pb = reinterpret_cast<const ulonglong2*>(b);
+  for (std::uint64_t i = global_thread(); i < pairs; i += grid_threads()) {
+    const ulonglong2 x = pa[i];
+    const ulonglong2 y = pb[i];
+    if (x.x != y.x) {
+      note_bad(2 * i, bad, first);
+    }
+    if (x.y != y.y) {
+      note_bad(2 * i + 1, bad, first);
+    }
   }
-  if ((threadIdx.x % 32) == 0 && bad != 0) {
-    atomicAdd(&counters[0], static_cast<unsigned long long>(bad));
-    atomicMin(&counters[1], static_cast<unsigned long long>(first));
+  if (global_thread() == 0) {
+    for (std::uint64_t byte = pairs * 16; byte < bytes; ++byte) {
+      if (a[byte] != b[byte]) {
+        note_bad(byte / 8, bad, first);
+      }
+    }
   }
+  report_bad(bad, first, counters);
 }
 
 __global__ void spin_kernel(std::uint64_t nanoseconds) {
@@ -102,6 +134,13 @@ cudaError_t launch_check(const void* src, std::uint64_t bytes, Pattern pattern, 
                          unsigned long long* counters, unsigned grid, cudaStream_t stream) {
   check_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const unsigned char*>(src), bytes, pattern, seed,
                                             counters);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_compare(const void* a, const void* b, std::uint64_t bytes, unsigned long long* counters,
+                           unsigned grid, cudaStream_t stream) {
+  compare_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const unsigned char*>(a),
+                                              static_cast<const unsigned char*>(b), bytes, counters);
   return cudaGetLastError();
 }
 

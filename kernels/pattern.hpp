@@ -53,6 +53,23 @@ class Checker {
   std::uint64_t checked_words_ = 0;
 };
 
+// Many checks, on any streams, summed into one result: for workloads with more checks in flight than a
+// Checker's one slot allows. Enqueues never block; collect() reads the sums once every stream that ran a
+// check has been synchronized by the caller, and starts a new tally. first_bad_word is the lowest bad word
+// index over all checked buffers, so it only locates an error when one buffer was checked.
+class CheckTally {
+ public:
+  CheckTally();
+  void enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed, cudaStream_t stream);
+  // Counts the 8-byte words in which `a` and `b` differ (bit-exact comparison of two results).
+  void enqueue_compare(const void* a, const void* b, std::size_t bytes, cudaStream_t stream);
+  [[nodiscard]] CheckResult collect();
+
+ private:
+  cuda::DeviceBuffer counters_;  // {bad_words, first_bad_word}
+  std::uint64_t checked_words_ = 0;
+};
+
 // Keeps the stream busy for `nanoseconds` (by the GPU's global timer) so that host launch overhead stays
 // out of a timed region enqueued behind it.
 void spin(std::uint64_t nanoseconds, cudaStream_t stream);

@@ -10,6 +10,7 @@ Registry builtin_registry() {
   registry.add(make_fragmentation());
   registry.add(make_oom());
   registry.add(make_leak());
+  registry.add(make_transfers());
   return registry;
 }
 

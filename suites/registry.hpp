@@ -13,6 +13,7 @@ std::unique_ptr<Workload> make_smoke();
 std::unique_ptr<Workload> make_alloc_smoke();
 std::unique_ptr<Workload> make_sizes();
 std::unique_ptr<Workload> make_leak();
+std::unique_ptr<Workload> make_transfers();
 std::unique_ptr<Workload> make_fragmentation();
 std::unique_ptr<Workload> make_oom();
 

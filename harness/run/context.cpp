@@ -8,8 +8,16 @@
 
 namespace memstress {
 
-CaseContext::CaseContext(ParamSet params, Allocator& allocator, std::uint64_t seed) noexcept
-    : params_(std::move(params)), allocator_(allocator), seed_(seed) {}
+CaseContext::CaseContext(ParamSet params, Allocator& allocator, std::uint64_t seed,
+                         PinnedHostAllocator* host) noexcept
+    : params_(std::move(params)), allocator_(allocator), seed_(seed), host_(host) {}
+
+PinnedHostAllocator& CaseContext::host_allocator() const {
+  if (host_ == nullptr) {
+    throw std::logic_error("this run has no pinned host allocator");
+  }
+  return *host_;
+}
 
 DeviceBackend& CaseContext::device() const noexcept {
   return allocator_.backend();

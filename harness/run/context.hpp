@@ -12,16 +12,22 @@ namespace memstress {
 
 class Allocator;
 class DeviceBackend;
+class PinnedHostAllocator;
 
 // What a case sees: its parameters, the shared allocator (and through it the device), a seed, and the
 // calls that report samples and verification counts. The harness owns one per case.
 class CaseContext {
  public:
-  CaseContext(ParamSet params, Allocator& allocator, std::uint64_t seed) noexcept;
+  // `host` is the process's pinned host cache, shared by every case; null where the run has none.
+  CaseContext(ParamSet params, Allocator& allocator, std::uint64_t seed,
+              PinnedHostAllocator* host = nullptr) noexcept;
 
   [[nodiscard]] const ParamSet& params() const noexcept { return params_; }
   [[nodiscard]] Allocator& allocator() const noexcept { return allocator_; }
   [[nodiscard]] DeviceBackend& device() const noexcept;
+  // The shared pinned host cache (page-locked on a real GPU, plain memory on the simulated device).
+  // Throws std::logic_error when the run has none (a harness bug: workloads may rely on it).
+  [[nodiscard]] PinnedHostAllocator& host_allocator() const;
   // Derived from the run's --seed and the case's identity: the same case always gets the same seed.
   [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
   // False during warm-up repetitions.
@@ -46,6 +52,7 @@ class CaseContext {
   ParamSet params_;
   Allocator& allocator_;
   std::uint64_t seed_;
+  PinnedHostAllocator* host_;
   bool measuring_ = false;
   int iteration_ = 0;
   std::vector<MetricResult> metrics_;

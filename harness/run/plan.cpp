@@ -115,7 +115,10 @@ std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest&
       partial = std::move(next);
     }
     for (auto& values : partial) {
-      cases.push_back(PlannedCase{w, ParamSet(std::move(values))});
+      ParamSet params(std::move(values));
+      if (w->applies(params)) {
+        cases.push_back(PlannedCase{w, std::move(params)});
+      }
     }
   }
   return cases;

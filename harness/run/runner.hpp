@@ -9,6 +9,7 @@
 namespace memstress {
 
 class Allocator;
+class PinnedHostAllocator;
 class ResultSink;
 
 struct RunOptions {
@@ -22,18 +23,22 @@ struct RunOptions {
 
 // Runs planned cases one after another on one device through one shared allocator and appends a row
 // per case to the sink as it finishes. Each case starts with the allocator's cache emptied and its peak
-// statistics reset, so what one case leaves cached does not shape the next one's figures. A case that throws becomes an `error` row and the run goes on;
-// after an error that leaves the device unusable (a sticky CUDA error) the remaining cases are recorded
-// as errors without running. Returns the number of rows whose verdict is fail or error.
+// statistics reset, so what one case leaves cached does not shape the next one's figures. A case that throws
+// becomes an `error` row and the run goes on; after an error that leaves the device unusable (a sticky CUDA
+// error) the remaining cases are recorded as errors without running. Returns the number of rows whose verdict
+// is fail or error.
 class Runner {
  public:
-  Runner(Allocator& allocator, RunOptions options) noexcept : allocator_(allocator), options_(options) {}
+  // `host`: the process's pinned host cache for the cases that stage transfers (null: none).
+  Runner(Allocator& allocator, RunOptions options, PinnedHostAllocator* host = nullptr) noexcept
+      : allocator_(allocator), options_(options), host_(host) {}
 
   int run(const std::vector<PlannedCase>& cases, ResultSink& sink);
 
  private:
   Allocator& allocator_;
   RunOptions options_;
+  PinnedHostAllocator* host_;
 };
 
 // The seed a case runs with: a hash of the run seed, the workload and the case's parameters.

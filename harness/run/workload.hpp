@@ -54,6 +54,10 @@ class Workload {
   // Part of the default job (`memstress run` with no workload named)?
   [[nodiscard]] virtual bool in_default_job() const noexcept { return true; }
 
+  // Whether a combination of axis values is a case at all (e.g. `host=pageable` means nothing for a
+  // device-to-device copy). Combinations that do not apply are left out of the plan, not skipped.
+  [[nodiscard]] virtual bool applies(const ParamSet& /*params*/) const { return true; }
+
   [[nodiscard]] virtual std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const = 0;
 };
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/alloc/factory.hpp"
+#include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/memory/sim_backend.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/runner.hpp"
@@ -57,7 +58,8 @@ inline std::vector<Row> run_workload(Allocator& allocator, std::string_view work
   options.repetitions = repetitions;
   options.seed = seed;
   options.quiet = true;
-  const int failed = Runner(allocator, options).run(plan_cases(registry, request), sink);
+  PinnedHostAllocator host(make_host_memory_source("plain"));
+  const int failed = Runner(allocator, options, &host).run(plan_cases(registry, request), sink);
   if (failures != nullptr) {
     *failures = failed;
   }

@@ -1,0 +1,80 @@
+// Host side of the elementwise and copy kernels: alignment checks, grid sizes, errors as exceptions.
+
+#include "kernels/elementwise.hpp"
+
+#include "harness/core/cuda_check.hpp"
+#include "kernels/copy.hpp"
+#include "kernels/grid.hpp"
+#include "kernels/launch.hpp"
+
+namespace memstress::kernels {
+namespace {
+
+using detail::grid_for;
+
+void aligned(const void* p) {
+  detail::require_alignment(p, "elementwise op");
+}
+
+}  // namespace
+
+void sm_copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) {
+    return;
+  }
+  detail::require_alignment(dst, "sm_copy");
+  detail::require_alignment(src, "sm_copy");
+  MEMSTRESS_CUDA_TRY(detail::launch_copy(dst, src, bytes, grid_for(bytes / 16), stream));
+}
+
+void init_uniform(float* x, std::uint64_t n, std::uint64_t seed, cudaStream_t stream) {
+  aligned(x);
+  MEMSTRESS_CUDA_TRY(detail::launch_init_uniform(x, n, seed, grid_for(n), stream));
+}
+
+void scale(float* out, const float* x, float a, std::uint64_t n, cudaStream_t stream) {
+  aligned(out);
+  aligned(x);
+  MEMSTRESS_CUDA_TRY(detail::launch_scale(out, x, a, n, grid_for(n), stream));
+}
+
+void axpy(float* out, float a, const float* x, const float* y, std::uint64_t n, cudaStream_t stream) {
+  aligned(out);
+  aligned(x);
+  aligned(y);
+  MEMSTRESS_CUDA_TRY(detail::launch_axpy(out, a, x, y, n, grid_for(n), stream));
+}
+
+void relu(float* out, const float* x, std::uint64_t n, cudaStream_t stream) {
+  aligned(out);
+  aligned(x);
+  MEMSTRESS_CUDA_TRY(detail::launch_relu(out, x, n, grid_for(n), stream));
+}
+
+void to_bf16(std::uint16_t* out, const float* x, std::uint64_t n, cudaStream_t stream) {
+  aligned(out);
+  aligned(x);
+  MEMSTRESS_CUDA_TRY(detail::launch_to_bf16(out, x, n, grid_for(n), stream));
+}
+
+void from_bf16(float* out, const std::uint16_t* x, std::uint64_t n, cudaStream_t stream) {
+  aligned(out);
+  aligned(x);
+  MEMSTRESS_CUDA_TRY(detail::launch_from_bf16(out, x, n, grid_for(n), stream));
+}
+
+void round_bf16(float* out, const float* x, std::uint64_t n, cudaStream_t stream) {
+  aligned(out);
+  aligned(x);
+  MEMSTRESS_CUDA_TRY(detail::launch_round_bf16(out, x, n, grid_for(n), stream));
+}
+
+void chain_reference(float* out, const float* x, const float* y, float a, int rounds, std::uint64_t n,
+                     cudaStream_t stream) {
+  aligned(out);
+  aligned(x);
+  aligned(y);
+  MEMSTRESS_CUDA_TRY(detail::launch_chain_reference(out, x, y, a, rounds, n, grid_for(n), stream));
+}
+
+}  // namespace memstress::kernels

@@ -1,0 +1,423 @@
+// transfers: host<->device and device<->device copy bandwidth.
+//
+// Note [What is measured]. A case copies `bytes` in one direction (or two at once: `bidir`), split into
+// `streams` equal chunks on as many streams, `inner` times back to back between two CUDA events, behind a
+// spin kernel so that the host's launch overhead stays out; `inner` is chosen so one sample moves at least
+// 256 MiB. GB/s is bytes moved / seconds (1e9 bytes/s); `bidir` counts both directions, and `d2d` counts
+// reads and writes (2 x bytes per copy, as the usual "4 TB/s" device-to-device figure does). The harness
+// turns the repetitions into median, p10/p90 and the coefficient of variation.
+//
+// Host memory comes from where real programs get it: `pinned` blocks from the shared pinned host cache
+// (PinnedHostAllocator, what a DataLoader's pin_memory uses), `pageable` ordinary memory (the driver
+// stages it through its own pinned buffers), `registered` ordinary memory locked with cudaHostRegister.
+// Device buffers come from the shared device allocator. `engine=ce` copies with cudaMemcpyAsync (the copy
+// engines); `engine=sm` with a kernel of 16-byte loads and stores over mapped host memory or device
+// memory (pageable memory cannot be mapped, so that combination is not a case).
+//
+// Note [The reference]. Where a target is stated against "a plain cudaMemcpyAsync loop", the same case also
+// times that loop side by side: for host=pinned, the same copies between a cudaHostAlloc buffer and a
+// cudaMalloc buffer; for d2d, cudaMemcpyAsync between two cudaMalloc buffers. `ref_GB/s` is that loop and
+// `vs_ref` the ratio of the two, sample by sample, so the ratio is not disturbed by drift between cases.
+//
+// Note [What is verified]. Sources hold the random pattern from the case seed; each repetition clears the
+// destinations first, and after the timed copies checks every destination word on the device (a pinned or
+// registered destination is read through its mapping; a pageable one is first copied to a device block).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "harness/alloc/allocator.hpp"
+#include "harness/alloc/pinned_host_allocator.hpp"
+#include "harness/core/cuda_check.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/units.hpp"
+#include "harness/memory/cuda_handles.hpp"
+#include "harness/memory/host_buffers.hpp"
+#include "harness/run/context.hpp"
+#include "harness/run/timing.hpp"
+#include "harness/run/workload.hpp"
+#include "kernels/copy.hpp"
+#include "kernels/pattern.hpp"
+#include "suites/blocks.hpp"
+#include "suites/registry.hpp"
+
+namespace memstress::suites {
+namespace {
+
+constexpr std::uint64_t kSpinNs = 50'000;
+constexpr std::uint64_t kSampleBytes = 256ULL << 20U;  // each sample moves at least this much
+constexpr std::uint64_t kMaxInner = 256;
+constexpr std::int64_t kMaxStreams = 32;
+constexpr std::size_t kChunkAlign = 4096;
+constexpr kernels::Pattern kPattern = kernels::Pattern::random;
+
+enum class Direction { h2d, d2h, bidir, d2d };
+enum class HostKind { pinned, pageable, registered };
+enum class Engine { ce, sm };
+
+Direction parse_direction(const std::string& s) {
+  if (s == "h2d") {
+    return Direction::h2d;
+  }
+  if (s == "d2h") {
+    return Direction::d2h;
+  }
+  return s == "bidir" ? Direction::bidir : Direction::d2d;
+}
+
+HostKind parse_host(const std::string& s) {
+  if (s == "pinned") {
+    return HostKind::pinned;
+  }
+  return s == "pageable" ? HostKind::pageable : HostKind::registered;
+}
+
+// Host memory of one of the three kinds; data() is usable by the device when mapped() is true.
+class HostMemory {
+ public:
+  HostMemory(HostKind kind, PinnedHostAllocator& pinned, std::size_t bytes) {
+    switch (kind) {
+      case HostKind::pinned:
+        memory_.emplace<HostBlock>(pinned, bytes);
+        break;
+      case HostKind::pageable:
+        memory_.emplace<PageableBuffer>(bytes);
+        break;
+      case HostKind::registered:
+        memory_.emplace<RegisteredBuffer>(bytes);
+        break;
+    }
+  }
+  [[nodiscard]] void* data() const {
+    return std::visit(
+        [](const auto& m) -> void* {
+          if constexpr (std::is_same_v<std::decay_t<decltype(m)>, HostBlock>) {
+            return m.get();
+          } else if constexpr (std::is_same_v<std::decay_t<decltype(m)>, std::monostate>) {
+            return nullptr;
+          } else {
+            return m.data();
+          }
+        },
+        memory_);
+  }
+  [[nodiscard]] bool mapped() const noexcept { return !std::holds_alternative<PageableBuffer>(memory_); }
+
+ private:
+  std::variant<std::monostate, HostBlock, PageableBuffer, RegisteredBuffer> memory_;
+};
+
+// One direction's copy: `src` to `dst`, split over the leg's streams.
+struct Leg {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  std::vector<cudaStream_t> streams;
+  bool to_device = true;  // h2d or d2d; false for d2h
+};
+
+// Enqueues `inner` rounds of every leg's chunked copies between the timer's events and returns seconds.
+double timed_copies(const std::vector<Leg>& legs, std::size_t bytes, std::uint64_t inner, Engine engine,
+                    cudaStream_t main, const DeviceTimer& timer, const std::vector<cuda::Event>& joins) {
+  kernels::spin(kSpinNs, main);
+  timer.start(main);
+  for (const Leg& leg : legs) {
+    for (cudaStream_t s : leg.streams) {
+      if (s != main) {
+        MEMSTRESS_CUDA_TRY(cudaStreamWaitEvent(s, timer.start_event(), 0));
+      }
+    }
+  }
+  for (std::uint64_t k = 0; k < inner; ++k) {
+    for (const Leg& leg : legs) {
+      const std::size_t n = leg.streams.size();
+      const std::size_t chunk = (bytes / n + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t offset = std::min(bytes, i * chunk);
+        const std::size_t length = std::min(chunk, bytes - offset);
+        if (length == 0) {
+          continue;
+        }
+        auto* dst = static_cast<unsigned char*>(leg.dst) + offset;
+        const auto* src = static_cast<const unsigned char*>(leg.src) + offset;
+        if (engine == Engine::ce) {
+          MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(dst, src, length, cudaMemcpyDefault, leg.streams[i]));
+        } else {
+          kernels::sm_copy(dst, src, length, leg.streams[i]);
+        }
+      }
+    }
+  }
+  std::size_t j = 0;
+  for (const Leg& leg : legs) {
+    for (cudaStream_t s : leg.streams) {
+      if (s != main) {
+        joins.at(j).record(s);
+        MEMSTRESS_CUDA_TRY(cudaStreamWaitEvent(main, joins.at(j).get(), 0));
+        ++j;
+      }
+    }
+  }
+  timer.stop(main);
+  return timer.seconds();
+}
+
+class TransfersRun final : public CaseRun {
+ public:
+  explicit TransfersRun(CaseContext& ctx)
+      : direction_(parse_direction(ctx.params().text("direction"))),
+        host_kind_(parse_host(ctx.params().text("host"))),
+        engine_(ctx.params().text("engine") == "sm" ? Engine::sm : Engine::ce),
+        bytes_(ctx.params().bytes("bytes")),
+        inner_(std::clamp<std::uint64_t>((kSampleBytes + bytes_ - 1) / bytes_, 1, kMaxInner)) {
+    const std::int64_t n = ctx.params().integer("streams");
+    if (n > kMaxStreams) {
+      throw InputError(fmt::format("streams={}: at most {} streams", n, kMaxStreams));
+    }
+    const std::int64_t legs = direction_ == Direction::bidir ? 2 : 1;
+    for (std::int64_t i = 0; i < n * legs; ++i) {
+      streams_.emplace_back();
+    }
+    for (std::size_t i = 1; i < streams_.size(); ++i) {
+      joins_.emplace_back(cuda::Event::Timing::disabled);
+      ref_joins_.emplace_back(cuda::Event::Timing::disabled);
+    }
+    make_buffers(ctx, static_cast<std::size_t>(n));
+  }
+
+  void iteration(CaseContext& ctx) override {
+    clear_destinations();
+    const double seconds = timed_copies(legs_, bytes_, inner_, engine_, main(), timer_, joins_);
+    verify(ctx);
+    const double moved = static_cast<double>(bytes_) * static_cast<double>(inner_) *
+                         (direction_ == Direction::bidir || direction_ == Direction::d2d ? 2.0 : 1.0);
+    const double gbs = gb_per_s(moved, seconds);
+    ctx.record("GB/s", "GB/s", Better::higher, gbs);
+    if (!ref_legs_.empty()) {
+      const double ref_seconds =
+          timed_copies(ref_legs_, bytes_, inner_, Engine::ce, main(), timer_, ref_joins_);
+      const double ref = gb_per_s(moved, ref_seconds);
+      ctx.record("ref_GB/s", "GB/s", Better::higher, ref);
+      ctx.record("vs_ref", "ratio", Better::higher, gbs / ref);
+    }
+  }
+
+ private:
+  [[nodiscard]] cudaStream_t main() const noexcept { return streams_.front().get(); }
+
+  std::vector<cudaStream_t> stream_range(std::size_t first, std::size_t count) const {
+    std::vector<cudaStream_t> out;
+    for (std::size_t i = first; i < first + count; ++i) {
+      out.push_back(streams_.at(i).get());
+    }
+    return out;
+  }
+
+  DeviceBlock& device_block() {
+    device_.emplace_back(allocator_ref(), bytes_, StreamRef::from(main()));
+    for (const cuda::Stream& s : streams_) {
+      device_.back().record_stream(StreamRef::from(s.get()));
+    }
+    return device_.back();
+  }
+  Allocator& allocator_ref() const { return *allocator_; }
+
+  void fill_host(void* dst) {
+    const DeviceBlock scratch(*allocator_, bytes_, StreamRef::from(main()));
+    kernels::fill(scratch.get(), bytes_, kPattern, seed_, main());
+    MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(dst, scratch.get(), bytes_, cudaMemcpyDefault, main()));
+    streams_.front().synchronize();
+  }
+
+  void make_buffers(CaseContext& ctx, std::size_t n) {
+    allocator_ = &ctx.allocator();
+    seed_ = ctx.seed();
+    device_.reserve(4);
+    host_.reserve(2);
+    const auto add_h2d = [&](std::size_t first) {
+      host_.emplace_back(host_kind_, ctx.host_allocator(), bytes_);
+      fill_host(host_.back().data());
+      DeviceBlock& dst = device_block();
+      legs_.push_back(Leg{dst.get(), host_.back().data(), stream_range(first, n), true});
+      checks_.push_back(Check{dst.get(), false, false});
+    };
+    const auto add_d2h = [&](std::size_t first) {
+      DeviceBlock& src = device_block();
+      kernels::fill(src.get(), bytes_, kPattern, seed_, main());
+      host_.emplace_back(host_kind_, ctx.host_allocator(), bytes_);
+      legs_.push_back(Leg{host_.back().data(), src.get(), stream_range(first, n), false});
+      checks_.push_back(Check{host_.back().data(), true, !host_.back().mapped()});
+    };
+    switch (direction_) {
+      case Direction::h2d:
+        add_h2d(0);
+        break;
+      case Direction::d2h:
+        add_d2h(0);
+        break;
+      case Direction::bidir:
+        add_h2d(0);
+        add_d2h(n);
+        break;
+      case Direction::d2d: {
+        DeviceBlock& src = device_block();
+        kernels::fill(src.get(), bytes_, kPattern, seed_, main());
+        DeviceBlock& dst = device_block();
+        legs_.push_back(Leg{dst.get(), src.get(), stream_range(0, n), true});
+        checks_.push_back(Check{dst.get(), false, false});
+        break;
+      }
+    }
+    if (std::any_of(checks_.begin(), checks_.end(), [](const Check& c) { return c.via_device_copy; })) {
+      bounce_ = DeviceBlock(*allocator_, bytes_, StreamRef::from(main()));
+    }
+    make_reference(n);
+    streams_.front().synchronize();
+  }
+
+  // Note [The reference]: the same legs between cudaHostAlloc/cudaMalloc buffers.
+  void make_reference(std::size_t n) {
+    if (direction_ == Direction::d2d) {
+      ref_device_.emplace_back(bytes_);
+      ref_device_.emplace_back(bytes_);
+      ref_legs_.push_back(Leg{ref_device_[1].data(), ref_device_[0].data(), stream_range(0, n), true});
+      return;
+    }
+    if (host_kind_ != HostKind::pinned || engine_ != Engine::ce) {
+      return;
+    }
+    std::size_t first = 0;
+    for (const Leg& leg : legs_) {
+      ref_host_.emplace_back(bytes_);
+      ref_device_.emplace_back(bytes_);
+      if (leg.to_device) {
+        ref_legs_.push_back(
+            Leg{ref_device_.back().data(), ref_host_.back().data(), stream_range(first, n), true});
+      } else {
+        ref_legs_.push_back(
+            Leg{ref_host_.back().data(), ref_device_.back().data(), stream_range(first, n), false});
+      }
+      first += n;
+    }
+  }
+
+  void clear_destinations() {
+    // Everything before has been synchronized (verify): host destinations are cleared by the host.
+    for (const Check& c : checks_) {
+      if (c.host) {
+        std::memset(c.buffer, 0, bytes_);
+      } else {
+        MEMSTRESS_CUDA_TRY(cudaMemsetAsync(c.buffer, 0, bytes_, main()));
+      }
+    }
+  }
+
+  void verify(CaseContext& ctx) {
+    for (const Check& c : checks_) {
+      if (c.via_device_copy) {
+        MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(bounce_.get(), c.buffer, bytes_, cudaMemcpyDefault, main()));
+        tally_.enqueue(bounce_.get(), bytes_, kPattern, seed_, main());
+      } else {
+        tally_.enqueue(c.buffer, bytes_, kPattern, seed_, main());
+      }
+    }
+    streams_.front().synchronize();
+    const kernels::CheckResult result = tally_.collect();
+    ctx.verified(result.checked_words, result.bad_words);
+    if (!result.ok()) {
+      ctx.note(fmt::format("repetition {}: {} bad words after the copy", ctx.iteration(), result.bad_words));
+    }
+  }
+
+  struct Check {
+    void* buffer = nullptr;        // a destination
+    bool host = false;             // in host memory
+    bool via_device_copy = false;  // pageable: copied to the bounce block to be checked
+  };
+
+  Direction direction_;
+  HostKind host_kind_;
+  Engine engine_;
+  std::uint64_t bytes_;
+  std::uint64_t inner_;
+  Allocator* allocator_ = nullptr;
+  std::uint64_t seed_ = 0;
+  std::vector<cuda::Stream> streams_;
+  std::vector<cuda::Event> joins_;
+  std::vector<cuda::Event> ref_joins_;
+  std::vector<HostMemory> host_;
+  std::vector<DeviceBlock> device_;
+  DeviceBlock bounce_;
+  std::vector<cuda::PinnedBuffer> ref_host_;
+  std::vector<cuda::DeviceBuffer> ref_device_;
+  std::vector<Leg> legs_;
+  std::vector<Leg> ref_legs_;
+  std::vector<Check> checks_;
+  DeviceTimer timer_;
+  kernels::CheckTally tally_;
+};
+
+class Transfers final : public Workload {
+ public:
+  [[nodiscard]] std::string_view name() const noexcept override { return "transfers"; }
+  [[nodiscard]] std::string_view summary() const noexcept override {
+    return "H2D, D2H, both at once and D2D copies from pinned, pageable and registered host memory, by copy "
+           "engine or SM kernel, over 1-32 streams: GB/s against a plain cudaMemcpyAsync loop";
+  }
+  [[nodiscard]] std::vector<ParamSpec> params() const override {
+    return {
+        {"direction",
+         ParamType::choice,
+         {"h2d", "d2h", "bidir", "d2d"},
+         {},
+         {"h2d", "d2h", "bidir", "d2d"},
+         "copy direction (bidir: H2D and D2H at once)"},
+        {"host",
+         ParamType::choice,
+         {"pinned", "pageable"},
+         {"pinned", "pageable", "registered"},
+         {"pinned", "pageable", "registered"},
+         "host memory: the pinned cache, ordinary pages, or cudaHostRegister'ed pages (not used by d2d)"},
+        {"engine",
+         ParamType::choice,
+         {"ce"},
+         {"ce", "sm"},
+         {"ce", "sm"},
+         "ce: cudaMemcpyAsync (copy engines); sm: a copy kernel"},
+        {"streams", ParamType::integer, {"1"}, {"1", "4"}, {}, "streams the copy is split over (1-32)", 1},
+        {"bytes",
+         ParamType::bytes,
+         {"1M", "256M"},
+         {"4K", "64K", "1M", "16M", "256M", "1G"},
+         {},
+         "copy size",
+         16},
+    };
+  }
+  [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
+  [[nodiscard]] bool applies(const ParamSet& p) const override {
+    const std::string& direction = p.text("direction");
+    const std::string& host = p.text("host");
+    if (direction == "d2d") {
+      return host == "pinned";  // host memory plays no part: one case, not three
+    }
+    return !(host == "pageable" && p.text("engine") == "sm");  // a kernel cannot read pageable memory
+  }
+  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
+    return std::make_unique<TransfersRun>(ctx);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_transfers() {
+  return std::make_unique<Transfers>();
+}
+
+}  // namespace memstress::suites
