@@ -10,7 +10,9 @@ Registry builtin_registry() {
   registry.add(make_fragmentation());
   registry.add(make_oom());
   registry.add(make_leak());
+  registry.add(make_streams());
   registry.add(make_transfers());
+  registry.add(make_inplace());
   return registry;
 }
 

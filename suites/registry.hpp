@@ -14,6 +14,8 @@ std::unique_ptr<Workload> make_alloc_smoke();
 std::unique_ptr<Workload> make_sizes();
 std::unique_ptr<Workload> make_leak();
 std::unique_ptr<Workload> make_transfers();
+std::unique_ptr<Workload> make_streams();
+std::unique_ptr<Workload> make_inplace();
 std::unique_ptr<Workload> make_fragmentation();
 std::unique_ptr<Workload> make_oom();
 

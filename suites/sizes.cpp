@@ -43,13 +43,13 @@
 #include "harness/stats/fragmentation.hpp"
 #include "harness/stats/summary.hpp"
 #include "kernels/pattern.hpp"
+#include "suites/live_ranges.hpp"
 #include "suites/registry.hpp"
 #include "suites/size_distribution.hpp"
 
 namespace memstress::suites {
 namespace {
 
-constexpr std::uintptr_t kAlignment = 256;  // what cudaMalloc guarantees and every allocator must keep
 constexpr double kLiveShareOfCapacity = 0.8;
 constexpr kernels::Pattern kPattern = kernels::Pattern::random;
 constexpr int kMaxDataNotes = 5;  // bad blocks described in notes; the rest are only counted
@@ -110,31 +110,6 @@ Plan make_plan(const PlanSpec& spec, std::uint64_t seed) {
 }
 
 // ---- checks and figures --------------------------------------------------------------------------------
-
-// The address ranges of the live blocks: each new block must be aligned and disjoint from all of them.
-class LiveRanges {
- public:
-  // Records [p, p + bytes); false when it is misaligned or overlaps a live block.
-  bool add(const void* p, std::uint64_t bytes) {
-    const auto start = reinterpret_cast<std::uintptr_t>(p);
-    const std::uintptr_t end = start + bytes;
-    bool ok = p != nullptr && start % kAlignment == 0;
-    const auto next = ranges_.lower_bound(start);
-    if (next != ranges_.end() && next->first < end) {
-      ok = false;
-    }
-    if (next != ranges_.begin() && std::prev(next)->second > start) {
-      ok = false;
-    }
-    ranges_.insert_or_assign(start, end);
-    return ok;
-  }
-  void remove(const void* p) { ranges_.erase(reinterpret_cast<std::uintptr_t>(p)); }
-  void clear() noexcept { ranges_.clear(); }
-
- private:
-  std::map<std::uintptr_t, std::uintptr_t> ranges_;  // start -> end
-};
 
 std::int64_t stat(const MemoryStats& stats, std::string_view key) {
   const auto it = stats.find(key);
