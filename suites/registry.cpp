@@ -13,6 +13,7 @@ Registry builtin_registry() {
   registry.add(make_streams());
   registry.add(make_transfers());
   registry.add(make_inplace());
+  registry.add(make_dataloader());
   return registry;
 }
 
