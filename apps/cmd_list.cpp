@@ -41,6 +41,7 @@ nlohmann::json list_json(const Registry& registry) {
     workloads.push_back({{"name", w->name()},
                          {"summary", w->summary()},
                          {"default_job", w->in_default_job()},
+                         {"max_repetitions", w->max_repetitions()},
                          {"needs", {{"real_gpu", req.real_gpu}, {"min_ranks", req.min_ranks}}},
                          {"params", params}});
   }
@@ -54,9 +55,12 @@ nlohmann::json list_json(const Registry& registry) {
 std::string list_text(const Registry& registry) {
   std::string out;
   for (const auto& w : registry.all()) {
-    out += fmt::format("{}{}\n  {}\n  needs: {}\n", w->name(),
-                       w->in_default_job() ? "" : " (not in the default job)", w->summary(),
-                       needs(w->requirements()));
+    out += fmt::format(
+        "{}{}{}\n  {}\n  needs: {}\n", w->name(), w->in_default_job() ? "" : " (not in the default job)",
+        w->max_repetitions() > 0
+            ? fmt::format(" (at most {} repetition(s) a case, no warm-up)", w->max_repetitions())
+            : "",
+        w->summary(), needs(w->requirements()));
     for (const ParamSpec& p : w->params()) {
       const auto& full = p.full_defaults.empty() ? p.defaults : p.full_defaults;
       out += fmt::format("  -p {}={}  ({}; --full: {}){}{}\n", p.name, fmt::join(p.defaults, ","),

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -95,9 +96,11 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
       try {
         {
           const std::unique_ptr<CaseRun> run = planned.workload->prepare(ctx);
-          const int total = options_.warmup + options_.repetitions;
+          const int cap = planned.workload->max_repetitions();
+          const int warmup = cap > 0 ? 0 : options_.warmup;
+          const int total = warmup + (cap > 0 ? std::min(cap, options_.repetitions) : options_.repetitions);
           for (int i = 0; i < total; ++i) {
-            ctx.begin_iteration(i, i >= options_.warmup);
+            ctx.begin_iteration(i, i >= warmup);
             run->iteration(ctx);
           }
           run->finish(ctx);

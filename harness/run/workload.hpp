@@ -51,6 +51,9 @@ class Workload {
   [[nodiscard]] virtual std::string_view summary() const noexcept = 0;
   [[nodiscard]] virtual std::vector<ParamSpec> params() const = 0;
   [[nodiscard]] virtual Requirements requirements() const noexcept { return {}; }
+  // At most this many repetitions, and no warm-up, whatever -n and -w say (0: no limit). For workloads
+  // whose answer is a search result (an OOM threshold): repeating the search costs minutes and says the same.
+  [[nodiscard]] virtual int max_repetitions() const noexcept { return 0; }
   // Part of the default job (`memstress run` with no workload named)?
   [[nodiscard]] virtual bool in_default_job() const noexcept { return true; }
 

@@ -158,13 +158,15 @@ TEST(LimitingAllocator, ZeroLimitAndForeignPointers) {
 
 TEST(LimitingAllocator, EightThreadsNeverPassTheCapAndEndAtZero) {
   SimBackend dev(16 * kGiB);
-  auto alloc = make_limiting_allocator(direct(dev), 64 * kMiB);  // tight: some requests are refused
+  // Tight enough that one thread alone (up to 9 blocks of 2 MiB on average) is refused at times, so the
+  // refusals do not depend on how the threads happen to interleave.
+  auto alloc = make_limiting_allocator(direct(dev), 16 * kMiB);
   HammerTotals totals;
   hammer(*alloc, totals);
   const MemoryStats s = alloc->memory_stats();
   EXPECT_EQ(s.at("limit_allocated_bytes.all.current"), 0);
-  EXPECT_LE(s.at("limit_allocated_bytes.all.peak"), 64 * kMiB);
-  EXPECT_GT(s.at("limit_allocated_bytes.all.peak"), 32 * kMiB);
+  EXPECT_LE(s.at("limit_allocated_bytes.all.peak"), 16 * kMiB);
+  EXPECT_GT(s.at("limit_allocated_bytes.all.peak"), 8 * kMiB);
   EXPECT_GT(totals.ooms.load(), 0);
   EXPECT_EQ(s.at("limit_num_ooms"), totals.ooms.load());
   EXPECT_EQ(s.at("num_ooms"), totals.ooms.load());

@@ -49,7 +49,8 @@ TEST_P(EveryPattern, PassesWithMetricsAndVerifiedBlocks) {
     EXPECT_LE(median(row, "utilization"), 1);
     EXPECT_GE(median(row, "reserved_minus_allocated"), 0);
     EXPECT_GT(median(row, "largest_allocatable"), 0);
-    EXPECT_EQ(row.metric("peak_reserved")->samples.size(), 2U);
+    // One search per case (max_repetitions), whatever the run asks for.
+    EXPECT_EQ(row.metric("peak_reserved")->samples.size(), 1U);
   }
   EXPECT_EQ(f.stat("allocated_bytes.all.current"), 0);
 }
