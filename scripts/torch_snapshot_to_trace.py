@@ -1,0 +1,681 @@
+#!/usr/bin/env python3
+"""Convert a PyTorch memory snapshot (or an RMM allocation log) into a memstress trace.
+
+    scripts/torch_snapshot_to_trace.py SNAPSHOT -o TRACE [--device LABEL]
+
+SNAPSHOT is either
+
+* a PyTorch memory snapshot: the pickle that ``torch.cuda.memory._dump_snapshot(path)`` writes
+  after ``torch.cuda.memory._record_memory_history(...)``, the file pytorch.org/memory_viz reads; or
+* an RMM log: the CSV that ``rmm::mr::logging_resource_adaptor`` writes (header
+  ``Thread,Time,Action,Pointer,Size,Stream``; actions ``allocate``, ``free``, ``allocate failure``).
+
+The kind is told from the content, not the name; either may be gzip-compressed. TRACE is a memstress
+trace v1 (``harness/alloc/trace_format.md``, whose section "Converted traces" is the contract this
+script keeps); a name ending in ``.gz`` is written gzip-compressed. A summary goes to stderr.
+Exit codes: 0 converted; 2 bad usage or input (the message names the file), never a traceback.
+
+Design
+------
+What a replay needs is what the *program* asked of the allocator, so that the replaying allocator does
+its own rounding, splitting and caching. PyTorch's trace is the allocator's own record
+(``TraceEntry`` in ``c10/cuda/CUDACachingAllocator.cpp``), and it maps as follows:
+
+* ``alloc`` (recorded in ``alloc_found_block`` with ``orig_size``, the size the program asked for,
+  before ``round_size``) becomes ``alloc`` with that size and a new id.
+* ``free_requested`` (the program gave the block back; recorded with ``block->requested_size``)
+  becomes v1's ``free``: that *is* the deallocate call a replay must make, so v1 readers replay
+  converted traces as they are.
+* ``free_completed`` (``free_block``: the allocator may reuse the block, after the events of the other
+  streams it was used on completed) becomes ``free_completed`` with the same id: a later-version action
+  that v1 readers skip.
+* ``segment_alloc``/``segment_free`` (cudaMalloc/cudaFree of a whole segment) and
+  ``segment_map``/``segment_unmap`` (expandable segments growing and shrinking) are kept under their
+  names, with segment ids of their own; ``oom`` becomes ``oom`` (PyTorch records the *rounded* size).
+* ``snapshot``, ``annotate`` and any other action are left out and counted in the summary.
+
+Addresses become ids (position-independent traces): an id is given at ``alloc``, and every later line
+about that block names it; the address is free for reuse from ``free_completed`` on. Times are
+``time_us`` (microseconds since the epoch) turned into nanoseconds since the earliest entry; devices'
+traces are merged by time, and an entry earlier than its predecessor on the same device is clamped to
+it (counted), so ``time_ns`` never decreases and ``seq`` strictly increases.
+
+The trace begins when recording began (or, once ``max_entries`` wrapped around, at the oldest entry
+kept), so the program may free blocks it allocated before. Such blocks get an ``alloc`` line at time 0,
+before every event, with the size the free names. Blocks the snapshot's ``segments`` list as
+``active_allocated`` that the trace never mentions were allocated before recording and are still live:
+they get an ``alloc`` at time 0 too (size: the block's ``requested_size``). Blocks the snapshot lists as
+freed but not yet reusable (``active_pending_free``; PyTorch's docs call it ``active_awaiting_free``)
+that the trace never mentions get an ``alloc`` and a ``free`` at time 0. Segments (not expandable ones)
+that the trace never allocated get a ``segment_alloc`` at time 0. Every synthesized line is counted.
+
+Safety: a pickle can run code when loaded. Snapshots hold only dicts, lists, tuples, strings, numbers,
+booleans and None, so this script unpickles with ``find_class`` refusing every global: a pickle that
+tries to call anything (``os.system``, say) is rejected before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import os
+import pickle
+import re
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from heapq import merge
+from pathlib import Path
+from typing import IO, Any
+
+PROG = "torch_snapshot_to_trace"
+EXIT_OK, EXIT_INPUT = 0, 2
+
+TRACE_MAGIC = "# memstress-trace v1"
+TRACE_COLUMNS = "seq,time_ns,action,id,bytes,stream,device"
+RMM_HEADER = "Thread,Time,Action,Pointer,Size,Stream"
+GZIP_MAGIC = b"\x1f\x8b"
+U64 = (1 << 64) - 1
+
+# PyTorch's block states (torch/csrc/cuda/memory_snapshot.cpp writes active_pending_free; the
+# docstring of torch.cuda.memory._snapshot calls the same state active_awaiting_free).
+STATE_ALLOCATED = "active_allocated"
+STATES_PENDING = ("active_pending_free", "active_awaiting_free")
+STATE_INACTIVE = "inactive"
+
+# Trace entry actions whose entries carry an address and a size.
+ADDRESSED_ACTIONS = (
+    "alloc",
+    "free_requested",
+    "free_completed",
+    "segment_alloc",
+    "segment_free",
+    "segment_map",
+    "segment_unmap",
+)
+
+
+class InputError(Exception):
+    """Bad input or usage: exit 2 with this message (which names the file)."""
+
+
+# --- the trace being built ---------------------------------------------------------------------------
+
+
+@dataclass
+class Block:
+    """One allocation (or one segment): its id is given when its alloc line is written."""
+
+    device: str
+    stream: int
+    nbytes: int
+    id: int | None = None
+    freed: bool = False  # a free (v1) line was emitted for it
+
+
+@dataclass
+class Line:
+    """One trace line before ids are assigned; ``block`` is what its id names."""
+
+    time_ns: int
+    action: str
+    device: str
+    stream: int
+    nbytes: int = 0
+    block: Block | None = None
+    comment: str | None = None  # written as a '#' line just before this one
+
+
+@dataclass
+class Summary:
+    """What the conversion did, for the stderr report (and the tests)."""
+
+    source_kind: str = ""
+    written: Counter = field(default_factory=Counter)
+    synthesized: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+    notes: Counter = field(default_factory=Counter)
+    devices: set = field(default_factory=set)
+    streams: set = field(default_factory=set)
+    clamped: int = 0
+    max_clamp_ns: int = 0
+    untimed: int = 0
+
+
+class TraceBuilder:
+    """Turns address-keyed allocator events into id-keyed trace lines (see the module docstring).
+
+    Events must come in the order they happened; ``prelude`` collects the lines synthesized at time 0.
+    """
+
+    def __init__(self, summary: Summary) -> None:
+        self.summary = summary
+        self.prelude: list[Line] = []
+        self.events: list[Line] = []
+        # (device, address) -> the block there, while its address is not yet reusable.
+        self.blocks: dict[tuple[str, int], Block] = {}
+        self.segments: dict[tuple[str, int], Block] = {}
+
+    # Allocations ---------------------------------------------------------------------------------
+
+    def _synthesize(self, device: str, stream: int, nbytes: int, reason: str) -> Block:
+        block = Block(device, stream, nbytes)
+        self.prelude.append(Line(0, "alloc", device, stream, block=block))
+        self.summary.synthesized[reason] += 1
+        return block
+
+    def _free(self, t: int, block: Block) -> None:
+        self.events.append(Line(t, "free", block.device, block.stream, block=block))
+        block.freed = True
+
+    def alloc(self, t: int, device: str, addr: int, nbytes: int, stream: int) -> None:
+        old = self.blocks.pop((device, addr), None)
+        if old is not None:
+            # The address was handed out again with no free_completed seen for its last block
+            # (skip_actions, or a free logged by another tool): that block was freed by now.
+            if not old.freed:
+                self._free(t, old)
+            self.summary.notes["alloc at an address still in use: earlier block taken as freed"] += 1
+        block = Block(device, stream, nbytes)
+        self.blocks[(device, addr)] = block
+        self.events.append(Line(t, "alloc", device, stream, block=block))
+
+    def free_requested(self, t: int, device: str, addr: int, nbytes: int, stream: int) -> Block:
+        block = self.blocks.get((device, addr))
+        if block is None:
+            block = self._synthesize(device, stream, nbytes,
+                                     "allocations made before the trace began, freed in it")
+            self.blocks[(device, addr)] = block
+        elif block.freed:
+            self.summary.notes["second free of a block: ignored"] += 1
+            return block
+        if nbytes != block.nbytes:
+            self.summary.notes["free naming another size than its alloc: the alloc's size kept"] += 1
+        self._free(t, block)
+        return block
+
+    def free_completed(self, t: int, device: str, addr: int, nbytes: int, stream: int) -> None:
+        block = self.blocks.get((device, addr))
+        if block is None or not block.freed:
+            if block is not None:
+                self.summary.notes["free_completed without free_requested: free taken at completion"] += 1
+            block = self.free_requested(t, device, addr, nbytes, stream)
+        del self.blocks[(device, addr)]
+        self.events.append(Line(t, "free_completed", device, block.stream, block=block))
+
+    def oom(self, t: int, device: str, nbytes: int, stream: int, comment: str | None = None) -> None:
+        self.events.append(Line(t, "oom", device, stream, nbytes=nbytes, comment=comment))
+
+    # Segments ------------------------------------------------------------------------------------
+
+    def segment_alloc(self, t: int, device: str, addr: int, nbytes: int, stream: int) -> None:
+        if (device, addr) in self.segments:
+            self.summary.notes["segment_alloc at a live segment's address: earlier one dropped"] += 1
+        segment = Block(device, stream, nbytes)
+        self.segments[(device, addr)] = segment
+        self.events.append(Line(t, "segment_alloc", device, stream, block=segment))
+
+    def segment_free(self, t: int, device: str, addr: int, nbytes: int, stream: int) -> None:
+        segment = self.segments.pop((device, addr), None)
+        if segment is None:
+            segment = Block(device, stream, nbytes)
+            self.prelude.append(Line(0, "segment_alloc", device, stream, block=segment))
+            self.summary.synthesized["segments made before the trace began, freed in it"] += 1
+        self.events.append(Line(t, "segment_free", device, segment.stream, block=segment))
+
+    def segment_range(self, t: int, action: str, device: str, nbytes: int, stream: int) -> None:
+        """segment_map / segment_unmap: a range of an expandable segment; no id."""
+        self.events.append(Line(t, action, device, stream, nbytes=nbytes))
+
+    # The end of the trace ------------------------------------------------------------------------
+
+    def live_block(self, device: str, addr: int, state: str, requested: int, stream: int) -> None:
+        """A block the snapshot lists as active (allocated or pending free) when the trace ended."""
+        block = self.blocks.get((device, addr))
+        pending = state in STATES_PENDING
+        if block is None:
+            if pending:
+                block = self._synthesize(device, stream, requested,
+                                         "blocks freed before the trace began, still pending in the snapshot")
+                self.prelude.append(Line(0, "free", device, stream, block=block))
+                block.freed = True
+            else:
+                block = self._synthesize(device, stream, requested,
+                                         "blocks live in the snapshot, allocated before the trace began")
+            self.blocks[(device, addr)] = block
+            return
+        if block.freed != pending:
+            self.summary.notes["snapshot block state disagrees with the trace: trace kept"] += 1
+        if requested != block.nbytes and requested > 0:
+            # Traces of PyTorch versions that recorded rounded sizes: the snapshot knows better.
+            block.nbytes = requested
+            self.summary.notes["live block sizes taken from the snapshot's requested_size"] += 1
+
+    def live_segment(self, device: str, addr: int, nbytes: int, stream: int) -> None:
+        if (device, addr) in self.segments:
+            return
+        segment = Block(device, stream, nbytes)
+        self.segments[(device, addr)] = segment
+        self.prelude.append(Line(0, "segment_alloc", device, stream, block=segment))
+        self.summary.synthesized["segments in the snapshot, made before the trace began"] += 1
+
+
+# --- writing ------------------------------------------------------------------------------------------
+
+
+def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str], summary: Summary) -> None:
+    """Writes v1 lines: ids are given in file order (allocations and segments have separate counters)."""
+    out.write(f"{TRACE_MAGIC}\n{TRACE_COLUMNS}\n")
+    for text in header_comments:
+        out.write(f"# {text}\n")
+    next_id = {"alloc": 0, "segment_alloc": 0}
+    last_time = 0
+    for seq, line in enumerate(lines):
+        assert line.time_ns >= last_time, "lines must come in time order"
+        last_time = line.time_ns
+        ident = ""
+        nbytes = line.nbytes
+        if line.block is not None:
+            if line.action in next_id:
+                line.block.id = next_id[line.action]
+                next_id[line.action] += 1
+            assert line.block.id is not None, f"{line.action} before its block's alloc"
+            ident = str(line.block.id)
+            nbytes = line.block.nbytes
+        if line.comment:
+            out.write(f"# {line.comment}\n")
+        out.write(f"{seq},{line.time_ns},{line.action},{ident},{nbytes},{line.stream & U64},{line.device}\n")
+        summary.written[line.action] += 1
+        summary.devices.add(line.device)
+        summary.streams.add(line.stream & U64)
+
+
+def open_output(path: Path) -> tuple[IO[str], Path]:
+    """A temporary file beside `path` (renamed over it once complete), gzip when the name ends in .gz."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write the trace: {e.strerror or e}") from None
+    raw = os.fdopen(fd, "wb")
+    if path.name.endswith(".gz"):
+        binary: IO[bytes] = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+    else:
+        binary = raw
+    text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
+    if binary is not raw:
+        # Closing the text wrapper closes the GzipFile, which leaves the file it wraps open.
+        text._memstress_raw = raw  # type: ignore[attr-defined]
+    return text, Path(tmp)
+
+
+def close_output(text: IO[str]) -> None:
+    raw = getattr(text, "_memstress_raw", None)
+    text.close()
+    if raw is not None:
+        raw.close()
+
+
+# --- reading the input ----------------------------------------------------------------------------------
+
+
+class _DataOnlyUnpickler(pickle.Unpickler):
+    """Loads plain data only: any global (class, function) is refused before it is looked up."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(
+            f"the pickle asks for {module}.{name}; a memory snapshot holds only plain data "
+            "(dicts, lists, strings, numbers), so it was refused without running anything")
+
+
+def read_input(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    if data.startswith(GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            raise InputError(f"{path}: broken gzip file: {e}") from None
+    return data
+
+
+def load_pickle(data: bytes, path: Path) -> Any:
+    try:
+        return _DataOnlyUnpickler(io.BytesIO(data)).load()
+    except Exception as e:  # noqa: BLE001 - a corrupt pickle fails in many ways; none is a traceback
+        if isinstance(e, pickle.UnpicklingError) and "refused without running anything" in str(e):
+            raise InputError(f"{path}: refused: {e}") from None
+        raise InputError(
+            f"{path}: not a PyTorch memory snapshot (a pickle) nor an RMM log (a CSV starting "
+            f"'{RMM_HEADER}'): cannot unpickle it: {type(e).__name__}: {e}") from None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _field(entry: Any, key: str, where: str, path: Path, *, default: Any = ...) -> int:
+    if not isinstance(entry, dict):
+        raise InputError(f"{path}: {where}: expected a dict, found {type(entry).__name__}")
+    if key not in entry:
+        if default is not ...:
+            return default
+        raise InputError(f"{path}: {where}: no '{key}'")
+    value = entry[key]
+    if not _is_int(value):
+        raise InputError(f"{path}: {where}: '{key}' is {value!r}, not an integer")
+    return value
+
+
+def _nonneg(value: int, key: str, where: str, path: Path) -> int:
+    if value < 0:
+        raise InputError(f"{path}: {where}: '{key}' is negative ({value})")
+    return value
+
+
+@dataclass(order=True)
+class _Entry:
+    time_us: float
+    device_index: int
+    index: int
+    entry: dict = field(compare=False)
+
+
+def _device_entries(trace: list, device: int, path: Path, summary: Summary) -> list[_Entry]:
+    """One device's entries in recorded order, times clamped to be non-decreasing."""
+    result = []
+    last: float | None = None
+    for i, entry in enumerate(trace):
+        where = f"device_traces[{device}][{i}]"
+        if not isinstance(entry, dict):
+            raise InputError(f"{path}: {where}: expected a dict, found {type(entry).__name__}")
+        action = entry.get("action")
+        if not isinstance(action, str):
+            raise InputError(f"{path}: {where}: no 'action' (or not a string)")
+        t = entry.get("time_us")
+        if t is None:
+            summary.untimed += 1
+            t = last if last is not None else 0
+        elif not isinstance(t, (int, float)) or isinstance(t, bool):
+            raise InputError(f"{path}: {where}: 'time_us' is {t!r}, not a number")
+        if last is not None and t < last:
+            summary.clamped += 1
+            summary.max_clamp_ns = max(summary.max_clamp_ns, round((last - t) * 1000))
+            t = last
+        last = t
+        result.append(_Entry(t, device, i, entry))
+    return result
+
+
+def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilder:
+    summary.source_kind = "PyTorch memory snapshot"
+    if isinstance(snapshot, list):
+        raise InputError(
+            f"{path}: a list of segments with no trace (torch.cuda.memory_snapshot()); record with "
+            "torch.cuda.memory._record_memory_history() and save with torch.cuda.memory._dump_snapshot()")
+    if not isinstance(snapshot, dict):
+        raise InputError(f"{path}: not a PyTorch memory snapshot: the pickle holds a "
+                         f"{type(snapshot).__name__}, not a dict with 'segments' and 'device_traces'")
+    missing = [key for key in ("segments", "device_traces") if key not in snapshot]
+    if missing:
+        named = " nor ".join(repr(k) for k in missing)
+        raise InputError(f"{path}: not a PyTorch memory snapshot: no {named} "
+                         f"(keys: {', '.join(sorted(map(str, snapshot)))[:200]})")
+    traces, segments = snapshot["device_traces"], snapshot["segments"]
+    if not isinstance(traces, list) or not all(isinstance(t, list) for t in traces):
+        raise InputError(f"{path}: 'device_traces' is not a list of lists (one per device)")
+    if not isinstance(segments, list):
+        raise InputError(f"{path}: 'segments' is not a list")
+    for key in ("host_traces", "host_segments"):
+        if snapshot.get(key):
+            summary.skipped[f"{key} (pinned host memory)"] += len(snapshot[key])
+
+    per_device = [_device_entries(trace, d, path, summary) for d, trace in enumerate(traces)]
+    timed = [e.time_us for entries in per_device for e in entries]
+    t0 = min(timed) if timed else 0
+    builder = TraceBuilder(summary)
+    for item in merge(*per_device):
+        _apply_entry(builder, item, t0, path, summary)
+    _apply_segments(builder, segments, path)
+    return builder
+
+
+def _apply_entry(builder: TraceBuilder, item: _Entry, t0: float, path: Path, summary: Summary) -> None:
+    entry, device = item.entry, f"cuda:{item.device_index}"
+    where = f"device_traces[{item.device_index}][{item.index}] ({entry['action']})"
+    action = entry["action"]
+    t = round((item.time_us - t0) * 1000)
+    if action in ADDRESSED_ACTIONS:
+        addr = _nonneg(_field(entry, "addr", where, path), "addr", where, path)
+        size = _nonneg(_field(entry, "size", where, path), "size", where, path)
+        stream = _field(entry, "stream", where, path)
+        if action == "alloc":
+            builder.alloc(t, device, addr, size, stream)
+        elif action == "free_requested":
+            builder.free_requested(t, device, addr, size, stream)
+        elif action == "free_completed":
+            builder.free_completed(t, device, addr, size, stream)
+        elif action == "segment_alloc":
+            builder.segment_alloc(t, device, addr, size, stream)
+        elif action == "segment_free":
+            builder.segment_free(t, device, addr, size, stream)
+        else:
+            builder.segment_range(t, action, device, size, stream)
+    elif action == "oom":
+        size = _nonneg(_field(entry, "size", where, path), "size", where, path)
+        stream = _field(entry, "stream", where, path)
+        device_free = _field(entry, "device_free", where, path, default=None)
+        comment = None if device_free is None else f"oom: cudaMemGetInfo reported {device_free} bytes free"
+        builder.oom(t, device, size, stream, comment)
+    else:
+        summary.skipped[action] += 1
+
+
+def _apply_segments(builder: TraceBuilder, segments: list, path: Path) -> None:
+    for s, segment in enumerate(segments):
+        where = f"segments[{s}]"
+        device = f"cuda:{_field(segment, 'device', where, path)}"
+        address = _field(segment, "address", where, path)
+        stream = _field(segment, "stream", where, path, default=0)
+        blocks = segment.get("blocks")
+        if not isinstance(blocks, list):
+            raise InputError(f"{path}: {where}: no 'blocks' list")
+        offset = address
+        for b, block in enumerate(blocks):
+            bwhere = f"{where}.blocks[{b}]"
+            size = _field(block, "size", bwhere, path)
+            state = block.get("state")
+            addr = _field(block, "address", bwhere, path, default=offset)
+            offset = addr + size
+            if state == STATE_ALLOCATED or state in STATES_PENDING:
+                requested = _field(block, "requested_size", bwhere, path, default=size)
+                builder.live_block(device, addr, state, requested or size, stream)
+            elif state != STATE_INACTIVE:
+                builder.summary.skipped[f"block state {state!r}"] += 1
+        if segment.get("is_expandable"):
+            builder.summary.notes["expandable segments: their mappings are not synthesized"] += 1
+        else:
+            total = _field(segment, "total_size", where, path)
+            builder.live_segment(device, address, total, stream)
+
+
+# RMM ----------------------------------------------------------------------------------------------------
+
+_RMM_CLOCK = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
+_DAY_US = 24 * 3600 * 1_000_000
+
+
+def _rmm_time_us(text: str) -> float:
+    """spdlog's %H:%M:%S.%f (time of day, microseconds), or seconds as a number."""
+    match = _RMM_CLOCK.match(text)
+    if match:
+        h, m, s, frac = match.groups()
+        frac_us = int(frac.ljust(6, "0")[:6]) if frac else 0
+        return ((int(h) * 60 + int(m)) * 60 + int(s)) * 1_000_000 + frac_us
+    return float(text) * 1_000_000
+
+
+def _rmm_hex(text: str) -> int:
+    """%p / std::hex output: '0x7f0...', '7f0...', '(nil)', '0'."""
+    text = text.strip()
+    if text in ("", "(nil)", "nil", "nullptr", "NULL"):
+        return 0
+    return int(text[2:] if text.lower().startswith("0x") else text, 16)
+
+
+def convert_rmm(text: str, path: Path, device: str, summary: Summary) -> TraceBuilder:
+    summary.source_kind = "RMM log"
+    lines = text.splitlines()
+    rows: list[tuple[float, int, str, int, int, int]] = []
+    day = 0.0
+    last: float | None = None
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split(",")
+        if len(fields) != 6:
+            raise InputError(f"{path}:{number}: {len(fields)} fields where {RMM_HEADER!r} has 6")
+        _thread, time_text, action, pointer, size_text, stream_text = (f.strip() for f in fields)
+        try:
+            t = _rmm_time_us(time_text) + day
+            if last is not None and t < last - _DAY_US / 2:  # the clock passed midnight
+                day += _DAY_US
+                t += _DAY_US
+            ptr = _rmm_hex(pointer)
+            size = int(size_text)
+            stream = _rmm_hex(stream_text)
+        except ValueError as e:
+            raise InputError(f"{path}:{number}: cannot read {line!r}: {e}") from None
+        if size < 0:
+            raise InputError(f"{path}:{number}: negative size {size}")
+        if last is not None and t < last:
+            summary.clamped += 1
+            summary.max_clamp_ns = max(summary.max_clamp_ns, round((last - t) * 1000))
+            t = last
+        last = t
+        rows.append((t, number, action, ptr, size, stream))
+    t0 = rows[0][0] if rows else 0
+    builder = TraceBuilder(summary)
+    for t, _number, action, ptr, size, stream in rows:
+        tns = round((t - t0) * 1000)
+        if action == "allocate":
+            builder.alloc(tns, device, ptr, size, stream)
+        elif action == "free":
+            # RMM has no free_completed: its address is reusable once freed.
+            builder.free_requested(tns, device, ptr, size, stream)
+            builder.blocks.pop((device, ptr), None)
+        elif action == "allocate failure":
+            builder.oom(tns, device, size, stream)
+        else:
+            summary.skipped[action] += 1
+    return builder
+
+
+# --- the command ---------------------------------------------------------------------------------------
+
+
+def _rmm_device(path: Path) -> str:
+    """RMM's Python logging names each device's file '<name>.dev<N>'."""
+    match = re.search(r"\.dev(\d+)(?:\.csv)?(?:\.gz)?$", path.name)
+    return f"cuda:{match.group(1)}" if match else "cuda:0"
+
+
+def convert(source: Path, target: Path, device: str | None = None) -> Summary:
+    """Converts `source` into the trace `target`; raises InputError on bad input."""
+    summary = Summary()
+    data = read_input(source)
+    head = data[:len(RMM_HEADER) + 3].decode("utf-8", errors="replace").lstrip("\ufeff")
+    if head.startswith(RMM_HEADER):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{source}: an RMM log that is not UTF-8 text: {e}") from None
+        builder = convert_rmm(text.lstrip("\ufeff"), source, device or _rmm_device(source), summary)
+    else:
+        if device is not None:
+            raise InputError(f"--device applies to RMM logs; {source} is not one (PyTorch snapshots "
+                             "name their devices)")
+        builder = convert_snapshot(load_pickle(data, source), source, summary)
+
+    comments = [f"converted from {summary.source_kind} {source.name} by scripts/torch_snapshot_to_trace.py "
+                "(harness/alloc/trace_format.md, 'Converted traces')"]
+    if builder.prelude:
+        comments.append(f"the first {len(builder.prelude)} lines (time 0) are synthesized: "
+                        "blocks and segments that existed before the trace began")
+    # Synthesized segments first, then synthesized blocks (each pending one's alloc and free together).
+    prelude = sorted(builder.prelude, key=lambda line: line.action != "segment_alloc")
+    out, tmp = open_output(target)
+    try:
+        write_trace(out, [*prelude, *builder.events], comments, summary)
+        close_output(out)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it private; a trace is an ordinary file
+        os.replace(tmp, target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"{target}: cannot write the trace: {e.strerror or e}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return summary
+
+
+def _counts(counter: Counter) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counter.most_common())
+
+
+def report(summary: Summary, source: Path, target: Path) -> Iterator[str]:
+    total = sum(summary.written.values())
+    yield f"{PROG}: {source} ({summary.source_kind}) -> {target}: {total} lines"
+    yield f"  by action: {_counts(summary.written) or 'none'}"
+    yield f"  devices: {', '.join(sorted(summary.devices)) or 'none'}; " \
+          f"streams: {', '.join(map(str, sorted(summary.streams))) or 'none'}"
+    if summary.synthesized:
+        yield f"  synthesized at time 0: {sum(summary.synthesized.values())}"
+        for reason, n in summary.synthesized.most_common():
+            yield f"    {n} {reason}"
+    else:
+        yield "  synthesized at time 0: none"
+    if summary.skipped:
+        yield f"  input left out: {_counts(summary.skipped)}"
+    if summary.clamped:
+        yield f"  times clamped to keep them non-decreasing: {summary.clamped} " \
+              f"(at most {summary.max_clamp_ns} ns back)"
+    if summary.untimed:
+        yield f"  entries without time_us (given the time of the entry before): {summary.untimed}"
+    for note, n in summary.notes.most_common():
+        yield f"  note: {n} {note}"
+    if not total:
+        yield "  warning: nothing to write: was _record_memory_history(enabled='all') on?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="torch_snapshot_to_trace.py",
+        description="Convert a PyTorch memory snapshot pickle (torch.cuda.memory._dump_snapshot) or an "
+                    "RMM logging_resource_adaptor CSV into a memstress trace v1.")
+    parser.add_argument("snapshot", type=Path, help="the snapshot pickle or RMM CSV (gzip allowed)")
+    parser.add_argument("-o", "--output", type=Path, required=True,
+                        help="the trace to write; a name ending in .gz is gzip-compressed")
+    parser.add_argument("--device", help="device label for an RMM log (default: cuda:N from a '.devN' "
+                                         "file name, else cuda:0)")
+    args = parser.parse_args(argv)
+    if args.device is not None and not re.fullmatch(r"[^,\s]+", args.device):
+        parser.error(f"--device '{args.device}': a label has no commas or spaces (e.g. cuda:0)")
+    try:
+        summary = convert(args.snapshot, args.output, args.device)
+    except InputError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    for line in report(summary, args.snapshot, args.output):
+        print(line, file=sys.stderr)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
