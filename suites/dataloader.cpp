@@ -43,6 +43,7 @@
 #include "harness/core/units.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/cuda_handles.hpp"
+#include "harness/memory/host_buffers.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/timing.hpp"
 #include "harness/run/workload.hpp"
@@ -113,6 +114,7 @@ class DataloaderRun final : public CaseRun {
       tally_.emplace();
       reference_gbs_ = pinned_reference();
     }
+    host_copy_gbs_ = host_copy_reference();
   }
 
   void iteration(CaseContext& ctx) override {
@@ -253,6 +255,7 @@ class DataloaderRun final : public CaseRun {
     const double batches = static_cast<double>(settings_.batches);
     ctx.record("samples/s", "samples/s", Better::higher, batches * samples_per_batch_ / seconds);
     const double bytes = batches * static_cast<double>(ring_.batch_bytes());
+    ctx.record("host_memcpy_GB/s", "GB/s", Better::higher, host_copy_gbs_);
     ctx.record("producer_wait", "share", Better::none,
                static_cast<double>(producer_wait_ns_.load()) * 1e-9 /
                    (seconds * static_cast<double>(settings_.pin_threads)));
@@ -282,6 +285,31 @@ class DataloaderRun final : public CaseRun {
         static_cast<double>(std::max(reserved_peak_, stat(stats, "reserved_bytes.all.peak"))) / 1048576.0);
     ctx.record("device_allocated_peak", "MiB", Better::lower,
                static_cast<double>(stat(stats, "allocated_bytes.all.peak")) / 1048576.0);
+  }
+
+  // The host's own copy bandwidth with as many threads as the pinning stage: each thread copies a batch
+  // from the ring into a pageable buffer of its own, four times. The pinning stage cannot beat it, and the
+  // producers share the same memory bus.
+  double host_copy_reference() const {
+    constexpr int kRounds = 4;
+    const std::size_t bytes = ring_.batch_bytes();
+    std::vector<PageableBuffer> targets;
+    for (std::size_t t = 0; t < settings_.pin_threads; ++t) {
+      targets.emplace_back(bytes);
+    }
+    const HostTimer timer;
+    {
+      std::vector<std::jthread> threads;
+      for (std::size_t t = 0; t < settings_.pin_threads; ++t) {
+        threads.emplace_back([&, t] {
+          for (int r = 0; r < kRounds; ++r) {
+            std::memcpy(targets[t].data(), ring_.slot(t + static_cast<std::size_t>(r)), bytes);
+          }
+        });
+      }
+    }
+    return gb_per_s(static_cast<double>(bytes) * kRounds * static_cast<double>(settings_.pin_threads),
+                    timer.seconds());
   }
 
   // A plain pinned cudaMemcpyAsync loop of the batch size: the `transfers` pinned H2D figure.
@@ -341,6 +369,7 @@ class DataloaderRun final : public CaseRun {
   BatchRing ring_;
   double samples_per_batch_;
   double reference_gbs_ = 0;
+  double host_copy_gbs_ = 0;
   std::optional<cuda::Stream> copy_stream_;
   std::optional<cuda::Stream> compute_stream_;
   std::optional<kernels::CheckTally> tally_;  // on a real GPU
