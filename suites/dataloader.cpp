@@ -9,8 +9,9 @@
 // slot (the driver stages it) and frees the slot when cudaMemcpyAsync returns, which for pageable memory
 // is once the data has left the slot. Device blocks come from the shared allocator on the copy stream.
 // The main thread consumes: the compute stream waits for the batch's copy, checks every word of it on the
-// device, runs `compute_us` of compute, and frees the block behind it (record_stream). At most `depth`
-// batches are on the device at once, so device memory stays bounded as in a real loader.
+// device, runs `compute_us` of compute, and frees the block behind it (record_stream). At most the ring's
+// depth (prefetch x producers, as in PyTorch) batches are on the device at once, so device memory stays
+// bounded as in a real loader.
 //
 // Note [What is measured]. Wall time runs from the start of the producers to the last kernel. samples/s
 // and H2D GB/s are end to end (the batches delivered and checked over wall time); `vs_pinned` divides the
@@ -92,8 +93,8 @@ class DataloaderRun final : public CaseRun {
  public:
   explicit DataloaderRun(CaseContext& ctx)
       : real_(ctx.device().has_memory()),
-        ring_(static_cast<std::size_t>(ctx.params().integer("depth")), ctx.params().bytes("bytes"),
-              kDeadline),
+        ring_(static_cast<std::size_t>(ctx.params().integer("prefetch") * ctx.params().integer("producers")),
+              ctx.params().bytes("bytes"), kDeadline),
         samples_per_batch_(static_cast<double>(ring_.batch_bytes()) /
                            static_cast<double>(kSampleElements * dtype_bytes(ctx.params().text("dtype")))) {
     settings_.workers = ctx.params().text("workers") == "process" ? ProducerGroup::Kind::process
@@ -407,12 +408,12 @@ class Dataloader final : public Workload {
          "producers are threads, or forked processes writing into shared memory"},
         {"producers", ParamType::integer, {"4"}, {"1", "4", "8"}, {}, "producer workers", 1},
         {"pin_threads", ParamType::integer, {"4"}, {"1", "4"}, {}, "pinning threads", 1},
-        {"depth",
+        {"prefetch",
          ParamType::integer,
-         {"4"},
-         {"2", "4", "8"},
+         {"2"},
+         {"2", "4"},
          {},
-         "ring slots (and batches on the device)",
+         "batches in flight per producer (PyTorch's prefetch_factor): ring slots = prefetch x producers",
          1},
         {"bytes", ParamType::bytes, {"32M"}, {"8M", "32M", "128M"}, {}, "batch size in bytes", 4096},
         {"pin",

@@ -27,7 +27,7 @@ constexpr std::uint64_t kBatch = 1ULL << 20;
 TEST(DataloaderWorkload, ThreadsAndProcessesDeliverEveryBatchIntact) {
   SimWorkloadRun run("dataloader", 8 * kGiB, spec("caching"));
   const auto& rows = run.run({"workers=thread,process", "pin=true,false", "bytes=1M", "batches=24",
-                              "producers=3", "depth=2", "pin_threads=2"});
+                              "producers=3", "prefetch=1", "pin_threads=2"});
   ASSERT_EQ(rows.size(), 4U);
   EXPECT_EQ(run.failures, 0);
   for (const Row& row : rows) {
