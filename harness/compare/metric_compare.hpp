@@ -20,15 +20,18 @@
 // significant -> UNSURE. A metric whose `better` is none is reported with its change and not judged
 // ("-"). A change exactly at the threshold is not beyond it.
 //
-// Why alpha = 0.01 and not the usual 0.05: the default job reports about 130 metrics, so at 0.05 two
-// runs of the same build would differ "significantly" in about six of them by chance, and the noisy ones
-// (sub-microsecond latencies) also move their medians by more than 5%: identical builds would come out
-// WORSE. At 0.01 that falls to about one chance in a hundred per metric, and since both questions must
-// say yes, fewer still. The price: with 5 repetitions a side only complete separation is significant
-// (p = 2/252 = 0.0079), and with 4 or fewer nothing is (the smallest p is 2/70 = 0.029), so changes show
-// as UNSURE until there are 5 or more repetitions. The test sees the spread within each run, not the
-// drift between runs (clocks, the process's memory layout): the threshold is the guard against that, and
-// a noisy metric wants a higher one.
+// Why alpha = 0.01 and not the usual 0.05: the default job reports about 120 metrics, so at 0.05 two
+// runs of the same build would differ "significantly" in several of them by chance (with 5 against 5,
+// 8 of the 252 equally likely orderings reach p < 0.05), and the noisy ones (sub-microsecond latencies)
+// also move their medians by more than 5%: identical builds would come out WORSE. At 0.01 only the 2
+// orderings that keep the runs wholly apart qualify, one of them in the bad direction (1 in 252 per
+// metric), and since both questions must say yes, fewer still; tests/unit/test_compare.cpp draws 2000
+// pairs of identical-build runs at several noise levels and holds WORSE under 1%. The price: with 5
+// repetitions a side only complete separation is significant (p = 2/252 = 0.0079), and with 4 or fewer
+// nothing is (the smallest p is 2/70 = 0.029), so changes show as UNSURE until there are 5 or more
+// repetitions. The test sees the spread within each run, not the drift between runs (clocks, the
+// process's memory layout): the threshold is the guard against that, and a noisy metric wants a higher
+// one.
 
 #include <cstddef>
 #include <optional>
