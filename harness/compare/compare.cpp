@@ -141,16 +141,26 @@ void OutcomeCounts::add(Outcome outcome) noexcept {
 }
 
 std::vector<EnvironmentDifference> environment_differences(const std::vector<Fact>& base,
-                                                           const std::vector<Fact>& next) {
-  std::map<std::string, std::string> by_label;
-  for (const auto& [label, value] : next) {
-    by_label.try_emplace(label, value);
-  }
+                                                           const std::vector<Fact>& next, bool one_sided) {
+  const std::map<std::string, std::string> in_base(base.begin(), base.end());
+  const std::map<std::string, std::string> in_next(next.begin(), next.end());
   std::vector<EnvironmentDifference> out;
   for (const auto& [label, value] : base) {
-    const auto it = by_label.find(label);
-    if (it != by_label.end() && it->second != value) {
+    const auto it = in_next.find(label);
+    if (it != in_next.end() && it->second != value) {
       out.push_back({label, value, it->second});
+    }
+  }
+  if (one_sided) {
+    for (const auto& [label, value] : base) {
+      if (!in_next.contains(label)) {
+        out.push_back({label, value, "-"});
+      }
+    }
+    for (const auto& [label, value] : next) {
+      if (!in_base.contains(label)) {
+        out.push_back({label, "-", value});
+      }
     }
   }
   return out;
@@ -166,7 +176,8 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
   c.base = side_of(base);
   c.next = side_of(next);
   c.options = options;
-  c.environment = environment_differences(base.environment, next.environment);
+  c.environment =
+      environment_differences(base.environment, next.environment, base.kind == ResultsKind::memstress);
 
   std::map<MatchKey, std::vector<std::size_t>> candidates;
   for (std::size_t j = 0; j < next.rows.size(); ++j) {

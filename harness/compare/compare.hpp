@@ -52,7 +52,7 @@ struct Comparison {
   Side base;
   Side next;
   CompareOptions options;
-  std::vector<EnvironmentDifference> environment;  // facts both sides have, with different values
+  std::vector<EnvironmentDifference> environment;  // environment_differences()
   std::vector<RowComparison> rows;                 // BASE's order, then rows only in NEW
   std::vector<std::string> notes;
   OutcomeCounts metrics;  // the metrics of matched rows (one on one side only: not judged)
@@ -64,8 +64,12 @@ struct Comparison {
 // Throws InputError when the two are of different kinds.
 Comparison compare_results(const Results& base, const Results& next, const CompareOptions& options);
 
-// Differences between two lists of facts, for the labels both have, in BASE's order.
+// Differences between two lists of facts, in BASE's order: the labels both have, with different values;
+// with `one_sided`, also labels only one side has (the other shown as "-"), after them. memstress results
+// are compared with one_sided (their facts come from a fixed list, so one there and not here is news: a
+// variable set for one run only, a GPU more); Google Benchmark contexts without (their keys are whatever
+// the benchmark binary added, so only the keys both have are compared).
 std::vector<EnvironmentDifference> environment_differences(const std::vector<Fact>& base,
-                                                           const std::vector<Fact>& next);
+                                                           const std::vector<Fact>& next, bool one_sided);
 
 }  // namespace memstress::compare

@@ -135,8 +135,9 @@ Results memstress_results(const nlohmann::json& header, const std::vector<nlohma
   const nlohmann::json& ranks = header.at("environment").at("ranks");
   r.environment.emplace_back("ranks", std::to_string(ranks.size()));
   for (const nlohmann::json& rank : ranks) {
-    const std::string prefix =
-        ranks.size() == 1 ? std::string() : fmt::format("rank {} ", rank.at("rank").get<int>());
+    // Rank 0 unprefixed, so that a run on one rank and a run on several compare rank 0 with rank 0.
+    const int number = rank.at("rank").get<int>();
+    const std::string prefix = number == 0 ? std::string() : fmt::format("rank {} ", number);
     for (Fact& f : rank_facts(rank, prefix)) {
       r.environment.push_back(std::move(f));
     }

@@ -62,7 +62,7 @@ Results memstress_results(const nlohmann::json& header, const std::vector<nlohma
 Results google_benchmark_results(const nlohmann::json& document);
 
 // The environment facts of one memstress rank (environment.ranks[i]), each label prefixed with
-// `prefix` ("" for a single rank, "rank 1 " otherwise).
+// `prefix` ("" for rank 0, "rank 1 " for rank 1, ...).
 std::vector<Fact> rank_facts(const nlohmann::json& rank, const std::string& prefix);
 
 }  // namespace memstress::compare

@@ -335,18 +335,25 @@ TEST(CompareResults, KindsMustAgree) {
   EXPECT_THROW(static_cast<void>(compare_results(results({}), gbench, {})), InputError);
 }
 
-TEST(CompareResults, EnvironmentDifferencesOfLabelsBothHave) {
+TEST(CompareResults, EnvironmentDifferences) {
   const std::vector<Fact> base{{"driver", "580.159.04"}, {"NCCL", "2.28.3"}, {"GPU 0 ECC", "on"}};
   const std::vector<Fact> next{{"driver", "590.10"}, {"NCCL", "2.28.3"}, {"GPU 1 name", "NVIDIA H200"}};
-  const std::vector<EnvironmentDifference> d = environment_differences(base, next);
+  const std::vector<EnvironmentDifference> d = environment_differences(base, next, false);
   ASSERT_EQ(d.size(), 1U);
   EXPECT_EQ(d[0].what, "driver");
   EXPECT_EQ(d[0].base, "580.159.04");
   EXPECT_EQ(d[0].next, "590.10");
+  // memstress results: a fact on one side only is a difference too.
+  const std::vector<EnvironmentDifference> all = environment_differences(base, next, true);
+  ASSERT_EQ(all.size(), 3U);
+  EXPECT_EQ(all[1].what, "GPU 0 ECC");
+  EXPECT_EQ(all[1].next, "-");
+  EXPECT_EQ(all[2].what, "GPU 1 name");
+  EXPECT_EQ(all[2].base, "-");
 
   const Comparison c = compare_results(results({}, base), results({}, next), {});
   const std::string table = format_table(c);
-  EXPECT_NE(table.find("environment: 1 difference"), std::string::npos);
+  EXPECT_NE(table.find("environment: 3 differences"), std::string::npos);
   EXPECT_NE(table.find("590.10"), std::string::npos);
   const Comparison same = compare_results(results({}, base), results({}, base), {});
   EXPECT_NE(format_table(same).find("environment: identical"), std::string::npos);
