@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "harness/compare/lenient_json.hpp"
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/text_file.hpp"
 
 namespace memstress::compare {
 namespace {
@@ -20,13 +20,11 @@ std::string read_file(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw InputError("a directory, not a results file");
   }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) {
+  std::optional<std::string> text = read_text_file(path);
+  if (!text) {
     throw InputError("cannot be read");
   }
-  return text.str();
+  return std::move(*text);
 }
 
 std::vector<std::string> split_lines(const std::string& text) {
