@@ -75,15 +75,6 @@ MetricComparison one_side(const MetricResult& m, bool in_base) {
   return c;
 }
 
-const MetricResult* find_metric(const ResultRow& row, const std::string& name) {
-  for (const MetricResult& m : row.metrics) {
-    if (m.name == name) {
-      return &m;
-    }
-  }
-  return nullptr;
-}
-
 RowComparison compare_rows(const ResultRow& base, const ResultRow& next, const CompareOptions& options) {
   RowComparison rc;
   rc.key = base;
@@ -92,11 +83,11 @@ RowComparison compare_rows(const ResultRow& base, const ResultRow& next, const C
   rc.new_verdict = next.verdict;
   std::tie(rc.verdict_change, rc.note) = verdict_change(base, next);
   for (const MetricResult& m : base.metrics) {
-    const MetricResult* other = find_metric(next, m.name);
+    const MetricResult* other = next.metric(m.name);
     rc.metrics.push_back(other ? compare_metric(m, *other, options) : one_side(m, true));
   }
   for (const MetricResult& m : next.metrics) {
-    if (!find_metric(base, m.name)) {
+    if (!base.metric(m.name)) {
       rc.metrics.push_back(one_side(m, false));
     }
   }

@@ -29,6 +29,8 @@ namespace memstress::compare {
 enum class ResultsKind { memstress, google_benchmark };
 std::string_view to_string(ResultsKind kind) noexcept;  // "memstress results", "Google Benchmark JSON"
 
+// A row as read back. Not a Row: a Row keeps its parameters in axis order and derives its case label
+// from them, while a file's `params` object comes back sorted by name; the case label is kept as written.
 struct ResultRow {
   std::string workload;
   std::string case_label;                     // "bytes=64M pattern=random" (axis order)
@@ -39,6 +41,8 @@ struct ResultRow {
   Verdict verdict = Verdict::pass;
   std::string reason;                 // why skipped, failed or errored
   std::vector<MetricResult> metrics;  // samples empty where the file kept none
+
+  [[nodiscard]] const MetricResult* metric(std::string_view name) const { return find_metric(metrics, name); }
 };
 
 // What the run ran on, flattened to labelled values ("driver" = "580.159.04", "GPU 0 memory" = ...).

@@ -77,13 +77,17 @@ std::string Row::case_label() const {
   return label;
 }
 
-const MetricResult* Row::metric(std::string_view name) const {
+const MetricResult* find_metric(const std::vector<MetricResult>& metrics, std::string_view name) noexcept {
   for (const MetricResult& m : metrics) {
     if (m.name == name) {
       return &m;
     }
   }
   return nullptr;
+}
+
+const MetricResult* Row::metric(std::string_view name) const {
+  return find_metric(metrics, name);
 }
 
 void to_json(nlohmann::json& j, const MetricResult& m) {

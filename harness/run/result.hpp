@@ -33,6 +33,9 @@ struct MetricResult {
   std::vector<double> samples;  // kept: repetitions are few and compare needs them
 };
 
+// The metric of that name, or nullptr.
+const MetricResult* find_metric(const std::vector<MetricResult>& metrics, std::string_view name) noexcept;
+
 struct DeviceRef {
   std::string label;  // "cuda:0", "sim:80G"
   std::string kind;   // "cuda" or "sim"

@@ -37,15 +37,6 @@ std::string load_error(const fs::path& path) {
   return "";
 }
 
-const MetricResult* find(const ResultRow& row, const std::string& name) {
-  for (const MetricResult& m : row.metrics) {
-    if (m.name == name) {
-      return &m;
-    }
-  }
-  return nullptr;
-}
-
 std::string fact(const Results& r, const std::string& label) {
   for (const auto& [l, v] : r.environment) {
     if (l == label) {
@@ -67,7 +58,7 @@ TEST(LoadResults, MemstressDocument) {
   EXPECT_EQ(smoke.allocator, "caching");
   EXPECT_EQ(smoke.device, "NVIDIA H200");
   EXPECT_EQ(smoke.rank, 0);
-  const MetricResult* fill = find(smoke, "fill");
+  const MetricResult* fill = smoke.metric("fill");
   ASSERT_NE(fill, nullptr);
   EXPECT_EQ(fill->unit, "GB/s");
   EXPECT_EQ(fill->better, Better::higher);
@@ -157,11 +148,11 @@ TEST(LoadResults, GoogleBenchmarkRepetitionsAreTheSamples) {
   EXPECT_EQ(real.better, Better::lower);
   EXPECT_EQ(real.samples, (std::vector<double>{99.1, 98.7, 100.2, 99.5, 98.9}));
   EXPECT_DOUBLE_EQ(real.summary.median, 99.1);
-  const MetricResult* items = find(pair, "items_per_second");
+  const MetricResult* items = pair.metric("items_per_second");
   ASSERT_NE(items, nullptr);
   EXPECT_EQ(items->better, Better::higher);
   EXPECT_EQ(items->unit, "items/s");
-  const MetricResult* nan_counter = find(pair, "device_allocs_per_pair");  // bare NaN in the file
+  const MetricResult* nan_counter = pair.metric("device_allocs_per_pair");  // bare NaN in the file
   ASSERT_NE(nan_counter, nullptr);
   EXPECT_EQ(nan_counter->better, Better::none);
   EXPECT_TRUE(std::isnan(nan_counter->summary.median));
@@ -203,10 +194,10 @@ TEST(LoadResults, GoogleBenchmarkErrorsAndSkips) {
   EXPECT_EQ(c.case_label, "threads:4");
   EXPECT_EQ(c.verdict, Verdict::pass);
   EXPECT_EQ(c.metrics[0].unit, "ms");
-  EXPECT_EQ(find(c, "bytes_per_second")->unit, "B/s");
-  EXPECT_EQ(find(c, "bytes_per_second")->better, Better::higher);
-  EXPECT_EQ(find(c, "peak")->better, Better::none);
-  EXPECT_EQ(find(c, "iterations"), nullptr);
+  EXPECT_EQ(c.metric("bytes_per_second")->unit, "B/s");
+  EXPECT_EQ(c.metric("bytes_per_second")->better, Better::higher);
+  EXPECT_EQ(c.metric("peak")->better, Better::none);
+  EXPECT_EQ(c.metric("iterations"), nullptr);
 }
 
 TEST(LenientJson, NaNAndInfinityReadAsNullOutsideStrings) {
