@@ -94,12 +94,18 @@ struct Benchmark {
   }
 
   void add(const nlohmann::json& entry) {
+    // A run that errored or was skipped reports zero times: those are not measurements.
     if (entry.value("error_occurred", false)) {
       row.verdict = Verdict::error;
       row.reason = entry.value("error_message", std::string("error"));
-    } else if (entry.value("skipped", false) && row.verdict != Verdict::error) {
-      row.verdict = Verdict::skip;
-      row.reason = entry.value("skip_message", std::string("skipped"));
+      return;
+    }
+    if (entry.value("skipped", false)) {
+      if (row.verdict != Verdict::error) {
+        row.verdict = Verdict::skip;
+        row.reason = entry.value("skip_message", std::string("skipped"));
+      }
+      return;
     }
     const bool aggregate = entry.value("run_type", std::string("iteration")) == "aggregate";
     if (aggregate && (entry.value("aggregate_name", std::string()) != "median" ||

@@ -188,6 +188,7 @@ TEST(LoadResults, GoogleBenchmarkErrorsAndSkips) {
   ASSERT_EQ(r.rows.size(), 3U);
   EXPECT_EQ(r.rows[0].verdict, Verdict::error);
   EXPECT_EQ(r.rows[0].reason, "cudaMalloc failed");
+  EXPECT_TRUE(r.rows[0].metrics.empty());  // its zero times are not measurements
   EXPECT_EQ(r.rows[1].verdict, Verdict::skip);
   EXPECT_EQ(r.rows[1].case_label, "");
   const ResultRow& c = r.rows[2];  // no run_name (old versions): the name
