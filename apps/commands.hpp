@@ -15,6 +15,7 @@ struct Subcommand {
   std::function<int()> run;  // returns the exit code
 };
 
+Subcommand add_compare(CLI::App& app);
 Subcommand add_devices(CLI::App& app);
 Subcommand add_list(CLI::App& app);
 Subcommand add_run(CLI::App& app, std::vector<std::string> argv);

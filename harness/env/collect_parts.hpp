@@ -4,16 +4,12 @@
 // libraries.cpp (CUDA driver/runtime, NCCL and MPI versions), cuda_gpus.cpp (GPUs seen by CUDA).
 // None of them throws for a missing driver or device; what cannot be read stays empty.
 
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/env/environment.hpp"
 
 namespace memstress::env_detail {
-
-// The whole of a (small, possibly /proc) text file; empty optional when it cannot be opened.
-std::optional<std::string> read_text_file(const std::string& path);
 
 // hostname, os, kernel, cpu_model, cpu_count, host_memory_bytes and the recorded variables.
 void collect_host(Environment& env);

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "harness/core/text_file.hpp"
 #include "harness/env/collect_parts.hpp"
 #include "harness/env/nvml_gpu.hpp"
 #include "harness/env/nvml_library.hpp"
@@ -27,7 +28,7 @@ void collect_driver_version(const NvmlLibrary& nvml, Environment& env) {
   }
   const std::string nvml_reason =
       nvml.usable() ? std::string("nvmlSystemGetDriverVersion failed") : nvml.status();
-  if (const std::optional<std::string> text = env_detail::read_text_file(kProcDriverVersion)) {
+  if (const std::optional<std::string> text = read_text_file(kProcDriverVersion)) {
     if (std::string version = parse_proc_driver_version(*text); !version.empty()) {
       env.driver_version = std::move(version);
       env.driver_version_source = kProcDriverVersion;

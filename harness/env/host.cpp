@@ -6,10 +6,9 @@
 
 #include <array>
 #include <climits>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
+#include "harness/core/text_file.hpp"
 #include "harness/env/collect_parts.hpp"
 #include "harness/env/parse_detail.hpp"
 
@@ -53,15 +52,6 @@ std::uint64_t physical_memory_bytes() {
 }
 
 }  // namespace
-
-std::optional<std::string> read_text_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return std::nullopt;
-  }
-  // Read to the end rather than by size: /proc files report a size of 0.
-  return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-}
 
 void collect_host(Environment& env) {
   env.hostname = host_name();

@@ -8,33 +8,12 @@
 #include <vector>
 
 #include "harness/core/error.hpp"
+#include "harness/core/text_table.hpp"
 
 namespace memstress {
 namespace {
 
-using Line = std::vector<std::string>;
-
-std::string render(const std::vector<Line>& lines) {
-  std::vector<std::size_t> width;
-  for (const Line& line : lines) {
-    width.resize(std::max(width.size(), line.size()));
-    for (std::size_t c = 0; c < line.size(); ++c) {
-      width[c] = std::max(width[c], line[c].size());
-    }
-  }
-  std::string out;
-  for (const Line& line : lines) {
-    std::string text;
-    for (std::size_t c = 0; c < line.size(); ++c) {
-      text += c + 1 == line.size() ? line[c] : fmt::format("{:<{}}  ", line[c], width[c]);
-    }
-    while (!text.empty() && text.back() == ' ') {
-      text.pop_back();
-    }
-    out += text + '\n';
-  }
-  return out;
-}
+using Line = TableLine;
 
 std::string csv_field(std::string_view text) {
   if (text.find_first_of(",\"\n") == std::string_view::npos) {
@@ -100,7 +79,7 @@ std::string format_table(const RunRecord& run) {
     }
   }
   const VerdictCounts c = count_verdicts(run.rows);
-  return render(lines) +
+  return render_table(lines) +
          fmt::format("{} cases: {} passed, {} failed, {} skipped, {} errors{}\n", run.rows.size(), c.pass,
                      c.fail, c.skip, c.error,
                      run.status == RunStatus::aborted ? " (run aborted: " + run.abort_reason + ")" : "");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <limits>
 
 #include "harness/core/error.hpp"
 
@@ -21,6 +22,24 @@ std::string_view to_string(Verdict verdict) noexcept {
       return "error";
   }
   return "error";
+}
+
+std::optional<Verdict> verdict_from_string(std::string_view text) noexcept {
+  for (const Verdict v : {Verdict::pass, Verdict::fail, Verdict::skip, Verdict::error}) {
+    if (to_string(v) == text) {
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Better> better_from_string(std::string_view text) noexcept {
+  for (const Better b : {Better::higher, Better::lower, Better::none}) {
+    if (to_string(b) == text) {
+      return b;
+    }
+  }
+  return std::nullopt;
 }
 
 std::string_view to_string(Better better) noexcept {
@@ -58,13 +77,17 @@ std::string Row::case_label() const {
   return label;
 }
 
-const MetricResult* Row::metric(std::string_view name) const {
+const MetricResult* find_metric(const std::vector<MetricResult>& metrics, std::string_view name) noexcept {
   for (const MetricResult& m : metrics) {
     if (m.name == name) {
       return &m;
     }
   }
   return nullptr;
+}
+
+const MetricResult* Row::metric(std::string_view name) const {
+  return find_metric(metrics, name);
 }
 
 void to_json(nlohmann::json& j, const MetricResult& m) {
@@ -82,6 +105,35 @@ void to_json(nlohmann::json& j, const MetricResult& m) {
                      {"stddev", s.stddev},
                      {"cv", s.cv},
                      {"samples", m.samples}};
+}
+
+void from_json(const nlohmann::json& j, MetricResult& m) {
+  // nlohmann::json writes NaN and infinities as null; they read back as NaN.
+  const auto real = [](const nlohmann::json& v) {
+    return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+  };
+  m.unit = j.at("unit").get<std::string>();
+  const auto better = better_from_string(j.at("better").get<std::string>());
+  if (!better) {
+    throw InputError(
+        fmt::format("'better' is '{}': expected higher, lower or none", j.at("better").get<std::string>()));
+  }
+  m.better = *better;
+  Summary& s = m.summary;
+  s.n = j.at("n").get<std::size_t>();
+  s.median = real(j.at("median"));
+  s.p10 = real(j.at("p10"));
+  s.p90 = real(j.at("p90"));
+  s.p99 = real(j.at("p99"));
+  s.min = real(j.at("min"));
+  s.max = real(j.at("max"));
+  s.mean = real(j.at("mean"));
+  s.stddev = real(j.at("stddev"));
+  s.cv = real(j.at("cv"));
+  m.samples.clear();
+  for (const nlohmann::json& v : j.at("samples")) {
+    m.samples.push_back(real(v));
+  }
 }
 
 void to_json(nlohmann::json& j, const Row& row) {

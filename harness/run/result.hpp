@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,10 +18,12 @@ inline constexpr const char* kSchemaId = "memstress.run/1";
 
 enum class Verdict { pass, fail, skip, error };
 std::string_view to_string(Verdict verdict) noexcept;
+std::optional<Verdict> verdict_from_string(std::string_view text) noexcept;
 
 // Which way is good, for comparisons: bandwidth is higher-better, latency lower-better.
 enum class Better { higher, lower, none };
 std::string_view to_string(Better better) noexcept;
+std::optional<Better> better_from_string(std::string_view text) noexcept;
 
 struct MetricResult {
   std::string name;
@@ -29,6 +32,9 @@ struct MetricResult {
   Summary summary;
   std::vector<double> samples;  // kept: repetitions are few and compare needs them
 };
+
+// The metric of that name, or nullptr.
+const MetricResult* find_metric(const std::vector<MetricResult>& metrics, std::string_view name) noexcept;
 
 struct DeviceRef {
   std::string label;  // "cuda:0", "sim:80G"
@@ -76,6 +82,9 @@ struct RunRecord {
 
 void to_json(nlohmann::json& j, const MetricResult& m);
 void to_json(nlohmann::json& j, const Row& row);
+// Reads a metric as to_json writes it (the name is its key, not set here); null numbers read as NaN.
+// Throws nlohmann::json::exception or InputError on anything else.
+void from_json(const nlohmann::json& j, MetricResult& m);
 // The run without its rows (the first line of the JSON Lines stream).
 nlohmann::json header_json(const RunRecord& run);
 // The whole document.

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "harness/core/atomic_file.hpp"
@@ -101,6 +103,26 @@ TEST(ResultSink, UnwritableOutIsBadInput) {
 TEST(ResultSink, StreamPathNaming) {
   EXPECT_EQ(ResultSink::stream_path("a/run.json"), fs::path("a/run.jsonl"));
   EXPECT_EQ(ResultSink::stream_path("a/run.out"), fs::path("a/run.out.jsonl"));
+}
+
+TEST(ResultJson, MetricReadsBackAsWritten) {
+  MetricResult m = make_row("smoke", Verdict::pass).metrics.front();
+  m.summary.cv = std::numeric_limits<double>::quiet_NaN();  // written as null
+  const nlohmann::json j = m;
+  const auto back = j.get<MetricResult>();
+  EXPECT_EQ(back.unit, "GB/s");
+  EXPECT_EQ(back.better, Better::higher);
+  EXPECT_EQ(back.samples, m.samples);
+  EXPECT_EQ(back.summary.n, 3U);
+  EXPECT_DOUBLE_EQ(back.summary.median, 11.0);
+  EXPECT_TRUE(std::isnan(back.summary.cv));
+  nlohmann::json bad = j;
+  bad["better"] = "sideways";
+  EXPECT_THROW(static_cast<void>(bad.get<MetricResult>()), InputError);
+  EXPECT_EQ(verdict_from_string("skip"), Verdict::skip);
+  EXPECT_EQ(verdict_from_string("passed"), std::nullopt);
+  EXPECT_EQ(better_from_string("lower"), Better::lower);
+  EXPECT_EQ(better_from_string(""), std::nullopt);
 }
 
 TEST(AtomicFile, ReplacesWholeFileAndLeavesNoTemporary) {

@@ -1,0 +1,53 @@
+// memstress compare BASE NEW: reads two results files, judges every metric's change and prints it
+// (harness/compare). Exit 1 on a regression (a metric WORSE, or a row pass -> fail/error), 2 on bad input.
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "apps/commands.hpp"
+#include "harness/compare/compare.hpp"
+#include "harness/compare/format.hpp"
+#include "harness/core/exit_code.hpp"
+
+namespace memstress::app {
+namespace {
+
+struct CompareFlags {
+  std::string base;
+  std::string next;
+  std::string threshold = "5";
+  std::string format = "table";
+};
+
+int compare_command(const CompareFlags& f) {
+  compare::CompareOptions options;
+  options.threshold_pct = compare::parse_threshold(f.threshold, "--threshold");
+  const compare::Results base = compare::load_results(f.base, "BASE");
+  const compare::Results next = compare::load_results(f.next, "NEW");
+  const compare::Comparison c = compare::compare_results(base, next, options);
+  const std::string out =
+      f.format == "json" ? compare::comparison_json(c).dump(2) + "\n" : compare::format_table(c);
+  std::fputs(out.c_str(), stdout);
+  return to_int(c.regressed() ? ExitCode::check_failed : ExitCode::ok);
+}
+
+}  // namespace
+
+Subcommand add_compare(CLI::App& app) {
+  auto flags = std::make_shared<CompareFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "compare", "Compare two results files (memstress run --out, or Google Benchmark JSON): BASE, then NEW");
+  sub->add_option("BASE", flags->base, "The results to compare against (e.g. the old driver's)")->required();
+  sub->add_option("NEW", flags->next, "The results to judge (e.g. the new driver's)")->required();
+  sub->add_option("--threshold", flags->threshold,
+                  "Smallest change of a median that counts, in percent (smaller ones are SAME)")
+      ->capture_default_str();
+  sub->add_option("--format", flags->format, "stdout format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  return {sub, [flags] { return compare_command(*flags); }};
+}
+
+}  // namespace memstress::app

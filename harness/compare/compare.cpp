@@ -1,0 +1,216 @@
+#include "harness/compare/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <compare>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "harness/core/error.hpp"
+
+namespace memstress::compare {
+namespace {
+
+struct MatchKey {
+  std::string workload;
+  std::string case_label;
+  std::map<std::string, std::string> params;
+  std::string allocator;
+  std::string device;
+
+  auto operator<=>(const MatchKey&) const = default;
+};
+
+MatchKey key_of(const ResultRow& row) {
+  return {row.workload, row.case_label, row.params, row.allocator, row.device};
+}
+
+bool ranks_agree(const ResultRow& a, const ResultRow& b) {
+  return !a.rank || !b.rank || *a.rank == *b.rank;
+}
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+bool failed(Verdict v) {
+  return v == Verdict::fail || v == Verdict::error;
+}
+
+// The row's verdicts side by side, and the reasons worth reading.
+std::pair<Outcome, std::string> verdict_change(const ResultRow& base, const ResultRow& next) {
+  if (base.verdict == next.verdict) {
+    if (base.verdict == Verdict::pass) {
+      return {Outcome::same, ""};
+    }
+    return {Outcome::same, fmt::format("{} in both: {}", to_string(next.verdict), first_line(next.reason))};
+  }
+  std::string note = fmt::format("{} -> {}", to_string(base.verdict), to_string(next.verdict));
+  if (next.verdict != Verdict::pass) {
+    note += fmt::format(": {}", first_line(next.reason));
+  } else {
+    note += fmt::format(" (BASE: {})", first_line(base.reason));
+  }
+  if (base.verdict == Verdict::pass && failed(next.verdict)) {
+    return {Outcome::worse, note};
+  }
+  if (failed(base.verdict) && next.verdict == Verdict::pass) {
+    return {Outcome::better, note};
+  }
+  return {Outcome::unsure, note};
+}
+
+MetricComparison one_side(const MetricResult& m, bool in_base) {
+  MetricComparison c;
+  c.name = m.name;
+  c.unit = m.unit;
+  c.better = m.better;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  (in_base ? c.base_n : c.new_n) = m.samples.size();
+  c.base_median = in_base ? m.summary.median : nan;
+  c.new_median = in_base ? nan : m.summary.median;
+  c.outcome = Outcome::not_judged;
+  c.note = in_base ? "only in BASE" : "only in NEW";
+  return c;
+}
+
+RowComparison compare_rows(const ResultRow& base, const ResultRow& next, const CompareOptions& options) {
+  RowComparison rc;
+  rc.key = base;
+  rc.key.metrics.clear();
+  rc.base_verdict = base.verdict;
+  rc.new_verdict = next.verdict;
+  std::tie(rc.verdict_change, rc.note) = verdict_change(base, next);
+  for (const MetricResult& m : base.metrics) {
+    const MetricResult* other = next.metric(m.name);
+    rc.metrics.push_back(other ? compare_metric(m, *other, options) : one_side(m, true));
+  }
+  for (const MetricResult& m : next.metrics) {
+    if (!base.metric(m.name)) {
+      rc.metrics.push_back(one_side(m, false));
+    }
+  }
+  return rc;
+}
+
+RowComparison unmatched(const ResultRow& row, bool in_base) {
+  RowComparison rc;
+  rc.key = row;
+  rc.key.metrics.clear();
+  rc.presence = in_base ? Presence::base_only : Presence::new_only;
+  (in_base ? rc.base_verdict : rc.new_verdict) = row.verdict;
+  rc.verdict_change = Outcome::not_judged;
+  rc.note = in_base ? "only in BASE" : "only in NEW";
+  return rc;
+}
+
+Side side_of(const Results& r) {
+  return {r.path.string(), r.format, r.rows.size(), r.notes};
+}
+
+}  // namespace
+
+void OutcomeCounts::add(Outcome outcome) noexcept {
+  switch (outcome) {
+    case Outcome::same:
+      ++same;
+      break;
+    case Outcome::better:
+      ++better;
+      break;
+    case Outcome::worse:
+      ++worse;
+      break;
+    case Outcome::unsure:
+      ++unsure;
+      break;
+    case Outcome::not_judged:
+      ++not_judged;
+      break;
+  }
+}
+
+std::vector<EnvironmentDifference> environment_differences(const std::vector<Fact>& base,
+                                                           const std::vector<Fact>& next, bool one_sided) {
+  const std::map<std::string, std::string> in_base(base.begin(), base.end());
+  const std::map<std::string, std::string> in_next(next.begin(), next.end());
+  std::vector<EnvironmentDifference> out;
+  for (const auto& [label, value] : base) {
+    const auto it = in_next.find(label);
+    if (it != in_next.end() && it->second != value) {
+      out.push_back({label, value, it->second});
+    }
+  }
+  if (one_sided) {
+    for (const auto& [label, value] : base) {
+      if (!in_next.contains(label)) {
+        out.push_back({label, value, "-"});
+      }
+    }
+    for (const auto& [label, value] : next) {
+      if (!in_base.contains(label)) {
+        out.push_back({label, "-", value});
+      }
+    }
+  }
+  return out;
+}
+
+Comparison compare_results(const Results& base, const Results& next, const CompareOptions& options) {
+  if (base.kind != next.kind) {
+    throw InputError(fmt::format("BASE '{}' is {} but NEW '{}' is {}: compare two files of one kind",
+                                 base.path.string(), to_string(base.kind), next.path.string(),
+                                 to_string(next.kind)));
+  }
+  Comparison c;
+  c.base = side_of(base);
+  c.next = side_of(next);
+  c.options = options;
+  c.environment =
+      environment_differences(base.environment, next.environment, base.kind == ResultsKind::memstress);
+
+  std::map<MatchKey, std::vector<std::size_t>> candidates;
+  for (std::size_t j = 0; j < next.rows.size(); ++j) {
+    candidates[key_of(next.rows[j])].push_back(j);
+  }
+  std::vector<bool> used(next.rows.size(), false);
+  for (const ResultRow& row : base.rows) {
+    std::optional<std::size_t> match;
+    if (const auto it = candidates.find(key_of(row)); it != candidates.end()) {
+      for (const std::size_t j : it->second) {
+        if (!used[j] && ranks_agree(row, next.rows[j])) {
+          match = j;
+          break;
+        }
+      }
+    }
+    if (!match) {
+      c.rows.push_back(unmatched(row, true));
+      ++c.base_only;
+      continue;
+    }
+    used[*match] = true;
+    c.rows.push_back(compare_rows(row, next.rows[*match], options));
+    ++c.rows_matched;
+    c.rows_regressed += c.rows.back().verdict_change == Outcome::worse ? 1 : 0;
+    c.rows_improved += c.rows.back().verdict_change == Outcome::better ? 1 : 0;
+    for (const MetricComparison& m : c.rows.back().metrics) {
+      c.metrics.add(m.outcome);
+    }
+  }
+  for (std::size_t j = 0; j < next.rows.size(); ++j) {
+    if (!used[j]) {
+      c.rows.push_back(unmatched(next.rows[j], false));
+      ++c.new_only;
+    }
+  }
+  if (c.rows_matched == 0 && !base.rows.empty() && !next.rows.empty()) {
+    c.notes.emplace_back(
+        "no row of BASE matched a row of NEW: rows match by workload, case, parameters, allocator and GPU "
+        "model");
+  }
+  return c;
+}
+
+}  // namespace memstress::compare

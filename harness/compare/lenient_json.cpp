@@ -1,0 +1,45 @@
+#include "harness/compare/lenient_json.hpp"
+
+#include <array>
+#include <string>
+
+namespace memstress::compare {
+
+nlohmann::json parse_json_allowing_nan(std::string_view text) {
+  static constexpr std::array<std::string_view, 4> kWords{"-Infinity", "Infinity", "-NaN", "NaN"};
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];  // the escaped character, a quote included
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (const std::string_view word : kWords) {
+      if (text.substr(i, word.size()) == word) {
+        out += "null";
+        i += word.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) {
+      out += c;
+    }
+  }
+  return nlohmann::json::parse(out);
+}
+
+}  // namespace memstress::compare

@@ -1,0 +1,72 @@
+#pragma once
+
+// One side of a comparison: a results file read into rows that `compare` can match and judge, whatever
+// wrote it. Two kinds are read:
+//
+// - memstress results (memstress.run/1, results/README.md): the `.json` document, or the `.jsonl` stream
+//   of the same run (its header and rows; a run that crashed has no footer, and a last line cut short
+//   by the crash is dropped with a note). Told apart by content, not by the file's name.
+// - Google Benchmark JSON (`--benchmark_out_format=json`): each benchmark (its `run_name`) is a row. The
+//   per-repetition entries (`run_type` "iteration") are the samples; aggregates ("mean", "median", ...)
+//   are not samples: where a file holds aggregates only, the `median` aggregate is the median and there
+//   are no samples. Metrics: `real_time` and `cpu_time` in their `time_unit` (lower is better) and every
+//   user counter (`*_per_second` higher is better; other counters are reported, not judged). The
+//   workload is the family (the name up to the first '/'), the case the rest; the device is the
+//   context's `gpu` where memstress_bench wrote one. Rows have no rank.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "harness/run/result.hpp"
+
+namespace memstress::compare {
+
+enum class ResultsKind { memstress, google_benchmark };
+std::string_view to_string(ResultsKind kind) noexcept;  // "memstress results", "Google Benchmark JSON"
+
+// A row as read back. Not a Row: a Row keeps its parameters in axis order and derives its case label
+// from them, while a file's `params` object comes back sorted by name; the case label is kept as written.
+struct ResultRow {
+  std::string workload;
+  std::string case_label;                     // "bytes=64M pattern=random" (axis order)
+  std::map<std::string, std::string> params;  // the same as an object
+  std::string allocator;
+  std::string device;       // GPU model (device name), "NVIDIA H200"; rows match by it
+  std::optional<int> rank;  // absent where the format has none
+  Verdict verdict = Verdict::pass;
+  std::string reason;                 // why skipped, failed or errored
+  std::vector<MetricResult> metrics;  // samples empty where the file kept none
+
+  [[nodiscard]] const MetricResult* metric(std::string_view name) const { return find_metric(metrics, name); }
+};
+
+// What the run ran on, flattened to labelled values ("driver" = "580.159.04", "GPU 0 memory" = ...).
+using Fact = std::pair<std::string, std::string>;
+
+struct Results {
+  std::filesystem::path path;
+  ResultsKind kind = ResultsKind::memstress;
+  std::string format;             // "memstress.run/1 document", "memstress.run/1 stream", ...
+  std::vector<Fact> environment;  // in a stable order
+  std::vector<ResultRow> rows;
+  std::vector<std::string> notes;  // worth saying before the comparison (an aborted run, ...)
+};
+
+// Reads a results file of either kind. `role` ("BASE", "NEW") starts every error message, followed by
+// the path: a missing file, not JSON, an unknown schema or a malformed row throws InputError (exit 2).
+Results load_results(const std::filesystem::path& path, std::string_view role);
+
+// The parts of load_results, by kind, on parsed JSON (for tests).
+Results memstress_results(const nlohmann::json& header, const std::vector<nlohmann::json>& rows);
+Results google_benchmark_results(const nlohmann::json& document);
+
+// The environment facts of one memstress rank (environment.ranks[i]), each label prefixed with
+// `prefix` ("" for rank 0, "rank 1 " for rank 1, ...).
+std::vector<Fact> rank_facts(const nlohmann::json& rank, const std::string& prefix);
+
+}  // namespace memstress::compare
