@@ -4,6 +4,7 @@
 // case: the block goes back to its allocator when the owner goes, also when a case ends in an exception.
 
 #include <cstddef>
+#include <exception>
 #include <utility>
 
 #include "harness/alloc/allocator.hpp"
@@ -11,28 +12,30 @@
 
 namespace memstress::suites {
 
-// A device block from the shared allocator, allocated on `stream`.
-class DeviceBlock {
+namespace detail {
+// Reports a failed free on stderr: owners free in destructors and must not throw.
+void report_free_failure(const char* what) noexcept;
+}  // namespace detail
+
+// A block from `Source` (an Allocator or the PinnedHostAllocator): move-only, freed on destruction.
+template <typename Source>
+class OwnedBlock {
  public:
-  DeviceBlock() = default;
-  DeviceBlock(Allocator& allocator, std::size_t bytes, StreamRef stream)
-      : allocator_(&allocator), data_(allocator.allocate(bytes, stream)), bytes_(bytes) {}
-  ~DeviceBlock() { reset(); }
-  DeviceBlock(DeviceBlock&& o) noexcept
-      : allocator_(o.allocator_),
-        data_(std::exchange(o.data_, nullptr)),
-        bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBlock& operator=(DeviceBlock&& o) noexcept {
+  OwnedBlock() = default;
+  ~OwnedBlock() { reset(); }
+  OwnedBlock(OwnedBlock&& o) noexcept
+      : source_(o.source_), data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  OwnedBlock& operator=(OwnedBlock&& o) noexcept {
     if (this != &o) {
       reset();
-      allocator_ = o.allocator_;
+      source_ = o.source_;
       data_ = std::exchange(o.data_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
     }
     return *this;
   }
-  DeviceBlock(const DeviceBlock&) = delete;
-  DeviceBlock& operator=(const DeviceBlock&) = delete;
+  OwnedBlock(const OwnedBlock&) = delete;
+  OwnedBlock& operator=(const OwnedBlock&) = delete;
 
   [[nodiscard]] void* get() const noexcept { return data_; }
   [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
@@ -41,47 +44,44 @@ class DeviceBlock {
     return static_cast<T*>(data_);
   }
   // The block is used on `stream` too: it is not reused before that stream passes its free.
-  void record_stream(StreamRef stream) const { allocator_->record_stream(data_, stream); }
-  void reset() noexcept;
+  void record_stream(StreamRef stream) const { source_->record_stream(data_, stream); }
+  // Frees the block now (stream-ordered for device blocks).
+  void reset() noexcept {
+    if (data_ != nullptr) {
+      try {
+        source_->deallocate(data_);
+      } catch (const std::exception& e) {
+        detail::report_free_failure(e.what());
+      }
+    }
+    data_ = nullptr;
+    bytes_ = 0;
+  }
+
+ protected:
+  OwnedBlock(Source& source, void* data, std::size_t bytes) noexcept
+      : source_(&source), data_(data), bytes_(bytes) {}
 
  private:
-  Allocator* allocator_ = nullptr;
+  Source* source_ = nullptr;
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };
 
+// A device block from the shared allocator, allocated on `stream`.
+class DeviceBlock : public OwnedBlock<Allocator> {
+ public:
+  DeviceBlock() = default;
+  DeviceBlock(Allocator& allocator, std::size_t bytes, StreamRef stream)
+      : OwnedBlock(allocator, allocator.allocate(bytes, stream), bytes) {}
+};
+
 // A block from the shared pinned host cache.
-class HostBlock {
+class HostBlock : public OwnedBlock<PinnedHostAllocator> {
  public:
   HostBlock() = default;
   HostBlock(PinnedHostAllocator& allocator, std::size_t bytes)
-      : allocator_(&allocator), data_(allocator.allocate(bytes)), bytes_(bytes) {}
-  ~HostBlock() { reset(); }
-  HostBlock(HostBlock&& o) noexcept
-      : allocator_(o.allocator_),
-        data_(std::exchange(o.data_, nullptr)),
-        bytes_(std::exchange(o.bytes_, 0)) {}
-  HostBlock& operator=(HostBlock&& o) noexcept {
-    if (this != &o) {
-      reset();
-      allocator_ = o.allocator_;
-      data_ = std::exchange(o.data_, nullptr);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  HostBlock(const HostBlock&) = delete;
-  HostBlock& operator=(const HostBlock&) = delete;
-
-  [[nodiscard]] void* get() const noexcept { return data_; }
-  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
-  void record_stream(StreamRef stream) const { allocator_->record_stream(data_, stream); }
-  void reset() noexcept;
-
- private:
-  PinnedHostAllocator* allocator_ = nullptr;
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
+      : OwnedBlock(allocator, allocator.allocate(bytes), bytes) {}
 };
 
 }  // namespace memstress::suites
