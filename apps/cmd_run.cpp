@@ -2,9 +2,11 @@
 // streams rows to --out as they finish, and prints the results on stdout.
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -20,7 +22,9 @@
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
 #include "harness/run/format.hpp"
+#include "harness/run/junit.hpp"
 #include "harness/run/plan.hpp"
+#include "harness/run/progress.hpp"
 #include "harness/run/runner.hpp"
 #include "harness/run/sink.hpp"
 #include "harness/stats/memory_summary.hpp"
@@ -48,6 +52,7 @@ struct RunFlags {
   std::uint64_t seed = 1;
   bool full = false;
   bool quiet = false;
+  std::string junit;
 };
 
 std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
@@ -84,6 +89,26 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
 
 // --memory-summary (stderr, so stdout stays parseable) and --snapshot, after the run.
 // With several allocators, each snapshot goes to FILE with the allocator's name before the extension.
+// --junit FILE: its directory must be writable before anything runs, so that a typo is a usage error at
+// once and not after a long run.
+void check_junit_path(const RunFlags& f) {
+  if (f.junit.empty()) {
+    return;
+  }
+  const std::filesystem::path dir = std::filesystem::absolute(f.junit).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), W_OK) != 0) {
+    throw InputError(fmt::format("--junit '{}': the directory {} does not exist or is not writable", f.junit,
+                                 dir.string()));
+  }
+}
+
+void write_junit(const RunFlags& f, const RunRecord& record) {
+  if (!f.junit.empty()) {
+    write_file_atomically(f.junit, format_junit(record), "--junit");
+  }
+}
+
 void report_allocator(const RunFlags& f, const Allocator& allocator, bool several) {
   if (f.memory_summary) {
     std::fputs(memory_summary(allocator.memory_stats(),
@@ -145,6 +170,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
     throw InputError("--alloc-trace records one allocator's calls: name a single --allocator with it");
   }
 
+  check_junit_path(f);
   const std::unique_ptr<DeviceBackend> backend = make_backend(spec);
 
   RunRecord header;
@@ -168,6 +194,8 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   options.warmup = f.warmup;
   options.seed = f.seed;
   options.quiet = f.quiet;
+  Progress progress(cases.size() * allocators.size(), f.quiet);
+  options.progress = &progress;
   // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
   PinnedHostAllocator host(
       make_host_memory_source(backend->info().kind == BackendKind::cuda ? "cuda" : "plain"));
@@ -181,10 +209,12 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   } catch (const std::exception& e) {
     // Keep what finished: the final document says the run was aborted and why.
     sink.finish(RunStatus::aborted, e.what());
+    write_junit(f, sink.record());
     std::fputs(format_run(sink.record(), format).c_str(), stdout);
     throw;
   }
   sink.finish(RunStatus::complete);
+  write_junit(f, sink.record());
   std::fputs(format_run(sink.record(), format).c_str(), stdout);
   return failures == 0 ? 0 : 1;
 }
@@ -234,6 +264,7 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       "Write the results document here (rows stream to the same name with .jsonl as they finish)");
   sub->add_flag("--full", flags->full, "The long version of each workload's axes");
   sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
+  sub->add_option("--junit", flags->junit, "Also write the results as JUnit XML to FILE (for CI systems)");
   return {sub, [flags, argv = std::move(argv)] {
             if (flags->alloc_conf.empty()) {
               if (const char* env = std::getenv("MEMSTRESS_ALLOC_CONF")) {  // NOLINT(concurrency-mt-unsafe)

@@ -12,6 +12,7 @@
 #include "harness/memory/backend.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/nvtx.hpp"
+#include "harness/run/progress.hpp"
 #include "harness/run/sink.hpp"
 #include "harness/run/workload.hpp"
 
@@ -69,6 +70,11 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
   int failures = 0;
   std::string lost_after;  // the case after which the device became unusable
   DeviceBackend& backend = allocator_.backend();
+  std::optional<Progress> own_progress;
+  if (options_.progress == nullptr) {
+    own_progress.emplace(cases.size(), options_.quiet);
+  }
+  Progress& progress = options_.progress != nullptr ? *options_.progress : *own_progress;
   for (std::size_t index = 0; index < cases.size(); ++index) {
     const PlannedCase& planned = cases[index];
     Row row;
@@ -80,6 +86,7 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     row.started_at = utc_now_iso8601();
     const auto start = std::chrono::steady_clock::now();
     const std::string title = fmt::format("{} {}", row.workload, row.case_label());
+    progress.starting(title);
 
     if (!lost_after.empty()) {
       row.verdict = Verdict::error;
@@ -130,10 +137,7 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     if (row.verdict == Verdict::fail || row.verdict == Verdict::error) {
       ++failures;
     }
-    if (!options_.quiet) {
-      note("[{}/{}] {}: {}{}", index + 1, cases.size(), title, to_string(row.verdict),
-           row.reason.empty() ? std::string() : fmt::format(": {}", row.reason));
-    }
+    progress.finished(title, to_string(row.verdict), row.reason);
     sink.append(std::move(row));
   }
   return failures;

@@ -10,6 +10,7 @@ namespace memstress {
 
 class Allocator;
 class PinnedHostAllocator;
+class Progress;
 class ResultSink;
 
 struct RunOptions {
@@ -19,6 +20,8 @@ struct RunOptions {
   int rank = 0;
   int world_size = 1;
   bool quiet = false;  // no per-case progress notes on stderr
+  Progress* progress =
+      nullptr;  // the run's progress (shared by its allocators); null: one of the runner's own
 };
 
 // Runs planned cases one after another on one device through one shared allocator and appends a row

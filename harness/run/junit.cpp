@@ -1,0 +1,109 @@
+#include "harness/run/junit.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <vector>
+
+namespace memstress {
+namespace {
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        // XML 1.0 allows no control characters but tab, newline and carriage return.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+          out += '?';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+std::string testcase(const Row& row, bool several_places) {
+  std::string name = fmt::format("{} [{}]", row.case_label(), row.allocator);
+  if (several_places) {
+    name += fmt::format(" rank {} {}", row.rank, row.device.label);
+  }
+  std::string body;
+  const std::string reason = escape(row.reason);
+  switch (row.verdict) {
+    case Verdict::pass:
+      break;
+    case Verdict::fail:
+      body = fmt::format("<failure message=\"{}\">{}</failure>", reason, reason);
+      break;
+    case Verdict::error:
+      body = fmt::format("<error message=\"{}\">{}</error>", reason, reason);
+      break;
+    case Verdict::skip:
+      body = fmt::format("<skipped message=\"{}\"/>", reason);
+      break;
+  }
+  return fmt::format("    <testcase classname=\"memstress.{}\" name=\"{}\" time=\"{:.3f}\">{}</testcase>\n",
+                     escape(row.workload), escape(name), row.seconds, body);
+}
+
+}  // namespace
+
+std::string format_junit(const RunRecord& run) {
+  std::map<std::string, std::vector<const Row*>> by_workload;  // sorted: stable output
+  bool several_places = false;
+  for (const Row& row : run.rows) {
+    by_workload[row.workload].push_back(&row);
+    several_places = several_places || row.rank != run.rows.front().rank ||
+                     row.device.label != run.rows.front().device.label;
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memstress\">\n";
+  for (const auto& [workload, rows] : by_workload) {
+    int failures = 0;
+    int errors = 0;
+    int skipped = 0;
+    double seconds = 0;
+    std::string cases;
+    for (const Row* row : rows) {
+      failures += row->verdict == Verdict::fail ? 1 : 0;
+      errors += row->verdict == Verdict::error ? 1 : 0;
+      skipped += row->verdict == Verdict::skip ? 1 : 0;
+      seconds += row->seconds;
+      cases += testcase(*row, several_places);
+    }
+    out += fmt::format(
+        "  <testsuite name=\"memstress.{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
+        "time=\"{:.3f}\" timestamp=\"{}\">\n{}  </testsuite>\n",
+        escape(workload), rows.size(), failures, errors, skipped, seconds, escape(run.started_at), cases);
+  }
+  if (run.status == RunStatus::aborted) {
+    const std::string reason = escape(run.abort_reason);
+    out += fmt::format(
+        "  <testsuite name=\"memstress.run\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\">\n"
+        "    <testcase classname=\"memstress.run\" name=\"run completed\"><error message=\"run aborted: "
+        "{}\">{}"
+        "</error></testcase>\n  </testsuite>\n",
+        reason, reason);
+  }
+  out += "</testsuites>\n";
+  return out;
+}
+
+}  // namespace memstress
