@@ -1,0 +1,56 @@
+"""scripts/report on committed real results: every section it should draw is there, images are embedded,
+and bad input exits 2 naming the file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT = ROOT / "scripts" / "report"
+H100 = ROOT / "results" / "h100"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(REPORT), *args], capture_output=True, text=True, check=False)
+
+
+@unittest.skipUnless(__import__("importlib").util.find_spec("matplotlib"), "needs matplotlib (requirements.txt)")
+class Report(unittest.TestCase):
+    def test_real_results_render_every_section(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "report.html"
+            inputs = [
+                H100 / "transfers-h100-580.159.04.json",
+                H100 / "oom-h100-580.159.04.json",
+                H100 / "streams-h100-580.159.04.json",
+                H100 / "dataloader-h100-580.159.04.json",
+                ROOT / "results" / "h200" / "bench-alloc-h200-580.159.04.json",
+            ]
+            result = run(*map(str, inputs), "-o", str(out))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            page = out.read_text()
+            for title in ("Transfers: bandwidth by size", "Allocators", "OOM thresholds", "Streams and dataloader",
+                          "Every row"):
+                self.assertIn(f"<h2>{title}</h2>", page)
+            self.assertGreaterEqual(page.count('src="data:image/png;base64,'), 5)
+            self.assertIn("NVIDIA H100 80GB HBM3", page)
+
+    def test_bad_input_exits_2_naming_the_file(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            junk = Path(tmp) / "junk.json"
+            junk.write_text("{not json")
+            other = Path(tmp) / "other.json"
+            other.write_text('{"schema": "something/else"}')
+            for path, words in ((junk, "not JSON"), (other, "no known kind"), (Path(tmp) / "missing.json", "cannot be read")):
+                result = run(str(path), "-o", str(Path(tmp) / "r.html"))
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn(str(path), result.stderr)
+            self.assertFalse((Path(tmp) / "r.html").exists())
+
+
+if __name__ == "__main__":
+    unittest.main()
