@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
       memstress::app::add_devices(app),
       memstress::app::add_list(app),
       memstress::app::add_run(app, std::vector<std::string>(argv, argv + argc)),
+      memstress::app::add_accept(app, std::vector<std::string>(argv, argv + argc)),
       memstress::app::add_compare(app),
   };
 
@@ -35,10 +36,10 @@ int main(int argc, char** argv) {
                        [&](const auto& c) { return c.app->check_name(word); });
   };
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
-    fmt::print(
-        stderr,
-        "memstress: unknown subcommand '{}'; choose devices, list, run or compare (see 'memstress --help')\n",
-        argv[1]);
+    fmt::print(stderr,
+               "memstress: unknown subcommand '{}'; choose devices, list, run, compare or accept (see "
+               "'memstress --help')\n",
+               argv[1]);
     return to_int(ExitCode::bad_input);
   }
   try {

@@ -14,6 +14,7 @@ Registry builtin_registry() {
   registry.add(make_transfers());
   registry.add(make_inplace());
   registry.add(make_dataloader());
+  registry.add(make_integrity());
   return registry;
 }
 

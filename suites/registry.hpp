@@ -17,6 +17,7 @@ std::unique_ptr<Workload> make_transfers();
 std::unique_ptr<Workload> make_streams();
 std::unique_ptr<Workload> make_inplace();
 std::unique_ptr<Workload> make_dataloader();
+std::unique_ptr<Workload> make_integrity();
 std::unique_ptr<Workload> make_fragmentation();
 std::unique_ptr<Workload> make_oom();
 

@@ -1,0 +1,222 @@
+// memstress accept --profile FILE: run an acceptance profile and judge it (harness/accept/profile.hpp), or
+// judge results already measured (--from), or write a profile's golden values from a run (--train).
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "apps/commands.hpp"
+#include "harness/accept/profile.hpp"
+#include "harness/alloc/factory.hpp"
+#include "harness/alloc/pinned_host_allocator.hpp"
+#include "harness/core/atomic_file.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/version.hpp"
+#include "harness/env/environment.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/memory/device_spec.hpp"
+#include "harness/run/plan.hpp"
+#include "harness/run/progress.hpp"
+#include "harness/run/runner.hpp"
+#include "harness/run/sink.hpp"
+#include "suites/registry.hpp"
+
+namespace memstress::app {
+namespace {
+
+struct AcceptFlags {
+  std::string profile;
+  std::string device = "auto";
+  std::vector<std::string> from;
+  bool train = false;
+  std::string write;
+  std::string out;
+  std::string junit;
+  bool any_gpu = false;
+  bool quiet = false;
+};
+
+std::vector<std::string> split(const std::string& values) {
+  std::vector<std::string> out;
+  std::stringstream in(values);
+  for (std::string v; std::getline(in, v, ',');) {
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The rows of results files (memstress.run/1 documents), and the first row's device name.
+nlohmann::json rows_from(const std::vector<std::string>& files, std::string& gpu) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    if (!in) {
+      throw InputError(fmt::format("--from {}: cannot be read", file));
+    }
+    nlohmann::json doc;
+    try {
+      in >> doc;
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("--from {}: not JSON ({})", file, e.what()));
+    }
+    if (!doc.is_object() || doc.value("schema", "") != "memstress.run/1" || !doc.contains("rows")) {
+      throw InputError(fmt::format("--from {}: not a memstress.run/1 results document", file));
+    }
+    for (const nlohmann::json& row : doc["rows"]) {
+      if (gpu.empty()) {
+        gpu = row.value("/device/name"_json_pointer, std::string());
+      }
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv) {
+  const Registry registry = suites::builtin_registry();
+  std::vector<PlannedCase> cases;
+  for (const ProfileRun& r : profile.runs) {
+    PlanRequest request;
+    request.workloads = {r.workload};
+    for (const auto& [axis, values] : r.params) {
+      request.overrides.push_back(ParamOverride{r.workload, axis, split(values)});
+    }
+    for (PlannedCase& c : plan_cases(registry, request)) {
+      cases.push_back(std::move(c));
+    }
+  }
+  const std::unique_ptr<DeviceBackend> backend = make_backend(DeviceSpec::parse(f.device));
+  if (!f.any_gpu && backend->info().name != profile.gpu) {
+    throw InputError(
+        fmt::format("--profile {}: its thresholds are for {}, and this device is {} (--any-gpu to run "
+                    "it anyway)",
+                    f.profile, profile.gpu, backend->info().name));
+  }
+  AllocatorSpec spec;
+  spec.name = "caching";
+  const std::unique_ptr<Allocator> allocator = make_allocator(spec, *backend);
+  PinnedHostAllocator host(
+      make_host_memory_source(backend->info().kind == BackendKind::cuda ? "cuda" : "plain"));
+  RunRecord header;
+  const VersionInfo version = version_info();
+  header.tool_version = version.version;
+  header.git_sha = version.git_sha;
+  header.argv = std::move(argv);
+  header.started_at = utc_now_iso8601();
+  header.config = {
+      {"device", f.device}, {"device_label", backend->info().label()}, {"profile", profile.name}};
+  nlohmann::json rank_env = to_json(collect_environment());
+  rank_env["rank"] = 0;
+  header.environment = {{"ranks", nlohmann::json::array({rank_env})}};
+  std::optional<std::filesystem::path> out;
+  if (!f.out.empty()) {
+    out = f.out;
+  }
+  ResultSink sink(std::move(header), out);
+  Progress progress(cases.size(), f.quiet);
+  RunOptions options;
+  options.quiet = f.quiet;
+  options.progress = &progress;
+  try {
+    Runner(*allocator, options, &host).run(cases, sink);
+  } catch (const std::exception& e) {
+    sink.finish(RunStatus::aborted, e.what());
+    throw;
+  }
+  sink.finish(RunStatus::complete);
+  return run_json(sink.record())["rows"];
+}
+
+std::string junit_of(const Profile& profile,
+                     const std::vector<std::pair<const AcceptCheck*, CheckOutcome>>& results) {
+  int failures = 0;
+  std::string cases;
+  const auto esc = [](const std::string& s) {
+    std::string o;
+    for (const char c : s) {
+      o += c == '&'   ? "&amp;"
+           : c == '<' ? "&lt;"
+           : c == '>' ? "&gt;"
+           : c == '"' ? "&quot;"
+                      : std::string(1, c);
+    }
+    return o;
+  };
+  for (const auto& [check, outcome] : results) {
+    failures += outcome.pass ? 0 : 1;
+    cases += fmt::format(
+        "    <testcase classname=\"memstress.accept.{}\" name=\"{}\">{}</testcase>\n", esc(profile.name),
+        esc(check->name),
+        outcome.pass ? std::string() : fmt::format("<failure message=\"{}\"/>", esc(outcome.detail)));
+  }
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memstress\">\n  <testsuite "
+      "name=\"memstress.accept.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n{}  "
+      "</testsuite>\n"
+      "</testsuites>\n",
+      esc(profile.name), results.size(), failures, cases);
+}
+
+int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
+  Profile profile = load_profile(f.profile);
+  std::string gpu;
+  nlohmann::json rows;
+  if (!f.from.empty()) {
+    rows = rows_from(f.from, gpu);
+    if (!f.any_gpu && gpu != profile.gpu) {
+      throw InputError(
+          fmt::format("--profile {}: its thresholds are for {}, and the results are from {} (--any-gpu "
+                      "to judge them anyway)",
+                      f.profile, profile.gpu, gpu));
+    }
+  } else {
+    rows = run_profile(f, profile, argv);
+  }
+  if (f.train) {
+    train(profile, rows);
+    const std::string target = f.write.empty() ? f.profile : f.write;
+    write_file_atomically(target, to_yaml(profile), "--write");
+    fmt::print("trained {} golden value(s) into {}\n", profile.checks.size(), target);
+    return 0;
+  }
+  std::vector<std::pair<const AcceptCheck*, CheckOutcome>> results;
+  int passed = 0;
+  for (const AcceptCheck& check : profile.checks) {
+    results.emplace_back(&check, evaluate(check, rows));
+    passed += results.back().second.pass ? 1 : 0;
+    fmt::print("{}  {}: {}\n", results.back().second.pass ? "PASS" : "FAIL", check.name,
+               results.back().second.detail);
+  }
+  const bool ok = passed == static_cast<int>(results.size());
+  fmt::print("verdict: {} ({} of {} checks passed; profile {}, {})\n", ok ? "PASS" : "FAIL", passed,
+             results.size(), profile.name, profile.gpu);
+  if (!f.junit.empty()) {
+    write_file_atomically(f.junit, junit_of(profile, results), "--junit");
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+Subcommand add_accept(CLI::App& app, std::vector<std::string> argv) {
+  auto flags = std::make_shared<AcceptFlags>();
+  CLI::App* sub =
+      app.add_subcommand("accept", "Run an acceptance profile and print a pass/fail line per check");
+  sub->add_option("--profile", flags->profile, "Acceptance profile (YAML; see profiles/)")->required();
+  sub->add_option("-d,--device", flags->device, "auto, cuda[:N] or sim[:CAPACITY]");
+  sub->add_option("--from", flags->from,
+                  "Judge these results (memstress run --out files) instead of running");
+  sub->add_flag("--train", flags->train, "Write the measured values into the profile as its golden values");
+  sub->add_option("--write", flags->write,
+                  "With --train: write the trained profile here instead of --profile");
+  sub->add_option("-o,--out", flags->out, "Write the run's results (memstress.run/1) to FILE");
+  sub->add_option("--junit", flags->junit, "Also write the checks as JUnit XML to FILE");
+  sub->add_flag("--any-gpu", flags->any_gpu, "Judge a device other than the profile's GPU model");
+  sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
+  return {sub, [flags, argv = std::move(argv)] { return accept_command(*flags, argv); }};
+}
+
+}  // namespace memstress::app

@@ -1,0 +1,254 @@
+#include "harness/accept/profile.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "harness/core/error.hpp"
+
+namespace memstress {
+namespace {
+
+std::vector<std::pair<std::string, std::string>> string_map(const YAML::Node& node, const std::string& what) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!node) {
+    return out;
+  }
+  if (!node.IsMap()) {
+    throw InputError(fmt::format("{}: must be a map of names to values", what));
+  }
+  for (const auto& kv : node) {
+    out.emplace_back(kv.first.as<std::string>(), kv.second.as<std::string>());
+  }
+  return out;
+}
+
+std::string required(const YAML::Node& node, const char* key, const std::string& what) {
+  if (!node[key] || !node[key].IsScalar()) {
+    throw InputError(fmt::format("{}: needs `{}`", what, key));
+  }
+  return node[key].as<std::string>();
+}
+
+std::optional<double> number(const YAML::Node& node, const char* key, const std::string& what) {
+  if (!node[key] || node[key].IsNull()) {  // `golden: null`: to be trained
+    return std::nullopt;
+  }
+  try {
+    return node[key].as<double>();
+  } catch (const YAML::Exception&) {
+    throw InputError(fmt::format("{}: `{}` must be a number", what, key));
+  }
+}
+
+bool matches(const nlohmann::json& row, const AcceptCheck& check) {
+  if (row.value("workload", "") != check.workload) {
+    return false;
+  }
+  const nlohmann::json& params = row.contains("params") ? row["params"] : nlohmann::json::object();
+  return std::all_of(check.where.begin(), check.where.end(),
+                     [&](const std::pair<std::string, std::string>& w) {
+                       return params.contains(w.first) && params[w.first].is_string() &&
+                              params[w.first].get<std::string>() == w.second;
+                     });
+}
+
+struct Measured {
+  double value = 0;
+  bool higher_better = true;
+  std::size_t rows = 0;
+};
+
+std::optional<Measured> measure(const AcceptCheck& check, const nlohmann::json& rows) {
+  Measured m;
+  bool any = false;
+  for (const nlohmann::json& row : rows) {
+    if (!matches(row, check)) {
+      continue;
+    }
+    ++m.rows;
+    if (check.metric == "verification.errors") {
+      m.higher_better = false;
+      m.value += row.value("/verification/errors"_json_pointer, 0.0);
+      any = true;
+    } else if (check.metric == "verdict") {
+      m.higher_better = false;
+      m.value += row.value("verdict", "") == "pass" ? 0.0 : 1.0;
+      any = true;
+    } else if (row.contains("metrics") && row["metrics"].contains(check.metric)) {
+      const nlohmann::json& metric = row["metrics"][check.metric];
+      if (!metric.contains("median") || !metric["median"].is_number()) {
+        continue;
+      }
+      const double v = metric["median"].get<double>();
+      const bool higher = metric.value("better", "higher") != "lower";
+      m.value = !any ? v : (higher ? std::min(m.value, v) : std::max(m.value, v));
+      m.higher_better = higher;
+      any = true;
+    }
+  }
+  return any ? std::optional<Measured>(m) : std::nullopt;
+}
+
+}  // namespace
+
+Profile parse_profile(const std::string& yaml, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("{}: not YAML: {}", name, e.what()));
+  }
+  if (!root.IsMap()) {
+    throw InputError(fmt::format("{}: not an acceptance profile (a map with name, gpu, runs, checks)", name));
+  }
+  Profile p;
+  try {
+    p.name = required(root, "name", name);
+    p.gpu = required(root, "gpu", name);
+    p.description = root["description"] ? root["description"].as<std::string>() : "";
+    if (!root["runs"] || !root["runs"].IsSequence() || !root["checks"] || !root["checks"].IsSequence()) {
+      throw InputError(fmt::format("{}: needs `runs` and `checks`, each a list", name));
+    }
+    for (std::size_t i = 0; i < root["runs"].size(); ++i) {
+      const YAML::Node r = root["runs"][i];
+      const std::string what = fmt::format("{}: runs[{}]", name, i);
+      p.runs.push_back({required(r, "workload", what), string_map(r["params"], what + ".params")});
+    }
+    for (std::size_t i = 0; i < root["checks"].size(); ++i) {
+      const YAML::Node c = root["checks"][i];
+      const std::string what = fmt::format("{}: checks[{}]", name, i);
+      AcceptCheck check;
+      check.name = required(c, "name", what);
+      check.workload = required(c, "workload", what);
+      check.metric = required(c, "metric", what);
+      check.where = string_map(c["where"], what + ".where");
+      check.golden = number(c, "golden", what);
+      check.factor = number(c, "factor", what).value_or(0.75);
+      check.min = number(c, "min", what);
+      check.max = number(c, "max", what);
+      if (!(check.factor > 0 && check.factor <= 1)) {
+        throw InputError(fmt::format("{} ({}): factor must be in (0, 1]", what, check.name));
+      }
+      if (!check.golden && !check.min && !check.max && !(c["golden"] && c["golden"].IsNull())) {
+        throw InputError(fmt::format("{} ({}): needs golden (with factor), min or max", what, check.name));
+      }
+      p.checks.push_back(std::move(check));
+    }
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("{}: {}", name, e.what()));
+  }
+  return p;
+}
+
+Profile load_profile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw InputError(fmt::format("--profile {}: cannot be read", path.string()));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_profile(text.str(), path.string());
+}
+
+CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows) {
+  CheckOutcome out;
+  const std::optional<Measured> m = measure(check, rows);
+  if (!m) {
+    out.detail = fmt::format("no {} row with metric {} matched", check.workload, check.metric);
+    return out;
+  }
+  out.measured = m->value;
+  out.pass = true;
+  std::vector<std::string> parts;
+  if (check.golden) {
+    const double bound = m->higher_better ? check.factor * *check.golden : *check.golden / check.factor;
+    const bool ok = m->higher_better ? m->value >= bound : m->value <= bound;
+    out.pass = out.pass && ok;
+    parts.push_back(
+        fmt::format("{:.4g} {} {:.4g} ({} x golden {:.4g})", m->value, m->higher_better ? ">=" : "<=", bound,
+                    m->higher_better ? fmt::format("{}", check.factor) : fmt::format("1/{}", check.factor),
+                    *check.golden));
+  }
+  if (check.min) {
+    out.pass = out.pass && m->value >= *check.min;
+    parts.push_back(fmt::format("{:.4g} >= {:.4g}", m->value, *check.min));
+  }
+  if (check.max) {
+    out.pass = out.pass && m->value <= *check.max;
+    parts.push_back(fmt::format("{:.4g} <= {:.4g}", m->value, *check.max));
+  }
+  if (parts.empty()) {
+    out.pass = false;
+    parts.push_back(fmt::format("{:.4g}, no threshold (train the profile: --train)", m->value));
+  }
+  out.detail = fmt::format("{} over {} row(s)", fmt::join(parts, " and "), m->rows);
+  return out;
+}
+
+void train(Profile& profile, const nlohmann::json& rows) {
+  for (AcceptCheck& check : profile.checks) {
+    if (!check.golden && (check.min || check.max)) {
+      continue;
+    }
+    const std::optional<Measured> m = measure(check, rows);
+    if (!m) {
+      throw InputError(fmt::format("--train: check '{}' matched no {} row with metric {}", check.name,
+                                   check.workload, check.metric));
+    }
+    check.golden = m->value;
+  }
+}
+
+std::string to_yaml(const Profile& p) {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << p.name << YAML::Key << "gpu" << YAML::Value
+      << p.gpu;
+  if (!p.description.empty()) {
+    out << YAML::Key << "description" << YAML::Value << YAML::Literal << p.description;
+  }
+  out << YAML::Key << "runs" << YAML::Value << YAML::BeginSeq;
+  for (const ProfileRun& r : p.runs) {
+    out << YAML::BeginMap << YAML::Key << "workload" << YAML::Value << r.workload;
+    if (!r.params.empty()) {
+      out << YAML::Key << "params" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [k, v] : r.params) {
+        out << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::Key << "checks" << YAML::Value << YAML::BeginSeq;
+  for (const AcceptCheck& c : p.checks) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << c.name << YAML::Key << "workload"
+        << YAML::Value << c.workload;
+    if (!c.where.empty()) {
+      out << YAML::Key << "where" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [k, v] : c.where) {
+        out << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::Key << "metric" << YAML::Value << c.metric;
+    if (c.golden) {
+      out << YAML::Key << "golden" << YAML::Value << fmt::format("{:.6g}", *c.golden) << YAML::Key << "factor"
+          << YAML::Value << c.factor;
+    }
+    if (c.min) {
+      out << YAML::Key << "min" << YAML::Value << fmt::format("{:.6g}", *c.min);
+    }
+    if (c.max) {
+      out << YAML::Key << "max" << YAML::Value << fmt::format("{:.6g}", *c.max);
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace memstress

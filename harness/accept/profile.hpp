@@ -1,0 +1,79 @@
+#pragma once
+
+// Acceptance profiles (`memstress accept`): what to run on a GPU of one model and which thresholds its
+// results must meet, in YAML:
+//
+//   name: h100
+//   gpu: NVIDIA H100 80GB HBM3          # the device model the thresholds are for
+//   runs:                               # workloads and parameters, as `memstress run -p` takes them
+//     - workload: transfers
+//       params: {direction: "h2d,d2h", host: pinned, bytes: 256M}
+//   checks:
+//     - name: pinned H2D bandwidth
+//       workload: transfers
+//       where: {direction: h2d}          # rows whose parameters match (all rows of the workload if absent)
+//       metric: GB/s                     # a metric of those rows, or verification.errors / verdict
+//       golden: 52.6                     # a measured golden value (`--train` writes it) ...
+//       factor: 0.75                     # ... and the share of it that passes (DCGM's 0.75 x golden)
+//     - {name: memory integrity, workload: integrity, metric: verification.errors, max: 0}
+//
+// Note [Judging a check]. The measured value is the worst over the matched rows (the lowest for a metric
+// where higher is better, the highest otherwise). With a golden value, a higher-is-better metric passes at
+// >= factor x golden and a lower-is-better one at <= golden / factor; `min` and `max` are absolute bounds
+// and may stand alone or beside a golden value. `verification.errors` is the sum of the rows' data errors
+// and `verdict` the number of rows that did not pass; both want `max: 0`. A check that matches no row
+// fails: a profile whose run did not produce what it checks is not a pass.
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/run/params.hpp"
+
+namespace memstress {
+
+struct ProfileRun {
+  std::string workload;
+  std::vector<std::pair<std::string, std::string>> params;  // axis -> values ("v1,v2")
+};
+
+struct AcceptCheck {
+  std::string name;
+  std::string workload;
+  std::vector<std::pair<std::string, std::string>> where;
+  std::string metric;
+  std::optional<double> golden;
+  double factor = 0.75;
+  std::optional<double> min;
+  std::optional<double> max;
+};
+
+struct Profile {
+  std::string name;
+  std::string gpu;
+  std::string description;
+  std::vector<ProfileRun> runs;
+  std::vector<AcceptCheck> checks;
+};
+
+// Throws InputError naming the file (and what is wrong) for anything that is not a valid profile.
+[[nodiscard]] Profile load_profile(const std::filesystem::path& path);
+[[nodiscard]] Profile parse_profile(const std::string& yaml, const std::string& name);
+[[nodiscard]] std::string to_yaml(const Profile& profile);
+
+struct CheckOutcome {
+  bool pass = false;
+  std::optional<double> measured;
+  std::string detail;  // "52.6 >= 39.5 (0.75 x golden 52.6)", "no row matched"
+};
+
+// `rows`: memstress.run/1 rows (a JSON array), from this run or from results files.
+[[nodiscard]] CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows);
+// Sets every check's golden value to what `rows` measured (checks with no golden value and only absolute
+// bounds are left alone). Throws InputError naming a check that matched no row.
+void train(Profile& profile, const nlohmann::json& rows);
+
+}  // namespace memstress

@@ -1,0 +1,167 @@
+// integrity: fill and verify most of the device's memory with several patterns (the acceptance test's
+// memory check, in the manner of DCGM's memory diagnostic and memtest-style tools).
+//
+// Note [Coverage and classification]. The case takes `fraction` of the memory free at its start, in blocks
+// of `block` bytes from the shared allocator (so the allocator's own path is part of what is tested). For
+// each pattern it fills every block, then checks every block on the device. A block with bad words is read
+// a second time: words that are still wrong are `persistent` (the cell holds a wrong value: a stuck bit, a
+// bad row, or a write that went astray), words that read right the second time are `transient` (the read
+// was wrong: a marginal cell or link). Both fail the case. The seed changes per pattern and repetition, so
+// a block that silently kept old data cannot pass. `coverage` is the bytes tested over the device's total
+// memory; `fill_GB/s` and `check_GB/s` time the passes over all blocks.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "harness/core/cuda_check.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/units.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/memory/cuda_handles.hpp"
+#include "harness/run/context.hpp"
+#include "harness/run/timing.hpp"
+#include "harness/run/workload.hpp"
+#include "kernels/pattern.hpp"
+#include "suites/blocks.hpp"
+#include "suites/registry.hpp"
+
+namespace memstress::suites {
+namespace {
+
+constexpr int kMaxNotes = 5;
+
+std::vector<kernels::Pattern> parse_patterns(const std::string& list) {
+  std::vector<kernels::Pattern> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t end = std::min(list.find('+', start), list.size());
+    out.push_back(kernels::parse_pattern(list.substr(start, end - start), "integrity.patterns"));
+    start = end + 1;
+  }
+  return out;
+}
+
+class IntegrityRun final : public CaseRun {
+ public:
+  explicit IntegrityRun(CaseContext& ctx) : patterns_(parse_patterns(ctx.params().text("patterns"))) {
+    const double fraction = ctx.params().real("fraction");
+    if (fraction <= 0 || fraction > 0.99) {
+      throw InputError(
+          fmt::format("integrity.fraction={}: choose a share of free memory in (0, 0.99]", fraction));
+    }
+    const std::uint64_t block = ctx.params().bytes("block");
+    const MemInfo info = ctx.device().mem_info();
+    total_ = info.total;
+    const auto target = static_cast<std::uint64_t>(fraction * static_cast<double>(info.free));
+    const StreamRef stream = StreamRef::from(stream_.get());
+    for (std::uint64_t have = 0; have + block <= target;) {
+      try {
+        blocks_.emplace_back(ctx.allocator(), block, stream);
+      } catch (const OutOfMemoryError&) {
+        break;  // what the device will give is what is tested; coverage says how much
+      }
+      have += block;
+    }
+    block_bytes_ = block;
+  }
+
+  void iteration(CaseContext& ctx) override {
+    const cudaStream_t s = stream_.get();
+    std::uint64_t persistent = 0;
+    std::uint64_t transient = 0;
+    double fill_s = 0;
+    double check_s = 0;
+    int notes = 0;
+    for (std::size_t p = 0; p < patterns_.size(); ++p) {
+      const std::uint64_t seed =
+          ctx.seed() + (static_cast<std::uint64_t>(ctx.iteration()) << 32U) + p * 7919U;
+      timer_.start(s);
+      for (std::size_t b = 0; b < blocks_.size(); ++b) {
+        kernels::fill(blocks_[b].get(), block_bytes_, patterns_[p], seed + b, s);
+      }
+      timer_.stop(s);
+      fill_s += timer_.seconds();
+      std::vector<kernels::CheckResult> first(blocks_.size());
+      const HostTimer check_timer;
+      for (std::size_t b = 0; b < blocks_.size(); ++b) {
+        first[b] = checker_.check(blocks_[b].get(), block_bytes_, patterns_[p], seed + b, s);
+      }
+      check_s += check_timer.seconds();
+      for (std::size_t b = 0; b < blocks_.size(); ++b) {
+        ctx.verified(first[b].checked_words, 0);
+        if (first[b].ok()) {
+          continue;
+        }
+        const kernels::CheckResult again =
+            checker_.check(blocks_[b].get(), block_bytes_, patterns_[p], seed + b, s);
+        const std::uint64_t still = std::min(again.bad_words, first[b].bad_words);
+        persistent += still;
+        transient += first[b].bad_words - still;
+        ctx.verified(0, first[b].bad_words);
+        if (notes++ < kMaxNotes) {
+          ctx.note(
+              fmt::format("pattern {}: block {} at {}: {} bad words on the first read (first at word {}), {} "
+                          "on the second",
+                          kernels::to_string(patterns_[p]), b, blocks_[b].get(), first[b].bad_words,
+                          first[b].first_bad_word, again.bad_words));
+        }
+      }
+    }
+    const double bytes = static_cast<double>(block_bytes_) * static_cast<double>(blocks_.size()) *
+                         static_cast<double>(patterns_.size());
+    ctx.record("coverage", "share of total", Better::higher,
+               static_cast<double>(block_bytes_ * blocks_.size()) / static_cast<double>(total_));
+    ctx.record("persistent_errors", "words", Better::lower, static_cast<double>(persistent));
+    ctx.record("transient_errors", "words", Better::lower, static_cast<double>(transient));
+    ctx.record("fill_GB/s", "GB/s", Better::higher, gb_per_s(bytes, fill_s));
+    ctx.record("check_GB/s", "GB/s", Better::higher, gb_per_s(bytes, check_s));
+  }
+
+ private:
+  cuda::Stream stream_;
+  std::vector<kernels::Pattern> patterns_;
+  std::vector<DeviceBlock> blocks_;
+  std::uint64_t block_bytes_ = 0;
+  std::uint64_t total_ = 1;
+  DeviceTimer timer_;
+  kernels::Checker checker_;
+};
+
+class Integrity final : public Workload {
+ public:
+  [[nodiscard]] std::string_view name() const noexcept override { return "integrity"; }
+  [[nodiscard]] std::string_view summary() const noexcept override {
+    return "fill and verify a share of device memory (default 90% of free) with several patterns; bad words "
+           "are read again and classified persistent or transient; coverage, fill and check GB/s";
+  }
+  [[nodiscard]] std::vector<ParamSpec> params() const override {
+    return {
+        {"fraction", ParamType::real, {"0.9"}, {"0.95"}, {}, "share of free memory tested"},
+        {"patterns",
+         ParamType::text,
+         {"random+checkerboard+walking_ones+address"},
+         {},
+         {},
+         "patterns, joined by +, each over all blocks"},
+        {"block", ParamType::bytes, {"1G"}, {}, {}, "block size (the allocation unit tested)", 1 << 20},
+    };
+  }
+  [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
+  // Not in the quick default job: it touches all of the device's memory several times. `accept` runs it.
+  [[nodiscard]] bool in_default_job() const noexcept override { return false; }
+  [[nodiscard]] int max_repetitions() const noexcept override { return 1; }
+  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
+    return std::make_unique<IntegrityRun>(ctx);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_integrity() {
+  return std::make_unique<Integrity>();
+}
+
+}  // namespace memstress::suites
