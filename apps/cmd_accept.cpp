@@ -176,10 +176,13 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
     rows = run_profile(f, profile, argv);
   }
   if (f.train) {
-    train(profile, rows);
+    const std::vector<std::string> untrained = train(profile, rows);
     const std::string target = f.write.empty() ? f.profile : f.write;
     write_file_atomically(target, to_yaml(profile), "--write");
-    fmt::print("trained {} golden value(s) into {}\n", profile.checks.size(), target);
+    fmt::print("trained the golden values of {} profile {} into {}\n", profile.name, profile.gpu, target);
+    for (const std::string& name : untrained) {
+      fmt::print("  not trained (no matching row in these results): {}\n", name);
+    }
     return 0;
   }
   std::vector<std::pair<const AcceptCheck*, CheckOutcome>> results;

@@ -46,7 +46,7 @@ std::optional<double> number(const YAML::Node& node, const char* key, const std:
 }
 
 bool matches(const nlohmann::json& row, const AcceptCheck& check) {
-  if (row.value("workload", "") != check.workload) {
+  if (!row.is_object() || row.value("workload", "") != check.workload) {
     return false;
   }
   const nlohmann::json& params = row.contains("params") ? row["params"] : nlohmann::json::object();
@@ -190,18 +190,20 @@ CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows) {
   return out;
 }
 
-void train(Profile& profile, const nlohmann::json& rows) {
+std::vector<std::string> train(Profile& profile, const nlohmann::json& rows) {
+  std::vector<std::string> untrained;
   for (AcceptCheck& check : profile.checks) {
     if (!check.golden && (check.min || check.max)) {
       continue;
     }
     const std::optional<Measured> m = measure(check, rows);
-    if (!m) {
-      throw InputError(fmt::format("--train: check '{}' matched no {} row with metric {}", check.name,
-                                   check.workload, check.metric));
+    if (m) {
+      check.golden = m->value;
+    } else {
+      untrained.push_back(check.name);
     }
-    check.golden = m->value;
   }
+  return untrained;
 }
 
 std::string to_yaml(const Profile& p) {
@@ -238,6 +240,8 @@ std::string to_yaml(const Profile& p) {
     if (c.golden) {
       out << YAML::Key << "golden" << YAML::Value << fmt::format("{:.6g}", *c.golden) << YAML::Key << "factor"
           << YAML::Value << c.factor;
+    } else if (!c.min && !c.max) {
+      out << YAML::Key << "golden" << YAML::Value << YAML::Null;  // to be trained
     }
     if (c.min) {
       out << YAML::Key << "min" << YAML::Value << fmt::format("{:.6g}", *c.min);

@@ -73,7 +73,7 @@ struct CheckOutcome {
 // `rows`: memstress.run/1 rows (a JSON array), from this run or from results files.
 [[nodiscard]] CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows);
 // Sets every check's golden value to what `rows` measured (checks with no golden value and only absolute
-// bounds are left alone). Throws InputError naming a check that matched no row.
-void train(Profile& profile, const nlohmann::json& rows);
+// bounds are left alone). Returns the names of the checks that matched no row: they keep what they had.
+[[nodiscard]] std::vector<std::string> train(Profile& profile, const nlohmann::json& rows);
 
 }  // namespace memstress

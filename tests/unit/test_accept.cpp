@@ -1,0 +1,103 @@
+// Acceptance profiles: parsing (and its errors), judging checks against rows, training golden values.
+
+#include <gtest/gtest.h>
+
+#include "harness/accept/profile.hpp"
+#include "harness/core/error.hpp"
+
+namespace memstress {
+namespace {
+
+nlohmann::json row(const char* workload, nlohmann::json params, double gbs, const char* better = "higher",
+                   double errors = 0, const char* verdict = "pass") {
+  return {{"workload", workload},
+          {"params", std::move(params)},
+          {"verdict", verdict},
+          {"verification", {{"checked", 10}, {"errors", errors}}},
+          {"metrics", {{"GB/s", {{"median", gbs}, {"better", better}}}}}};
+}
+
+const char* const kProfile = R"(
+name: t
+gpu: G
+runs:
+  - {workload: transfers, params: {direction: "h2d,d2h"}}
+checks:
+  - {name: h2d, workload: transfers, where: {direction: h2d}, metric: GB/s, golden: 50, factor: 0.8}
+  - {name: any, workload: transfers, metric: GB/s, min: 30}
+  - {name: errors, workload: transfers, metric: verification.errors, max: 0}
+  - {name: untrained, workload: transfers, metric: GB/s, golden: null}
+)";
+
+TEST(AcceptProfile, ParsesRunsAndChecks) {
+  const Profile p = parse_profile(kProfile, "t.yaml");
+  EXPECT_EQ(p.gpu, "G");
+  ASSERT_EQ(p.runs.size(), 1U);
+  EXPECT_EQ(p.runs[0].params[0], (std::pair<std::string, std::string>{"direction", "h2d,d2h"}));
+  ASSERT_EQ(p.checks.size(), 4U);
+  EXPECT_EQ(p.checks[0].golden, 50);
+  EXPECT_EQ(p.checks[0].factor, 0.8);
+  EXPECT_FALSE(p.checks[3].golden.has_value());
+}
+
+TEST(AcceptProfile, BadProfilesNameTheFileAndTheProblem) {
+  const auto message = [](const std::string& yaml) {
+    try {
+      static_cast<void>(parse_profile(yaml, "p.yaml"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("[1, 2").find("p.yaml: not YAML"), std::string::npos);
+  EXPECT_NE(message("name: x\ngpu: y\n").find("needs `runs` and `checks`"), std::string::npos);
+  EXPECT_NE(message("name: x\ngpu: y\nruns: []\nchecks: [{name: c, workload: w, metric: m}]\n")
+                .find("needs golden"),
+            std::string::npos);
+  EXPECT_NE(message("name: x\ngpu: y\nruns: []\nchecks: [{name: c, workload: w, metric: m, golden: fast}]\n")
+                .find("`golden` must be a number"),
+            std::string::npos);
+}
+
+TEST(AcceptProfile, ChecksTakeTheWorstMatchedRowAndBothDirections) {
+  const Profile p = parse_profile(kProfile, "t.yaml");
+  const nlohmann::json rows = {row("transfers", {{"direction", "h2d"}}, 45),
+                               row("transfers", {{"direction", "h2d"}}, 41),
+                               row("transfers", {{"direction", "d2h"}}, 31), row("smoke", {}, 1)};
+  const CheckOutcome h2d = evaluate(p.checks[0], rows);
+  EXPECT_TRUE(h2d.pass) << h2d.detail;  // 41 >= 0.8 x 50
+  EXPECT_EQ(h2d.measured, 41);
+  EXPECT_TRUE(evaluate(p.checks[1], rows).pass);   // worst 31 >= 30
+  EXPECT_TRUE(evaluate(p.checks[2], rows).pass);   // no errors
+  EXPECT_FALSE(evaluate(p.checks[3], rows).pass);  // no threshold yet
+  const nlohmann::json slow = {row("transfers", {{"direction", "h2d"}}, 39, "higher", 2)};
+  EXPECT_FALSE(evaluate(p.checks[0], slow).pass);
+  EXPECT_FALSE(evaluate(p.checks[2], slow).pass);  // 2 data errors
+  const CheckOutcome none = evaluate(p.checks[0], nlohmann::json::array());
+  EXPECT_FALSE(none.pass);
+  EXPECT_NE(none.detail.find("no transfers row"), std::string::npos);
+  // Lower is better: a latency passes at <= golden / factor.
+  AcceptCheck latency{"lat", "transfers", {}, "GB/s", 10.0, 0.5, {}, {}};
+  EXPECT_TRUE(evaluate(latency, nlohmann::json::array({row("transfers", {}, 19, "lower")})).pass);
+  EXPECT_FALSE(evaluate(latency, nlohmann::json::array({row("transfers", {}, 21, "lower")})).pass);
+}
+
+TEST(AcceptProfile, TrainingSetsGoldenValuesAndRoundTrips) {
+  Profile p = parse_profile(kProfile, "t.yaml");
+  const nlohmann::json rows = {row("transfers", {{"direction", "h2d"}}, 52),
+                               row("transfers", {{"direction", "d2h"}}, 48)};
+  const std::vector<std::string> untrained = train(p, rows);
+  EXPECT_TRUE(untrained.empty());
+  EXPECT_EQ(p.checks[0].golden, 52);
+  EXPECT_EQ(p.checks[3].golden, 48);  // the worst row
+  EXPECT_FALSE(p.checks[1].golden);   // absolute bounds only: left alone
+  const Profile again = parse_profile(to_yaml(p), "trained.yaml");
+  EXPECT_EQ(again.checks[0].golden, 52);
+  EXPECT_EQ(again.checks[1].min, 30);
+  EXPECT_EQ(again.checks[0].where, p.checks[0].where);
+  Profile q = parse_profile(kProfile, "t.yaml");
+  EXPECT_EQ(train(q, nlohmann::json::array()).size(), 2U);  // nothing to learn from
+}
+
+}  // namespace
+}  // namespace memstress
