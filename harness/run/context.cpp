@@ -5,12 +5,21 @@
 #include <stdexcept>
 
 #include "harness/alloc/allocator.hpp"
+#include "harness/dist/world.hpp"
 
 namespace memstress {
 
-CaseContext::CaseContext(ParamSet params, Allocator& allocator, std::uint64_t seed,
-                         PinnedHostAllocator* host) noexcept
-    : params_(std::move(params)), allocator_(allocator), seed_(seed), host_(host) {}
+CaseContext::CaseContext(ParamSet params, Allocator& allocator, std::uint64_t seed, PinnedHostAllocator* host,
+                         World* world, NcclComm* nccl) noexcept
+    : params_(std::move(params)),
+      allocator_(allocator),
+      seed_(seed),
+      host_(host),
+      own_world_(world == nullptr ? std::make_unique<SoloWorld>() : nullptr),
+      world_(world == nullptr ? own_world_.get() : world),
+      nccl_(nccl) {}
+
+CaseContext::~CaseContext() = default;
 
 PinnedHostAllocator& CaseContext::host_allocator() const {
   if (host_ == nullptr) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,15 +13,24 @@ namespace memstress {
 
 class Allocator;
 class DeviceBackend;
+class NcclComm;
 class PinnedHostAllocator;
+class World;
 
 // What a case sees: its parameters, the shared allocator (and through it the device), a seed, and the
 // calls that report samples and verification counts. The harness owns one per case.
 class CaseContext {
  public:
   // `host` is the process's pinned host cache, shared by every case; null where the run has none.
-  CaseContext(ParamSet params, Allocator& allocator, std::uint64_t seed,
-              PinnedHostAllocator* host = nullptr) noexcept;
+  // `world`: the run's ranks (null: a world of one); `nccl`: the communicator over them, on this rank's
+  // device (null where there is none: the simulated device).
+  CaseContext(ParamSet params, Allocator& allocator, std::uint64_t seed, PinnedHostAllocator* host = nullptr,
+              World* world = nullptr, NcclComm* nccl = nullptr) noexcept;
+  ~CaseContext();
+  CaseContext(const CaseContext&) = delete;
+  CaseContext& operator=(const CaseContext&) = delete;
+  CaseContext(CaseContext&&) = delete;
+  CaseContext& operator=(CaseContext&&) = delete;
 
   [[nodiscard]] const ParamSet& params() const noexcept { return params_; }
   [[nodiscard]] Allocator& allocator() const noexcept { return allocator_; }
@@ -28,6 +38,10 @@ class CaseContext {
   // The shared pinned host cache (page-locked on a real GPU, plain memory on the simulated device).
   // Throws std::logic_error when the run has none (a harness bug: workloads may rely on it).
   [[nodiscard]] PinnedHostAllocator& host_allocator() const;
+  // The run's ranks; a world of one when the run has no other.
+  [[nodiscard]] World& world() const noexcept { return *world_; }
+  // The NCCL communicator over all ranks, or null (a workload that needs it skips with that reason).
+  [[nodiscard]] NcclComm* nccl() const noexcept { return nccl_; }
   // Derived from the run's --seed and the case's identity: the same case always gets the same seed.
   [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
   // False during warm-up repetitions.
@@ -53,6 +67,9 @@ class CaseContext {
   Allocator& allocator_;
   std::uint64_t seed_;
   PinnedHostAllocator* host_;
+  std::unique_ptr<World> own_world_;  // when the run passed none
+  World* world_;
+  NcclComm* nccl_;
   bool measuring_ = false;
   int iteration_ = 0;
   std::vector<MetricResult> metrics_;

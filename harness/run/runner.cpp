@@ -96,7 +96,8 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
       row.reason = *reason;
     } else {
       const NvtxRange range(title);
-      CaseContext ctx(planned.params, allocator_, case_seed(options_.seed, planned), host_);
+      CaseContext ctx(planned.params, allocator_, case_seed(options_.seed, planned), host_, options_.world,
+                      options_.nccl);
       // Cases are independent: nothing cached by the one before, peaks from this one alone.
       allocator_.empty_cache();
       allocator_.reset_peak_stats();

@@ -9,7 +9,9 @@
 namespace memstress {
 
 class Allocator;
+class NcclComm;
 class PinnedHostAllocator;
+class World;
 class Progress;
 class ResultSink;
 
@@ -21,7 +23,9 @@ struct RunOptions {
   int world_size = 1;
   bool quiet = false;  // no per-case progress notes on stderr
   Progress* progress =
-      nullptr;  // the run's progress (shared by its allocators); null: one of the runner's own
+      nullptr;               // the run's progress (shared by its allocators); null: one of the runner's own
+  World* world = nullptr;    // the run's ranks (null: a world of one)
+  NcclComm* nccl = nullptr;  // the communicator over them, for workloads that need one (null: none)
 };
 
 // Runs planned cases one after another on one device through one shared allocator and appends a row

@@ -1,0 +1,61 @@
+#pragma once
+
+// One NCCL communicator over all ranks of a World, on the current CUDA device (RAII, move-only).
+//
+// Design note: NCCL reports failures of a peer (a dead rank, a broken link) asynchronously; a blocked
+// collective would otherwise hang the job forever. So nothing here waits with cudaStreamSynchronize:
+// wait() polls the stream and ncclCommGetAsyncError until a deadline, and on an error or at the deadline
+// aborts the communicator (ncclCommAbort, which unblocks the kernels) and throws DistError naming the
+// rank and what it was waiting for. After that the communicator is unusable (aborted() is true).
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <string>
+
+#include "harness/core/error.hpp"
+
+namespace memstress {
+
+class World;
+
+// A peer failed or a collective did not finish in time. Exit code 1.
+class DistError : public Error {
+ public:
+  explicit DistError(const std::string& what) : Error(ExitCode::check_failed, what) {}
+};
+
+class NcclComm {
+ public:
+  // Collective over `world`: rank 0 makes the unique id and broadcasts it. `device` must be current.
+  NcclComm(World& world, int device);
+  ~NcclComm();
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+  NcclComm(NcclComm&& other) noexcept;
+  NcclComm& operator=(NcclComm&& other) noexcept;
+
+  [[nodiscard]] ncclComm_t get() const noexcept { return comm_; }
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int size() const noexcept { return size_; }
+  [[nodiscard]] int device() const noexcept { return device_; }
+  [[nodiscard]] bool aborted() const noexcept { return aborted_; }
+
+  // Waits until the work queued on `stream` so far has finished; throws DistError (after aborting the
+  // communicator) on an asynchronous NCCL error or when `timeout` passes first. `what` names the wait in
+  // the message, e.g. "all_reduce 256M".
+  void wait(cudaStream_t stream, std::chrono::milliseconds timeout, const std::string& what);
+
+  // Aborts the communicator (idempotent): outstanding collectives return, the communicator is dead.
+  void abort() noexcept;
+
+ private:
+  ncclComm_t comm_ = nullptr;
+  int rank_ = 0;
+  int size_ = 1;
+  int device_ = 0;
+  bool aborted_ = false;
+};
+
+}  // namespace memstress

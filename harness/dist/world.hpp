@@ -1,0 +1,52 @@
+#pragma once
+
+// The ranks of a run. Under mpirun each process is one rank and drives one GPU; a process started without
+// mpirun is a world of one (SoloWorld). Every member below except the accessors is collective: all ranks
+// call it, in the same order. Host-side only; device collectives go through NcclComm.
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace memstress {
+
+class World {
+ public:
+  virtual ~World() = default;
+  World() = default;
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+  World(World&&) = delete;
+  World& operator=(World&&) = delete;
+
+  [[nodiscard]] virtual int rank() const noexcept = 0;
+  [[nodiscard]] virtual int size() const noexcept = 0;
+  // Rank among the ranks on this host, and how many share it (the default GPU is the local rank).
+  [[nodiscard]] virtual int local_rank() const noexcept = 0;
+  [[nodiscard]] virtual int local_size() const noexcept = 0;
+
+  virtual void barrier() = 0;
+  // `bytes` of rank `root` land in `bytes` on every rank (e.g. a ncclUniqueId).
+  virtual void broadcast(std::span<std::byte> bytes, int root) = 0;
+  // Every rank's value, in rank order, on every rank.
+  [[nodiscard]] virtual std::vector<double> all_gather(double value) = 0;
+  // Every rank's text, in rank order, on rank 0; other ranks get an empty vector.
+  [[nodiscard]] virtual std::vector<std::string> gather(const std::string& text) = 0;
+};
+
+// A world of one process: every collective is the identity.
+class SoloWorld final : public World {
+ public:
+  [[nodiscard]] int rank() const noexcept override { return 0; }
+  [[nodiscard]] int size() const noexcept override { return 1; }
+  [[nodiscard]] int local_rank() const noexcept override { return 0; }
+  [[nodiscard]] int local_size() const noexcept override { return 1; }
+  void barrier() override {}
+  void broadcast(std::span<std::byte> /*bytes*/, int /*root*/) override {}
+  [[nodiscard]] std::vector<double> all_gather(double value) override { return {value}; }
+  [[nodiscard]] std::vector<std::string> gather(const std::string& text) override { return {text}; }
+};
+
+}  // namespace memstress
