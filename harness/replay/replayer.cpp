@@ -36,7 +36,8 @@ std::uint32_t pick_device(const ReplayTrace& trace, const std::string& wanted) {
 }
 
 // For each free of `device`: whether another allocation of the device comes before its free_completed
-// (or it never completes), i.e. whether the block must stay unusable after the free.
+// (or it never completes), i.e. whether the block must stay unusable after the free. A trace without any
+// free_completed line (v1: --alloc-trace, RMM logs) frees at once.
 std::vector<bool> late_completions(const ReplayTrace& trace, std::uint32_t device) {
   std::vector<bool> late(trace.events.size(), false);
   struct Open {
@@ -45,6 +46,7 @@ std::vector<bool> late_completions(const ReplayTrace& trace, std::uint32_t devic
   };
   std::unordered_map<std::uint64_t, Open> open;
   std::uint64_t allocs = 0;
+  bool completions = false;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const Event& e = trace.events[i];
     if (e.device != device) {
@@ -55,6 +57,7 @@ std::vector<bool> late_completions(const ReplayTrace& trace, std::uint32_t devic
     } else if (e.action == Action::free) {
       open[e.id] = Open{i, allocs};
     } else if (e.action == Action::free_completed) {
+      completions = true;
       if (const auto it = open.find(e.id); it != open.end()) {
         late[it->second.index] = it->second.allocs != allocs;
         open.erase(it);
@@ -62,7 +65,7 @@ std::vector<bool> late_completions(const ReplayTrace& trace, std::uint32_t devic
     }
   }
   for (const auto& [id, o] : open) {
-    late[o.index] = true;  // still pending when the trace ends
+    late[o.index] = completions;  // still pending when the trace ends
   }
   return late;
 }

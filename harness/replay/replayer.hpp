@@ -22,7 +22,9 @@
 // cheaply; direct and async, which ignore record_stream). Measured on the committed PyTorch traces,
 // both give the same reserved peak; record_stream also gives PyTorch's allocated peak (multistream_loader:
 // 975 MB allocated, 1.51 GB active). A free whose free_completed comes before any further allocation of
-// that device (PyTorch writes the two together when no other stream used the block) is simply a free.
+// that device (PyTorch writes the two together when no other stream used the block) is simply a free; a
+// free that never completes stays unusable to the end (still pending when the snapshot was taken), unless
+// the trace has no free_completed lines at all (v1 traces: every free is immediate).
 //
 // Unpaired lines are counted, not fatal: a free of an id never allocated in the trace (allocated before
 // recording began), and the free and free_completed of an allocation that failed in replay (an OOM is

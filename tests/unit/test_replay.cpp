@@ -114,6 +114,19 @@ TEST(Replay, PendingFreeIsNotReusedBeforeFreeCompleted) {
   EXPECT_EQ(replay_on_sim(late, "direct").pending_frees, PendingFrees::deferred);
 }
 
+// A trace without free_completed lines (v1: --alloc-trace, RMM) frees at once; in one with them, a free
+// that never completes keeps its block to the end.
+TEST(Replay, FreeWithoutCompletionIsImmediateOnlyInV1Traces) {
+  const std::vector<std::string> v1{"alloc,0," + mib(12) + ",1", "free,0," + mib(12) + ",1",
+                                    "alloc,1," + mib(12) + ",1", "free,1," + mib(12) + ",1"};
+  EXPECT_EQ(replay_on_sim(trace_text(v1), "caching").peak_reserved, static_cast<std::int64_t>(12 * kMiB));
+  std::vector<std::string> converted = v1;
+  converted.emplace_back("free_completed,1," + mib(12) + ",1");
+  const ReplayResult r = replay_on_sim(trace_text(converted), "caching");
+  EXPECT_EQ(r.peak_reserved, static_cast<std::int64_t>(24 * kMiB));
+  EXPECT_EQ(r.counts.live_at_end, 1U);
+}
+
 // Another stream never gets the block while it is pending (nor after: blocks stay on their stream).
 TEST(Replay, PendingFreeIsNotReusedByAnotherStream) {
   const ReplayResult r = replay_on_sim(
