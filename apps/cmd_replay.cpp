@@ -46,7 +46,9 @@ int replay_command(const ReplayFlags& f) {
   options.device = f.trace_device;
   options.timeline_points = f.timeline_points;
 
-  const std::unique_ptr<DeviceBackend> backend = make_backend(spec);
+  // The simulated device places segments as the CUDA driver does (SimAddressOrder::cuda_like), which
+  // decides ties in the caching allocator's best fit, as on the GPU the trace was recorded on.
+  const std::unique_ptr<DeviceBackend> backend = make_backend(spec, SimAddressOrder::cuda_like);
   replay::ReplayRun run;
   run.alloc_conf = f.alloc_conf;
   {
@@ -58,7 +60,8 @@ int replay_command(const ReplayFlags& f) {
   if (f.sweep) {
     const DeviceSpec resolved = DeviceSpec::parse(backend->info().label());
     const replay::Sweep sweep = replay::run_sweep(
-        trace, replay::sweep_grid(f.alloc_conf), [&] { return make_backend(resolved); }, options);
+        trace, replay::sweep_grid(f.alloc_conf),
+        [&] { return make_backend(resolved, SimAddressOrder::cuda_like); }, options);
     sweep_doc = replay::sweep_json(sweep);
     sweep_text = replay::format_sweep(sweep);
   }
