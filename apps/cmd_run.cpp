@@ -53,6 +53,7 @@ struct RunFlags {
   bool full = false;
   bool quiet = false;
   std::string junit;
+  std::string host_memory = "pinned";
 };
 
 std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
@@ -81,6 +82,7 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
           {"device", f.device},
           {"device_label", backend.info().label()},
           {"allocator", f.allocator},
+          {"host_memory", f.host_memory},
           {"repetitions", f.repetitions},
           {"warmup", f.warmup},
           {"seed", f.seed},
@@ -197,8 +199,9 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   Progress progress(cases.size() * allocators.size(), f.quiet);
   options.progress = &progress;
   // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
-  PinnedHostAllocator host(
-      make_host_memory_source(backend->info().kind == BackendKind::cuda ? "cuda" : "plain"));
+  // --host-memory pageable backs it with plain memory: a job that never pins, with the same cases.
+  PinnedHostAllocator host(make_host_memory_source(
+      backend->info().kind == BackendKind::cuda && f.host_memory == "pinned" ? "cuda" : "plain"));
   int failures = 0;
   try {
     for (const AllocatorSpec& a : allocators) {
@@ -265,6 +268,11 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
   sub->add_flag("--full", flags->full, "The long version of each workload's axes");
   sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
   sub->add_option("--junit", flags->junit, "Also write the results as JUnit XML to FILE (for CI systems)");
+  sub->add_option("--host-memory", flags->host_memory,
+                  "What the shared pinned host cache hands out: pinned (page-locked, the default) or pageable "
+                  "(plain memory: what-if runs, and a deliberately slowed run for `compare`)")
+      ->check(CLI::IsMember({"pinned", "pageable"}))
+      ->capture_default_str();
   return {sub, [flags, argv = std::move(argv)] {
             if (flags->alloc_conf.empty()) {
               if (const char* env = std::getenv("MEMSTRESS_ALLOC_CONF")) {  // NOLINT(concurrency-mt-unsafe)
