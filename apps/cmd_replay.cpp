@@ -13,6 +13,7 @@
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/atomic_file.hpp"
+#include "harness/env/environment.hpp"
 #include "harness/memory/device_spec.hpp"
 #include "harness/replay/replay_trace.hpp"
 #include "harness/replay/report.hpp"
@@ -65,7 +66,8 @@ int replay_command(const ReplayFlags& f) {
     sweep_doc = replay::sweep_json(sweep);
     sweep_text = replay::format_sweep(sweep);
   }
-  const nlohmann::json doc = replay::replay_document(trace, f.trace, run, sweep_doc);
+  nlohmann::json doc = replay::replay_document(trace, f.trace, run, sweep_doc);
+  doc["environment"] = to_json(collect_environment());  // what it ran on: GPU, driver, CUDA, host
   if (!f.out.empty()) {
     write_file_atomically(f.out, doc.dump(2) + "\n", "--out");
   }
