@@ -15,6 +15,12 @@
 // counts both (one figure per unordered pair). Metrics per pair: `GB/s 0->1` (uni), `GB/s 0<->1` (bidir),
 // and `GB/s min`, the slowest pair of the sample (what acceptance checks). GB/s = 1e9 bytes/s.
 //
+// Note [Latency]. measure=latency: a pointer chase (kernels/chase.hpp) through a chain of `bytes` in the
+// memory of GPU j, followed by one thread on GPU i: `latency_us i->j` = time / hops, for every pair and
+// for each GPU's own memory (i->i, the local figure to compare with), and `latency_us max`. Only SM loads
+// can chase, so the other axes have one value there (engine=sm, access=read, direction=uni). The address
+// the chase ends at is checked against the chain's arithmetic.
+//
 // Note [What is verified]. Every source holds the random pattern of its own GPU's seed; before each pair the
 // destinations are cleared, and after it every destination word is compared on its own GPU with the
 // pattern of the GPU it came from (a copy from the wrong GPU is caught too).
@@ -37,6 +43,7 @@
 #include "harness/memory/cuda_handles.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/workload.hpp"
+#include "kernels/chase.hpp"
 #include "kernels/copy.hpp"
 #include "kernels/pattern.hpp"
 #include "suites/blocks.hpp"
@@ -50,6 +57,8 @@ constexpr std::uint64_t kSpinNs = 50'000;
 constexpr std::uint64_t kSampleBytes = 1ULL << 30U;
 constexpr std::uint64_t kMaxInner = 64;
 constexpr kernels::Pattern kPattern = kernels::Pattern::random;
+constexpr std::uint64_t kHops = 20'000;
+constexpr std::uint64_t kWarmHops = 1'000;
 
 // One GPU's part: its stream, events, source and destination, and its check counters, all made with the
 // GPU current.
@@ -61,6 +70,7 @@ struct Gpu {
     stop.emplace();
     join.emplace(cuda::Event::Timing::disabled);
     tally.emplace();
+    end = cuda::DeviceBuffer(sizeof(std::uint64_t));
     if (shared != nullptr) {
       own_src = DeviceBlock(*shared, bytes, StreamRef::from(stream->get()));
       own_dst = DeviceBlock(*shared, bytes, StreamRef::from(stream->get()));
@@ -86,6 +96,7 @@ struct Gpu {
   DeviceBlock own_dst;
   cuda::DeviceBuffer plain_src;  // on the other GPUs: plain cudaMalloc (Note [Who measures])
   cuda::DeviceBuffer plain_dst;
+  cuda::DeviceBuffer end;  // where a chase run on this GPU ends
   void* src = nullptr;
   void* dst = nullptr;
 };
@@ -100,7 +111,8 @@ struct Leg {
 class P2pRun final : public CaseRun {
  public:
   explicit P2pRun(CaseContext& ctx)
-      : sm_(ctx.params().text("engine") == "sm"),
+      : latency_(ctx.params().text("measure") == "latency"),
+        sm_(ctx.params().text("engine") == "sm"),
         read_(ctx.params().text("access") == "read"),
         bidir_(ctx.params().text("direction") == "bidir"),
         bytes_(ctx.params().bytes("bytes")),
@@ -135,6 +147,10 @@ class P2pRun final : public CaseRun {
   }
 
   void iteration(CaseContext& ctx) override {
+    if (latency_) {
+      latencies(ctx);
+      return;
+    }
     double slowest = std::numeric_limits<double>::infinity();
     for (const auto& a : gpus_) {
       for (const auto& b : gpus_) {
@@ -235,6 +251,51 @@ class P2pRun final : public CaseRun {
     }
   }
 
+  // Note [Latency]: every GPU reads every GPU's chain (its own too).
+  void latencies(CaseContext& ctx) {
+    const std::uint64_t slots = kernels::chase_slots(bytes_);
+    double worst = 0;
+    for (const auto& memory : gpus_) {
+      {
+        const cuda::ScopedDevice on(memory->device);
+        kernels::chase_init(memory->dst, slots, memory->s());
+        memory->stream->synchronize();
+      }
+      for (const auto& reader : gpus_) {
+        if (reader != memory && !peers_->can_access(reader->device, memory->device)) {
+          continue;
+        }
+        const double us = chase(ctx, *reader, *memory, slots);
+        worst = std::max(worst, us);
+        ctx.record(fmt::format("latency_us {}->{}", reader->device, memory->device), "us", Better::lower, us);
+      }
+    }
+    ctx.record("latency_us max", "us", Better::lower, worst);
+  }
+
+  // Microseconds per load of `reader` following the chain in `memory`; checks where the chase ended.
+  double chase(CaseContext& ctx, Gpu& reader, const Gpu& memory, std::uint64_t slots) {
+    const cuda::ScopedDevice on(reader.device);
+    kernels::chase(memory.dst, kWarmHops, static_cast<std::uint64_t*>(reader.end.data()), reader.s());
+    reader.start->record(reader.s());
+    kernels::chase(memory.dst, kHops, static_cast<std::uint64_t*>(reader.end.data()), reader.s());
+    reader.stop->record(reader.s());
+    std::uint64_t end = 0;
+    MEMSTRESS_CUDA_TRY(
+        cudaMemcpyAsync(&end, reader.end.data(), sizeof end, cudaMemcpyDeviceToHost, reader.s()));
+    reader.stream->synchronize();
+    const auto expected = reinterpret_cast<std::uint64_t>(memory.dst) +
+                          kernels::chase_slot_after(kHops, slots) * kernels::kChaseStride;
+    ctx.verified(1, end == expected ? 0 : 1);
+    if (end != expected) {
+      ctx.note(fmt::format("repetition {}: the chase {}->{} ended at {:#x}, not {:#x}", ctx.iteration(),
+                           reader.device, memory.device, end, expected));
+    }
+    return static_cast<double>(cuda::Event::elapsed_ms(*reader.start, *reader.stop)) * 1e3 /
+           static_cast<double>(kHops);
+  }
+
+  bool latency_;
   bool sm_;
   bool read_;
   bool bidir_;
@@ -254,6 +315,12 @@ class P2p final : public Workload {
   }
   [[nodiscard]] std::vector<ParamSpec> params() const override {
     return {
+        {"measure",
+         ParamType::choice,
+         {"bandwidth", "latency"},
+         {},
+         {"bandwidth", "latency"},
+         "bandwidth: the copy matrix; latency: a pointer chase through each GPU's memory from every GPU"},
         {"engine",
          ParamType::choice,
          {"ce", "sm"},
@@ -262,8 +329,8 @@ class P2p final : public Workload {
          "ce: cudaMemcpyPeerAsync; sm: a copy kernel through the peer mapping"},
         {"access",
          ParamType::choice,
-         {"write"},
          {"write", "read"},
+         {},
          {"write", "read"},
          "write: the source GPU pushes; read: the destination GPU pulls"},
         {"direction",
@@ -272,10 +339,21 @@ class P2p final : public Workload {
          {},
          {"uni", "bidir"},
          "uni: one direction at a time; bidir: both directions of a pair at once"},
-        {"bytes", ParamType::bytes, {"256M"}, {"1M", "16M", "256M", "1G"}, {}, "copy size", 16},
+        {"bytes",
+         ParamType::bytes,
+         {"256M"},
+         {"1M", "16M", "256M", "1G"},
+         {},
+         "copy size; with measure=latency the size of the chain chased",
+         static_cast<double>(kernels::kChaseStride)},
     };
   }
   [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
+  // Note [Latency]: a chase is SM loads by the reader, one direction.
+  [[nodiscard]] bool applies(const ParamSet& p) const override {
+    return p.text("measure") == "bandwidth" ||
+           (p.text("engine") == "sm" && p.text("access") == "read" && p.text("direction") == "uni");
+  }
   // Errors (not skips) on other local ranks and on one GPU, until the harness can skip at run time.
   [[nodiscard]] bool in_default_job() const noexcept override { return false; }
   [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
