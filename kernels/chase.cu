@@ -2,15 +2,14 @@
 // follows it with volatile loads (no L1 caching, no reordering: each load needs the one before).
 
 #include "kernels/chase.hpp"
+#include "kernels/device_loop.cuh"
 #include "kernels/launch.hpp"
 
 namespace memstress::kernels::detail {
 namespace {
 
 __global__ void chase_init_kernel(unsigned char* region, std::uint64_t slots) {
-  const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-  for (std::uint64_t k = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; k < slots;
-       k += threads) {
+  for (std::uint64_t k = global_thread(); k < slots; k += grid_threads()) {
     auto* slot = reinterpret_cast<std::uint64_t*>(region + k * kChaseStride);
     *slot = reinterpret_cast<std::uint64_t>(region + chase_next(k, slots) * kChaseStride);
   }

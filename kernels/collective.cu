@@ -6,17 +6,11 @@
 #include <cuda_fp16.h>
 
 #include "kernels/collective_launch.hpp"
+#include "kernels/device_loop.cuh"
 #include "kernels/launch.hpp"
 
 namespace memstress::kernels::detail {
 namespace {
-
-__device__ std::uint64_t thread_index() {
-  return blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-}
-__device__ std::uint64_t thread_count() {
-  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-}
 
 // Conversions between the small integers of the pattern and each dtype (all exact).
 template <typename T>
@@ -48,7 +42,7 @@ __device__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) {
 template <typename T>
 __global__ void fill_kernel(T* dst, std::uint64_t count, int rank, std::uint64_t salt,
                             std::uint64_t modulus) {
-  for (std::uint64_t k = thread_index(); k < count; k += thread_count()) {
+  for (std::uint64_t k = global_thread(); k < count; k += grid_threads()) {
     dst[k] = from_integer<T>(input_value(rank, k, salt, modulus));
   }
 }
@@ -58,22 +52,14 @@ __global__ void check_kernel(const T* src, std::uint64_t count, CollectiveCase c
                              unsigned long long* counters) {
   std::uint64_t bad = 0;
   std::uint64_t first = ~0ULL;
-  for (std::uint64_t k = thread_index(); k < count; k += thread_count()) {
+  for (std::uint64_t k = global_thread(); k < count; k += grid_threads()) {
     // Compared as doubles: exact for every value of every dtype here, and NaN compares unequal.
     if (!(to_double(src[k]) == static_cast<double>(expected_value(c, k)))) {
       ++bad;
       first = k < first ? k : first;
     }
   }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    bad += __shfl_down_sync(0xffffffffU, bad, offset);
-    const std::uint64_t other = __shfl_down_sync(0xffffffffU, first, offset);
-    first = other < first ? other : first;
-  }
-  if ((threadIdx.x % 32) == 0 && bad != 0) {
-    atomicAdd(&counters[0], static_cast<unsigned long long>(bad));
-    atomicMin(&counters[1], static_cast<unsigned long long>(first));
-  }
+  report_bad(bad, first, counters);
 }
 
 template <typename T>

@@ -16,6 +16,7 @@
 #include "harness/run/sink.hpp"
 #include "kernels/chase.hpp"
 #include "suites/registry.hpp"
+#include "workload_on_gpu.hpp"
 
 namespace memstress {
 namespace {
@@ -41,23 +42,7 @@ TEST_F(P2pTest, EveryCaseOfTheMatrixPassesWithItsCopiesVerified) {
   if (cuda::device_count() < 2) {
     GTEST_SKIP() << "needs 2 GPUs";
   }
-  CudaBackend dev(0);
-  AllocatorSpec s;
-  s.name = "caching";
-  const auto alloc = make_allocator(s, dev);
-  PinnedHostAllocator host(make_host_memory_source("cuda"));
-  const Registry registry = suites::builtin_registry();
-  PlanRequest request;
-  request.workloads = {"p2p"};
-  request.overrides = {ParamOverride::parse("bytes=64M")};
-  ResultSink sink(RunRecord{}, std::nullopt);
-  RunOptions opt;
-  opt.repetitions = 2;
-  opt.quiet = true;
-  EXPECT_EQ(Runner(*alloc, opt, &host).run(plan_cases(registry, request), sink), 0);
-  for (const Row& row : sink.record().rows) {
-    EXPECT_EQ(row.verdict, Verdict::pass) << row.case_label() << ": " << row.reason;
-    EXPECT_GT(row.checked, 0U) << row.case_label();
+  for (const Row& row : testing::run_on_gpu("p2p", {"bytes=64M"}, 2)) {
     const bool latency = row.case_label().find("measure=latency") != std::string::npos;
     const MetricResult* m = row.metric(latency ? "latency_us max" : "GB/s min");
     ASSERT_NE(m, nullptr) << row.case_label();

@@ -1,6 +1,6 @@
 // The collectives workload on the CPU: nccl-tests' byte counts and bus factors, the expected values the
 // check kernel compares with (against a plain simulation of each collective over every rank's input), the
-// exactness of those values in every dtype, the axes, and the skip on the simulated device.
+// exactness of those values in every dtype, and the axes (the skip on the simulated device: with transfers).
 
 #include <gtest/gtest.h>
 
@@ -23,10 +23,7 @@ namespace {
 using kernels::Collective;
 using kernels::CollectiveLayout;
 using kernels::DType;
-using testing::SimWorkloadRun;
-using testing::spec;
 
-constexpr std::uint64_t kGiB = 1ULL << 30U;
 constexpr Collective kAll[] = {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter,
                                Collective::broadcast,  Collective::alltoall,   Collective::sendrecv};
 
@@ -174,15 +171,8 @@ std::vector<std::string> case_labels(const std::vector<std::string>& overrides, 
   for (const std::string& o : overrides) {
     request.overrides.push_back(ParamOverride::parse(o));
   }
-  std::vector<std::string> out;
-  for (const PlannedCase& c : plan_cases(suites::builtin_registry(), request)) {
-    std::string label;
-    for (const auto& [k, v] : c.params.values()) {
-      label += (label.empty() ? "" : " ") + k + "=" + v;
-    }
-    out.push_back(label);
-  }
-  return out;
+  const Registry registry = suites::builtin_registry();
+  return testing::labels(plan_cases(registry, request));
 }
 
 TEST(CollectivesPlan, AlltoallAndSendrecvAreNeverInPlace) {
@@ -217,17 +207,5 @@ TEST(CollectivesPlan, SizesComeFromTheBytesAxis) {
                        ParamOverride::parse("pressure=none")};
   EXPECT_EQ(plan_cases(suites::builtin_registry(), request).size(), 2U);
 }
-
-TEST(CollectivesOnSim, AreSkippedBecauseTheyNeedARealGpu) {
-  SimWorkloadRun run("collectives", 8 * kGiB, spec("caching"));
-  const auto& rows = run.run({"bytes=1M"});
-  ASSERT_FALSE(rows.empty());
-  EXPECT_EQ(run.failures, 0);
-  for (const Row& row : rows) {
-    EXPECT_EQ(row.verdict, Verdict::skip);
-    EXPECT_NE(row.reason.find("needs a real GPU"), std::string::npos) << row.reason;
-  }
-}
-
 }  // namespace
 }  // namespace memstress
