@@ -311,7 +311,7 @@ class P2p final : public Workload {
   [[nodiscard]] std::string_view name() const noexcept override { return "p2p"; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "peer copy bandwidth matrix between the GPUs of a node (measured by local rank 0): copy engine "
-           "and SM copies, read and write, one direction and both";
+           "and SM copies, read and write, one direction and both; peer load latency by pointer chase";
   }
   [[nodiscard]] std::vector<ParamSpec> params() const override {
     return {
