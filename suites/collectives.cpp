@@ -112,6 +112,23 @@ class CollectivesRun final : public CaseRun {
     comm_->wait(stream(), kTimeout, what_ + " (warm-up)");
   }
 
+  // Nothing is freed under NCCL work still in flight (after an exception between an enqueue and its wait):
+  // wait for it first, or abort the communicator at the deadline.
+  ~CollectivesRun() override {
+    if (comm_->aborted()) {
+      return;
+    }
+    try {
+      comm_->wait(stream(), kTimeout, what_ + " (end of case)");
+    } catch (const std::exception& e) {
+      detail::report_free_failure(e.what());
+    }
+  }
+  CollectivesRun(const CollectivesRun&) = delete;
+  CollectivesRun& operator=(const CollectivesRun&) = delete;
+  CollectivesRun(CollectivesRun&&) = delete;
+  CollectivesRun& operator=(CollectivesRun&&) = delete;
+
   void iteration(CaseContext& ctx) override {
     const cuda::ScopedDevice on(device_);
     const double quiet = timed(mine_);
