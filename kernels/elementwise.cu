@@ -4,18 +4,12 @@
 
 #include <cuda_bf16.h>
 
+#include "kernels/device_loop.cuh"
 #include "kernels/launch.hpp"
 #include "kernels/pattern_word.hpp"
 
 namespace memstress::kernels::detail {
 namespace {
-
-__device__ std::uint64_t first_index() {
-  return blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-}
-__device__ std::uint64_t stride() {
-  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-}
 
 __device__ float op_scale(float a, float x) {
   return __fmul_rn(a, x);
@@ -31,7 +25,7 @@ __device__ float op_round_bf16(float x) {
 }
 
 __global__ void init_uniform_kernel(float* x, std::uint64_t n, std::uint64_t seed) {
-  for (std::uint64_t i = first_index(); i < n; i += stride()) {
+  for (std::uint64_t i = global_thread(); i < n; i += grid_threads()) {
     // 24 random bits -> [-1, 1) exactly representable.
     const auto bits = static_cast<std::uint32_t>(splitmix64(seed + i) >> 40U);
     x[i] = static_cast<float>(bits) * (1.0F / 8388608.0F) - 1.0F;
@@ -39,44 +33,44 @@ __global__ void init_uniform_kernel(float* x, std::uint64_t n, std::uint64_t see
 }
 
 __global__ void scale_kernel(float* out, const float* x, float a, std::uint64_t n) {
-  for (std::uint64_t i = first_index(); i < n; i += stride()) {
+  for (std::uint64_t i = global_thread(); i < n; i += grid_threads()) {
     out[i] = op_scale(a, x[i]);
   }
 }
 
 __global__ void axpy_kernel(float* out, float a, const float* x, const float* y, std::uint64_t n) {
-  for (std::uint64_t i = first_index(); i < n; i += stride()) {
+  for (std::uint64_t i = global_thread(); i < n; i += grid_threads()) {
     out[i] = op_axpy(a, x[i], y[i]);
   }
 }
 
 __global__ void relu_kernel(float* out, const float* x, std::uint64_t n) {
-  for (std::uint64_t i = first_index(); i < n; i += stride()) {
+  for (std::uint64_t i = global_thread(); i < n; i += grid_threads()) {
     out[i] = op_relu(x[i]);
   }
 }
 
 __global__ void to_bf16_kernel(std::uint16_t* out, const float* x, std::uint64_t n) {
-  for (std::uint64_t i = first_index(); i < n; i += stride()) {
+  for (std::uint64_t i = global_thread(); i < n; i += grid_threads()) {
     out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
   }
 }
 
 __global__ void from_bf16_kernel(float* out, const std::uint16_t* x, std::uint64_t n) {
-  for (std::uint64_t i = first_index(); i < n; i += stride()) {
+  for (std::uint64_t i = global_thread(); i < n; i += grid_threads()) {
     out[i] = __bfloat162float(__ushort_as_bfloat16(x[i]));
   }
 }
 
 __global__ void round_bf16_kernel(float* out, const float* x, std::uint64_t n) {
-  for (std::uint64_t i = first_index(); i < n; i += stride()) {
+  for (std::uint64_t i = global_thread(); i < n; i += grid_threads()) {
     out[i] = op_round_bf16(x[i]);
   }
 }
 
 __global__ void chain_reference_kernel(float* out, const float* x, const float* y, float a, int rounds,
                                        std::uint64_t n) {
-  for (std::uint64_t i = first_index(); i < n; i += stride()) {
+  for (std::uint64_t i = global_thread(); i < n; i += grid_threads()) {
     float v = x[i];
     const float w = y[i];
     for (int r = 0; r < rounds; ++r) {

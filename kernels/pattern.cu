@@ -2,19 +2,13 @@
 // 8-byte words with 16-byte accesses (the host API guarantees 16-byte alignment); the odd last word and
 // a partial tail word are handled by thread 0.
 
+#include "kernels/device_loop.cuh"
 #include "kernels/launch.hpp"
 
 namespace memstress::kernels::detail {
 namespace {
 
 constexpr std::uint64_t kNone = ~0ULL;
-
-__device__ std::uint64_t global_thread() {
-  return blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-}
-__device__ std::uint64_t grid_threads() {
-  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-}
 
 __global__ void fill_kernel(unsigned char* dst, std::uint64_t bytes, Pattern pattern, std::uint64_t seed) {
   const std::uint64_t words = bytes / 8;
@@ -38,19 +32,6 @@ __global__ void fill_kernel(unsigned char* dst, std::uint64_t bytes, Pattern pat
 __device__ void note_bad(std::uint64_t index, std::uint64_t& bad, std::uint64_t& first) {
   ++bad;
   first = index < first ? index : first;
-}
-
-// Warp-level sum and minimum, then one pair of atomics per warp that saw an error.
-__device__ void report_bad(std::uint64_t bad, std::uint64_t first, unsigned long long* counters) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    bad += __shfl_down_sync(0xffffffffU, bad, offset);
-    const std::uint64_t other = __shfl_down_sync(0xffffffffU, first, offset);
-    first = other < first ? other : first;
-  }
-  if ((threadIdx.x % 32) == 0 && bad != 0) {
-    atomicAdd(&counters[0], static_cast<unsigned long long>(bad));
-    atomicMin(&counters[1], static_cast<unsigned long long>(first));
-  }
 }
 
 __global__ void check_kernel(const unsigned char* src, std::uint64_t bytes, Pattern pattern,

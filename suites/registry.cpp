@@ -15,6 +15,8 @@ Registry builtin_registry() {
   registry.add(make_inplace());
   registry.add(make_dataloader());
   registry.add(make_integrity());
+  registry.add(make_collectives());
+  registry.add(make_p2p());
   return registry;
 }
 

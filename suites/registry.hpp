@@ -20,5 +20,7 @@ std::unique_ptr<Workload> make_dataloader();
 std::unique_ptr<Workload> make_integrity();
 std::unique_ptr<Workload> make_fragmentation();
 std::unique_ptr<Workload> make_oom();
+std::unique_ptr<Workload> make_collectives();
+std::unique_ptr<Workload> make_p2p();
 
 }  // namespace memstress::suites

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# expect.sh [--skip-if-gpu] [--json-stdout] [--match REGEX]... [--stdout-match REGEX]... CODE -- COMMAND...
+# expect.sh [--skip-if-gpu | --needs-gpu] [--json-stdout] [--match REGEX]... [--stdout-match REGEX]... CODE -- COMMAND...
 # Runs COMMAND and passes when it exits with CODE and its output (stdout + stderr) matches every REGEX
 # (grep -E). --json-stdout: stdout alone must parse as JSON. --skip-if-gpu: exit 77 (CTest: skipped) on a
-# machine with an NVIDIA GPU, for behaviour that only exists without one.
+# machine with an NVIDIA GPU, for behaviour that only exists without one; --needs-gpu: exit 77 on a machine
+# without one.
 set -uo pipefail
 matches=() stdout_matches=() json=0
 while [[ $# -gt 0 ]]; do
@@ -10,6 +11,11 @@ while [[ $# -gt 0 ]]; do
     --skip-if-gpu)
       if [[ -e /dev/nvidia0 ]] || compgen -G "/dev/nvidia[0-9]*" >/dev/null; then
         echo "skipped: this machine has an NVIDIA GPU"; exit 77
+      fi
+      shift ;;
+    --needs-gpu)
+      if ! { [[ -e /dev/nvidia0 ]] || compgen -G "/dev/nvidia[0-9]*" >/dev/null; }; then
+        echo "skipped: needs a CUDA device"; exit 77
       fi
       shift ;;
     --json-stdout) json=1; shift ;;

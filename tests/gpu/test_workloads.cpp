@@ -10,35 +10,15 @@
 #include "harness/run/runner.hpp"
 #include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
+#include "workload_on_gpu.hpp"
 
 namespace memstress {
 namespace {
 
 class WorkloadsOnGpu : public testing::GpuTest {
  protected:
-  std::vector<Row> run(const std::string& workload, const std::vector<std::string>& overrides) {
-    CudaBackend dev(0);
-    AllocatorSpec s;
-    s.name = "caching";
-    const auto alloc = make_allocator(s, dev);
-    PinnedHostAllocator host(make_host_memory_source("cuda"));
-    PlanRequest request;
-    request.workloads = {workload};
-    for (const std::string& o : overrides) {
-      request.overrides.push_back(ParamOverride::parse(o));
-    }
-    ResultSink sink(RunRecord{}, std::nullopt);
-    RunOptions opt;
-    opt.repetitions = 3;
-    opt.quiet = true;
-    EXPECT_EQ(Runner(*alloc, opt, &host).run(plan_cases(suites::builtin_registry(), request), sink), 0);
-    EXPECT_EQ(alloc->memory_stats().at("allocated_bytes.all.current"), 0);
-    for (const Row& row : sink.record().rows) {
-      EXPECT_EQ(row.verdict, Verdict::pass) << workload << " " << row.case_label() << ": " << row.reason;
-      EXPECT_GT(row.checked, 0U) << row.case_label();
-      EXPECT_EQ(row.errors, 0U) << row.case_label();
-    }
-    return sink.record().rows;
+  static std::vector<Row> run(const std::string& workload, const std::vector<std::string>& overrides) {
+    return testing::run_on_gpu(workload, overrides);
   }
 };
 

@@ -26,13 +26,16 @@ TEST(Junit, EachVerdictMapsToItsElementAndTextIsEscaped) {
   RunRecord run;
   run.started_at = "2026-11-21T00:00:00Z";
   run.rows = {row("smoke", Verdict::pass), row("smoke", Verdict::fail, "3 bad words <at> 0x10 & more"),
-              row("transfers", Verdict::skip, "needs a real GPU"), row("oom", Verdict::error, "CUDA error \"x\"")};
+              row("transfers", Verdict::skip, "needs a real GPU"),
+              row("oom", Verdict::error, "CUDA error \"x\"")};
   const std::string xml = format_junit(run);
-  EXPECT_NE(xml.find("<testsuite name=\"memstress.smoke\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\" "
-                     "time=\"3.000\""),
-            std::string::npos)
+  EXPECT_NE(
+      xml.find("<testsuite name=\"memstress.smoke\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\" "
+               "time=\"3.000\""),
+      std::string::npos)
       << xml;
-  EXPECT_NE(xml.find("<failure message=\"3 bad words &lt;at&gt; 0x10 &amp; more\">"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<failure message=\"3 bad words &lt;at&gt; 0x10 &amp; more\">"), std::string::npos)
+      << xml;
   EXPECT_NE(xml.find("<skipped message=\"needs a real GPU\"/>"), std::string::npos) << xml;
   EXPECT_NE(xml.find("<error message=\"CUDA error &quot;x&quot;\">"), std::string::npos) << xml;
   EXPECT_NE(xml.find("name=\"bytes=1M [caching]\""), std::string::npos) << xml;

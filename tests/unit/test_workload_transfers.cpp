@@ -13,22 +13,11 @@
 namespace memstress {
 namespace {
 
+using testing::labels;
 using testing::SimWorkloadRun;
 using testing::spec;
 
 constexpr std::uint64_t kGiB = 1ULL << 30;
-
-std::vector<std::string> labels(const std::vector<PlannedCase>& cases) {
-  std::vector<std::string> out;
-  for (const PlannedCase& c : cases) {
-    std::string label;
-    for (const auto& [k, v] : c.params.values()) {
-      label += (label.empty() ? "" : " ") + k + "=" + v;
-    }
-    out.push_back(label);
-  }
-  return out;
-}
 
 TEST(TransfersPlan, D2dIsOneCaseAndPageableMemoryIsNeverCopiedByAKernel) {
   const Registry registry = suites::builtin_registry();
@@ -48,7 +37,7 @@ TEST(TransfersPlan, D2dIsOneCaseAndPageableMemoryIsNeverCopiedByAKernel) {
 }
 
 TEST(GpuOnlyWorkloads, AreSkippedWithTheReasonOnTheSimulatedDevice) {
-  for (const char* name : {"transfers", "inplace"}) {
+  for (const char* name : {"transfers", "inplace", "collectives", "p2p"}) {
     SimWorkloadRun run(name, 8 * kGiB, spec("caching"));
     const auto& rows = run.run({});
     ASSERT_FALSE(rows.empty()) << name;

@@ -26,6 +26,19 @@ inline ParamOverride axis(std::string name, std::vector<std::string> values) {
   return ParamOverride{"", std::move(name), std::move(values)};
 }
 
+// Each planned case as "name=value name=value ...", in axis order.
+inline std::vector<std::string> labels(const std::vector<PlannedCase>& cases) {
+  std::vector<std::string> out;
+  for (const PlannedCase& c : cases) {
+    std::string label;
+    for (const auto& [k, v] : c.params.values()) {
+      label += (label.empty() ? "" : " ") + k + "=" + v;
+    }
+    out.push_back(label);
+  }
+  return out;
+}
+
 // An allocator spec by name, with an optional --alloc-conf string.
 inline AllocatorSpec spec(std::string name, std::string conf = {}) {
   AllocatorSpec s;

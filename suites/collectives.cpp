@@ -1,0 +1,348 @@
+// collectives: NCCL all_reduce, all_gather, reduce_scatter, broadcast, alltoall and a sendrecv ring over
+// buffers from the shared caching allocator, with nccl-tests' bandwidth figures.
+//
+// Note [What is measured]. As nccl-tests does: in prepare, a few collectives to warm up (NCCL connects its
+// peers lazily); then per repetition `inner` collectives back to back on one stream between two CUDA
+// events, behind a short spin kernel; time = elapsed / inner, averaged over the ranks (World::all_gather).
+// `inner` is chosen so one sample moves at least 1 GiB (5 to 200 collectives). Sizes, algbw and busbw as in
+// kernels/collective_values.hpp (Note [Sizes, as nccl-tests counts them]). Every wait on a stream with NCCL
+// work goes through NcclComm::wait, with a timeout, never cudaStreamSynchronize: a dead peer ends the case
+// with an error instead of a hang.
+//
+// Note [The reference]. With pressure=none each repetition also times the same collectives between plain
+// cudaMalloc buffers (cuda::DeviceBuffer): `ref_busbw`, and `vs_ref` = busbw / ref_busbw sample by sample
+// (taken as the algbw ratio: the same, bus factors being equal, and defined on one rank, where busbw is 0).
+// With pressure=churn each repetition times the collectives twice on the same buffers: quiet
+// (`quiet_busbw`), then while a Churn (suites/churn.hpp) works the same GPU through the shared allocators
+// (`busbw`); `slowdown` = quiet / under pressure.
+//
+// Note [What is verified]. After the timed loops (whose in-place reductions pile sums on sums), every
+// repetition clears the receive buffer, fills the input with values from (rank, index, repetition)
+// (kernels/collective_values.hpp), runs the collective once more and compares every received element with
+// its exact expected value on the device.
+//
+// Note [The communicator]. The run passes one over all ranks (ctx.nccl()). A run of one process without
+// one (a real GPU but no communicator from the harness) gets a communicator of one rank, made for the case:
+// nccl-tests runs on one GPU too. Several ranks without a communicator cannot measure anything: an error.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/alloc/allocator.hpp"
+#include "harness/core/cuda_check.hpp"
+#include "harness/core/error.hpp"
+#include "harness/dist/nccl_comm.hpp"
+#include "harness/dist/world.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/memory/cuda_handles.hpp"
+#include "harness/run/context.hpp"
+#include "harness/run/workload.hpp"
+#include "kernels/collective.hpp"
+#include "kernels/pattern.hpp"
+#include "suites/blocks.hpp"
+#include "suites/churn.hpp"
+#include "suites/collectives_ops.hpp"
+#include "suites/registry.hpp"
+
+namespace memstress::suites {
+namespace {
+
+using kernels::Collective;
+using kernels::DType;
+
+constexpr std::uint64_t kSpinNs = 20'000;
+constexpr std::uint64_t kSampleBytes = 1ULL << 30U;  // each sample moves at least this much
+constexpr std::uint64_t kMinInner = 5;
+constexpr std::uint64_t kMaxInner = 200;
+constexpr int kWarmup = 3;
+constexpr std::chrono::seconds kTimeout{300};
+
+// A send and a receive pointer (the same block when in place).
+struct Buffers {
+  void* send = nullptr;
+  void* recv = nullptr;
+};
+
+class CollectivesRun final : public CaseRun {
+ public:
+  explicit CollectivesRun(CaseContext& ctx)
+      : collective_(parse_collective(ctx.params().text("collective"))),
+        dtype_(parse_dtype(ctx.params().text("dtype"))),
+        in_place_(ctx.params().text("place") == "in"),
+        churn_(ctx.params().text("pressure") == "churn"),
+        bytes_(ctx.params().bytes("bytes")),
+        device_(ctx.device().info().ordinal),
+        world_(&ctx.world()),
+        allocator_(&ctx.allocator()),
+        host_(churn_ ? &ctx.host_allocator() : nullptr) {
+    const cuda::ScopedDevice on(device_);
+    comm_ = ctx.nccl();
+    if (comm_ == nullptr) {
+      if (world_->size() != 1) {
+        throw EnvironmentError("needs an NCCL communicator (a real GPU)");
+      }
+      own_comm_.emplace(*world_, device_);  // Note [The communicator]
+      comm_ = &*own_comm_;
+    }
+    layout_ = kernels::collective_layout(collective_, bytes_, dtype_, comm_->size(), comm_->rank());
+    if (layout_.send_count == 0 || layout_.recv_count == 0) {
+      throw InputError(
+          fmt::format("collectives: bytes={} is less than one {}-byte element per rank on {} ranks", bytes_,
+                      kernels::dtype_size(dtype_), comm_->size()));
+    }
+    size_bytes_ = static_cast<double>(layout_.size_count() * kernels::dtype_size(dtype_));
+    inner_ =
+        std::clamp<std::uint64_t>(kSampleBytes / std::max<std::uint64_t>(1, bytes_), kMinInner, kMaxInner);
+    what_ = fmt::format("{} {} bytes={} {}", to_string(collective_), ctx.params().text("dtype"), bytes_,
+                        in_place_ ? "in place" : "out of place");
+    make_buffers();
+    for (int i = 0; i < kWarmup; ++i) {
+      enqueue(mine_);
+      if (!churn_) {
+        enqueue(ref_);
+      }
+    }
+    comm_->wait(stream(), kTimeout, what_ + " (warm-up)");
+  }
+
+  // Nothing is freed under NCCL work still in flight (after an exception between an enqueue and its wait):
+  // wait for it first, or abort the communicator at the deadline.
+  ~CollectivesRun() override {
+    if (comm_->aborted()) {
+      return;
+    }
+    try {
+      comm_->wait(stream(), kTimeout, what_ + " (end of case)");
+    } catch (const std::exception& e) {
+      detail::report_free_failure(e.what());
+    }
+  }
+  CollectivesRun(const CollectivesRun&) = delete;
+  CollectivesRun& operator=(const CollectivesRun&) = delete;
+  CollectivesRun(CollectivesRun&&) = delete;
+  CollectivesRun& operator=(CollectivesRun&&) = delete;
+
+  void iteration(CaseContext& ctx) override {
+    const cuda::ScopedDevice on(device_);
+    const double quiet = timed(mine_);
+    const Bandwidth bw = churn_ ? under_pressure(ctx) : bandwidth(collective_, size_bytes_, quiet, ranks());
+    ctx.record("busbw", "GB/s", Better::higher, bw.busbw);
+    ctx.record("algbw", "GB/s", Better::higher, bw.algbw);
+    if (churn_) {
+      const Bandwidth q = bandwidth(collective_, size_bytes_, quiet, ranks());
+      ctx.record("quiet_busbw", "GB/s", Better::higher, q.busbw);
+      ctx.record("slowdown", "ratio", Better::lower, q.algbw / bw.algbw);  // = the busbw ratio
+    } else {
+      ctx.record("time", "us", Better::lower, quiet * 1e6);
+      const Bandwidth ref = bandwidth(collective_, size_bytes_, timed(ref_), ranks());
+      ctx.record("ref_busbw", "GB/s", Better::higher, ref.busbw);
+      ctx.record("vs_ref", "ratio", Better::higher, bw.algbw / ref.algbw);  // = the busbw ratio
+    }
+    verify(ctx);
+  }
+
+ private:
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_.get(); }
+  [[nodiscard]] int ranks() const noexcept { return comm_->size(); }
+  [[nodiscard]] std::uint64_t element() const noexcept { return kernels::dtype_size(dtype_); }
+
+  // The two pointers within one block (in place) or two blocks, as NCCL's in-place rules have them.
+  [[nodiscard]] Buffers place(void* send_block, void* recv_block) const {
+    if (!in_place_) {
+      return {send_block, recv_block};
+    }
+    auto* base = static_cast<unsigned char*>(recv_block);
+    const std::uint64_t offset = layout_.in_place_offset * element();
+    if (collective_ == Collective::all_gather) {
+      return {base + offset, base};
+    }
+    if (collective_ == Collective::reduce_scatter) {
+      return {base, base + offset};
+    }
+    return {base, base};
+  }
+
+  void make_buffers() {
+    const std::uint64_t send_bytes = layout_.send_count * element();
+    const std::uint64_t recv_bytes = layout_.recv_count * element();
+    const std::uint64_t block_bytes = layout_.size_count() * element();
+    const StreamRef s = StreamRef::from(stream());
+    if (in_place_) {
+      recv_block_ = DeviceBlock(*allocator_, block_bytes, s);
+      mine_ = place(recv_block_.get(), recv_block_.get());
+    } else {
+      send_block_ = DeviceBlock(*allocator_, send_bytes, s);
+      recv_block_ = DeviceBlock(*allocator_, recv_bytes, s);
+      mine_ = place(send_block_.get(), recv_block_.get());
+    }
+    clear(send_block_.get(), send_block_.size());
+    clear(recv_block_.get(), recv_block_.size());
+    if (churn_) {
+      return;  // no reference under pressure (Note [The reference])
+    }
+    if (in_place_) {
+      ref_recv_ = cuda::DeviceBuffer(block_bytes);
+      ref_ = place(ref_recv_.data(), ref_recv_.data());
+    } else {
+      ref_send_ = cuda::DeviceBuffer(send_bytes);
+      ref_recv_ = cuda::DeviceBuffer(recv_bytes);
+      ref_ = place(ref_send_.data(), ref_recv_.data());
+    }
+    clear(ref_send_.data(), ref_send_.size());
+    clear(ref_recv_.data(), ref_recv_.size());
+  }
+
+  // Defined contents for the timed loops (NaN or denormal inputs would be no fair test).
+  void clear(void* p, std::size_t bytes) const {
+    if (p != nullptr) {
+      MEMSTRESS_CUDA_TRY(cudaMemsetAsync(p, 0, bytes, stream()));
+    }
+  }
+
+  void enqueue(const Buffers& b) const {
+    enqueue_collective(collective_, dtype_, layout_, b.send, b.recv, *comm_, stream());
+  }
+
+  // Note [What is measured]: seconds per collective, averaged over the ranks.
+  double timed(const Buffers& b) {
+    kernels::spin(kSpinNs, stream());
+    start_.record(stream());
+    for (std::uint64_t i = 0; i < inner_; ++i) {
+      enqueue(b);
+    }
+    stop_.record(stream());
+    comm_->wait(stream(), kTimeout, what_);
+    const double local =
+        static_cast<double>(cuda::Event::elapsed_ms(start_, stop_)) / 1e3 / static_cast<double>(inner_);
+    const std::vector<double> all = world_->all_gather(local);
+    return std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size());
+  }
+
+  Bandwidth under_pressure(const CaseContext& ctx) {
+    Churn churn(*allocator_, *host_, device_, ctx.seed() + static_cast<std::uint64_t>(ctx.iteration()));
+    const double seconds = timed(mine_);
+    const std::uint64_t steps = churn.stop();
+    if (steps == 0) {
+      throw Error(ExitCode::check_failed, "pressure=churn: the churn thread made no progress");
+    }
+    return bandwidth(collective_, size_bytes_, seconds, ranks());
+  }
+
+  // Note [What is verified].
+  void verify(CaseContext& ctx) {
+    const auto salt = static_cast<std::uint64_t>(ctx.iteration());  // the same on every rank
+    const std::uint64_t modulus = kernels::value_modulus(collective_, ranks());
+    MEMSTRESS_CUDA_TRY(cudaMemsetAsync(recv_block_.get(), 0, recv_block_.size(), stream()));
+    kernels::fill_collective_input(mine_.send, dtype_, layout_.send_count, comm_->rank(), salt, modulus,
+                                   stream());
+    enqueue(mine_);
+    const kernels::CollectiveCase expect{collective_, ranks(), comm_->rank(), layout_.chunk, salt, modulus};
+    checker_.enqueue(mine_.recv, dtype_, layout_.recv_count, expect, stream());
+    comm_->wait(stream(), kTimeout, what_ + " (verification)");
+    const kernels::CheckResult r = checker_.result();
+    ctx.verified(r.checked_words, r.bad_words);
+    if (!r.ok()) {
+      ctx.note(fmt::format("repetition {}: rank {}: {} of {} received elements wrong, the first at index {}",
+                           ctx.iteration(), comm_->rank(), r.bad_words, r.checked_words, r.first_bad_word));
+    }
+  }
+
+  Collective collective_;
+  DType dtype_;
+  bool in_place_;
+  bool churn_;
+  std::uint64_t bytes_;
+  int device_;
+  World* world_;
+  Allocator* allocator_;
+  PinnedHostAllocator* host_;
+  std::optional<NcclComm> own_comm_;
+  NcclComm* comm_ = nullptr;
+  kernels::CollectiveLayout layout_;
+  double size_bytes_ = 0;
+  std::uint64_t inner_ = kMinInner;
+  std::string what_;
+  cuda::Stream stream_;
+  cuda::Event start_;
+  cuda::Event stop_;
+  // Declared after the stream: freed (stream-ordered) before it goes.
+  DeviceBlock send_block_;  // out of place only
+  DeviceBlock recv_block_;  // in place: the one block
+  cuda::DeviceBuffer ref_send_;
+  cuda::DeviceBuffer ref_recv_;
+  Buffers mine_;
+  Buffers ref_;
+  kernels::CollectiveChecker checker_;
+};
+
+std::vector<std::string> strings(std::span<const std::string_view> names) {
+  return {names.begin(), names.end()};
+}
+
+class Collectives final : public Workload {
+ public:
+  [[nodiscard]] std::string_view name() const noexcept override { return "collectives"; }
+  [[nodiscard]] std::string_view summary() const noexcept override {
+    return "NCCL all_reduce, all_gather, reduce_scatter, broadcast, alltoall and a sendrecv ring over the "
+           "shared allocator's buffers: algbw and busbw as nccl-tests reports them, against plain cudaMalloc "
+           "buffers, and under allocation and copy churn";
+  }
+  [[nodiscard]] std::vector<ParamSpec> params() const override {
+    return {
+        {"collective",
+         ParamType::choice,
+         strings(collective_names()),
+         {},
+         strings(collective_names()),
+         "the collective (sum for reductions; broadcast from rank 0; sendrecv: to rank+1, from rank-1)"},
+        {"dtype",
+         ParamType::choice,
+         {"float"},
+         strings(dtype_names()),
+         strings(dtype_names()),
+         "element type"},
+        {"place",
+         ParamType::choice,
+         {"out", "in"},
+         {},
+         {"out", "in"},
+         "out of place, or in place (not for alltoall and sendrecv)"},
+        {"pressure",
+         ParamType::choice,
+         {"none", "churn"},
+         {},
+         {"none", "churn"},
+         "none, or churn: another thread allocates, fills and frees blocks and copies host-to-device on the "
+         "same GPU meanwhile"},
+        {"bytes",
+         ParamType::bytes,
+         {"1M", "256M"},
+         {"1M", "4M", "16M", "64M", "256M", "1G", "4G"},
+         {},
+         "nccl-tests' size: the larger of one rank's send and receive buffers",
+         1024},
+    };
+  }
+  [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
+  [[nodiscard]] bool applies(const ParamSet& p) const override {
+    return p.text("place") == "out" || has_in_place(parse_collective(p.text("collective")));
+  }
+  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
+    return std::make_unique<CollectivesRun>(ctx);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_collectives() {
+  return std::make_unique<Collectives>();
+}
+
+}  // namespace memstress::suites

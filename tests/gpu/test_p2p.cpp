@@ -1,0 +1,54 @@
+// The p2p workload and its pointer chase on real GPUs: a chase through one GPU's own memory ends where the
+// chain's arithmetic says; with two or more GPUs every p2p case passes with its copies verified.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "gpu_test.hpp"
+#include "harness/alloc/factory.hpp"
+#include "harness/alloc/pinned_host_allocator.hpp"
+#include "harness/core/cuda_check.hpp"
+#include "harness/memory/cuda_backend.hpp"
+#include "harness/run/plan.hpp"
+#include "harness/run/runner.hpp"
+#include "harness/run/sink.hpp"
+#include "kernels/chase.hpp"
+#include "suites/registry.hpp"
+#include "workload_on_gpu.hpp"
+
+namespace memstress {
+namespace {
+
+class P2pTest : public testing::GpuTest {};
+
+TEST_F(P2pTest, ChaseEndsWhereTheChainSays) {
+  const cuda::Stream stream;
+  constexpr std::uint64_t kBytes = 4ULL << 20U;
+  const cuda::DeviceBuffer region(kBytes);
+  const cuda::DeviceBuffer end(sizeof(std::uint64_t));
+  const std::uint64_t slots = kernels::chase_slots(kBytes);
+  kernels::chase_init(region.data(), slots, stream.get());
+  kernels::chase(region.data(), 5000, static_cast<std::uint64_t*>(end.data()), stream.get());
+  std::uint64_t got = 0;
+  MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(&got, end.data(), sizeof got, cudaMemcpyDeviceToHost, stream.get()));
+  stream.synchronize();
+  EXPECT_EQ(got, reinterpret_cast<std::uint64_t>(region.data()) +
+                     kernels::chase_slot_after(5000, slots) * kernels::kChaseStride);
+}
+
+TEST_F(P2pTest, EveryCaseOfTheMatrixPassesWithItsCopiesVerified) {
+  if (cuda::device_count() < 2) {
+    GTEST_SKIP() << "needs 2 GPUs";
+  }
+  for (const Row& row : testing::run_on_gpu("p2p", {"bytes=64M"}, 2)) {
+    const bool latency = row.case_label().find("measure=latency") != std::string::npos;
+    const MetricResult* m = row.metric(latency ? "latency_us max" : "GB/s min");
+    ASSERT_NE(m, nullptr) << row.case_label();
+    EXPECT_GT(m->summary.median, 0.0) << row.case_label();
+  }
+}
+
+}  // namespace
+}  // namespace memstress
