@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/core/error.hpp"
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/nccl_comm.hpp"
 #include "harness/dist/world.hpp"
@@ -12,9 +13,17 @@ namespace memstress {
 
 DeviceSpec rank_device(std::string_view flag, const World& world) {
   DeviceSpec spec = DeviceSpec::parse(flag);
-  if (world.size() > 1 && (flag == "auto" || flag == "cuda")) {
-    spec.ordinal = world.local_rank();
+  if (world.size() == 1 || (flag != "auto" && flag != "cuda")) {
+    return spec;
   }
+  const int gpus = cuda::device_count();
+  if (gpus > 0 && world.local_rank() >= gpus) {
+    throw EnvironmentError(fmt::format(
+        "--device {}: rank {} is local rank {} of {} on this host, which has {} GPUs: start at most one rank "
+        "per GPU, or name one with --device cuda:N",
+        flag, world.rank(), world.local_rank(), world.local_size(), gpus));
+  }
+  spec.ordinal = world.local_rank();
   return spec;
 }
 

@@ -16,7 +16,8 @@ class NcclComm;
 class World;
 
 // --device for this rank: in a job of several ranks, "auto" and "cuda" mean the GPU numbered by the
-// local rank (one rank, one GPU); cuda:N and sim keep their meaning on every rank.
+// local rank (one rank, one GPU; EnvironmentError when the host has fewer GPUs than ranks); cuda:N and
+// sim keep their meaning on every rank.
 DeviceSpec rank_device(std::string_view flag, const World& world);
 
 // {"ranks": [...]} on rank 0, one entry per rank in rank order: its environment (`local`, as

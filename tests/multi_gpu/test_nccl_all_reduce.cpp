@@ -1,7 +1,7 @@
 // Label multi-gpu: an NcclComm over the ranks of an MPI job, one GPU each, and an all-reduce through it.
 // Run under mpirun with two ranks or more (ctest --preset gpu -L multi-gpu does). Every rank skips, the
-// same way, when the job has fewer than 2 ranks or a rank has no GPU of its own. Its own main: MPI (the
-// Job) lives for the whole test program and the tests get its World, no global.
+// same way, when the job has fewer than 2 ranks or a rank has no GPU of its own. Its own main
+// (tests/mpi/world_test_main.hpp).
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -13,9 +13,10 @@
 
 #include "harness/core/cuda_check.hpp"
 #include "harness/core/nccl_check.hpp"
-#include "harness/dist/job.hpp"
 #include "harness/dist/nccl_comm.hpp"
+#include "harness/dist/world.hpp"
 #include "harness/memory/cuda_handles.hpp"
+#include "mpi/world_test_main.hpp"
 
 namespace memstress {
 namespace {
@@ -74,24 +75,6 @@ void all_reduce_sums_every_rank(World& world) {
 }  // namespace memstress
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  const memstress::Job job(std::chrono::seconds(120));
-  memstress::World& world = job.world();
-  ::testing::RegisterTest("MultiGpu", "NcclAllReduceSumsEveryRank", nullptr, nullptr, __FILE__, __LINE__,
-                          [&world]() -> ::testing::Test* {
-                            class Body : public ::testing::Test {
-                             public:
-                              explicit Body(memstress::World& w) : world_(w) {}
-                              void TestBody() override { memstress::all_reduce_sums_every_rank(world_); }
-
-                             private:
-                              memstress::World& world_;
-                            };
-                            return new Body(world);  // NOLINT(cppcoreguidelines-owning-memory): gtest owns it
-                          });
-  if (world.rank() != 0) {  // one report: rank 0's (every rank still fails the program on a failure)
-    delete ::testing::UnitTest::GetInstance()->listeners().Release(
-        ::testing::UnitTest::GetInstance()->listeners().default_result_printer());
-  }
-  return RUN_ALL_TESTS();
+  return memstress::testing::run_world_test(argc, argv, "MultiGpu", "NcclAllReduceSumsEveryRank",
+                                            memstress::all_reduce_sums_every_rank);
 }
