@@ -60,11 +60,11 @@ def stream_rows(out: Path) -> list[dict]:
     return [line for line in lines if line["type"] == "row"]
 
 
-def validate(*paths: Path) -> None:
+def validate(*paths: Path, expect: int = 0) -> None:
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "validate_results.py"), *map(str, paths)],
                           capture_output=True, text=True)
     print(done.stdout, done.stderr)
-    check(done.returncode in (0, 77), f"validate_results.py: exit {done.returncode}")
+    check(done.returncode in (expect, 77), f"validate_results.py: exit {done.returncode}, expected {expect}")
 
 
 def rows_by_case(rows: list[dict]) -> dict[str, set[int]]:
@@ -102,6 +102,11 @@ def merged(args, work: Path) -> None:
         check(entry["min"] == values[0] and entry["max"] == values[-1], f"{entry}: min/max against {values}")
         check(abs(entry["median"] - (values[0] + values[1]) / 2) < 1e-9 * max(1, abs(values[1])), f"{entry}: median")
     validate(out, out.with_suffix(".jsonl"))
+    # The validator recomputes the summary: a tampered one is invalid.
+    summary["cases"][0]["median"] = summary["cases"][0]["max"] * 2 + 1
+    tampered = work / "tampered.json"
+    tampered.write_text(json.dumps(doc))
+    validate(tampered, expect=1)
     # Rank 0 alone prints: one rows table, one cross-rank table, one count line.
     check(done.stdout.count("WORKLOAD") == 2, "stdout has the rows table and the cross-rank table, once each")
     check("Across ranks" in done.stdout and "0:sim:8G" in done.stdout and "1:sim:8G" in done.stdout, "tables")
