@@ -12,6 +12,7 @@
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/run/fault.hpp"
+#include "metric_fixture.hpp"
 
 namespace memstress {
 namespace {
@@ -55,13 +56,7 @@ Row sample_row(int rank) {
   row.device = DeviceRef{"sim:8G", "sim", 0, "simulated (8G)", ""};
   row.verdict = rank == 1 ? Verdict::error : Verdict::pass;
   row.reason = rank == 1 ? "boom" : "";
-  MetricResult m;
-  m.name = "alloc";
-  m.unit = "us";
-  m.better = Better::lower;
-  m.samples = {1.0, 2.0, 3.0};
-  m.summary = summarize(m.samples);
-  row.metrics.push_back(m);
+  row.metrics.push_back(testing::metric_of("alloc", "us", Better::lower, {1.0, 2.0, 3.0}));
   row.checked = 10;
   row.notes = {"a note"};
   row.allocator_stats = {{"allocated_bytes.all.peak", 42}};

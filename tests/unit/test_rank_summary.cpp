@@ -7,6 +7,7 @@
 
 #include "harness/run/format.hpp"
 #include "harness/run/rank_summary.hpp"
+#include "metric_fixture.hpp"
 
 namespace memstress {
 namespace {
@@ -18,13 +19,8 @@ Row rank_row(int rank, double value, Better better = Better::higher, std::string
   row.allocator = "caching";
   row.rank = rank;
   row.device = DeviceRef{"sim:8G", "sim", 0, "simulated (8G)", ""};
-  MetricResult m;
-  m.name = std::move(metric);
-  m.unit = better == Better::lower ? "us" : "GB/s";
-  m.better = better;
-  m.samples = {value, value};
-  m.summary = summarize(m.samples);
-  row.metrics.push_back(m);
+  row.metrics.push_back(
+      testing::metric_of(std::move(metric), better == Better::lower ? "us" : "GB/s", better, {value, value}));
   return row;
 }
 
