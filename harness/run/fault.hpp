@@ -2,8 +2,9 @@
 
 // A fault injected on purpose, for the tests of the distributed harness (run --inject-fault
 // RANK:CASE_INDEX:exit|hang|throw): on rank RANK, when the CASE_INDEX-th case (0-based, in plan order,
-// under each allocator) starts, the process exits (std::_Exit(1), as a crash would), hangs (sleeps
-// forever) or throws (an ordinary failing case: an error row). Part of RunOptions, never a global.
+// under each allocator) starts to run (a skipped case injects nothing), the process exits (std::_Exit(1), as
+// a crash would), hangs (sleeps forever) or throws (an ordinary failing case: an error row). Part of
+// RunOptions, never a global.
 
 #include <cstddef>
 #include <optional>

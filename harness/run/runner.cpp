@@ -109,11 +109,11 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     row.allocator = std::string(allocator_.name());
     row.rank = options_.rank;
     row.device = device_ref(backend);
-    row.started_at = utc_now_iso8601();
-    const auto start = std::chrono::steady_clock::now();
     const std::string title = fmt::format("{} {}", row.workload, row.case_label());
     const std::string where = fmt::format("[{}/{}] {}", index + 1, cases.size(), title);
-    align_ranks(world, where);
+    align_ranks(world, where);  // the case's time starts once every rank is here
+    row.started_at = utc_now_iso8601();
+    const auto start = std::chrono::steady_clock::now();
     progress.starting(title);
 
     if (!lost_after.empty()) {
