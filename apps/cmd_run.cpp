@@ -62,6 +62,7 @@ struct RunFlags {
   double timeout_s = 300;
   double straggler_pct = kDefaultStragglerThreshold * 100.0;
   std::string inject_fault;
+  std::string host_memory = "pinned";
 };
 
 std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
@@ -90,6 +91,7 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
           {"device", f.device},
           {"device_label", backend.info().label()},
           {"allocator", f.allocator},
+          {"host_memory", f.host_memory},
           {"repetitions", f.repetitions},
           {"warmup", f.warmup},
           {"seed", f.seed},
@@ -203,8 +205,9 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   Progress progress(in.cases.size() * in.allocators.size(), options.quiet);
   options.progress = &progress;
   // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
-  PinnedHostAllocator host(
-      make_host_memory_source(backend->info().kind == BackendKind::cuda ? "cuda" : "plain"));
+  // --host-memory pageable backs it with plain memory: a job that never pins, with the same cases.
+  PinnedHostAllocator host(make_host_memory_source(
+      backend->info().kind == BackendKind::cuda && f.host_memory == "pinned" ? "cuda" : "plain"));
   const auto report = [&] {
     if (writer) {
       write_junit(f, sink.record());
@@ -353,6 +356,11 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       ->capture_default_str();
   // For the tests of the distributed harness only: RANK:CASE_INDEX:exit|hang|throw (hidden).
   sub->add_option("--inject-fault", flags->inject_fault, "")->group("");
+  sub->add_option("--host-memory", flags->host_memory,
+                  "What the shared pinned host cache hands out: pinned (page-locked, the default) or pageable "
+                  "(plain memory: what-if runs, and a deliberately slowed run for `compare`)")
+      ->check(CLI::IsMember({"pinned", "pageable"}))
+      ->capture_default_str();
   return {sub, [flags, argv = std::move(argv)] {
             if (flags->alloc_conf.empty()) {
               if (const char* env = std::getenv("MEMSTRESS_ALLOC_CONF")) {  // NOLINT(concurrency-mt-unsafe)

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
       memstress::app::add_run(app, std::vector<std::string>(argv, argv + argc)),
       memstress::app::add_accept(app, std::vector<std::string>(argv, argv + argc)),
       memstress::app::add_compare(app),
+      memstress::app::add_replay(app),
   };
 
   // CLI11 reports an unknown subcommand as a missing one; name it instead.
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
     fmt::print(stderr,
-               "memstress: unknown subcommand '{}'; choose devices, list, run, compare or accept (see "
+               "memstress: unknown subcommand '{}'; choose devices, list, run, compare, accept or replay (see "
                "'memstress --help')\n",
                argv[1]);
     return to_int(ExitCode::bad_input);

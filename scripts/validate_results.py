@@ -5,8 +5,9 @@
 
 A FILE ending in .jsonl (or .ndjson) is a JSON Lines stream, checked line by line against
 memstress-rows-1.schema.json: a header line first, then row lines, then at most one footer line, last
-(a run that crashed has none). Any other FILE is a whole run document, checked against
-memstress-run-1.schema.json. Beyond the schemas, the summary must count the rows' verdicts, no
+(a run that crashed has none). A document whose "schema" is "memstress.replay/1" (`memstress replay
+--out`) is checked against memstress-replay-1.schema.json. Any other FILE is a whole run document,
+checked against memstress-run-1.schema.json. Beyond the schemas, the summary must count the rows' verdicts, no
 row may have more errors than checked items, or pass with errors, and a document's rank_summary (runs
 of several ranks) must be what its rows give: recomputed here, case by case, stragglers included.
 
@@ -31,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = ROOT / "results" / "schema"
 RUN_SCHEMA = "memstress-run-1.schema.json"
 ROWS_SCHEMA = "memstress-rows-1.schema.json"
+REPLAY_SCHEMA = "memstress-replay-1.schema.json"
 STREAM_SUFFIXES = {".jsonl", ".ndjson"}
 
 EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE, EXIT_SKIP = 0, 1, 2, 77
@@ -70,9 +72,9 @@ def parse_json(text: str, where: str) -> Any:
 
 
 def load_schemas(jsonschema, referencing, schema_dir: Path):
-    """Validators for the run document and for one stream line (which refers to the run schema)."""
+    """Validators for the run document, one stream line (which refers to the run schema) and a replay document."""
     schemas = {}
-    for name in (RUN_SCHEMA, ROWS_SCHEMA):
+    for name in (RUN_SCHEMA, ROWS_SCHEMA, REPLAY_SCHEMA):
         path = schema_dir / name
         try:
             schemas[name] = json.loads(path.read_text(encoding="utf-8"))
@@ -86,7 +88,11 @@ def load_schemas(jsonschema, referencing, schema_dir: Path):
         (s["$id"], referencing.Resource.from_contents(s)) for s in schemas.values()
     )
     make = jsonschema.Draft202012Validator
-    return make(schemas[RUN_SCHEMA], registry=registry), make(schemas[ROWS_SCHEMA], registry=registry)
+    return (
+        make(schemas[RUN_SCHEMA], registry=registry),
+        make(schemas[ROWS_SCHEMA], registry=registry),
+        make(schemas[REPLAY_SCHEMA], registry=registry),
+    )
 
 
 def schema_errors(validator, instance: Any, prefix: str = "") -> list[str]:
@@ -199,12 +205,17 @@ def plural_rows(n: int) -> str:
     return f"{n} row" if n == 1 else f"{n} rows"
 
 
-def check_document(path: Path, run_validator) -> tuple[list[str], str]:
+def check_document(path: Path, run_validator, replay_validator) -> tuple[list[str], str]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise Unreadable(f"cannot read: {e}") from None
     doc = parse_json(text, "")
+    if isinstance(doc, dict) and doc.get("schema") == "memstress.replay/1":
+        errors = schema_errors(replay_validator, doc)
+        sweep = doc.get("sweep")
+        rows = len(sweep["rows"]) if isinstance(sweep, dict) and isinstance(sweep.get("rows"), list) else 0
+        return errors, f"replay, {rows} sweep rows"
     errors = schema_errors(run_validator, doc)
     if errors or not isinstance(doc, dict):
         return errors, ""
@@ -277,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_SKIP
     jsonschema, referencing = modules
     try:
-        run_validator, line_validator = load_schemas(jsonschema, referencing, args.schema_dir)
+        run_validator, line_validator, replay_validator = load_schemas(jsonschema, referencing, args.schema_dir)
     except Unreadable as e:
         print(e, file=sys.stderr)
         return EXIT_UNREADABLE
@@ -288,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             if path.suffix in STREAM_SUFFIXES:
                 errors, note = check_stream(path, line_validator)
             else:
-                errors, note = check_document(path, run_validator)
+                errors, note = check_document(path, run_validator, replay_validator)
         except Unreadable as e:
             print(f"{path}: {e}")
             status = max(status, EXIT_UNREADABLE)

@@ -86,9 +86,11 @@ class HostMemory {
     switch (kind) {
       case HostKind::pinned:
         memory_.emplace<HostBlock>(pinned, bytes);
+        mapped_ = pinned.pinned();  // not under `run --host-memory pageable`
         break;
       case HostKind::pageable:
         memory_.emplace<PageableBuffer>(bytes);
+        mapped_ = false;
         break;
       case HostKind::registered:
         memory_.emplace<RegisteredBuffer>(bytes);
@@ -108,10 +110,11 @@ class HostMemory {
         },
         memory_);
   }
-  [[nodiscard]] bool mapped() const noexcept { return !std::holds_alternative<PageableBuffer>(memory_); }
+  [[nodiscard]] bool mapped() const noexcept { return mapped_; }
 
  private:
   std::variant<std::monostate, HostBlock, PageableBuffer, RegisteredBuffer> memory_;
+  bool mapped_ = true;
 };
 
 // One direction's copy: `src` to `dst`, split over the leg's streams.
@@ -189,6 +192,13 @@ class TransfersRun final : public CaseRun {
       ref_joins_.emplace_back(cuda::Event::Timing::disabled);
     }
     make_buffers(ctx, static_cast<std::size_t>(n));
+    if (engine_ == Engine::sm && !std::all_of(host_.begin(), host_.end(), [](const HostMemory& h) {
+          return h.mapped();
+        })) {
+      throw Error(ExitCode::check_failed,
+                  "engine=sm reads and writes host memory from a kernel, which needs page-locked memory; this "
+                  "run's pinned host cache is pageable (run --host-memory pageable)");
+    }
   }
 
   void iteration(CaseContext& ctx) override {

@@ -3,10 +3,11 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <charconv>
-#include <fstream>
+#include <sstream>
 #include <unordered_map>
 
+#include "harness/alloc/trace_fields.hpp"
+#include "harness/alloc/trace_file.hpp"
 #include "harness/core/error.hpp"
 
 namespace memstress {
@@ -14,32 +15,6 @@ namespace {
 
 constexpr std::array<std::string_view, 7> kColumns{"seq",   "time_ns", "action", "id",
                                                    "bytes", "stream",  "device"};
-
-std::vector<std::string_view> split(std::string_view line) {
-  std::vector<std::string_view> fields;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = line.find(',', start);
-    if (comma == std::string_view::npos) {
-      fields.push_back(line.substr(start));
-      return fields;
-    }
-    fields.push_back(line.substr(start, comma - start));
-    start = comma + 1;
-  }
-}
-
-bool is_action_name(std::string_view text) noexcept {
-  if (text.empty() || text.front() < 'a' || text.front() > 'z') {
-    return false;
-  }
-  for (const char c : text) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
-      return false;
-    }
-  }
-  return true;
-}
 
 class Parser {
  public:
@@ -101,7 +76,7 @@ class Parser {
   }
 
   void check_columns(std::string_view line) {
-    const std::vector<std::string_view> columns = split(line);
+    const std::vector<std::string_view> columns = split_trace_fields(line);
     bool ok = columns.size() >= kColumns.size();
     for (std::size_t i = 0; ok && i < kColumns.size(); ++i) {
       ok = columns[i] == kColumns[i];
@@ -113,18 +88,17 @@ class Parser {
   }
 
   std::uint64_t number(std::string_view field, std::size_t column) const {
-    std::uint64_t value = 0;
-    const char* end = field.data() + field.size();
-    const auto [ptr, ec] = std::from_chars(field.data(), end, value);
-    if (field.empty() || ec != std::errc{} || ptr != end) {
+    bool too_large = false;
+    const std::optional<std::uint64_t> value = parse_trace_number(field, &too_large);
+    if (!value) {
       fail("column '{}': '{}' is not a non-negative integer{}", kColumns[column], field,
-           ec == std::errc::result_out_of_range ? " (too large)" : "");
+           too_large ? " (too large)" : "");
     }
-    return value;
+    return *value;
   }
 
   void parse_event(std::string_view line) {
-    const std::vector<std::string_view> f = split(line);
+    const std::vector<std::string_view> f = split_trace_fields(line);
     if (f.size() != num_columns_) {
       fail("{} fields where the header has {} columns", f.size(), num_columns_);
     }
@@ -136,7 +110,7 @@ class Parser {
     any_seq_ = true;
     last_seq_ = event.seq;
     event.time_ns = number(f[1], 1);
-    if (!is_action_name(f[2])) {
+    if (!is_trace_action_name(f[2])) {
       fail("bad action '{}'", f[2]);
     }
     const std::optional<TraceAction> action = trace_action_from(f[2]);
@@ -203,10 +177,7 @@ Trace parse_trace(std::istream& in, std::string_view name) {
 }
 
 Trace read_trace(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(fmt::format("'{}': cannot open the trace for reading", path.string()));
-  }
+  std::istringstream in(read_trace_file(path, "trace"));
   return parse_trace(in, path.string());
 }
 

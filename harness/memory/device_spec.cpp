@@ -59,10 +59,10 @@ std::string DeviceSpec::to_string() const {
   return "auto";
 }
 
-std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec) {
+std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec, SimAddressOrder sim_order) {
   switch (spec.kind) {
     case DeviceSpec::Kind::sim:
-      return std::make_unique<SimBackend>(spec.sim_capacity);
+      return std::make_unique<SimBackend>(spec.sim_capacity, sim_order);
     case DeviceSpec::Kind::cuda:
       if (cuda::device_count() == 0) {
         throw EnvironmentError(
@@ -77,7 +77,7 @@ std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec) {
           "no CUDA device found: running on the simulated device sim:{} (workloads that need a real GPU "
           "are skipped)",
           format_bytes(spec.sim_capacity));
-      return std::make_unique<SimBackend>(spec.sim_capacity);
+      return std::make_unique<SimBackend>(spec.sim_capacity, sim_order);
   }
   throw InputError("--device: unknown kind");
 }

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "harness/memory/backend.hpp"
+#include "harness/memory/sim_backend.hpp"
 
 namespace memstress {
 
@@ -25,6 +26,8 @@ struct DeviceSpec {
 
 // Resolves `auto` and builds the backend. Throws EnvironmentError (exit 3) when cuda is asked for and
 // no usable GPU is present.
-std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec);
+// `sim_order` places the simulated device's reservations (sim_backend.hpp).
+std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec,
+                                            SimAddressOrder sim_order = SimAddressOrder::first_fit);
 
 }  // namespace memstress

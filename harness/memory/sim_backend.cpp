@@ -16,18 +16,30 @@ std::uint64_t round_up(std::uint64_t value, std::uint64_t multiple) noexcept {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-// First fit of `length` bytes aligned to `alignment` in an address-ordered map of free ranges.
+// First fit of `length` bytes aligned to `alignment` in an address-ordered map of free ranges: from the
+// bottom (the lowest range that fits, at its start) or from the top (the highest, at its end).
 // Returns 0 when nothing fits.
 std::uint64_t take_range(std::map<std::uint64_t, std::uint64_t>& free, std::uint64_t length,
-                         std::uint64_t alignment) {
-  for (auto it = free.begin(); it != free.end(); ++it) {
+                         std::uint64_t alignment, bool from_top = false) {
+  const auto take = [&](auto it) {
     const std::uint64_t range_start = it->first;
     const std::uint64_t end = it->first + it->second;
-    const std::uint64_t start = round_up(range_start, alignment);
-    if (start + length > end) {
-      continue;
+    std::uint64_t start = 0;
+    if (from_top) {
+      if (length > end - range_start) {
+        return std::uint64_t{0};
+      }
+      start = (end - length) / alignment * alignment;
+      if (start < range_start) {
+        return std::uint64_t{0};
+      }
+    } else {
+      start = round_up(range_start, alignment);
+      if (start + length > end) {
+        return std::uint64_t{0};
+      }
     }
-    free.erase(it);
+    free.erase(range_start);
     if (start != range_start) {
       free.emplace(range_start, start - range_start);
     }
@@ -35,6 +47,19 @@ std::uint64_t take_range(std::map<std::uint64_t, std::uint64_t>& free, std::uint
       free.emplace(start + length, end - start - length);
     }
     return start;
+  };
+  if (from_top) {
+    for (auto it = free.rbegin(); it != free.rend(); ++it) {
+      if (const std::uint64_t start = take(it); start != 0) {
+        return start;
+      }
+    }
+    return 0;
+  }
+  for (auto it = free.begin(); it != free.end(); ++it) {
+    if (const std::uint64_t start = take(it); start != 0) {
+      return start;
+    }
   }
   return 0;
 }
@@ -63,7 +88,7 @@ void* as_pointer(std::uint64_t address) noexcept {
 
 }  // namespace
 
-SimBackend::SimBackend(std::uint64_t capacity) {
+SimBackend::SimBackend(std::uint64_t capacity, SimAddressOrder order) : order_(order) {
   if (capacity == 0) {
     throw InputError("--device sim:CAPACITY: the capacity must be more than 0 bytes");
   }
@@ -93,8 +118,8 @@ void* SimBackend::try_reserve(std::size_t bytes) {
   if (charge > info_.capacity - used_) {
     return nullptr;
   }
-  const std::uint64_t start =
-      take_range(free_, charge, charge >= kPageBytes ? kPageBytes : kSmallGranularity);
+  const std::uint64_t start = take_range(free_, charge, charge >= kPageBytes ? kPageBytes : kSmallGranularity,
+                                         order_ == SimAddressOrder::cuda_like && charge > kPageBytes);
   if (start == 0) {
     return nullptr;
   }

@@ -124,3 +124,24 @@ TEST(DeviceSpec, CudaWithoutGpuIsEnvironmentMissing) {
 
 }  // namespace
 }  // namespace memstress
+
+// The CUDA-like order: reservations up to 2 MiB grow from the bottom, larger ones from the top down.
+TEST(SimBackend, CudaLikeAddressOrder) {
+  memstress::SimBackend sim(1ULL << 30, memstress::SimAddressOrder::cuda_like);
+  const auto address = [](void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  void* small1 = sim.try_reserve(2ULL << 20);
+  void* small2 = sim.try_reserve(2ULL << 20);
+  void* large1 = sim.try_reserve(20ULL << 20);
+  void* large2 = sim.try_reserve(20ULL << 20);
+  EXPECT_LT(address(small1), address(small2));
+  EXPECT_GT(address(large1), address(large2));
+  EXPECT_GT(address(large2), address(small2));
+  EXPECT_EQ(address(large1) % memstress::SimBackend::kPageBytes, 0U);
+  sim.release(large1, 20ULL << 20);
+  EXPECT_EQ(sim.try_reserve(20ULL << 20), large1);  // the top again
+  sim.release(small1, 2ULL << 20);
+  sim.release(small2, 2ULL << 20);
+  sim.release(large1, 20ULL << 20);
+  sim.release(large2, 20ULL << 20);
+  EXPECT_EQ(sim.mem_info().free, 1ULL << 30);
+}

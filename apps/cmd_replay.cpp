@@ -1,0 +1,129 @@
+// memstress replay TRACE: replays a memstress trace (a PyTorch memory snapshot converted by
+// scripts/torch_snapshot_to_trace.py, or --alloc-trace's own) through any allocator on a real GPU or a
+// simulated device of any capacity, and reports PyTorch's peaks, fragmentation, retries and OOMs
+// (harness/replay). --sweep ranks a grid of allocator settings. Exit 0 when the replay ran (OOMs in it
+// are findings, reported), 2 on bad input, 3 when the device asked for is missing.
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "apps/commands.hpp"
+#include "harness/alloc/factory.hpp"
+#include "harness/core/atomic_file.hpp"
+#include "harness/env/environment.hpp"
+#include "harness/memory/device_spec.hpp"
+#include "harness/replay/replay_trace.hpp"
+#include "harness/replay/report.hpp"
+#include "harness/replay/sweep.hpp"
+
+namespace memstress::app {
+namespace {
+
+struct ReplayFlags {
+  std::string trace;
+  std::string allocator = "caching";
+  std::string alloc_conf;
+  std::string device = "auto";
+  std::string trace_device;
+  std::string format = "table";
+  std::string out;
+  std::string timeline;
+  std::size_t timeline_points = 2000;
+  bool sweep = false;
+};
+
+int replay_command(const ReplayFlags& f) {
+  // Everything that can be wrong with the input is found before the device is touched.
+  const DeviceSpec spec = DeviceSpec::parse(f.device);
+  AllocatorSpec allocator_spec;
+  allocator_spec.name = f.allocator;
+  allocator_spec.conf = f.alloc_conf;
+  validate(allocator_spec);
+  const replay::ReplayTrace trace = replay::read_replay_trace(f.trace);
+  replay::ReplayOptions options;
+  options.device = f.trace_device;
+  options.timeline_points = f.timeline_points;
+
+  // The simulated device places segments as the CUDA driver does (SimAddressOrder::cuda_like), which
+  // decides ties in the caching allocator's best fit, as on the GPU the trace was recorded on.
+  const std::unique_ptr<DeviceBackend> backend = make_backend(spec, SimAddressOrder::cuda_like);
+  replay::ReplayRun run;
+  run.alloc_conf = f.alloc_conf;
+  {
+    const std::unique_ptr<Allocator> allocator = make_allocator(allocator_spec, *backend);
+    run.result = replay::replay_trace(trace, *allocator, options);
+  }
+  nlohmann::json sweep_doc = nullptr;
+  std::string sweep_text;
+  if (f.sweep) {
+    const DeviceSpec resolved = DeviceSpec::parse(backend->info().label());
+    const replay::Sweep sweep = replay::run_sweep(
+        trace, replay::sweep_grid(f.alloc_conf),
+        [&] { return make_backend(resolved, SimAddressOrder::cuda_like); }, options);
+    sweep_doc = replay::sweep_json(sweep);
+    sweep_text = replay::format_sweep(sweep);
+  }
+  nlohmann::json doc = replay::replay_document(trace, f.trace, run, sweep_doc);
+  doc["environment"] = to_json(collect_environment());  // what it ran on: GPU, driver, CUDA, host
+  if (!f.out.empty()) {
+    write_file_atomically(f.out, doc.dump(2) + "\n", "--out");
+  }
+  if (!f.timeline.empty()) {
+    write_file_atomically(f.timeline, replay::timeline_csv(run.result), "--timeline");
+  }
+  if (f.format == "json") {
+    std::fputs((doc.dump(2) + "\n").c_str(), stdout);
+  } else {
+    std::string text = replay::format_replay(trace, f.trace, run);
+    if (f.sweep) {
+      text += fmt::format("\nsweep ({} settings, each on a fresh {}), by peak reserved:\n\n{}",
+                          sweep_doc["rows"].size(), run.result.device_label, sweep_text);
+    }
+    std::fputs(text.c_str(), stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_replay(CLI::App& app) {
+  auto flags = std::make_shared<ReplayFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "replay",
+      "Replay an allocation trace (PyTorch snapshot converted, or --alloc-trace) through an allocator");
+  sub->add_option("TRACE", flags->trace, "The trace (harness/alloc/trace_format.md), plain or .gz")
+      ->required();
+  sub->add_option("-a,--allocator", flags->allocator, "caching, expandable, direct or async")
+      ->capture_default_str();
+  sub->add_option("--alloc-conf", flags->alloc_conf,
+                  "Allocator settings in PyTorch's syntax (default: $MEMSTRESS_ALLOC_CONF)");
+  sub->add_option("-d,--device", flags->device, "auto, cuda, cuda:N, sim or sim:CAPACITY (e.g. sim:40G)")
+      ->capture_default_str();
+  sub->add_option("--trace-device", flags->trace_device,
+                  "The trace's device to replay, e.g. cuda:1 (default: the first in the trace)");
+  sub->add_option("--format", flags->format, "stdout format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  sub->add_option("-o,--out", flags->out, "Write the memstress.replay/1 JSON document here");
+  sub->add_option("--timeline", flags->timeline,
+                  "Write the timeline of allocated and reserved bytes here (CSV, at most ~2000 points)");
+  sub->add_option("--timeline-points", flags->timeline_points,
+                  "At most this many timeline points (each the peaks over its stretch of events)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100000000}))
+      ->capture_default_str();
+  sub->add_flag("--sweep", flags->sweep,
+                "Also replay under a grid of allocators and settings, ranked by peak reserved");
+  return {sub, [flags] {
+            if (flags->alloc_conf.empty()) {
+              if (const char* env = std::getenv("MEMSTRESS_ALLOC_CONF")) {  // NOLINT(concurrency-mt-unsafe)
+                flags->alloc_conf = env;
+              }
+            }
+            return replay_command(*flags);
+          }};
+}
+
+}  // namespace memstress::app

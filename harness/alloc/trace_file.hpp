@@ -1,0 +1,16 @@
+#pragma once
+
+// Reading a trace file's bytes, plain or gzip-compressed (zlib), for the trace readers.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace memstress {
+
+// The whole content of `path`, decompressed when the file is gzip (told by its first bytes, not by its
+// name, so a renamed file still reads). Throws InputError naming `what` and the path when the file is
+// missing, not a regular file, unreadable, or a gzip stream that is corrupt or cut short.
+std::string read_trace_file(const std::filesystem::path& path, std::string_view what);
+
+}  // namespace memstress

@@ -1,0 +1,57 @@
+#pragma once
+
+// A trace as replay reads it: every action trace_format.md defines (v1's three and those beyond them),
+// of every device, plain or gzip-compressed.
+//
+// Design note. The v1 reader (harness/alloc/trace_reader.hpp) is strict about the pairing of alloc and
+// free; replay cannot be, since a converted trace may free blocks allocated before recording began and
+// a replayed allocation may fail where the recorded one did not. So this reader checks only the shape
+// (header lines, fields, numbers, increasing seq, ids where an action needs one) and leaves the pairing
+// to the replayer, which skips and counts what does not pair. Device labels are interned: an event
+// holds the index of its device in `devices` (order of first appearance). About 48 bytes per event.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memstress::replay {
+
+enum class Action : std::uint8_t {
+  alloc,           // bytes = the requested size
+  free,            // PyTorch's free_requested: the program gave the block back
+  free_completed,  // the block became reusable (its other streams' work finished)
+  oom,             // the recorded program's request failed
+  segment_alloc,   // the recorded allocator reserved a segment (bytes)
+  segment_free,    // … and released one
+  segment_map,     // expandable segments: bytes mapped
+  segment_unmap,   // … and unmapped
+};
+
+[[nodiscard]] std::string_view to_string(Action action) noexcept;
+
+struct Event {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  std::uint64_t id = 0;  // 0 where the action has none
+  std::uint64_t bytes = 0;
+  std::uint64_t stream = 0;
+  std::uint32_t device = 0;  // index into ReplayTrace::devices
+  Action action = Action::alloc;
+};
+
+struct ReplayTrace {
+  std::string name;                  // what messages call it (the path)
+  std::vector<std::string> devices;  // labels, in order of first appearance
+  std::vector<Event> events;         // file order, all devices
+  // Well-formed actions the format does not define: name -> lines skipped.
+  std::map<std::string, std::uint64_t, std::less<>> skipped_actions;
+};
+
+// Throws InputError "<name>:<line>: <what>" (or naming the file) on anything that is not a trace.
+[[nodiscard]] ReplayTrace read_replay_trace(const std::filesystem::path& path);
+[[nodiscard]] ReplayTrace parse_replay_trace(std::string_view text, std::string_view name);
+
+}  // namespace memstress::replay

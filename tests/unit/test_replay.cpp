@@ -1,0 +1,224 @@
+// memstress replay on small synthetic traces (harness/replay): reading (plain, gzip, bad input), stream
+// semantics of pending frees, OOM points, unpaired frees, several devices, the timeline and the sweep.
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <string>
+
+#include "harness/alloc/factory.hpp"
+#include "harness/core/error.hpp"
+#include "harness/memory/sim_backend.hpp"
+#include "harness/replay/replay_trace.hpp"
+#include "harness/replay/replayer.hpp"
+#include "harness/replay/sweep.hpp"
+#include "tests/unit/temp_dir.hpp"
+
+namespace memstress::replay {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+
+// A trace from "action,id,bytes,stream[,device]" lines; seq and time are filled in.
+std::string trace_text(const std::vector<std::string>& lines) {
+  std::string text = "# memstress-trace v1\nseq,time_ns,action,id,bytes,stream,device\n";
+  std::uint64_t seq = 0;
+  for (const std::string& line : lines) {
+    const std::size_t commas = static_cast<std::size_t>(std::count(line.begin(), line.end(), ','));
+    text += std::to_string(seq) + "," + std::to_string(seq * 1000) + "," + line +
+            (commas == 3 ? ",cuda:0" : "") + "\n";
+    ++seq;
+  }
+  return text;
+}
+
+ReplayResult replay_on_sim(const std::string& text, std::string_view allocator,
+                           std::uint64_t capacity = 80ULL << 30, ReplayOptions options = {}) {
+  const ReplayTrace trace = parse_replay_trace(text, "t.csv");
+  SimBackend sim(capacity);
+  const std::unique_ptr<Allocator> a = make_allocator(allocator, sim);
+  return replay_trace(trace, *a, options);
+}
+
+std::string mib(std::uint64_t n) {
+  return std::to_string(n * kMiB);
+}
+
+TEST(ReplayTrace, ReadsEveryActionAndCountsUnknownOnes) {
+  const ReplayTrace t =
+      parse_replay_trace(trace_text({"segment_alloc,0," + mib(20) + ",0", "alloc,0,100,0", "free,0,100,0",
+                                     "free_completed,0,100,0", "oom,,512,0", "segment_map,,2097152,0",
+                                     "annotate,,0,0", "alloc,1,100,7,cuda:1"}),
+                         "t.csv");
+  ASSERT_EQ(t.events.size(), 7U);
+  EXPECT_EQ(t.events[0].action, Action::segment_alloc);
+  EXPECT_EQ(t.events[3].action, Action::free_completed);
+  EXPECT_EQ(t.events[4].action, Action::oom);
+  EXPECT_EQ(t.skipped_actions.at("annotate"), 1U);
+  EXPECT_EQ(t.devices, (std::vector<std::string>{"cuda:0", "cuda:1"}));
+  EXPECT_EQ(t.events[6].device, 1U);
+}
+
+TEST(ReplayTrace, RejectsWhatIsNotATrace) {
+  EXPECT_THROW(static_cast<void>(parse_replay_trace("hello\n", "t.csv")), InputError);
+  EXPECT_THROW(static_cast<void>(parse_replay_trace(trace_text({"alloc,x,100,0"}), "t.csv")), InputError);
+  EXPECT_THROW(static_cast<void>(
+                   parse_replay_trace(trace_text({"alloc,0,100,0"}) + "1,2,free,0,100,0,cuda:0", "t.csv")),
+               InputError);  // the last line was cut short
+}
+
+TEST(ReplayTrace, ReadsGzipAndNamesATruncatedOne) {
+  const testing::TempDir dir;
+  const std::string text = trace_text({"alloc,0,100,0", "free,0,100,0"});
+  const auto gz = dir.file("t.csv.gz");
+  {
+    gzFile f = gzopen(gz.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+    ASSERT_EQ(gzclose(f), Z_OK);
+  }
+  EXPECT_EQ(read_replay_trace(gz).events.size(), 2U);
+  const auto size = std::filesystem::file_size(gz);
+  std::filesystem::resize_file(gz, size - 10);
+  try {
+    static_cast<void>(read_replay_trace(gz));
+    FAIL() << "a truncated gzip file was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.csv.gz"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(static_cast<void>(read_replay_trace(dir.file("nosuch.csv"))), InputError);
+}
+
+// A block freed on stream 1 whose free_completed comes after the next allocation on stream 1 must not be
+// reused by it: a second segment. Completed first, it is reused.
+TEST(Replay, PendingFreeIsNotReusedBeforeFreeCompleted) {
+  const std::string late = trace_text({"alloc,0," + mib(12) + ",1", "free,0," + mib(12) + ",1",
+                                       "alloc,1," + mib(12) + ",1", "free_completed,0," + mib(12) + ",1"});
+  const std::string early = trace_text({"alloc,0," + mib(12) + ",1", "free,0," + mib(12) + ",1",
+                                        "free_completed,0," + mib(12) + ",1", "alloc,1," + mib(12) + ",1"});
+  for (const std::string_view allocator : {"caching", "direct"}) {
+    SCOPED_TRACE(allocator);
+    const ReplayResult l = replay_on_sim(late, allocator);
+    EXPECT_EQ(l.peak_reserved, static_cast<std::int64_t>(24 * kMiB));
+    EXPECT_EQ(l.counts.frees_pending, 1U);
+    const ReplayResult e = replay_on_sim(early, allocator);
+    EXPECT_EQ(e.peak_reserved, static_cast<std::int64_t>(12 * kMiB));
+    EXPECT_EQ(e.counts.frees_pending, 0U);
+  }
+  // The caching allocator holds the block with record_stream: allocated drops at the free (PyTorch's
+  // allocated_bytes), active at the completion.
+  const ReplayResult c = replay_on_sim(late, "caching");
+  EXPECT_EQ(c.pending_frees, PendingFrees::record_stream);
+  EXPECT_EQ(c.peak_allocated, static_cast<std::int64_t>(12 * kMiB));
+  EXPECT_EQ(c.peak_active, static_cast<std::int64_t>(24 * kMiB));
+  EXPECT_EQ(replay_on_sim(late, "direct").pending_frees, PendingFrees::deferred);
+}
+
+// A trace without free_completed lines (v1: --alloc-trace, RMM) frees at once; in one with them, a free
+// that never completes keeps its block to the end.
+TEST(Replay, FreeWithoutCompletionIsImmediateOnlyInV1Traces) {
+  const std::vector<std::string> v1{"alloc,0," + mib(12) + ",1", "free,0," + mib(12) + ",1",
+                                    "alloc,1," + mib(12) + ",1", "free,1," + mib(12) + ",1"};
+  EXPECT_EQ(replay_on_sim(trace_text(v1), "caching").peak_reserved, static_cast<std::int64_t>(12 * kMiB));
+  std::vector<std::string> converted = v1;
+  converted.emplace_back("free_completed,1," + mib(12) + ",1");
+  const ReplayResult r = replay_on_sim(trace_text(converted), "caching");
+  EXPECT_EQ(r.peak_reserved, static_cast<std::int64_t>(24 * kMiB));
+  EXPECT_EQ(r.counts.live_at_end, 1U);
+}
+
+// Another stream never gets the block while it is pending (nor after: blocks stay on their stream).
+TEST(Replay, PendingFreeIsNotReusedByAnotherStream) {
+  const ReplayResult r = replay_on_sim(
+      trace_text({"alloc,0," + mib(12) + ",1", "free,0," + mib(12) + ",1", "alloc,1," + mib(12) + ",2",
+                  "free_completed,0," + mib(12) + ",1", "free,1," + mib(12) + ",2"}),
+      "caching");
+  EXPECT_EQ(r.peak_reserved, static_cast<std::int64_t>(24 * kMiB));
+  EXPECT_EQ(r.counts.frees, 2U);
+}
+
+TEST(Replay, OomIsRecordedAndReplayGoesOn) {
+  const ReplayResult r =
+      replay_on_sim(trace_text({"alloc,0," + mib(40) + ",0", "alloc,1," + mib(40) + ",0",
+                                "free,1," + mib(40) + ",0", "free_completed,1," + mib(40) + ",0",
+                                "free,0," + mib(40) + ",0", "alloc,2," + mib(40) + ",0"}),
+                    "caching", 64 * kMiB);
+  EXPECT_EQ(r.num_ooms, 1);
+  ASSERT_EQ(r.ooms.size(), 1U);
+  const OomPoint& p = r.ooms.front();
+  EXPECT_EQ(p.event_index, 1U);
+  EXPECT_EQ(p.request_bytes, 40 * kMiB);
+  EXPECT_EQ(p.allocated, static_cast<std::int64_t>(40 * kMiB));
+  EXPECT_EQ(p.reserved, static_cast<std::int64_t>(40 * kMiB));
+  ASSERT_TRUE(p.largest_free_block.has_value());
+  EXPECT_EQ(*p.largest_free_block, 0);
+  EXPECT_EQ(r.counts.frees_of_failed, 1U);
+  EXPECT_EQ(r.counts.frees, 1U);
+  EXPECT_EQ(r.counts.allocs, 3U);  // the last one reuses the first block
+  EXPECT_EQ(r.peak_reserved, static_cast<std::int64_t>(40 * kMiB));
+}
+
+TEST(Replay, FreesOfUnknownIdsAreSkippedAndCounted) {
+  const ReplayResult r = replay_on_sim(trace_text({"free,7,4096,0", "free_completed,7,4096,0",
+                                                   "alloc,0,4096,0", "free,0,4096,0", "free,0,4096,0"}),
+                                       "caching");
+  EXPECT_EQ(r.counts.unknown_frees, 2U);  // id 7 (allocated before the trace) and id 0's second free
+  EXPECT_EQ(r.counts.frees, 1U);
+}
+
+TEST(Replay, ReplaysOneDeviceOfSeveral) {
+  const std::string text = trace_text({"alloc,0," + mib(4) + ",0", "alloc,1," + mib(30) + ",0,cuda:1",
+                                       "free,0," + mib(4) + ",0", "free,1," + mib(30) + ",0,cuda:1"});
+  const ReplayResult first = replay_on_sim(text, "caching");
+  EXPECT_EQ(first.trace_device, "cuda:0");
+  EXPECT_EQ(first.other_devices, std::vector<std::string>{"cuda:1"});
+  EXPECT_EQ(first.counts.other_device_events, 2U);
+  EXPECT_EQ(first.peak_allocated, static_cast<std::int64_t>(4 * kMiB));
+  ReplayOptions options;
+  options.device = "cuda:1";
+  EXPECT_EQ(replay_on_sim(text, "caching", 80ULL << 30, options).peak_allocated,
+            static_cast<std::int64_t>(30 * kMiB));
+  options.device = "cuda:5";
+  EXPECT_THROW(static_cast<void>(replay_on_sim(text, "caching", 80ULL << 30, options)), InputError);
+}
+
+TEST(Replay, TimelineIsDownsampledAndKeepsThePeak) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < 500; ++i) {
+    const std::string bytes = mib(i == 250 ? 100 : 2);
+    lines.push_back("alloc," + std::to_string(i) + "," + bytes + ",0");
+    lines.push_back("free," + std::to_string(i) + "," + bytes + ",0");
+  }
+  ReplayOptions options;
+  options.timeline_points = 64;
+  const ReplayResult r = replay_on_sim(trace_text(lines), "caching", 80ULL << 30, options);
+  EXPECT_LE(r.timeline.size(), 64U);
+  EXPECT_GE(r.timeline.size(), 60U);
+  std::int64_t top = 0;
+  for (const TimelinePoint& p : r.timeline) {
+    top = std::max(top, p.allocated);
+  }
+  EXPECT_EQ(top, static_cast<std::int64_t>(100 * kMiB));
+  EXPECT_EQ(r.peak_allocated, top);
+  EXPECT_EQ(r.timeline.back().event_index, 999U);
+}
+
+TEST(Replay, SweepRanksTheGridByPeakReserved) {
+  const ReplayTrace trace =
+      parse_replay_trace(trace_text({"alloc,0," + mib(30) + ",0", "alloc,1," + mib(3) + ",0",
+                                     "free,0," + mib(30) + ",0", "alloc,2," + mib(33) + ",0"}),
+                         "t.csv");
+  const std::vector<SweepSetting> grid = sweep_grid("");
+  EXPECT_EQ(grid.size(), 49U);
+  const Sweep sweep = run_sweep(trace, grid, [] { return std::make_unique<SimBackend>(1ULL << 30); }, {});
+  ASSERT_EQ(sweep.rows.size(), grid.size());
+  for (std::size_t i = 1; i < sweep.rows.size(); ++i) {
+    EXPECT_LE(sweep.rows[i - 1].result.peak_reserved, sweep.rows[i].result.peak_reserved);
+  }
+  ASSERT_TRUE(sweep.best_by_peak_reserved.has_value());
+  ASSERT_TRUE(sweep.best_by_oom_margin.has_value());
+  EXPECT_EQ(*sweep.best_by_oom_margin, 0U);
+}
+
+}  // namespace
+}  // namespace memstress::replay
