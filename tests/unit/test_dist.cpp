@@ -10,7 +10,9 @@
 #include "harness/core/launcher.hpp"
 #include "harness/dist/case_sync.hpp"
 #include "harness/dist/dist_error.hpp"
+#include "harness/dist/rank_setup.hpp"
 #include "harness/dist/world.hpp"
+#include "harness/memory/sim_backend.hpp"
 #include "harness/run/fault.hpp"
 #include "metric_fixture.hpp"
 
@@ -138,6 +140,30 @@ TEST(CaseSync, AWorldOfOneKeepsTheRowAsItIs) {
   const std::vector<Row> rows = gather_rows(world, sample_row(0), "[1/1] sizes");
   ASSERT_EQ(rows.size(), 1U);
   EXPECT_EQ(rows[0].params, sample_row(0).params);
+}
+
+TEST(RankSetup, EveryRanksEnvironmentReachesRankZeroWithItsDevice) {
+  const nlohmann::json other = {{"rank", 1}, {"local_rank", 1}, {"host", {{"name", "node2"}}}};
+  TwoRankWorld world(other.dump());
+  const SimBackend sim(8ULL << 30);
+  const nlohmann::json env = gather_environment(world, {{"host", {{"name", "node1"}}}}, sim);
+  ASSERT_EQ(env["ranks"].size(), 2U);
+  EXPECT_EQ(env["ranks"][0]["rank"], 0);
+  EXPECT_EQ(env["ranks"][0]["host"]["name"], "node1");
+  EXPECT_EQ(env["ranks"][0]["device"]["label"], sim.info().label());
+  EXPECT_EQ(env["ranks"][0]["device"]["pci_bus_id"], "");  // the simulated device has none
+  EXPECT_EQ(env["ranks"][1], other);
+
+  TwoRankWorld garbled("{");
+  EXPECT_THROW(static_cast<void>(gather_environment(garbled, nlohmann::json::object(), sim)), DistError);
+}
+
+TEST(RankSetup, CudaNamedByNumberOrSimKeepTheirMeaningOnEveryRank) {
+  TwoRankWorld world("");
+  EXPECT_EQ(rank_device("cuda:3", world).ordinal, 3);
+  EXPECT_EQ(rank_device("sim:8G", world).kind, DeviceSpec::Kind::sim);
+  EXPECT_EQ(rank_device("cuda", world).ordinal, world.local_rank());
+  EXPECT_THROW(static_cast<void>(rank_device("gpu7", world)), InputError);
 }
 
 TEST(FaultInjection, ParsesRankCaseAndKind) {
