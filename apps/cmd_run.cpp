@@ -1,9 +1,12 @@
 // memstress run [WORKLOAD...]: plans the cases, runs them on one device through one shared allocator,
-// streams rows to --out as they finish, and prints the results on stdout.
+// streams rows to --out as they finish, and prints the results on stdout. Under mpirun every rank runs
+// every case on its own GPU; rank 0 gathers the rows into the one results file and alone prints them.
+// A rank that fails or hangs ends the job (exit 1) by the --timeout, the results so far kept.
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +21,9 @@
 #include "harness/core/log.hpp"
 #include "harness/core/units.hpp"
 #include "harness/core/version.hpp"
+#include "harness/dist/job.hpp"
+#include "harness/dist/nccl_comm.hpp"
+#include "harness/dist/rank_setup.hpp"
 #include "harness/env/environment.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
@@ -53,6 +59,9 @@ struct RunFlags {
   bool full = false;
   bool quiet = false;
   std::string junit;
+  double timeout_s = 300;
+  double straggler_pct = kDefaultStragglerThreshold * 100.0;
+  std::string inject_fault;
   std::string host_memory = "pinned";
 };
 
@@ -86,7 +95,9 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
           {"repetitions", f.repetitions},
           {"warmup", f.warmup},
           {"seed", f.seed},
-          {"full", f.full}};
+          {"full", f.full},
+          {"timeout_s", f.timeout_s},
+          {"straggler_pct", f.straggler_pct}};
 }
 
 // --memory-summary (stderr, so stdout stays parseable) and --snapshot, after the run.
@@ -111,7 +122,16 @@ void write_junit(const RunFlags& f, const RunRecord& record) {
   }
 }
 
-void report_allocator(const RunFlags& f, const Allocator& allocator, bool several) {
+// In a job of several ranks, each rank but 0 writes FILE with ".rankN" before the extension.
+std::filesystem::path rank_path(const std::filesystem::path& path, const World& world) {
+  if (world.rank() == 0) {
+    return path;
+  }
+  std::filesystem::path p = path;
+  return p.replace_extension(fmt::format(".rank{}{}", world.rank(), path.extension().string()));
+}
+
+void report_allocator(const RunFlags& f, const Allocator& allocator, bool several, const World& world) {
   if (f.memory_summary) {
     std::fputs(memory_summary(allocator.memory_stats(),
                               fmt::format("{} ({})", allocator.backend().info().label(), allocator.name()))
@@ -128,30 +148,121 @@ void report_allocator(const RunFlags& f, const Allocator& allocator, bool severa
     if (several) {
       path.replace_extension(fmt::format(".{}{}", allocator.name(), path.extension().string()));
     }
-    write_file_atomically(path, snap.dump(1) + "\n", "--snapshot");
+    write_file_atomically(rank_path(path, world), snap.dump(1) + "\n", "--snapshot");
   }
 }
 
-int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
-  // Everything that can be wrong with the input is found before the device is touched.
-  const OutputFormat format = parse_output_format(f.format, "--format");
+// What run_command resolved from the flags before anything was touched.
+struct RunInput {
+  OutputFormat format = OutputFormat::table;
   PlanRequest request;
-  request.workloads = f.workloads;
-  request.full = f.full;
-  request.sizes = size_axis(f);
+  std::vector<PlannedCase> cases;
+  std::vector<AllocatorSpec> allocators;
+  std::optional<FaultInjection> fault;
+};
+
+// Runs the planned cases on this rank; rank 0 writes the results and prints them.
+int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const RunInput& in, World& world) {
+  const std::unique_ptr<DeviceBackend> backend = make_backend(rank_device(f.device, world));
+
+  RunRecord header;
+  const VersionInfo version = version_info();
+  header.tool_version = version.version;
+  header.git_sha = version.git_sha;
+  header.argv = argv;
+  header.started_at = utc_now_iso8601();
+  header.config = config_json(f, *backend, in.request);
+  header.config["ranks"] = world.size();
+  header.ranks = world.size();
+  header.straggler_threshold = f.straggler_pct / 100.0;
+  header.environment = gather_environment(world, to_json(collect_environment()), *backend);
+  std::unique_ptr<NcclComm> nccl;
+  try {
+    nccl = make_nccl(world, *backend);
+  } catch (const Error& e) {
+    if (world.size() > 1) {
+      throw;
+    }
+    note("no NCCL communicator (workloads that need one are skipped): {}", e.what());
+  }
+
+  const bool writer = world.rank() == 0;  // the one results file, the table, the JUnit file
+  std::optional<std::filesystem::path> out;
+  if (!f.out.empty() && writer) {
+    out = f.out;
+  }
+  ResultSink sink(std::move(header), out);
+  RunOptions options;
+  options.repetitions = f.repetitions;
+  options.warmup = f.warmup;
+  options.seed = f.seed;
+  options.quiet = f.quiet || !writer;
+  options.rank = world.rank();
+  options.world_size = world.size();
+  options.world = &world;
+  options.nccl = nccl.get();
+  options.fault = in.fault;
+  Progress progress(in.cases.size() * in.allocators.size(), options.quiet);
+  options.progress = &progress;
+  // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
+  // --host-memory pageable backs it with plain memory: a job that never pins, with the same cases.
+  PinnedHostAllocator host(make_host_memory_source(
+      backend->info().kind == BackendKind::cuda && f.host_memory == "pinned" ? "cuda" : "plain"));
+  const auto report = [&] {
+    if (writer) {
+      write_junit(f, sink.record());
+      std::fputs(format_run(sink.record(), in.format).c_str(), stdout);
+    }
+  };
+  int failures = 0;
+  try {
+    for (AllocatorSpec a : in.allocators) {
+      if (a.trace) {
+        a.trace = rank_path(*a.trace, world);
+      }
+      const std::unique_ptr<Allocator> allocator = make_allocator(a, *backend);
+      failures += Runner(*allocator, options, &host).run(in.cases, sink);
+      report_allocator(f, *allocator, in.allocators.size() > 1, world);
+    }
+  } catch (const std::exception& e) {
+    // Keep what finished: the final document says the run was aborted and why.
+    sink.finish(RunStatus::aborted, e.what());
+    report();
+    throw;
+  }
+  sink.finish(RunStatus::complete);
+  report();
+  return failures == 0 ? 0 : 1;
+}
+
+int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
+  // Everything that can be wrong with the input is found before MPI or the device is touched.
+  RunInput in;
+  in.format = parse_output_format(f.format, "--format");
+  in.request.workloads = f.workloads;
+  in.request.full = f.full;
+  in.request.sizes = size_axis(f);
   for (const std::string& p : f.params) {
-    request.overrides.push_back(ParamOverride::parse(p));
+    in.request.overrides.push_back(ParamOverride::parse(p));
   }
   const Registry registry = suites::builtin_registry();
-  const std::vector<PlannedCase> cases = plan_cases(registry, request);
-  const DeviceSpec spec = DeviceSpec::parse(f.device);
+  in.cases = plan_cases(registry, in.request);
+  static_cast<void>(DeviceSpec::parse(f.device));
+  if (!f.inject_fault.empty()) {
+    in.fault = FaultInjection::parse(f.inject_fault);
+  }
+  if (!(f.timeout_s > 0) || f.timeout_s > 1e6) {
+    throw InputError(fmt::format("--timeout {}: expected seconds, more than 0", f.timeout_s));
+  }
+  if (!(f.straggler_pct > 0) || f.straggler_pct > 1e6) {
+    throw InputError(fmt::format("--straggler-pct {}: expected a percentage, more than 0", f.straggler_pct));
+  }
 
   // --allocator a,b,c runs every case under each allocator in turn, each built fresh.
   std::optional<std::uint64_t> limit;
   if (!f.alloc_limit.empty()) {
     limit = parse_bytes(f.alloc_limit, "--alloc-limit");
   }
-  std::vector<AllocatorSpec> allocators;
   for (std::string_view rest = f.allocator; !rest.empty();) {
     const std::size_t comma = rest.find(',');
     AllocatorSpec a;
@@ -162,64 +273,33 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
       a.trace = f.alloc_trace;
     }
     validate(a);
-    allocators.push_back(std::move(a));
+    in.allocators.push_back(std::move(a));
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
-  if (allocators.empty()) {
+  if (in.allocators.empty()) {
     throw InputError("--allocator: name at least one allocator");
   }
-  if (allocators.size() > 1 && !f.alloc_trace.empty()) {
+  if (in.allocators.size() > 1 && !f.alloc_trace.empty()) {
     throw InputError("--alloc-trace records one allocator's calls: name a single --allocator with it");
   }
-
   check_junit_path(f);
-  const std::unique_ptr<DeviceBackend> backend = make_backend(spec);
 
-  RunRecord header;
-  const VersionInfo version = version_info();
-  header.tool_version = version.version;
-  header.git_sha = version.git_sha;
-  header.argv = argv;
-  header.started_at = utc_now_iso8601();
-  header.config = config_json(f, *backend, request);
-  nlohmann::json rank_env = to_json(collect_environment());
-  rank_env["rank"] = 0;
-  header.environment = {{"ranks", nlohmann::json::array({rank_env})}};
-
-  std::optional<std::filesystem::path> out;
-  if (!f.out.empty()) {
-    out = f.out;
+  const Job job(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(f.timeout_s)));
+  if (job.world().size() == 1) {
+    return run_ranks(f, argv, in, job.world());
   }
-  ResultSink sink(std::move(header), out);
-  RunOptions options;
-  options.repetitions = f.repetitions;
-  options.warmup = f.warmup;
-  options.seed = f.seed;
-  options.quiet = f.quiet;
-  Progress progress(cases.size() * allocators.size(), f.quiet);
-  options.progress = &progress;
-  // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
-  // --host-memory pageable backs it with plain memory: a job that never pins, with the same cases.
-  PinnedHostAllocator host(make_host_memory_source(
-      backend->info().kind == BackendKind::cuda && f.host_memory == "pinned" ? "cuda" : "plain"));
-  int failures = 0;
+  // Several ranks: after an error no rank may wait for the others (one may be dead or hung), so the job
+  // ends here; rank 0 has already finished the results document as aborted.
   try {
-    for (const AllocatorSpec& a : allocators) {
-      const std::unique_ptr<Allocator> allocator = make_allocator(a, *backend);
-      failures += Runner(*allocator, options, &host).run(cases, sink);
-      report_allocator(f, *allocator, allocators.size() > 1);
-    }
+    return run_ranks(f, argv, in, job.world());
+  } catch (const Error& e) {
+    fmt::print(stderr, "{}error: {}\n", note_prefix(), e.what());
+    job.abort(to_int(e.exit_code()));
   } catch (const std::exception& e) {
-    // Keep what finished: the final document says the run was aborted and why.
-    sink.finish(RunStatus::aborted, e.what());
-    write_junit(f, sink.record());
-    std::fputs(format_run(sink.record(), format).c_str(), stdout);
-    throw;
+    fmt::print(stderr, "{}internal error: {}\n", note_prefix(), e.what());
+    job.abort(to_int(ExitCode::check_failed));
   }
-  sink.finish(RunStatus::complete);
-  write_junit(f, sink.record());
-  std::fputs(format_run(sink.record(), format).c_str(), stdout);
-  return failures == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -268,6 +348,14 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
   sub->add_flag("--full", flags->full, "The long version of each workload's axes");
   sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
   sub->add_option("--junit", flags->junit, "Also write the results as JUnit XML to FILE (for CI systems)");
+  sub->add_option("--timeout", flags->timeout_s,
+                  "Under mpirun: seconds rank 0 waits for a late rank at a case (then the job ends, exit 1)")
+      ->capture_default_str();
+  sub->add_option("--straggler-pct", flags->straggler_pct,
+                  "Under mpirun: a rank worse than the median across ranks by more than this is a straggler")
+      ->capture_default_str();
+  // For the tests of the distributed harness only: RANK:CASE_INDEX:exit|hang|throw (hidden).
+  sub->add_option("--inject-fault", flags->inject_fault, "")->group("");
   sub->add_option("--host-memory", flags->host_memory,
                   "What the shared pinned host cache hands out: pinned (page-locked, the default) or pageable "
                   "(plain memory: what-if runs, and a deliberately slowed run for `compare`)")

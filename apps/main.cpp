@@ -10,6 +10,7 @@
 
 #include "apps/commands.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/launcher.hpp"
 #include "harness/core/version.hpp"
 
 int main(int argc, char** argv) {
@@ -60,10 +61,10 @@ int main(int argc, char** argv) {
     }
     return to_int(ExitCode::bad_input);
   } catch (const memstress::Error& e) {
-    fmt::print(stderr, "memstress: error: {}\n", e.what());
+    fmt::print(stderr, "{}error: {}\n", memstress::note_prefix(), e.what());
     return to_int(e.exit_code());
   } catch (const std::exception& e) {
-    fmt::print(stderr, "memstress: internal error: {}\n", e.what());
+    fmt::print(stderr, "{}internal error: {}\n", memstress::note_prefix(), e.what());
     return to_int(ExitCode::check_failed);
   }
 }

@@ -7,8 +7,9 @@ A FILE ending in .jsonl (or .ndjson) is a JSON Lines stream, checked line by lin
 memstress-rows-1.schema.json: a header line first, then row lines, then at most one footer line, last
 (a run that crashed has none). A document whose "schema" is "memstress.replay/1" (`memstress replay
 --out`) is checked against memstress-replay-1.schema.json. Any other FILE is a whole run document,
-checked against memstress-run-1.schema.json. Beyond the schemas, the summary must count the rows' verdicts, and no
-row may have more errors than checked items, or pass with errors.
+checked against memstress-run-1.schema.json. Beyond the schemas, the summary must count the rows' verdicts, no
+row may have more errors than checked items, or pass with errors, and a document's rank_summary (runs
+of several ranks) must be what its rows give: recomputed here, case by case, stragglers included.
 
 Prints one line per file, "FILE: ok (N rows)", or "FILE: invalid" followed by the first errors, each
 with its JSON path. Exit codes: 0 all valid; 1 some file invalid; 2 some file unreadable or not JSON
@@ -128,6 +129,78 @@ def summary_errors(summary: Any, rows: Iterable[Any], path: str) -> list[str]:
     ]
 
 
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def expected_rank_summary(rows: list[Any], threshold: float) -> dict[tuple, dict]:
+    """(workload, case, allocator, metric) -> min, median, max and stragglers, from the rows."""
+    samples: dict[tuple, list[tuple[int, float]]] = {}
+    better: dict[tuple, str] = {}
+    for row in rows:
+        if row.get("verdict") not in ("pass", "fail"):
+            continue
+        for name, m in row.get("metrics", {}).items():
+            if m.get("median") is None or not m.get("n"):
+                continue
+            key = (row["workload"], row["case"], row["allocator"], name)
+            samples.setdefault(key, []).append((row["rank"], m["median"]))
+            better[key] = m["better"]
+    out = {}
+    for key, values in samples.items():
+        mid = median([v for _, v in values])
+        stragglers = set()
+        for rank, v in values:
+            if better[key] == "none" or mid == 0:
+                continue
+            worse = (mid - v if better[key] == "higher" else v - mid) / abs(mid)
+            if worse > threshold:
+                stragglers.add(rank)
+        out[key] = {
+            "ranks": len(values),
+            "min": min(v for _, v in values),
+            "median": mid,
+            "max": max(v for _, v in values),
+            "stragglers": stragglers,
+        }
+    return out
+
+
+def rank_summary_errors(doc: dict) -> list[str]:
+    """A document's rank_summary must match its rows."""
+    summary = doc.get("rank_summary")
+    if not isinstance(summary, dict):
+        return []
+    want = expected_rank_summary(doc["rows"], summary["straggler_threshold_pct"] / 100.0)
+    errors = []
+    seen = set()
+    for i, entry in enumerate(summary["cases"]):
+        key = (entry["workload"], entry["case"], entry["allocator"], entry["metric"])
+        path = f"$.rank_summary.cases[{i}]"
+        seen.add(key)
+        if key not in want:
+            errors.append(f"{path}: no rows give {key}")
+            continue
+        w = want[key]
+        for field in ("min", "median", "max"):
+            if not close(entry[field], w[field]):
+                errors.append(f"{path}.{field}: {entry[field]!r}, but the rows say {w[field]!r}")
+        if entry["ranks"] != w["ranks"]:
+            errors.append(f"{path}.ranks: {entry['ranks']}, but {w['ranks']} ranks report it")
+        named = {s["rank"] for s in entry["stragglers"]}
+        if named != w["stragglers"]:
+            errors.append(f"{path}.stragglers: ranks {sorted(named)}, but the rows say {sorted(w['stragglers'])}")
+    for key in want.keys() - seen:
+        errors.append(f"$.rank_summary.cases: {key} is missing")
+    return errors
+
+
 def plural_rows(n: int) -> str:
     return f"{n} row" if n == 1 else f"{n} rows"
 
@@ -150,7 +223,10 @@ def check_document(path: Path, run_validator, replay_validator) -> tuple[list[st
     for i, row in enumerate(rows):
         errors += row_errors(row, f"$.rows[{i}]")
     errors += summary_errors(doc["summary"], rows, "$.summary")
-    return errors, plural_rows(len(rows))
+    errors += rank_summary_errors(doc)
+    ranks = len({r.get("rank") for r in rows if isinstance(r, dict)})
+    note = plural_rows(len(rows)) + (f" from {ranks} ranks" if ranks > 1 else "")
+    return errors, note
 
 
 def check_stream(path: Path, line_validator) -> tuple[list[str], str]:

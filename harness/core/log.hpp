@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <utility>
 
+#include "harness/core/launcher.hpp"
+
 namespace memstress {
 
-// Notes and progress go to stderr so that stdout stays parseable (tables, JSON, CSV).
+// Notes and progress go to stderr so that stdout stays parseable (tables, JSON, CSV). In a job of
+// several ranks, the notes of ranks other than 0 say which rank wrote them.
 template <typename... Args>
 void note(fmt::format_string<Args...> format, Args&&... args) {
-  fmt::print(stderr, "memstress: {}\n", fmt::format(format, std::forward<Args>(args)...));
+  fmt::print(stderr, "{}{}\n", note_prefix(), fmt::format(format, std::forward<Args>(args)...));
 }
 
 }  // namespace memstress

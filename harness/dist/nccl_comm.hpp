@@ -14,17 +14,11 @@
 #include <chrono>
 #include <string>
 
-#include "harness/core/error.hpp"
+#include "harness/dist/dist_error.hpp"
 
 namespace memstress {
 
 class World;
-
-// A peer failed or a collective did not finish in time. Exit code 1.
-class DistError : public Error {
- public:
-  explicit DistError(const std::string& what) : Error(ExitCode::check_failed, what) {}
-};
 
 class NcclComm {
  public:

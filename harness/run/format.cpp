@@ -9,6 +9,7 @@
 
 #include "harness/core/error.hpp"
 #include "harness/core/text_table.hpp"
+#include "harness/run/rank_summary.hpp"
 
 namespace memstress {
 namespace {
@@ -56,11 +57,14 @@ std::string format_value(double value) {
 }
 
 std::string format_table(const RunRecord& run) {
-  std::vector<Line> lines{{"WORKLOAD", "CASE", "ALLOCATOR", "DEVICE", "VERDICT", "METRIC", "MEDIAN", "P10",
-                           "P90", "CV", "UNIT", "NOTE"}};
+  // With several ranks the device is "RANK:DEVICE", e.g. "1:cuda:1".
+  const bool ranked = run.ranks > 1;
+  std::vector<Line> lines{{"WORKLOAD", "CASE", "ALLOCATOR", ranked ? "RANK:DEVICE" : "DEVICE", "VERDICT",
+                           "METRIC", "MEDIAN", "P10", "P90", "CV", "UNIT", "NOTE"}};
   for (const Row& row : run.rows) {
     const std::string note = first_line(row.reason);
-    const Line head{row.workload, row.case_label(), row.allocator, row.device.label,
+    const Line head{row.workload, row.case_label(), row.allocator,
+                    ranked ? fmt::format("{}:{}", row.rank, row.device.label) : row.device.label,
                     std::string(to_string(row.verdict))};
     if (row.metrics.empty()) {
       Line line = head;
@@ -79,8 +83,12 @@ std::string format_table(const RunRecord& run) {
     }
   }
   const VerdictCounts c = count_verdicts(run.rows);
-  return render_table(lines) +
-         fmt::format("{} cases: {} passed, {} failed, {} skipped, {} errors{}\n", run.rows.size(), c.pass,
+  const std::string across = ranked ? format_rank_summary(summarize_ranks(run.rows, run.straggler_threshold),
+                                                          run.straggler_threshold)
+                                    : std::string();
+  return render_table(lines) + across +
+         fmt::format("{} {}: {} passed, {} failed, {} skipped, {} errors{}\n", run.rows.size(),
+                     ranked ? fmt::format("rows ({} ranks)", run.ranks) : std::string("cases"), c.pass,
                      c.fail, c.skip, c.error,
                      run.status == RunStatus::aborted ? " (run aborted: " + run.abort_reason + ")" : "");
 }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "harness/core/error.hpp"
+#include "harness/run/rank_summary.hpp"
 
 namespace memstress {
 
@@ -192,6 +193,10 @@ nlohmann::json run_json(const RunRecord& run) {
                   {"fail", counts.fail},
                   {"skip", counts.skip},
                   {"error", counts.error}};
+  if (run.ranks > 1) {
+    j["rank_summary"] =
+        rank_summary_json(summarize_ranks(run.rows, run.straggler_threshold), run.straggler_threshold);
+  }
   return j;
 }
 

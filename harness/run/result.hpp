@@ -15,6 +15,9 @@
 namespace memstress {
 
 inline constexpr const char* kSchemaId = "memstress.run/1";
+// A rank is a straggler in a case's metric when it is worse than the median across ranks by more than
+// this fraction (run --straggler-pct; harness/run/rank_summary.hpp).
+inline constexpr double kDefaultStragglerThreshold = 0.10;
 
 enum class Verdict { pass, fail, skip, error };
 std::string_view to_string(Verdict verdict) noexcept;
@@ -78,6 +81,8 @@ struct RunRecord {
   nlohmann::json config;       // device, allocator, repetitions, warm-up, seed, …
   nlohmann::json environment;  // {"ranks": [ per-rank environment ]}
   std::vector<Row> rows;
+  int ranks = 1;  // ranks in the job; with more than one the document has a rank_summary
+  double straggler_threshold = kDefaultStragglerThreshold;
 };
 
 void to_json(nlohmann::json& j, const MetricResult& m);
@@ -85,9 +90,11 @@ void to_json(nlohmann::json& j, const Row& row);
 // Reads a metric as to_json writes it (the name is its key, not set here); null numbers read as NaN.
 // Throws nlohmann::json::exception or InputError on anything else.
 void from_json(const nlohmann::json& j, MetricResult& m);
+// Reads a row as to_json writes it (row_json.cpp). Throws nlohmann::json::exception or InputError.
+void from_json(const nlohmann::json& j, Row& row);
 // The run without its rows (the first line of the JSON Lines stream).
 nlohmann::json header_json(const RunRecord& run);
-// The whole document.
+// The whole document (with "rank_summary" when the run had several ranks).
 nlohmann::json run_json(const RunRecord& run);
 
 // Counts of each verdict; the process exit code follows from them (any fail or error: 1).

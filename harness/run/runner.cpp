@@ -9,6 +9,8 @@
 #include "harness/alloc/allocator.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/log.hpp"
+#include "harness/dist/case_sync.hpp"
+#include "harness/dist/world.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/nvtx.hpp"
@@ -56,6 +58,28 @@ bool device_still_usable(DeviceBackend& backend) noexcept {
   }
 }
 
+bool failed(const Row& row) noexcept {
+  return row.verdict == Verdict::fail || row.verdict == Verdict::error;
+}
+
+// For the progress line: the verdict of the worst row of a case across ranks, and its reason naming the
+// rank when there are several.
+std::pair<Verdict, std::string> case_outcome(const std::vector<Row>& rows) {
+  constexpr auto severity = [](Verdict v) {
+    return v == Verdict::error ? 3 : v == Verdict::fail ? 2 : v == Verdict::skip ? 1 : 0;
+  };
+  const auto worst = std::max_element(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    return severity(a.verdict) < severity(b.verdict);
+  });
+  if (worst == rows.end()) {
+    return {Verdict::pass, {}};
+  }
+  if (rows.size() == 1 || worst->reason.empty()) {
+    return {worst->verdict, worst->reason};
+  }
+  return {worst->verdict, fmt::format("rank {}: {}", worst->rank, worst->reason)};
+}
+
 }  // namespace
 
 std::uint64_t case_seed(std::uint64_t run_seed, const PlannedCase& planned) noexcept {
@@ -75,6 +99,8 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     own_progress.emplace(cases.size(), options_.quiet);
   }
   Progress& progress = options_.progress != nullptr ? *options_.progress : *own_progress;
+  SoloWorld solo;
+  World& world = options_.world != nullptr ? *options_.world : solo;
   for (std::size_t index = 0; index < cases.size(); ++index) {
     const PlannedCase& planned = cases[index];
     Row row;
@@ -83,9 +109,11 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     row.allocator = std::string(allocator_.name());
     row.rank = options_.rank;
     row.device = device_ref(backend);
+    const std::string title = fmt::format("{} {}", row.workload, row.case_label());
+    const std::string where = fmt::format("[{}/{}] {}", index + 1, cases.size(), title);
+    align_ranks(world, where);  // the case's time starts once every rank is here
     row.started_at = utc_now_iso8601();
     const auto start = std::chrono::steady_clock::now();
-    const std::string title = fmt::format("{} {}", row.workload, row.case_label());
     progress.starting(title);
 
     if (!lost_after.empty()) {
@@ -102,6 +130,7 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
       allocator_.empty_cache();
       allocator_.reset_peak_stats();
       try {
+        maybe_inject(options_.fault, options_.rank, index);
         {
           const std::unique_ptr<CaseRun> run = planned.workload->prepare(ctx);
           const int cap = planned.workload->max_repetitions();
@@ -135,11 +164,17 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
       }
     }
     row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (row.verdict == Verdict::fail || row.verdict == Verdict::error) {
-      ++failures;
+    const bool mine_failed = failed(row);
+    std::vector<Row> rows = gather_rows(world, std::move(row), where);
+    if (rows.empty()) {  // not rank 0: rank 0 has the rows
+      failures += mine_failed ? 1 : 0;
     }
-    progress.finished(title, to_string(row.verdict), row.reason);
-    sink.append(std::move(row));
+    const auto [verdict, reason] = case_outcome(rows);
+    progress.finished(title, to_string(verdict), reason);
+    for (Row& r : rows) {
+      failures += failed(r) ? 1 : 0;
+      sink.append(std::move(r));
+    }
   }
   return failures;
 }

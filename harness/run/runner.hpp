@@ -2,8 +2,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
+#include "harness/run/fault.hpp"
 #include "harness/run/plan.hpp"
 
 namespace memstress {
@@ -26,6 +28,7 @@ struct RunOptions {
       nullptr;               // the run's progress (shared by its allocators); null: one of the runner's own
   World* world = nullptr;    // the run's ranks (null: a world of one)
   NcclComm* nccl = nullptr;  // the communicator over them, for workloads that need one (null: none)
+  std::optional<FaultInjection> fault;  // tests only: --inject-fault
 };
 
 // Runs planned cases one after another on one device through one shared allocator and appends a row
@@ -34,6 +37,11 @@ struct RunOptions {
 // becomes an `error` row and the run goes on; after an error that leaves the device unusable (a sticky CUDA
 // error) the remaining cases are recorded as errors without running. Returns the number of rows whose verdict
 // is fail or error.
+//
+// In a job of several ranks (options.world), every rank runs every case, all at once: the ranks align
+// before each case, and after it every rank's row goes to rank 0, which appends them all to its sink
+// (the sinks of the other ranks get nothing) and counts their failures. A rank that does not arrive in
+// time makes the run throw DistError naming the rank and the case (harness/dist/case_sync.hpp).
 class Runner {
  public:
   // `host`: the process's pinned host cache for the cases that stage transfers (null: none).

@@ -35,7 +35,7 @@ echo "--- stdout:"; head -c 20000 "$out"; echo "--- stderr:"; head -c 20000 "$er
 status=0
 [[ "$rc" == "$expected" ]] || { echo "FAIL: exit code $rc, expected $expected"; status=1; }
 for re in "${matches[@]}"; do
-  cat "$out" "$err" | grep -Eq -- "$re" || { echo "FAIL: output does not match /$re/"; status=1; }
+  grep -Eq -- "$re" "$out" "$err" || { echo "FAIL: output does not match /$re/"; status=1; }
 done
 for re in "${stdout_matches[@]}"; do
   grep -Eq -- "$re" "$out" || { echo "FAIL: stdout does not match /$re/"; status=1; }

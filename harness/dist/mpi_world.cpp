@@ -1,0 +1,192 @@
+#include "harness/dist/mpi_world.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <climits>
+#include <thread>
+
+#include "harness/core/mpi_check.hpp"
+#include "harness/dist/dist_error.hpp"
+#include "harness/dist/mpi_session.hpp"
+
+namespace memstress {
+namespace {
+
+constexpr int kGatherTag = 101;
+constexpr int kArriveTag = 102;
+constexpr int kReleaseTag = 103;
+
+// A communicator freed when it goes out of scope.
+class OwnedComm {
+ public:
+  OwnedComm() = default;
+  ~OwnedComm() {
+    if (comm != MPI_COMM_NULL) {
+      MEMSTRESS_MPI_WARN(MPI_Comm_free(&comm));
+    }
+  }
+  OwnedComm(const OwnedComm&) = delete;
+  OwnedComm& operator=(const OwnedComm&) = delete;
+  OwnedComm(OwnedComm&&) = delete;
+  OwnedComm& operator=(OwnedComm&&) = delete;
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+// Sleeps a little longer each time, up to 1 ms: quick when the peer is there, cheap when it is not.
+class Backoff {
+ public:
+  void pause() {
+    std::this_thread::sleep_for(delay_);
+    delay_ = std::min(delay_ * 2, std::chrono::microseconds(1000));
+  }
+
+ private:
+  std::chrono::microseconds delay_{1};
+};
+
+std::string rank_list(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
+}
+
+double seconds(std::chrono::milliseconds ms) {
+  return std::chrono::duration<double>(ms).count();
+}
+
+}  // namespace
+
+MpiWorld::MpiWorld(const MpiSession& /*session*/, std::chrono::milliseconds timeout)
+    : timeout_(std::max(timeout, std::chrono::milliseconds(1))) {
+  MEMSTRESS_MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+  MEMSTRESS_MPI_TRY(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  MEMSTRESS_MPI_TRY(MPI_Comm_rank(comm_, &rank_));
+  MEMSTRESS_MPI_TRY(MPI_Comm_size(comm_, &size_));
+  OwnedComm local;  // the ranks that share this host's memory
+  MEMSTRESS_MPI_TRY(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local.comm));
+  MEMSTRESS_MPI_TRY(MPI_Comm_rank(local.comm, &local_rank_));
+  MEMSTRESS_MPI_TRY(MPI_Comm_size(local.comm, &local_size_));
+}
+
+MpiWorld::~MpiWorld() {
+  if (comm_ != MPI_COMM_NULL) {
+    MEMSTRESS_MPI_WARN(MPI_Comm_free(&comm_));
+  }
+}
+
+std::chrono::milliseconds MpiWorld::patience() const noexcept {
+  return rank_ == 0 ? timeout_ : 2 * timeout_;
+}
+
+void MpiWorld::wait(MPI_Request& request, std::string_view what) const {
+  const auto deadline = std::chrono::steady_clock::now() + patience();
+  Backoff backoff;
+  for (;;) {
+    int done = 0;
+    MEMSTRESS_MPI_TRY(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done != 0) {
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw DistError(fmt::format("rank {}: {} did not finish within {} s (a rank failed or hangs)", rank_,
+                                  what, seconds(patience())));
+    }
+    backoff.pause();
+  }
+}
+
+std::vector<std::string> MpiWorld::collect(const std::string& text, int tag) {
+  if (rank_ != 0) {
+    if (text.size() > static_cast<std::size_t>(INT_MAX)) {
+      throw DistError(fmt::format("rank {}: {} bytes are too many to gather", rank_, text.size()));
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    MEMSTRESS_MPI_TRY(
+        MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, tag, comm_, &request));
+    wait(request, "sending to rank 0");
+    return {};
+  }
+  std::vector<std::string> texts(static_cast<std::size_t>(size_));
+  texts[0] = text;
+  std::vector<int> missing;
+  for (int r = 1; r < size_; ++r) {
+    missing.push_back(r);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  Backoff backoff;
+  while (!missing.empty()) {
+    bool progress = false;
+    for (auto it = missing.begin(); it != missing.end();) {
+      int found = 0;
+      MPI_Message message = MPI_MESSAGE_NULL;
+      MPI_Status status{};
+      MEMSTRESS_MPI_TRY(MPI_Improbe(*it, tag, comm_, &found, &message, &status));
+      if (found == 0) {
+        ++it;
+        continue;
+      }
+      int count = 0;
+      MEMSTRESS_MPI_TRY(MPI_Get_count(&status, MPI_CHAR, &count));
+      std::string& into = texts[static_cast<std::size_t>(*it)];
+      into.resize(static_cast<std::size_t>(count));
+      MEMSTRESS_MPI_TRY(MPI_Mrecv(into.data(), count, MPI_CHAR, &message, MPI_STATUS_IGNORE));
+      it = missing.erase(it);
+      progress = true;
+    }
+    if (missing.empty()) {
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw DistError(fmt::format("{} did not report within {} s (failed or hangs)", rank_list(missing),
+                                  seconds(timeout_)));
+    }
+    if (!progress) {
+      backoff.pause();
+    }
+  }
+  return texts;
+}
+
+std::vector<std::string> MpiWorld::gather(const std::string& text) {
+  return collect(text, kGatherTag);
+}
+
+void MpiWorld::barrier() {
+  // Everyone reports to rank 0 (which names the missing), then rank 0 releases everyone.
+  static_cast<void>(collect({}, kArriveTag));
+  char token = 0;
+  if (rank_ != 0) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    MEMSTRESS_MPI_TRY(MPI_Irecv(&token, 1, MPI_CHAR, 0, kReleaseTag, comm_, &request));
+    wait(request, "waiting for rank 0 at a barrier");
+    return;
+  }
+  std::vector<MPI_Request> requests(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
+  for (int r = 1; r < size_; ++r) {
+    MEMSTRESS_MPI_TRY(
+        MPI_Isend(&token, 1, MPI_CHAR, r, kReleaseTag, comm_, &requests[static_cast<std::size_t>(r)]));
+  }
+  for (MPI_Request& request : requests) {
+    wait(request, "releasing the ranks from a barrier");
+  }
+}
+
+void MpiWorld::broadcast(std::span<std::byte> bytes, int root) {
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
+    throw DistError(fmt::format("rank {}: {} bytes are too many to broadcast", rank_, bytes.size()));
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  MEMSTRESS_MPI_TRY(
+      MPI_Ibcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, root, comm_, &request));
+  wait(request, fmt::format("a broadcast from rank {}", root));
+}
+
+std::vector<double> MpiWorld::all_gather(double value) {
+  std::vector<double> values(static_cast<std::size_t>(size_));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MEMSTRESS_MPI_TRY(MPI_Iallgather(&value, 1, MPI_DOUBLE, values.data(), 1, MPI_DOUBLE, comm_, &request));
+  wait(request, "an all-gather");
+  return values;
+}
+
+}  // namespace memstress

@@ -1,0 +1,63 @@
+#pragma once
+
+// The ranks of an MPI job as a World (one process per rank, started by mpirun).
+//
+// Design note [Collectives with a deadline]: a rank that crashed or hangs must not hang the job. So no
+// collective here blocks: each posts non-blocking MPI and polls it (MPI_Test, MPI_Improbe) until a
+// deadline, then throws DistError. Rank 0 waits `timeout` (the per-case timeout, --timeout): gather and
+// barrier collect from each rank by point-to-point messages, so rank 0 knows, and names, the ranks that
+// did not arrive. The other ranks wait for rank 0 twice as long, so that when a rank fails it is rank 0,
+// the one that writes the results, that notices first; the runner adds the case to the message, rank 0
+// finishes the results document as aborted and ends the job (MPI_Abort). Requests left pending after a
+// timeout are not freed: the job is about to be aborted, and a later collective on this World is a bug.
+// Works on a duplicate of MPI_COMM_WORLD whose errors come back as codes (MEMSTRESS_MPI_TRY).
+
+#include <mpi.h>
+
+#include <chrono>
+#include <string_view>
+
+#include "harness/dist/world.hpp"
+
+namespace memstress {
+
+class MpiSession;
+
+class MpiWorld final : public World {
+ public:
+  // Collective over MPI_COMM_WORLD. `timeout`: how long rank 0 waits for the other ranks in any
+  // collective (at least 1 ms).
+  MpiWorld(const MpiSession& session, std::chrono::milliseconds timeout);
+  ~MpiWorld() override;
+  MpiWorld(const MpiWorld&) = delete;
+  MpiWorld& operator=(const MpiWorld&) = delete;
+  MpiWorld(MpiWorld&&) = delete;
+  MpiWorld& operator=(MpiWorld&&) = delete;
+
+  [[nodiscard]] int rank() const noexcept override { return rank_; }
+  [[nodiscard]] int size() const noexcept override { return size_; }
+  [[nodiscard]] int local_rank() const noexcept override { return local_rank_; }
+  [[nodiscard]] int local_size() const noexcept override { return local_size_; }
+
+  void barrier() override;
+  void broadcast(std::span<std::byte> bytes, int root) override;
+  [[nodiscard]] std::vector<double> all_gather(double value) override;
+  [[nodiscard]] std::vector<std::string> gather(const std::string& text) override;
+
+ private:
+  // Rank 0: every rank's text, in rank order; the others send theirs and get an empty vector.
+  std::vector<std::string> collect(const std::string& text, int tag);
+  // Polls `request` until it completes; throws DistError naming `what` at the deadline.
+  void wait(MPI_Request& request, std::string_view what) const;
+  // How long this rank waits: `timeout` on rank 0, twice that elsewhere (see the design note).
+  [[nodiscard]] std::chrono::milliseconds patience() const noexcept;
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace memstress

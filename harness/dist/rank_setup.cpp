@@ -1,0 +1,67 @@
+#include "harness/dist/rank_setup.hpp"
+
+#include <fmt/format.h>
+
+#include "harness/core/error.hpp"
+#include "harness/dist/dist_error.hpp"
+#include "harness/dist/nccl_comm.hpp"
+#include "harness/dist/world.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/memory/cuda_handles.hpp"
+
+namespace memstress {
+
+DeviceSpec rank_device(std::string_view flag, const World& world) {
+  DeviceSpec spec = DeviceSpec::parse(flag);
+  if (world.size() == 1 || (flag != "auto" && flag != "cuda")) {
+    return spec;
+  }
+  const int gpus = cuda::device_count();
+  if (gpus > 0 && world.local_rank() >= gpus) {
+    throw EnvironmentError(fmt::format(
+        "--device {}: rank {} is local rank {} of {} on this host, which has {} GPUs: start at most one rank "
+        "per GPU, or name one with --device cuda:N",
+        flag, world.rank(), world.local_rank(), world.local_size(), gpus));
+  }
+  spec.ordinal = world.local_rank();
+  return spec;
+}
+
+nlohmann::json gather_environment(World& world, nlohmann::json local, const DeviceBackend& backend) {
+  const DeviceInfo& info = backend.info();
+  std::string bus_id;
+  if (info.kind == BackendKind::cuda && local.contains("gpus")) {
+    for (const nlohmann::json& gpu : local["gpus"]) {
+      if (gpu.value("ordinal", -1) == info.ordinal && gpu.contains("pci_bus_id") &&
+          gpu["pci_bus_id"].is_string()) {
+        bus_id = gpu["pci_bus_id"].get<std::string>();
+      }
+    }
+  }
+  local["rank"] = world.rank();
+  local["local_rank"] = world.local_rank();
+  local["device"] = {{"label", info.label()}, {"uuid", info.uuid}, {"pci_bus_id", bus_id}};
+  const std::vector<std::string> texts = world.gather(local.dump());
+  if (world.rank() != 0) {
+    return nullptr;
+  }
+  nlohmann::json ranks = nlohmann::json::array();
+  for (std::size_t r = 0; r < texts.size(); ++r) {
+    try {
+      ranks.push_back(nlohmann::json::parse(texts[r]));
+    } catch (const nlohmann::json::exception& e) {
+      throw DistError(fmt::format("the environment of rank {} does not read back: {}", r, e.what()));
+    }
+  }
+  return {{"ranks", ranks}};
+}
+
+std::unique_ptr<NcclComm> make_nccl(World& world, const DeviceBackend& backend) {
+  if (backend.info().kind != BackendKind::cuda) {
+    return nullptr;
+  }
+  const cuda::ScopedDevice current(backend.info().ordinal);
+  return std::make_unique<NcclComm>(world, backend.info().ordinal);
+}
+
+}  // namespace memstress

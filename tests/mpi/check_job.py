@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Label mpi: `memstress run` as a job of two ranks under mpirun, on the simulated device.
+
+    check_job.py SCENARIO --mpiexec MPIEXEC --memstress MEMSTRESS --workdir DIR
+
+Scenarios: merged (one results file with both ranks' rows, both environments and a correct cross-rank
+summary), throw (rank 1's case throws: an error row, the job goes on), exit (rank 1 exits mid-run:
+rank 0 notices by the timeout, names rank 1 and the case in an aborted document, earlier rows kept),
+exit_default (the same under Open MPI's default policy, which kills the job at once: the stream keeps
+the earlier rows), hang (rank 1 hangs: as exit). Exit codes: 0 pass, 1 fail, 77 skipped (no mpiexec).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ["1M", "2M", "4M"]  # three cases of alloc-smoke
+FAULT_CASE = 1  # 0-based: the second case
+
+
+class Failed(Exception):
+    pass
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        raise Failed(message)
+
+
+def run_job(args, out: Path, extra: list[str], env_extra: dict[str, str] | None = None, timeout: float = 60):
+    env = dict(os.environ)
+    # Open MPI: allowed as root (CI containers), and 2 ranks on a machine with fewer cores.
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    env.update(env_extra or {})
+    command = [args.mpiexec, "-np", "2", args.memstress, "run", "alloc-smoke", "-p", "bytes=" + ",".join(CASES),
+               "-p", "count=2", "-n", "2", "-w", "0", "-d", "sim:8G", "--out", str(out), *extra]
+    print("$", " ".join(command), flush=True)
+    start = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+    seconds = time.monotonic() - start
+    print(f"--- exit code {done.returncode} after {seconds:.1f} s\n--- stdout:\n{done.stdout}\n--- stderr:\n{done.stderr}")
+    return done, seconds
+
+
+def load(path: Path):
+    check(path.exists(), f"{path} was not written")
+    return json.loads(path.read_text())
+
+
+def stream_rows(out: Path) -> list[dict]:
+    lines = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines() if line.strip()]
+    check(lines and lines[0]["type"] == "header", "the stream starts with its header")
+    return [line for line in lines if line["type"] == "row"]
+
+
+def validate(*paths: Path, expect: int = 0) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "validate_results.py"), *map(str, paths)],
+                          capture_output=True, text=True)
+    print(done.stdout, done.stderr)
+    check(done.returncode in (expect, 77), f"validate_results.py: exit {done.returncode}, expected {expect}")
+
+
+def rows_by_case(rows: list[dict]) -> dict[str, set[int]]:
+    cases: dict[str, set[int]] = {}
+    for row in rows:
+        cases.setdefault(row["params"]["bytes"], set()).add(row["rank"])
+    return cases
+
+
+def merged(args, work: Path) -> None:
+    out = work / "merged.json"
+    done, _ = run_job(args, out, [])
+    check(done.returncode == 0, f"exit code {done.returncode}, expected 0")
+    doc = load(out)
+    check(doc["status"] == "complete", f"status {doc['status']}")
+    rows = doc["rows"]
+    check(len(rows) == 2 * len(CASES), f"{len(rows)} rows, expected {2 * len(CASES)} (3 cases x 2 ranks)")
+    check(rows_by_case(rows) == {c: {0, 1} for c in CASES}, f"rows by case and rank: {rows_by_case(rows)}")
+    check(all(r["verdict"] == "pass" for r in rows), "every row passes")
+    check(len(stream_rows(out)) == len(rows), "the stream holds every row")
+    ranks = doc["environment"]["ranks"]
+    check([r["rank"] for r in ranks] == [0, 1], f"environment of ranks {[r['rank'] for r in ranks]}")
+    for r in ranks:
+        check(r["host"]["name"] != "" and r["device"]["label"] == "sim:8G", f"rank {r['rank']}: host and device")
+    check(doc["config"]["ranks"] == 2, "config.ranks is 2")
+    summary = doc.get("rank_summary")
+    check(summary is not None, "a rank_summary")
+    metrics = {name for r in rows for name in r["metrics"]}
+    check(len(summary["cases"]) == len(CASES) * len(metrics),
+          f"{len(summary['cases'])} summary entries, expected {len(CASES)} cases x {len(metrics)} metrics")
+    for entry in summary["cases"]:
+        values = sorted(r["metrics"][entry["metric"]]["median"] for r in rows
+                        if r["case"] == entry["case"] and entry["metric"] in r["metrics"])
+        check(entry["ranks"] == 2, f"{entry['case']} {entry['metric']}: ranks {entry['ranks']}")
+        check(entry["min"] == values[0] and entry["max"] == values[-1], f"{entry}: min/max against {values}")
+        check(abs(entry["median"] - (values[0] + values[1]) / 2) < 1e-9 * max(1, abs(values[1])), f"{entry}: median")
+    validate(out, out.with_suffix(".jsonl"))
+    # The validator recomputes the summary: a tampered one is invalid.
+    summary["cases"][0]["median"] = summary["cases"][0]["max"] * 2 + 1
+    tampered = work / "tampered.json"
+    tampered.write_text(json.dumps(doc))
+    validate(tampered, expect=1)
+    # Rank 0 alone prints: one rows table, one cross-rank table, one count line.
+    check(done.stdout.count("WORKLOAD") == 2, "stdout has the rows table and the cross-rank table, once each")
+    check("Across ranks" in done.stdout and "0:sim:8G" in done.stdout and "1:sim:8G" in done.stdout, "tables")
+    check(done.stdout.count("6 rows (2 ranks): 6 passed") == 1, "one count line, of both ranks' rows")
+
+
+def thrown(args, work: Path) -> None:
+    out = work / "throw.json"
+    done, _ = run_job(args, out, ["--inject-fault", f"1:{FAULT_CASE}:throw"])
+    check(done.returncode == 1, f"exit code {done.returncode}, expected 1 (an error row)")
+    doc = load(out)
+    check(doc["status"] == "complete", f"status {doc['status']}: a thrown case is not a fault")
+    rows = doc["rows"]
+    check(len(rows) == 2 * len(CASES), f"{len(rows)} rows: the job went on after the error")
+    errors = [r for r in rows if r["verdict"] == "error"]
+    check(len(errors) == 1 and errors[0]["rank"] == 1 and errors[0]["params"]["bytes"] == CASES[FAULT_CASE],
+          f"one error row, rank 1's in case {CASES[FAULT_CASE]}: {errors}")
+    check("--inject-fault" in errors[0]["reason"], "the reason says why")
+    validate(out, out.with_suffix(".jsonl"))
+
+
+def aborted(args, work: Path, kind: str, env_extra: dict[str, str], final_document: bool) -> None:
+    out = work / f"{kind}.json"
+    timeout_s = 4
+    done, seconds = run_job(args, out, ["--inject-fault", f"1:{FAULT_CASE}:{kind}", "--timeout", str(timeout_s)],
+                            env_extra)
+    check(done.returncode != 0, "the job fails")
+    check(seconds < 45, f"the job ended after {seconds:.0f} s, within the timeout and some margin")
+    earlier = [r for r in stream_rows(out) if r["params"]["bytes"] == CASES[0]]
+    check({r["rank"] for r in earlier} == {0, 1}, "the stream keeps both ranks' rows of the case before the fault")
+    if not final_document:
+        check("rank 1" in done.stderr, "the launcher names rank 1")
+        return
+    where = f"[{FAULT_CASE + 1}/{len(CASES)}] alloc-smoke bytes={CASES[FAULT_CASE]}"
+    check("rank 1" in done.stderr and where in done.stderr, f"stderr names rank 1 and the case {where!r}")
+    doc = load(out)
+    check(doc["status"] == "aborted", f"status {doc['status']}")
+    check("rank 1" in doc["abort_reason"] and where in doc["abort_reason"], f"abort_reason: {doc['abort_reason']!r}")
+    check({r["rank"] for r in doc["rows"] if r["params"]["bytes"] == CASES[0]} == {0, 1},
+          "the document keeps the rows finished before the fault")
+    check(all(r["params"]["bytes"] == CASES[0] for r in doc["rows"] if r["rank"] == 1), "no later rows of rank 1")
+    validate(out, out.with_suffix(".jsonl"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang"])
+    parser.add_argument("--mpiexec", default="")
+    parser.add_argument("--memstress", required=True)
+    parser.add_argument("--workdir", type=Path, required=True)
+    args = parser.parse_args()
+    if not args.mpiexec or not Path(args.mpiexec).exists():
+        print("skipped: no mpiexec/mpirun")
+        return 77
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    # Let a rank that exits leave the others running (Open MPI kills the job at once by default).
+    survive = {"OMPI_MCA_orte_abort_on_non_zero_status": "0"}
+    try:
+        if args.scenario == "merged":
+            merged(args, args.workdir)
+        elif args.scenario == "throw":
+            thrown(args, args.workdir)
+        elif args.scenario == "exit":
+            aborted(args, args.workdir, "exit", survive, final_document=True)
+        elif args.scenario == "exit_default":
+            aborted(args, args.workdir, "exit", {}, final_document=False)
+        else:
+            aborted(args, args.workdir, "hang", {}, final_document=True)
+    except Failed as e:
+        print(f"FAIL: {e}")
+        return 1
+    except subprocess.TimeoutExpired as e:
+        print(f"FAIL: the job did not end within {e.timeout} s")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
