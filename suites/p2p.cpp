@@ -2,8 +2,8 @@
 //
 // Note [Who measures]. The matrix is a property of the node, not of a rank: the process on local rank 0
 // opens every visible GPU itself, enables peer access between them (PeerAccess, undone at the end) and
-// measures every ordered pair one at a time. Other ranks of the node have nothing to add (an error row
-// that says so, until the harness can skip a case at run time); so has a process that sees one GPU. The
+// measures every ordered pair one at a time. Other ranks of the node have nothing to add (SkipCase: a skip
+// row that says so); nor has a process that sees one GPU. The
 // buffers on the process's own device come from the shared allocator; those on the other GPUs are plain
 // cudaMalloc (cuda::DeviceBuffer, RAII), since the shared allocator serves one device.
 //
@@ -119,13 +119,13 @@ class P2pRun final : public CaseRun {
         inner_(std::clamp<std::uint64_t>(kSampleBytes / std::max<std::uint64_t>(1, bytes_), 1, kMaxInner)),
         seed_(ctx.seed()) {
     if (ctx.world().local_rank() != 0) {
-      throw EnvironmentError(
+      throw SkipCase(
           fmt::format("p2p: the node's peer matrix is measured by local rank 0 alone (this is local rank {})",
                       ctx.world().local_rank()));
     }
     const int count = cuda::device_count();
     if (count < 2) {
-      throw EnvironmentError(fmt::format("p2p: needs 2 or more visible GPUs (found {})", count));
+      throw SkipCase(fmt::format("p2p: needs 2 or more visible GPUs (found {})", count));
     }
     const int own = ctx.device().info().ordinal;
     std::vector<int> devices;
@@ -354,8 +354,7 @@ class P2p final : public Workload {
     return p.text("measure") == "bandwidth" ||
            (p.text("engine") == "sm" && p.text("access") == "read" && p.text("direction") == "uni");
   }
-  // Errors (not skips) on other local ranks and on one GPU, until the harness can skip at run time.
-  [[nodiscard]] bool in_default_job() const noexcept override { return false; }
+  // Skips (SkipCase) on other local ranks and with one GPU.
   [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
     return std::make_unique<P2pRun>(ctx);
   }

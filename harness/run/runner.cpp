@@ -146,6 +146,9 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
         if (ctx.errors() != 0) {
           row.reason = fmt::format("{} of {} verified items were wrong", ctx.errors(), ctx.checked());
         }
+      } catch (const SkipCase& e) {
+        row.verdict = Verdict::skip;
+        row.reason = e.what();
       } catch (const std::exception& e) {
         row.verdict = Verdict::error;
         row.reason = e.what();

@@ -6,6 +6,7 @@
 // a workload only does the work, records samples and counts what it verified.
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,13 @@
 namespace memstress {
 
 class CaseContext;
+
+// Thrown while a case prepares, for a reason only known at run time (this rank does not take part, fewer
+// GPUs than the case needs): the harness records the case as skipped with this reason, not as an error.
+class SkipCase : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct Requirements {
   bool real_gpu = false;  // needs memory behind device addresses (kernels, copies)

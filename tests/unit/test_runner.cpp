@@ -97,6 +97,20 @@ TEST(Runner, RealGpuWorkloadsAreSkippedWithAReasonOnTheSimulatedDevice) {
   EXPECT_EQ(rows[1].reason, "needs 2 ranks (running with 1)");
 }
 
+TEST(Runner, ACaseThatFindsAtRunTimeThatItCannotRunIsSkippedNotFailed) {
+  Registry r;
+  r.add(std::make_unique<FakeWorkload>("not-here", std::vector<ParamSpec>{}, [](CaseContext&) {
+    throw SkipCase("measured by local rank 0 alone");
+  }));
+  Fixture f;
+  RunOptions opt;
+  opt.quiet = true;
+  EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 0);
+  const Row& row = f.sink.record().rows.at(0);
+  EXPECT_EQ(row.verdict, Verdict::skip);
+  EXPECT_EQ(row.reason, "measured by local rank 0 alone");
+}
+
 TEST(Runner, CaseSeedsAreStableAndDistinct) {
   Registry r;
   r.add(std::make_unique<FakeWorkload>(

@@ -59,11 +59,13 @@ TEST(P2pPlan, LatencyIsOneCasePerSizeOfSmReadsInOneDirection) {
   EXPECT_EQ(p2p_cases(true).size(), (8U + 1U) * 4U);
 }
 
-TEST(P2pPlan, IsNotInTheDefaultJob) {
+TEST(P2pPlan, TheDefaultJobHasEightBandwidthCasesAndOneLatency) {
   const Registry registry = suites::builtin_registry();  // the cases point into it
+  std::size_t p2p = 0;
   for (const PlannedCase& c : plan_cases(registry, PlanRequest{})) {
-    EXPECT_NE(std::string(c.workload->name()), "p2p");
+    p2p += std::string(c.workload->name()) == "p2p" ? 1U : 0U;
   }
+  EXPECT_EQ(p2p, 9U);
 }
 
 }  // namespace
