@@ -180,6 +180,10 @@ class DataloaderRun final : public CaseRun {
 
  private:
   void pin_loop(CaseContext& ctx, std::uint64_t seed) {
+    std::optional<cuda::ScopedDevice> on;  // a new thread starts on device 0; the case's may be another
+    if (real_) {
+      on.emplace(ctx.device().info().ordinal);
+    }
     for (;;) {
       const std::uint64_t b = next_batch_.fetch_add(1);
       if (b >= settings_.batches) {

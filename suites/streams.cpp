@@ -83,7 +83,8 @@ struct ThreadResult {
 
 class StreamsRun final : public CaseRun {
  public:
-  explicit StreamsRun(CaseContext& ctx) : real_(ctx.device().has_memory()) {
+  explicit StreamsRun(CaseContext& ctx)
+      : real_(ctx.device().has_memory()), device_(ctx.device().info().ordinal) {
     const std::int64_t n = ctx.params().integer("streams");
     if (n > kMaxStreams) {
       throw InputError(fmt::format("streams={}: at most {} streams", n, kMaxStreams));
@@ -170,6 +171,7 @@ class StreamsRun final : public CaseRun {
 
  private:
   void run_gpu(Shared& shared, std::size_t i, ThreadResult& result) {
+    const cuda::ScopedDevice on(device_);  // a new thread starts on device 0; the case's may be another
     const Settings& s = settings_;
     const cudaStream_t mine = streams_[i].get();
     const std::size_t other_index = s.cross ? (i + 1) % s.streams : i;
@@ -233,6 +235,7 @@ class StreamsRun final : public CaseRun {
   }
 
   bool real_;
+  int device_;  // CUDA ordinal of the case's device (0 on the simulated one)
   Settings settings_;
   std::vector<cuda::Stream> streams_;
   std::vector<cuda::Event> events_;
