@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -14,7 +16,12 @@
 #include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/log.hpp"
 #include "harness/core/version.hpp"
+#include "harness/dist/job.hpp"
+#include "harness/dist/nccl_comm.hpp"
+#include "harness/dist/rank_setup.hpp"
+#include "harness/dist/world.hpp"
 #include "harness/env/environment.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
@@ -37,6 +44,7 @@ struct AcceptFlags {
   std::string junit;
   bool any_gpu = false;
   bool quiet = false;
+  double timeout_s = 300;
 };
 
 std::vector<std::string> split(const std::string& values) {
@@ -48,8 +56,9 @@ std::vector<std::string> split(const std::string& values) {
   return out;
 }
 
-// The rows of results files (memstress.run/1 documents), and the first row's device name.
-nlohmann::json rows_from(const std::vector<std::string>& files, std::string& gpu) {
+// The rows of results files (memstress.run/1 documents), the first row's device name and the number of
+// ranks that produced them.
+nlohmann::json rows_from(const std::vector<std::string>& files, std::string& gpu, int& ranks) {
   nlohmann::json rows = nlohmann::json::array();
   for (const std::string& file : files) {
     std::ifstream in(file);
@@ -69,16 +78,23 @@ nlohmann::json rows_from(const std::vector<std::string>& files, std::string& gpu
       if (gpu.empty()) {
         gpu = row.value("/device/name"_json_pointer, std::string());
       }
+      ranks = std::max(ranks, row.value("rank", 0) + 1);
       rows.push_back(row);
     }
   }
   return rows;
 }
 
-nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv) {
+// Runs the profile on this rank (under mpirun: on every rank, one GPU each, as `run` does) and returns
+// every rank's rows on rank 0 (null on the other ranks).
+nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv,
+                           World& world) {
   const Registry registry = suites::builtin_registry();
   std::vector<PlannedCase> cases;
   for (const ProfileRun& r : profile.runs) {
+    if (r.min_ranks > world.size()) {
+      continue;  // its checks say they were skipped
+    }
     PlanRequest request;
     request.workloads = {r.workload};
     for (const auto& [axis, values] : r.params) {
@@ -88,7 +104,7 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
       cases.push_back(std::move(c));
     }
   }
-  const std::unique_ptr<DeviceBackend> backend = make_backend(DeviceSpec::parse(f.device));
+  const std::unique_ptr<DeviceBackend> backend = make_backend(rank_device(f.device, world));
   if (!f.any_gpu && backend->info().name != profile.gpu) {
     throw InputError(
         fmt::format("--profile {}: its thresholds are for {}, and this device is {} (--any-gpu to run "
@@ -106,19 +122,34 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
   header.git_sha = version.git_sha;
   header.argv = std::move(argv);
   header.started_at = utc_now_iso8601();
-  header.config = {
-      {"device", f.device}, {"device_label", backend->info().label()}, {"profile", profile.name}};
-  nlohmann::json rank_env = to_json(collect_environment());
-  rank_env["rank"] = 0;
-  header.environment = {{"ranks", nlohmann::json::array({rank_env})}};
+  header.config = {{"device", f.device},
+                   {"device_label", backend->info().label()},
+                   {"profile", profile.name},
+                   {"ranks", world.size()}};
+  header.ranks = world.size();
+  header.environment = gather_environment(world, to_json(collect_environment()), *backend);
+  std::unique_ptr<NcclComm> nccl;
+  try {
+    nccl = make_nccl(world, *backend);
+  } catch (const Error& e) {
+    if (world.size() > 1) {
+      throw;
+    }
+    note("no NCCL communicator (checks of collectives are skipped): {}", e.what());
+  }
+  const bool writer = world.rank() == 0;
   std::optional<std::filesystem::path> out;
-  if (!f.out.empty()) {
+  if (!f.out.empty() && writer) {
     out = f.out;
   }
   ResultSink sink(std::move(header), out);
-  Progress progress(cases.size(), f.quiet);
   RunOptions options;
-  options.quiet = f.quiet;
+  options.quiet = f.quiet || !writer;
+  options.rank = world.rank();
+  options.world_size = world.size();
+  options.world = &world;
+  options.nccl = nccl.get();
+  Progress progress(cases.size(), options.quiet);
   options.progress = &progress;
   try {
     Runner(*allocator, options, &host).run(cases, sink);
@@ -127,12 +158,13 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
     throw;
   }
   sink.finish(RunStatus::complete);
-  return run_json(sink.record())["rows"];
+  return writer ? run_json(sink.record())["rows"] : nlohmann::json();
 }
 
 std::string junit_of(const Profile& profile,
                      const std::vector<std::pair<const AcceptCheck*, CheckOutcome>>& results) {
   int failures = 0;
+  int skipped = 0;
   std::string cases;
   const auto esc = [](const std::string& s) {
     std::string o;
@@ -146,35 +178,24 @@ std::string junit_of(const Profile& profile,
     return o;
   };
   for (const auto& [check, outcome] : results) {
-    failures += outcome.pass ? 0 : 1;
-    cases += fmt::format(
-        "    <testcase classname=\"memstress.accept.{}\" name=\"{}\">{}</testcase>\n", esc(profile.name),
-        esc(check->name),
-        outcome.pass ? std::string() : fmt::format("<failure message=\"{}\"/>", esc(outcome.detail)));
+    failures += outcome.pass || outcome.skipped ? 0 : 1;
+    skipped += outcome.skipped ? 1 : 0;
+    const std::string body = outcome.skipped ? fmt::format("<skipped message=\"{}\"/>", esc(outcome.detail))
+                             : outcome.pass  ? std::string()
+                                             : fmt::format("<failure message=\"{}\"/>", esc(outcome.detail));
+    cases += fmt::format("    <testcase classname=\"memstress.accept.{}\" name=\"{}\">{}</testcase>\n",
+                         esc(profile.name), esc(check->name), body);
   }
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memstress\">\n  <testsuite "
-      "name=\"memstress.accept.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n{}  "
+      "name=\"memstress.accept.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  "
       "</testsuite>\n"
       "</testsuites>\n",
-      esc(profile.name), results.size(), failures, cases);
+      esc(profile.name), results.size(), failures, skipped, cases);
 }
 
-int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
-  Profile profile = load_profile(f.profile);
-  std::string gpu;
-  nlohmann::json rows;
-  if (!f.from.empty()) {
-    rows = rows_from(f.from, gpu);
-    if (!f.any_gpu && gpu != profile.gpu) {
-      throw InputError(
-          fmt::format("--profile {}: its thresholds are for {}, and the results are from {} (--any-gpu "
-                      "to judge them anyway)",
-                      f.profile, profile.gpu, gpu));
-    }
-  } else {
-    rows = run_profile(f, profile, argv);
-  }
+// Judges (or trains from) `rows`, produced by `ranks` ranks; prints a line per check and the verdict.
+int judge(const AcceptFlags& f, Profile& profile, const nlohmann::json& rows, int ranks) {
   if (f.train) {
     const std::vector<std::string> untrained = train(profile, rows);
     const std::string target = f.write.empty() ? f.profile : f.write;
@@ -187,19 +208,57 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
   }
   std::vector<std::pair<const AcceptCheck*, CheckOutcome>> results;
   int passed = 0;
+  int skipped = 0;
   for (const AcceptCheck& check : profile.checks) {
-    results.emplace_back(&check, evaluate(check, rows));
-    passed += results.back().second.pass ? 1 : 0;
-    fmt::print("{}  {}: {}\n", results.back().second.pass ? "PASS" : "FAIL", check.name,
-               results.back().second.detail);
+    results.emplace_back(&check, evaluate(check, rows, ranks));
+    const CheckOutcome& o = results.back().second;
+    passed += o.pass ? 1 : 0;
+    skipped += o.skipped ? 1 : 0;
+    fmt::print("{}  {}: {}\n", o.skipped ? "SKIP" : o.pass ? "PASS" : "FAIL", check.name, o.detail);
   }
-  const bool ok = passed == static_cast<int>(results.size());
-  fmt::print("verdict: {} ({} of {} checks passed; profile {}, {})\n", ok ? "PASS" : "FAIL", passed,
-             results.size(), profile.name, profile.gpu);
+  const int judged = static_cast<int>(results.size()) - skipped;
+  const bool ok = passed == judged;
+  fmt::print("verdict: {} ({} of {} checks passed{}; profile {}, {}, {} rank{})\n", ok ? "PASS" : "FAIL",
+             passed, judged, skipped > 0 ? fmt::format(", {} skipped", skipped) : std::string(), profile.name,
+             profile.gpu, ranks, ranks == 1 ? "" : "s");
   if (!f.junit.empty()) {
     write_file_atomically(f.junit, junit_of(profile, results), "--junit");
   }
   return ok ? 0 : 1;
+}
+
+int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
+  Profile profile = load_profile(f.profile);
+  if (!f.from.empty()) {
+    std::string gpu;
+    int ranks = 1;
+    const nlohmann::json rows = rows_from(f.from, gpu, ranks);
+    if (!f.any_gpu && gpu != profile.gpu) {
+      throw InputError(
+          fmt::format("--profile {}: its thresholds are for {}, and the results are from {} (--any-gpu "
+                      "to judge them anyway)",
+                      f.profile, profile.gpu, gpu));
+    }
+    return judge(f, profile, rows, ranks);
+  }
+  if (!(f.timeout_s > 0) || f.timeout_s > 1e6) {
+    throw InputError(fmt::format("--timeout {}: expected seconds, more than 0", f.timeout_s));
+  }
+  // Under mpirun every rank runs the profile on its GPU; rank 0 judges all ranks' rows.
+  const Job job(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(f.timeout_s)));
+  World& world = job.world();
+  try {
+    const nlohmann::json rows = run_profile(f, profile, argv, world);
+    return world.rank() == 0 ? judge(f, profile, rows, world.size()) : 0;
+  } catch (const Error& e) {
+    if (world.size() == 1) {
+      throw;
+    }
+    // A peer may be dead or hung: end the job here rather than wait for it at MPI_Finalize.
+    fmt::print(stderr, "{}error: {}\n", note_prefix(), e.what());
+    job.abort(to_int(e.exit_code()));
+  }
 }
 
 }  // namespace
@@ -219,6 +278,9 @@ Subcommand add_accept(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--junit", flags->junit, "Also write the checks as JUnit XML to FILE");
   sub->add_flag("--any-gpu", flags->any_gpu, "Judge a device other than the profile's GPU model");
   sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
+  sub->add_option("--timeout", flags->timeout_s,
+                  "Under mpirun: seconds to wait for a late rank before the job is aborted")
+      ->capture_default_str();
   return {sub, [flags, argv = std::move(argv)] { return accept_command(*flags, argv); }};
 }
 

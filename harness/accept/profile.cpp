@@ -45,6 +45,17 @@ std::optional<double> number(const YAML::Node& node, const char* key, const std:
   }
 }
 
+int min_ranks(const YAML::Node& node, const std::string& what) {
+  const std::optional<double> n = number(node, "min_ranks", what);
+  if (!n) {
+    return 1;
+  }
+  if (!(*n >= 1 && *n <= 1e6) || *n != static_cast<double>(static_cast<int>(*n))) {
+    throw InputError(fmt::format("{}: min_ranks must be a whole number, 1 or more", what));
+  }
+  return static_cast<int>(*n);
+}
+
 bool matches(const nlohmann::json& row, const AcceptCheck& check) {
   if (!row.is_object() || row.value("workload", "") != check.workload) {
     return false;
@@ -117,7 +128,8 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
     for (std::size_t i = 0; i < root["runs"].size(); ++i) {
       const YAML::Node r = root["runs"][i];
       const std::string what = fmt::format("{}: runs[{}]", name, i);
-      p.runs.push_back({required(r, "workload", what), string_map(r["params"], what + ".params")});
+      p.runs.push_back(
+          {required(r, "workload", what), string_map(r["params"], what + ".params"), min_ranks(r, what)});
     }
     for (std::size_t i = 0; i < root["checks"].size(); ++i) {
       const YAML::Node c = root["checks"][i];
@@ -131,6 +143,7 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
       check.factor = number(c, "factor", what).value_or(0.75);
       check.min = number(c, "min", what);
       check.max = number(c, "max", what);
+      check.min_ranks = min_ranks(c, what);
       if (!(check.factor > 0 && check.factor <= 1)) {
         throw InputError(fmt::format("{} ({}): factor must be in (0, 1]", what, check.name));
       }
@@ -155,8 +168,14 @@ Profile load_profile(const std::filesystem::path& path) {
   return parse_profile(text.str(), path.string());
 }
 
-CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows) {
+CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows, int ranks) {
   CheckOutcome out;
+  if (check.min_ranks > ranks) {
+    out.skipped = true;
+    out.detail = fmt::format("needs {} ranks (the run had {}): run it under mpirun -np {}", check.min_ranks,
+                             ranks, check.min_ranks);
+    return out;
+  }
   const std::optional<Measured> m = measure(check, rows);
   if (!m) {
     out.detail = fmt::format("no {} row with metric {} matched", check.workload, check.metric);
@@ -223,6 +242,9 @@ std::string to_yaml(const Profile& p) {
       }
       out << YAML::EndMap;
     }
+    if (r.min_ranks != 1) {
+      out << YAML::Key << "min_ranks" << YAML::Value << r.min_ranks;
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::Key << "checks" << YAML::Value << YAML::BeginSeq;
@@ -248,6 +270,9 @@ std::string to_yaml(const Profile& p) {
     }
     if (c.max) {
       out << YAML::Key << "max" << YAML::Value << fmt::format("{:.6g}", *c.max);
+    }
+    if (c.min_ranks != 1) {
+      out << YAML::Key << "min_ranks" << YAML::Value << c.min_ranks;
     }
     out << YAML::EndMap;
   }

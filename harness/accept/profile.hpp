@@ -38,6 +38,7 @@ namespace memstress {
 struct ProfileRun {
   std::string workload;
   std::vector<std::pair<std::string, std::string>> params;  // axis -> values ("v1,v2")
+  int min_ranks = 1;  // left out of a run with fewer ranks (collectives need several)
 };
 
 struct AcceptCheck {
@@ -49,6 +50,7 @@ struct AcceptCheck {
   double factor = 0.75;
   std::optional<double> min;
   std::optional<double> max;
+  int min_ranks = 1;  // with fewer ranks the check is skipped (it says so), not failed
 };
 
 struct Profile {
@@ -66,12 +68,15 @@ struct Profile {
 
 struct CheckOutcome {
   bool pass = false;
+  bool skipped = false;  // the check needs more ranks than the run had: neither pass nor fail
   std::optional<double> measured;
   std::string detail;  // "52.6 >= 39.5 (0.75 x golden 52.6)", "no row matched"
 };
 
-// `rows`: memstress.run/1 rows (a JSON array), from this run or from results files.
-[[nodiscard]] CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows);
+// `rows`: memstress.run/1 rows (a JSON array), from this run or from results files; `ranks`: how many
+// ranks produced them (a check with a larger min_ranks is skipped). Rows of every rank count: a check
+// takes the worst matched row, so one slow GPU fails it.
+[[nodiscard]] CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows, int ranks = 1);
 // Sets every check's golden value to what `rows` measured (checks with no golden value and only absolute
 // bounds are left alone). Returns the names of the checks that matched no row: they keep what they had.
 [[nodiscard]] std::vector<std::string> train(Profile& profile, const nlohmann::json& rows);

@@ -99,5 +99,35 @@ TEST(AcceptProfile, TrainingSetsGoldenValuesAndRoundTrips) {
   EXPECT_EQ(train(q, nlohmann::json::array()).size(), 2U);  // nothing to learn from
 }
 
+TEST(AcceptProfile, ChecksOfSeveralRanksAreSkippedInARunOfOneAndJudgedInALargerOne) {
+  const char* const yaml = R"(
+name: t
+gpu: G
+runs:
+  - {workload: collectives, params: {bytes: 256M}, min_ranks: 2}
+checks:
+  - {name: busbw, workload: collectives, metric: GB/s, min: 40, min_ranks: 2}
+)";
+  const Profile p = parse_profile(yaml, "t.yaml");
+  EXPECT_EQ(p.runs[0].min_ranks, 2);
+  EXPECT_EQ(p.checks[0].min_ranks, 2);
+  const nlohmann::json rows = nlohmann::json::array({row("collectives", {}, 45), row("collectives", {}, 39)});
+  const CheckOutcome one = evaluate(p.checks[0], rows, 1);
+  EXPECT_TRUE(one.skipped);
+  EXPECT_FALSE(one.pass);
+  EXPECT_NE(one.detail.find("needs 2 ranks (the run had 1)"), std::string::npos) << one.detail;
+  const CheckOutcome two = evaluate(p.checks[0], rows, 2);
+  EXPECT_FALSE(two.skipped);
+  EXPECT_FALSE(two.pass);  // the worse rank (39) fails it
+  const Profile again = parse_profile(to_yaml(p), "again.yaml");
+  EXPECT_EQ(again.runs[0].min_ranks, 2);
+  EXPECT_EQ(again.checks[0].min_ranks, 2);
+  EXPECT_THROW(
+      static_cast<void>(parse_profile(
+          "name: x\ngpu: y\nruns: []\nchecks: [{name: c, workload: w, metric: m, max: 0, min_ranks: 0}]\n",
+          "p.yaml")),
+      InputError);
+}
+
 }  // namespace
 }  // namespace memstress
