@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -16,7 +15,6 @@
 #include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
-#include "harness/core/log.hpp"
 #include "harness/core/version.hpp"
 #include "harness/dist/job.hpp"
 #include "harness/dist/nccl_comm.hpp"
@@ -128,15 +126,7 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
                    {"ranks", world.size()}};
   header.ranks = world.size();
   header.environment = gather_environment(world, to_json(collect_environment()), *backend);
-  std::unique_ptr<NcclComm> nccl;
-  try {
-    nccl = make_nccl(world, *backend);
-  } catch (const Error& e) {
-    if (world.size() > 1) {
-      throw;
-    }
-    note("no NCCL communicator (checks of collectives are skipped): {}", e.what());
-  }
+  const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
   const bool writer = world.rank() == 0;
   std::optional<std::filesystem::path> out;
   if (!f.out.empty() && writer) {
@@ -145,8 +135,6 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
   ResultSink sink(std::move(header), out);
   RunOptions options;
   options.quiet = f.quiet || !writer;
-  options.rank = world.rank();
-  options.world_size = world.size();
   options.world = &world;
   options.nccl = nccl.get();
   Progress progress(cases.size(), options.quiet);
@@ -241,24 +229,11 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
     }
     return judge(f, profile, rows, ranks);
   }
-  if (!(f.timeout_s > 0) || f.timeout_s > 1e6) {
-    throw InputError(fmt::format("--timeout {}: expected seconds, more than 0", f.timeout_s));
-  }
   // Under mpirun every rank runs the profile on its GPU; rank 0 judges all ranks' rows.
-  const Job job(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(f.timeout_s)));
-  World& world = job.world();
-  try {
+  return run_as_job(f.timeout_s, "--timeout", [&](World& world) {
     const nlohmann::json rows = run_profile(f, profile, argv, world);
     return world.rank() == 0 ? judge(f, profile, rows, world.size()) : 0;
-  } catch (const Error& e) {
-    if (world.size() == 1) {
-      throw;
-    }
-    // A peer may be dead or hung: end the job here rather than wait for it at MPI_Finalize.
-    fmt::print(stderr, "{}error: {}\n", note_prefix(), e.what());
-    job.abort(to_int(e.exit_code()));
-  }
+  });
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -176,15 +175,7 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   header.ranks = world.size();
   header.straggler_threshold = f.straggler_pct / 100.0;
   header.environment = gather_environment(world, to_json(collect_environment()), *backend);
-  std::unique_ptr<NcclComm> nccl;
-  try {
-    nccl = make_nccl(world, *backend);
-  } catch (const Error& e) {
-    if (world.size() > 1) {
-      throw;
-    }
-    note("no NCCL communicator (workloads that need one are skipped): {}", e.what());
-  }
+  const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
 
   const bool writer = world.rank() == 0;  // the one results file, the table, the JUnit file
   std::optional<std::filesystem::path> out;
@@ -197,8 +188,6 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   options.warmup = f.warmup;
   options.seed = f.seed;
   options.quiet = f.quiet || !writer;
-  options.rank = world.rank();
-  options.world_size = world.size();
   options.world = &world;
   options.nccl = nccl.get();
   options.fault = in.fault;
@@ -251,9 +240,6 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   if (!f.inject_fault.empty()) {
     in.fault = FaultInjection::parse(f.inject_fault);
   }
-  if (!(f.timeout_s > 0) || f.timeout_s > 1e6) {
-    throw InputError(fmt::format("--timeout {}: expected seconds, more than 0", f.timeout_s));
-  }
   if (!(f.straggler_pct > 0) || f.straggler_pct > 1e6) {
     throw InputError(fmt::format("--straggler-pct {}: expected a percentage, more than 0", f.straggler_pct));
   }
@@ -284,22 +270,8 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   }
   check_junit_path(f);
 
-  const Job job(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(f.timeout_s)));
-  if (job.world().size() == 1) {
-    return run_ranks(f, argv, in, job.world());
-  }
-  // Several ranks: after an error no rank may wait for the others (one may be dead or hung), so the job
-  // ends here; rank 0 has already finished the results document as aborted.
-  try {
-    return run_ranks(f, argv, in, job.world());
-  } catch (const Error& e) {
-    fmt::print(stderr, "{}error: {}\n", note_prefix(), e.what());
-    job.abort(to_int(e.exit_code()));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "{}internal error: {}\n", note_prefix(), e.what());
-    job.abort(to_int(ExitCode::check_failed));
-  }
+  // After an error in a job of several ranks, rank 0 has already finished the results document as aborted.
+  return run_as_job(f.timeout_s, "--timeout", [&](World& world) { return run_ranks(f, argv, in, world); });
 }
 
 }  // namespace
@@ -356,9 +328,10 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       ->capture_default_str();
   // For the tests of the distributed harness only: RANK:CASE_INDEX:exit|hang|throw (hidden).
   sub->add_option("--inject-fault", flags->inject_fault, "")->group("");
-  sub->add_option("--host-memory", flags->host_memory,
-                  "What the shared pinned host cache hands out: pinned (page-locked, the default) or pageable "
-                  "(plain memory: what-if runs, and a deliberately slowed run for `compare`)")
+  sub->add_option(
+         "--host-memory", flags->host_memory,
+         "What the shared pinned host cache hands out: pinned (page-locked, the default) or pageable "
+         "(plain memory: what-if runs, and a deliberately slowed run for `compare`)")
       ->check(CLI::IsMember({"pinned", "pageable"}))
       ->capture_default_str();
   return {sub, [flags, argv = std::move(argv)] {

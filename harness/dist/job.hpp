@@ -4,6 +4,7 @@
 // a SoloWorld otherwise. Owns both; the World goes before MPI is finalized.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 #include "harness/core/launcher.hpp"
@@ -33,5 +34,11 @@ class Job {
   std::unique_ptr<MpiSession> session_;  // declared first: destroyed last
   std::unique_ptr<World> world_;
 };
+
+// Runs `body` on this process's rank of a job (a Job whose collectives wait `timeout_s` seconds for a late
+// rank; InputError naming `flag` for a timeout that is not a positive number). In a world of one, errors
+// propagate as usual. With several ranks no rank may wait for the others after an error (one may be dead
+// or hung), so an error is printed and ends the whole job with its exit code.
+int run_as_job(double timeout_s, const char* flag, const std::function<int(World&)>& body);
 
 }  // namespace memstress

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/core/error.hpp"
+#include "harness/core/log.hpp"
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/nccl_comm.hpp"
 #include "harness/dist/world.hpp"
@@ -60,8 +61,16 @@ std::unique_ptr<NcclComm> make_nccl(World& world, const DeviceBackend& backend) 
   if (backend.info().kind != BackendKind::cuda) {
     return nullptr;
   }
-  const cuda::ScopedDevice current(backend.info().ordinal);
-  return std::make_unique<NcclComm>(world, backend.info().ordinal);
+  try {
+    const cuda::ScopedDevice current(backend.info().ordinal);
+    return std::make_unique<NcclComm>(world, backend.info().ordinal);
+  } catch (const Error& e) {
+    if (world.size() > 1) {
+      throw;
+    }
+    note("no NCCL communicator (workloads that need one are skipped): {}", e.what());
+    return nullptr;
+  }
 }
 
 }  // namespace memstress

@@ -25,7 +25,9 @@ DeviceSpec rank_device(std::string_view flag, const World& world);
 // it drives; empty on the simulated device). Other ranks get null. Collective.
 nlohmann::json gather_environment(World& world, nlohmann::json local, const DeviceBackend& backend);
 
-// The communicator over all ranks on the rank's GPU, or null on the simulated device. Collective.
+// The communicator over all ranks on the rank's GPU, or null on the simulated device. In a world of one
+// a communicator that cannot be made is noted and null too (workloads that need one skip); with several
+// ranks that is an error, thrown. Collective.
 std::unique_ptr<NcclComm> make_nccl(World& world, const DeviceBackend& backend);
 
 }  // namespace memstress

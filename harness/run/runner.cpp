@@ -35,14 +35,13 @@ DeviceRef device_ref(const DeviceBackend& backend) {
                    info.uuid};
 }
 
-std::optional<std::string> skip_reason(const Workload& w, const DeviceBackend& backend,
-                                       const RunOptions& options) {
+std::optional<std::string> skip_reason(const Workload& w, const DeviceBackend& backend, int world_size) {
   const Requirements req = w.requirements();
   if (req.real_gpu && !backend.has_memory()) {
     return fmt::format("needs a real GPU (running on the simulated device {})", backend.info().label());
   }
-  if (req.min_ranks > options.world_size) {
-    return fmt::format("needs {} ranks (running with {})", req.min_ranks, options.world_size);
+  if (req.min_ranks > world_size) {
+    return fmt::format("needs {} ranks (running with {})", req.min_ranks, world_size);
   }
   return std::nullopt;
 }
@@ -107,7 +106,7 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     row.workload = std::string(planned.workload->name());
     row.params = planned.params.values();
     row.allocator = std::string(allocator_.name());
-    row.rank = options_.rank;
+    row.rank = world.rank();
     row.device = device_ref(backend);
     const std::string title = fmt::format("{} {}", row.workload, row.case_label());
     const std::string where = fmt::format("[{}/{}] {}", index + 1, cases.size(), title);
@@ -119,18 +118,18 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     if (!lost_after.empty()) {
       row.verdict = Verdict::error;
       row.reason = fmt::format("not run: the device failed fatally during {}", lost_after);
-    } else if (const auto reason = skip_reason(*planned.workload, backend, options_)) {
+    } else if (const auto reason = skip_reason(*planned.workload, backend, world.size())) {
       row.verdict = Verdict::skip;
       row.reason = *reason;
     } else {
       const NvtxRange range(title);
-      CaseContext ctx(planned.params, allocator_, case_seed(options_.seed, planned), host_, options_.world,
+      CaseContext ctx(planned.params, allocator_, case_seed(options_.seed, planned), host_, &world,
                       options_.nccl);
       // Cases are independent: nothing cached by the one before, peaks from this one alone.
       allocator_.empty_cache();
       allocator_.reset_peak_stats();
       try {
-        maybe_inject(options_.fault, options_.rank, index);
+        maybe_inject(options_.fault, world.rank(), index);
         {
           const std::unique_ptr<CaseRun> run = planned.workload->prepare(ctx);
           const int cap = planned.workload->max_repetitions();

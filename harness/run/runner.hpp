@@ -21,8 +21,6 @@ struct RunOptions {
   int repetitions = 5;  // timed repetitions per case (-n)
   int warmup = 1;       // untimed repetitions first (-w)
   std::uint64_t seed = 1;
-  int rank = 0;
-  int world_size = 1;
   bool quiet = false;  // no per-case progress notes on stderr
   Progress* progress =
       nullptr;               // the run's progress (shared by its allocators); null: one of the runner's own
