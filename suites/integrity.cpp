@@ -2,7 +2,8 @@
 // memory check, in the manner of DCGM's memory diagnostic and memtest-style tools).
 //
 // Note [Coverage and classification]. The case takes `fraction` of the memory free at its start, in blocks
-// of `block` bytes from the shared allocator (so the allocator's own path is part of what is tested). For
+// of `block` bytes from the shared allocator (so the allocator's own path is part of what is tested), the
+// last one smaller (whole 2 MiB pages) so that the share asked for is what is tested. For
 // each pattern it fills every block, then checks every block on the device. A block with bad words is read
 // a second time: words that are still wrong are `persistent` (the cell holds a wrong value: a stuck bit, a
 // bad row, or a write that went astray), words that read right the second time are `transient` (the read
@@ -32,6 +33,7 @@ namespace memstress::suites {
 namespace {
 
 constexpr int kMaxNotes = 5;
+constexpr std::uint64_t kTailUnit = 2ULL << 20U;  // the last block is whole 2 MiB pages
 
 std::vector<kernels::Pattern> parse_patterns(const std::string& list) {
   std::vector<kernels::Pattern> out;
@@ -57,15 +59,19 @@ class IntegrityRun final : public CaseRun {
     total_ = info.total;
     const auto target = static_cast<std::uint64_t>(fraction * static_cast<double>(info.free));
     const StreamRef stream = StreamRef::from(stream_.get());
-    for (std::uint64_t have = 0; have + block <= target;) {
+    for (std::uint64_t have = 0; have < target;) {
+      const std::uint64_t bytes = std::min(block, (target - have) / kTailUnit * kTailUnit);
+      if (bytes == 0) {
+        break;
+      }
       try {
-        blocks_.emplace_back(ctx.allocator(), block, stream);
+        blocks_.emplace_back(ctx.allocator(), bytes, stream);
       } catch (const OutOfMemoryError&) {
         break;  // what the device will give is what is tested; coverage says how much
       }
-      have += block;
+      have += bytes;
+      tested_ += bytes;
     }
-    block_bytes_ = block;
   }
 
   void iteration(CaseContext& ctx) override {
@@ -80,14 +86,14 @@ class IntegrityRun final : public CaseRun {
           ctx.seed() + (static_cast<std::uint64_t>(ctx.iteration()) << 32U) + p * 7919U;
       timer_.start(s);
       for (std::size_t b = 0; b < blocks_.size(); ++b) {
-        kernels::fill(blocks_[b].get(), block_bytes_, patterns_[p], seed + b, s);
+        kernels::fill(blocks_[b].get(), blocks_[b].size(), patterns_[p], seed + b, s);
       }
       timer_.stop(s);
       fill_s += timer_.seconds();
       std::vector<kernels::CheckResult> first(blocks_.size());
       const HostTimer check_timer;
       for (std::size_t b = 0; b < blocks_.size(); ++b) {
-        first[b] = checker_.check(blocks_[b].get(), block_bytes_, patterns_[p], seed + b, s);
+        first[b] = checker_.check(blocks_[b].get(), blocks_[b].size(), patterns_[p], seed + b, s);
       }
       check_s += check_timer.seconds();
       for (std::size_t b = 0; b < blocks_.size(); ++b) {
@@ -96,7 +102,7 @@ class IntegrityRun final : public CaseRun {
           continue;
         }
         const kernels::CheckResult again =
-            checker_.check(blocks_[b].get(), block_bytes_, patterns_[p], seed + b, s);
+            checker_.check(blocks_[b].get(), blocks_[b].size(), patterns_[p], seed + b, s);
         const std::uint64_t still = std::min(again.bad_words, first[b].bad_words);
         persistent += still;
         transient += first[b].bad_words - still;
@@ -110,10 +116,9 @@ class IntegrityRun final : public CaseRun {
         }
       }
     }
-    const double bytes = static_cast<double>(block_bytes_) * static_cast<double>(blocks_.size()) *
-                         static_cast<double>(patterns_.size());
+    const double bytes = static_cast<double>(tested_) * static_cast<double>(patterns_.size());
     ctx.record("coverage", "share of total", Better::higher,
-               static_cast<double>(block_bytes_ * blocks_.size()) / static_cast<double>(total_));
+               static_cast<double>(tested_) / static_cast<double>(total_));
     ctx.record("persistent_errors", "words", Better::lower, static_cast<double>(persistent));
     ctx.record("transient_errors", "words", Better::lower, static_cast<double>(transient));
     ctx.record("fill_GB/s", "GB/s", Better::higher, gb_per_s(bytes, fill_s));
@@ -124,7 +129,7 @@ class IntegrityRun final : public CaseRun {
   cuda::Stream stream_;
   std::vector<kernels::Pattern> patterns_;
   std::vector<DeviceBlock> blocks_;
-  std::uint64_t block_bytes_ = 0;
+  std::uint64_t tested_ = 0;
   std::uint64_t total_ = 1;
   DeviceTimer timer_;
   kernels::Checker checker_;
@@ -134,12 +139,12 @@ class Integrity final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "integrity"; }
   [[nodiscard]] std::string_view summary() const noexcept override {
-    return "fill and verify a share of device memory (default 90% of free) with several patterns; bad words "
+    return "fill and verify a share of device memory (default 95% of free) with several patterns; bad words "
            "are read again and classified persistent or transient; coverage, fill and check GB/s";
   }
   [[nodiscard]] std::vector<ParamSpec> params() const override {
     return {
-        {"fraction", ParamType::real, {"0.9"}, {"0.95"}, {}, "share of free memory tested"},
+        {"fraction", ParamType::real, {"0.95"}, {"0.98"}, {}, "share of free memory tested"},
         {"patterns",
          ParamType::text,
          {"random+checkerboard+walking_ones+address"},

@@ -82,5 +82,17 @@ TEST_F(WorkloadsOnGpu, DataloaderDeliversEveryBatchFromThreadsAndProcesses) {
   }
 }
 
+// integrity tests the share of free memory it is asked for, to the 2 MiB page (its last block is the
+// remainder), so the acceptance profiles' fraction 0.95 of free covers at least 90% of a fresh GPU's memory.
+TEST_F(WorkloadsOnGpu, IntegrityCoversTheShareOfFreeMemoryItIsAskedFor) {
+  const MemInfo before = CudaBackend(0).mem_info();
+  const auto rows = testing::run_on_gpu("integrity", {"fraction=0.95", "patterns=random+address"}, 1);
+  ASSERT_EQ(rows.size(), 1U);
+  const double expected = 0.95 * static_cast<double>(before.free) / static_cast<double>(before.total);
+  EXPECT_NEAR(median_of(rows[0], "coverage"), expected, 0.005);
+  EXPECT_EQ(median_of(rows[0], "persistent_errors"), 0.0);
+  EXPECT_EQ(median_of(rows[0], "transient_errors"), 0.0);
+}
+
 }  // namespace
 }  // namespace memstress
