@@ -6,8 +6,8 @@
 // events, behind a short spin kernel; time = elapsed / inner, averaged over the ranks (World::all_gather).
 // `inner` is chosen so one sample moves at least 1 GiB (5 to 200 collectives). Sizes, algbw and busbw as in
 // kernels/collective_values.hpp (Note [Sizes, as nccl-tests counts them]). Every wait on a stream with NCCL
-// work goes through NcclComm::wait, with a timeout, never cudaStreamSynchronize: a dead peer ends the case
-// with an error instead of a hang.
+// work goes through NcclComm::wait, with the run's --timeout (World::timeout), never cudaStreamSynchronize: a
+// dead or hung peer ends the case with an error instead of a hang.
 //
 // Note [The reference]. With pressure=none each repetition also times the same collectives between plain
 // cudaMalloc buffers (cuda::DeviceBuffer): `ref_busbw`, and `vs_ref` = busbw / ref_busbw sample by sample
@@ -62,7 +62,6 @@ constexpr std::uint64_t kSampleBytes = 1ULL << 30U;  // each sample moves at lea
 constexpr std::uint64_t kMinInner = 5;
 constexpr std::uint64_t kMaxInner = 200;
 constexpr int kWarmup = 3;
-constexpr std::chrono::seconds kTimeout{300};
 
 // A send and a receive pointer (the same block when in place).
 struct Buffers {
@@ -109,7 +108,7 @@ class CollectivesRun final : public CaseRun {
         enqueue(ref_);
       }
     }
-    comm_->wait(stream(), kTimeout, what_ + " (warm-up)");
+    comm_->wait(stream(), world_->timeout(), what_ + " (warm-up)");
   }
 
   // Nothing is freed under NCCL work still in flight (after an exception between an enqueue and its wait):
@@ -119,7 +118,7 @@ class CollectivesRun final : public CaseRun {
       return;
     }
     try {
-      comm_->wait(stream(), kTimeout, what_ + " (end of case)");
+      comm_->wait(stream(), world_->timeout(), what_ + " (end of case)");
     } catch (const std::exception& e) {
       detail::report_free_failure(e.what());
     }
@@ -218,7 +217,7 @@ class CollectivesRun final : public CaseRun {
       enqueue(b);
     }
     stop_.record(stream());
-    comm_->wait(stream(), kTimeout, what_);
+    comm_->wait(stream(), world_->timeout(), what_);
     const double local =
         static_cast<double>(cuda::Event::elapsed_ms(start_, stop_)) / 1e3 / static_cast<double>(inner_);
     const std::vector<double> all = world_->all_gather(local);
@@ -245,7 +244,7 @@ class CollectivesRun final : public CaseRun {
     enqueue(mine_);
     const kernels::CollectiveCase expect{collective_, ranks(), comm_->rank(), layout_.chunk, salt, modulus};
     checker_.enqueue(mine_.recv, dtype_, layout_.recv_count, expect, stream());
-    comm_->wait(stream(), kTimeout, what_ + " (verification)");
+    comm_->wait(stream(), world_->timeout(), what_ + " (verification)");
     const kernels::CheckResult r = checker_.result();
     ctx.verified(r.checked_words, r.bad_words);
     if (!r.ok()) {

@@ -18,7 +18,7 @@ Job::Job(std::chrono::milliseconds timeout, const EnvLookup& env) {
     session_ = std::make_unique<MpiSession>();
     world_ = std::make_unique<MpiWorld>(*session_, timeout);
   } else {
-    world_ = std::make_unique<SoloWorld>();
+    world_ = std::make_unique<SoloWorld>(timeout);
   }
 }
 

@@ -38,6 +38,7 @@ class MpiWorld final : public World {
   [[nodiscard]] int size() const noexcept override { return size_; }
   [[nodiscard]] int local_rank() const noexcept override { return local_rank_; }
   [[nodiscard]] int local_size() const noexcept override { return local_size_; }
+  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override { return timeout_; }
 
   void barrier() override;
   void broadcast(std::span<std::byte> bytes, int root) override;

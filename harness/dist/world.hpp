@@ -4,6 +4,7 @@
 // mpirun is a world of one (SoloWorld). Every member below except the accessors is collective: all ranks
 // call it, in the same order. Host-side only; device collectives go through NcclComm.
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -26,6 +27,9 @@ class World {
   // Rank among the ranks on this host, and how many share it (the default GPU is the local rank).
   [[nodiscard]] virtual int local_rank() const noexcept = 0;
   [[nodiscard]] virtual int local_size() const noexcept = 0;
+  // How long a rank waits for its peers in one step (--timeout): host collectives here, and device work
+  // that needs the other ranks (NcclComm::wait) in the workloads.
+  [[nodiscard]] virtual std::chrono::milliseconds timeout() const noexcept = 0;
 
   virtual void barrier() = 0;
   // `bytes` of rank `root` land in `bytes` on every rank (e.g. a ncclUniqueId).
@@ -39,14 +43,21 @@ class World {
 // A world of one process: every collective is the identity.
 class SoloWorld final : public World {
  public:
+  // `timeout` bounds device work that a communicator of one still waits for (the default: --timeout's).
+  explicit SoloWorld(std::chrono::milliseconds timeout = std::chrono::minutes(5)) noexcept
+      : timeout_(timeout) {}
   [[nodiscard]] int rank() const noexcept override { return 0; }
   [[nodiscard]] int size() const noexcept override { return 1; }
   [[nodiscard]] int local_rank() const noexcept override { return 0; }
   [[nodiscard]] int local_size() const noexcept override { return 1; }
+  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override { return timeout_; }
   void barrier() override {}
   void broadcast(std::span<std::byte> /*bytes*/, int /*root*/) override {}
   [[nodiscard]] std::vector<double> all_gather(double value) override { return {value}; }
   [[nodiscard]] std::vector<std::string> gather(const std::string& text) override { return {text}; }
+
+ private:
+  std::chrono::milliseconds timeout_;
 };
 
 }  // namespace memstress

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "harness/core/launcher.hpp"
 #include "harness/dist/case_sync.hpp"
 #include "harness/dist/dist_error.hpp"
+#include "harness/dist/job.hpp"
 #include "harness/dist/rank_setup.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/memory/sim_backend.hpp"
@@ -49,6 +51,15 @@ TEST(SoloWorld, IsAWorldOfOneWhoseCollectivesAreTheIdentity) {
   EXPECT_EQ(world.gather(long_text), std::vector<std::string>{long_text});
 }
 
+TEST(Job, WithoutMpiIsAWorldOfOneThatKeepsTheTimeout) {
+  const Job job(std::chrono::seconds(7), env_of({}));
+  EXPECT_FALSE(job.under_mpi());
+  EXPECT_EQ(job.world().size(), 1);
+  // Workloads bound their waits on NCCL work by it (a communicator of one too).
+  EXPECT_EQ(job.world().timeout(), std::chrono::seconds(7));
+  EXPECT_EQ(SoloWorld().timeout(), std::chrono::minutes(5));
+}
+
 Row sample_row(int rank) {
   Row row;
   row.workload = "sizes";
@@ -75,6 +86,9 @@ class TwoRankWorld final : public World {
   [[nodiscard]] int size() const noexcept override { return 2; }
   [[nodiscard]] int local_rank() const noexcept override { return 0; }
   [[nodiscard]] int local_size() const noexcept override { return 2; }
+  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override {
+    return std::chrono::seconds(1);
+  }
   void barrier() override {
     if (fails_) {
       throw DistError("rank 1 did not report within 1 s (failed or hangs)");
