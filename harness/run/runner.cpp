@@ -10,6 +10,7 @@
 #include "harness/core/error.hpp"
 #include "harness/core/log.hpp"
 #include "harness/dist/case_sync.hpp"
+#include "harness/dist/dist_error.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/run/context.hpp"
@@ -167,7 +168,17 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     }
     row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const bool mine_failed = failed(row);
-    std::vector<Row> rows = gather_rows(world, std::move(row), where);
+    std::vector<Row> rows;
+    try {
+      rows = gather_rows(world, row, where);
+    } catch (const DistError&) {
+      // A rank is lost: rank 0 keeps its own row of this case (often the error that the loss caused, say an
+      // NCCL wait that timed out), then the run aborts with the reason naming the lost rank.
+      if (world.rank() == 0) {
+        sink.append(std::move(row));
+      }
+      throw;
+    }
     if (rows.empty()) {  // not rank 0: rank 0 has the rows
       failures += mine_failed ? 1 : 0;
     }

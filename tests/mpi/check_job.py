@@ -7,7 +7,10 @@ Scenarios: merged (one results file with both ranks' rows, both environments and
 summary), throw (rank 1's case throws: an error row, the job goes on), exit (rank 1 exits mid-run:
 rank 0 notices by the timeout, names rank 1 and the case in an aborted document, earlier rows kept),
 exit_default (the same under Open MPI's default policy, which kills the job at once: the stream keeps
-the earlier rows), hang (rank 1 hangs: as exit). Exit codes: 0 pass, 1 fail, 77 skipped (no mpiexec).
+the earlier rows), hang (rank 1 hangs: as exit), nccl_hang (on two real GPUs: rank 1 hangs while rank 0
+waits in an NCCL all_reduce; rank 0's NCCL wait gives up at --timeout and aborts the communicator, its
+error row is kept, and the job aborts naming rank 1 and the case). Exit codes: 0 pass, 1 fail, 77 skipped
+(no mpiexec; for nccl_hang, fewer than two GPUs).
 """
 
 from __future__ import annotations
@@ -34,13 +37,19 @@ def check(condition: bool, message: str) -> None:
         raise Failed(message)
 
 
-def run_job(args, out: Path, extra: list[str], env_extra: dict[str, str] | None = None, timeout: float = 60):
+SIM_JOB = ["alloc-smoke", "-p", "count=2", "-d", "sim:8G"]
+GPU_JOB = ["collectives", "-p", "collective=all_reduce", "-p", "pressure=none"]  # one GPU per rank, by local rank
+
+
+def run_job(args, out: Path, extra: list[str], env_extra: dict[str, str] | None = None, timeout: float = 60,
+            job: list[str] | None = None):
     env = dict(os.environ)
     # Open MPI: allowed as root (CI containers), and 2 ranks on a machine with fewer cores.
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+               NCCL_NVLS_ENABLE="0")
     env.update(env_extra or {})
-    command = [args.mpiexec, "-np", "2", args.memstress, "run", "alloc-smoke", "-p", "bytes=" + ",".join(CASES),
-               "-p", "count=2", "-n", "2", "-w", "0", "-d", "sim:8G", "--out", str(out), *extra]
+    command = [args.mpiexec, "-np", "2", args.memstress, "run", *(job or SIM_JOB), "-p", "bytes=" + ",".join(CASES),
+               "-n", "2", "-w", "0", "--out", str(out), *extra]
     print("$", " ".join(command), flush=True)
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
@@ -148,18 +157,54 @@ def aborted(args, work: Path, kind: str, env_extra: dict[str, str], final_docume
     check({r["rank"] for r in doc["rows"] if r["params"]["bytes"] == CASES[0]} == {0, 1},
           "the document keeps the rows finished before the fault")
     check(all(r["params"]["bytes"] == CASES[0] for r in doc["rows"] if r["rank"] == 1), "no later rows of rank 1")
+    check([r["verdict"] for r in doc["rows"] if r["rank"] == 0 and r["params"]["bytes"] == CASES[FAULT_CASE]] ==
+          ["pass"], "rank 0's own row of the case where rank 1 was lost is kept")
+    validate(out, out.with_suffix(".jsonl"))
+
+
+def gpu_count(args) -> int:
+    done = subprocess.run([args.memstress, "devices", "--format", "json"], capture_output=True, text=True)
+    if done.returncode != 0:
+        return 0
+    return len(json.loads(done.stdout).get("gpus") or [])
+
+
+def nccl_hung(args, work: Path) -> None:
+    out = work / "nccl_hang.json"
+    timeout_s = 10
+    done, seconds = run_job(args, out, ["--inject-fault", f"1:{FAULT_CASE}:hang", "--timeout", str(timeout_s)],
+                            timeout=120, job=GPU_JOB)
+    check(done.returncode != 0, "the job fails")
+    # Rank 0: the NCCL wait gives up at the timeout, then the gather of the case's rows waits one more.
+    check(seconds < 2 * timeout_s + 40, f"the job ended after {seconds:.0f} s: the timeouts and some margin")
+    doc = load(out)
+    where = f"[{FAULT_CASE + 1}/{len(CASES)}] collectives"
+    check(doc["status"] == "aborted", f"status {doc['status']}")
+    check("rank 1" in doc["abort_reason"] and where in doc["abort_reason"], f"abort_reason: {doc['abort_reason']!r}")
+    check({r["rank"] for r in doc["rows"] if r["params"]["bytes"] == CASES[0]} == {0, 1},
+          "the document keeps both ranks' rows of the case before the fault")
+    check(all(r["verdict"] == "pass" for r in doc["rows"] if r["params"]["bytes"] == CASES[0]),
+          "the case before the fault passed on both ranks, its data verified on the device")
+    mine = [r for r in doc["rows"] if r["rank"] == 0 and r["params"]["bytes"] == CASES[FAULT_CASE]]
+    check(len(mine) == 1 and mine[0]["verdict"] == "error", f"rank 0's row of the faulty case is an error: {mine}")
+    reason = mine[0]["reason"]
+    check("rank 0" in reason and f"not finished after {timeout_s} s" in reason and "NCCL communicator was aborted"
+          in reason, f"its reason says the NCCL wait timed out and the communicator was aborted: {reason!r}")
     validate(out, out.with_suffix(".jsonl"))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang"])
+    parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang", "nccl_hang"])
     parser.add_argument("--mpiexec", default="")
     parser.add_argument("--memstress", required=True)
     parser.add_argument("--workdir", type=Path, required=True)
     args = parser.parse_args()
     if not args.mpiexec or not Path(args.mpiexec).exists():
         print("skipped: no mpiexec/mpirun")
+        return 77
+    if args.scenario == "nccl_hang" and gpu_count(args) < 2:
+        print("SKIPPED: needs two GPUs")
         return 77
     args.workdir.mkdir(parents=True, exist_ok=True)
     # Let a rank that exits leave the others running (Open MPI kills the job at once by default).
@@ -173,6 +218,8 @@ def main() -> int:
             aborted(args, args.workdir, "exit", survive, final_document=True)
         elif args.scenario == "exit_default":
             aborted(args, args.workdir, "exit", {}, final_document=False)
+        elif args.scenario == "nccl_hang":
+            nccl_hung(args, args.workdir)
         else:
             aborted(args, args.workdir, "hang", {}, final_document=True)
     except Failed as e:
