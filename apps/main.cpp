@@ -38,10 +38,11 @@ int main(int argc, char** argv) {
                        [&](const auto& c) { return c.app->check_name(word); });
   };
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
-    fmt::print(stderr,
-               "memstress: unknown subcommand '{}'; choose devices, list, run, compare, accept or replay (see "
-               "'memstress --help')\n",
-               argv[1]);
+    fmt::print(
+        stderr,
+        "memstress: unknown subcommand '{}'; choose devices, list, run, compare, accept or replay (see "
+        "'memstress --help')\n",
+        argv[1]);
     return to_int(ExitCode::bad_input);
   }
   try {

@@ -192,12 +192,12 @@ class TransfersRun final : public CaseRun {
       ref_joins_.emplace_back(cuda::Event::Timing::disabled);
     }
     make_buffers(ctx, static_cast<std::size_t>(n));
-    if (engine_ == Engine::sm && !std::all_of(host_.begin(), host_.end(), [](const HostMemory& h) {
-          return h.mapped();
-        })) {
-      throw Error(ExitCode::check_failed,
-                  "engine=sm reads and writes host memory from a kernel, which needs page-locked memory; this "
-                  "run's pinned host cache is pageable (run --host-memory pageable)");
+    if (engine_ == Engine::sm &&
+        !std::all_of(host_.begin(), host_.end(), [](const HostMemory& h) { return h.mapped(); })) {
+      throw Error(
+          ExitCode::check_failed,
+          "engine=sm reads and writes host memory from a kernel, which needs page-locked memory; this "
+          "run's pinned host cache is pageable (run --host-memory pageable)");
     }
   }
 
