@@ -62,6 +62,7 @@ struct RunFlags {
   double straggler_pct = kDefaultStragglerThreshold * 100.0;
   std::string inject_fault;
   std::string host_memory = "pinned";
+  std::vector<std::string> in_turn;
 };
 
 std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
@@ -96,7 +97,8 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
           {"seed", f.seed},
           {"full", f.full},
           {"timeout_s", f.timeout_s},
-          {"straggler_pct", f.straggler_pct}};
+          {"straggler_pct", f.straggler_pct},
+          {"in_turn", f.in_turn}};
 }
 
 // --memory-summary (stderr, so stdout stays parseable) and --snapshot, after the run.
@@ -231,6 +233,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   in.request.workloads = f.workloads;
   in.request.full = f.full;
   in.request.sizes = size_axis(f);
+  in.request.in_turn = f.in_turn;
   for (const std::string& p : f.params) {
     in.request.overrides.push_back(ParamOverride::parse(p));
   }
@@ -326,6 +329,10 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--straggler-pct", flags->straggler_pct,
                   "Under mpirun: a rank worse than the median across ranks by more than this is a straggler")
       ->capture_default_str();
+  sub->add_option("--in-turn", flags->in_turn,
+                  "Under mpirun: these workloads run on one rank at a time, each alone on the node's host "
+                  "memory and PCIe (e.g. transfers: each GPU's own link, not the contention)")
+      ->delimiter(',');
   // For the tests of the distributed harness only: RANK:CASE_INDEX:exit|hang|throw (hidden).
   sub->add_option("--inject-fault", flags->inject_fault, "")->group("");
   sub->add_option(

@@ -329,7 +329,9 @@ class Collectives final : public Workload {
          1024},
     };
   }
-  [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
+  [[nodiscard]] Requirements requirements() const noexcept override {
+    return {.real_gpu = true, .all_ranks = true};
+  }
   [[nodiscard]] bool applies(const ParamSet& p) const override {
     return p.text("place") == "out" || has_in_place(parse_collective(p.text("collective")));
   }

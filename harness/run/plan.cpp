@@ -95,11 +95,27 @@ std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, c
   return values;
 }
 
+// --in-turn names selected workloads whose ranks can work alone.
+void check_in_turn(const std::vector<const Workload*>& selected, const PlanRequest& request) {
+  for (const std::string& name : request.in_turn) {
+    const auto w =
+        std::find_if(selected.begin(), selected.end(), [&](const Workload* s) { return s->name() == name; });
+    if (w == selected.end()) {
+      throw InputError(fmt::format("--in-turn {}: not a workload this run selects", name));
+    }
+    if ((*w)->requirements().all_ranks) {
+      throw InputError(fmt::format(
+          "--in-turn {}: its ranks work together (NCCL), so they cannot run one at a time", name));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest& request) {
   const std::vector<const Workload*> selected = select(registry, request.workloads);
   check_overrides_apply(selected, request);
+  check_in_turn(selected, request);
   std::vector<PlannedCase> cases;
   for (const Workload* w : selected) {
     std::vector<std::vector<std::pair<std::string, std::string>>> partial{{}};
@@ -117,7 +133,9 @@ std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest&
     for (auto& values : partial) {
       ParamSet params(std::move(values));
       if (w->applies(params)) {
-        cases.push_back(PlannedCase{w, std::move(params)});
+        const bool in_turn =
+            std::find(request.in_turn.begin(), request.in_turn.end(), w->name()) != request.in_turn.end();
+        cases.push_back(PlannedCase{w, std::move(params), in_turn});
       }
     }
   }

@@ -15,6 +15,9 @@ class Workload;
 struct PlannedCase {
   const Workload* workload = nullptr;
   ParamSet params;
+  // With several ranks: one rank at a time instead of all at once (see Runner). Not for a workload whose
+  // ranks work together (Requirements::all_ranks).
+  bool in_turn = false;
 };
 
 struct PlanRequest {
@@ -22,11 +25,13 @@ struct PlanRequest {
   std::vector<ParamOverride> overrides;             // -p
   std::optional<std::vector<std::uint64_t>> sizes;  // -b/-e/-f: replaces the `bytes` axis
   bool full = false;                                // --full: the long axis values
+  std::vector<std::string> in_turn;                 // --in-turn: workloads run one rank at a time
 };
 
 // Expands the selected workloads into cases (the Cartesian product of their axes, in declaration order).
 // Everything is validated first: an unknown workload, an axis no selected workload has, a value of the
-// wrong type, or -b/-e/-f with no `bytes` axis throws InputError before any case runs.
+// wrong type, -b/-e/-f with no `bytes` axis, or an --in-turn workload that is not selected or whose ranks
+// work together throws InputError before any case runs.
 std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest& request);
 
 }  // namespace memstress

@@ -221,9 +221,16 @@ VerdictCounts count_verdicts(const std::vector<Row>& rows) noexcept {
   return counts;
 }
 
-std::string utc_now_iso8601() {
-  const auto now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
+std::string utc_now_iso8601(bool milliseconds) {
+  const auto now = std::chrono::system_clock::now();
+  const auto seconds = std::chrono::time_point_cast<std::chrono::seconds>(now);
+  const std::string whole =
+      fmt::format("{:%Y-%m-%dT%H:%M:%S}", fmt::gmtime(std::chrono::system_clock::to_time_t(seconds)));
+  if (!milliseconds) {
+    return whole + "Z";
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - seconds).count();
+  return fmt::format("{}.{:03}Z", whole, ms);
 }
 
 }  // namespace memstress

@@ -103,7 +103,7 @@ struct VerdictCounts {
 };
 VerdictCounts count_verdicts(const std::vector<Row>& rows) noexcept;
 
-// "2026-11-21T14:03:05Z"
-std::string utc_now_iso8601();
+// "2026-11-21T14:03:05Z", or with `milliseconds` "2026-11-21T14:03:05.042Z"
+std::string utc_now_iso8601(bool milliseconds = false);
 
 }  // namespace memstress

@@ -90,6 +90,52 @@ std::uint64_t case_seed(std::uint64_t run_seed, const PlannedCase& planned) noex
   return h;
 }
 
+void Runner::run_case(const PlannedCase& planned, std::size_t index, const std::string& title, World& world,
+                      Row& row, std::string& lost_after) {
+  const NvtxRange range(title);
+  CaseContext ctx(planned.params, allocator_, case_seed(options_.seed, planned), host_, &world,
+                  options_.nccl);
+  // Cases are independent: nothing cached by the one before, peaks from this one alone.
+  allocator_.empty_cache();
+  allocator_.reset_peak_stats();
+  try {
+    maybe_inject(options_.fault, world.rank(), index);
+    {
+      const std::unique_ptr<CaseRun> run = planned.workload->prepare(ctx);
+      const int cap = planned.workload->max_repetitions();
+      const int warmup = cap > 0 ? 0 : options_.warmup;
+      const int total = warmup + (cap > 0 ? std::min(cap, options_.repetitions) : options_.repetitions);
+      for (int i = 0; i < total; ++i) {
+        ctx.begin_iteration(i, i >= warmup);
+        run->iteration(ctx);
+      }
+      run->finish(ctx);
+    }  // the case's buffers are freed here, before the row is closed
+    row.verdict = ctx.errors() == 0 ? Verdict::pass : Verdict::fail;
+    if (ctx.errors() != 0) {
+      row.reason = fmt::format("{} of {} verified items were wrong", ctx.errors(), ctx.checked());
+    }
+  } catch (const SkipCase& e) {
+    row.verdict = Verdict::skip;
+    row.reason = e.what();
+  } catch (const std::exception& e) {
+    row.verdict = Verdict::error;
+    row.reason = e.what();
+    if (!device_still_usable(allocator_.backend())) {
+      lost_after = title;
+    }
+  }
+  row.metrics = ctx.take_metrics();
+  row.checked = ctx.checked();
+  row.errors = ctx.errors();
+  row.notes = ctx.take_notes();
+  try {
+    row.allocator_stats = allocator_.memory_stats();
+  } catch (const std::exception& e) {
+    row.notes.push_back(fmt::format("allocator statistics unavailable: {}", e.what()));
+  }
+}
+
 int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
   int failures = 0;
   std::string lost_after;  // the case after which the device became unusable
@@ -112,61 +158,31 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     const std::string title = fmt::format("{} {}", row.workload, row.case_label());
     const std::string where = fmt::format("[{}/{}] {}", index + 1, cases.size(), title);
     align_ranks(world, where);  // the case's time starts once every rank is here
-    row.started_at = utc_now_iso8601();
-    const auto start = std::chrono::steady_clock::now();
     progress.starting(title);
-
-    if (!lost_after.empty()) {
-      row.verdict = Verdict::error;
-      row.reason = fmt::format("not run: the device failed fatally during {}", lost_after);
-    } else if (const auto reason = skip_reason(*planned.workload, backend, world.size())) {
-      row.verdict = Verdict::skip;
-      row.reason = *reason;
-    } else {
-      const NvtxRange range(title);
-      CaseContext ctx(planned.params, allocator_, case_seed(options_.seed, planned), host_, &world,
-                      options_.nccl);
-      // Cases are independent: nothing cached by the one before, peaks from this one alone.
-      allocator_.empty_cache();
-      allocator_.reset_peak_stats();
-      try {
-        maybe_inject(options_.fault, world.rank(), index);
-        {
-          const std::unique_ptr<CaseRun> run = planned.workload->prepare(ctx);
-          const int cap = planned.workload->max_repetitions();
-          const int warmup = cap > 0 ? 0 : options_.warmup;
-          const int total = warmup + (cap > 0 ? std::min(cap, options_.repetitions) : options_.repetitions);
-          for (int i = 0; i < total; ++i) {
-            ctx.begin_iteration(i, i >= warmup);
-            run->iteration(ctx);
-          }
-          run->finish(ctx);
-        }  // the case's buffers are freed here, before the row is closed
-        row.verdict = ctx.errors() == 0 ? Verdict::pass : Verdict::fail;
-        if (ctx.errors() != 0) {
-          row.reason = fmt::format("{} of {} verified items were wrong", ctx.errors(), ctx.checked());
-        }
-      } catch (const SkipCase& e) {
-        row.verdict = Verdict::skip;
-        row.reason = e.what();
-      } catch (const std::exception& e) {
+    const auto execute = [&] {
+      row.started_at = utc_now_iso8601(/*milliseconds=*/true);  // cases of several ranks are ordered
+      const auto start = std::chrono::steady_clock::now();
+      if (!lost_after.empty()) {
         row.verdict = Verdict::error;
-        row.reason = e.what();
-        if (!device_still_usable(backend)) {
-          lost_after = title;
+        row.reason = fmt::format("not run: the device failed fatally during {}", lost_after);
+      } else if (const auto reason = skip_reason(*planned.workload, backend, world.size())) {
+        row.verdict = Verdict::skip;
+        row.reason = *reason;
+      } else {
+        run_case(planned, index, title, world, row, lost_after);
+      }
+      row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    if (planned.in_turn && world.size() > 1) {
+      for (int turn = 0; turn < world.size(); ++turn) {
+        if (turn == world.rank()) {
+          execute();
         }
+        align_ranks(world, where);  // the next rank's turn starts once this one has finished
       }
-      row.metrics = ctx.take_metrics();
-      row.checked = ctx.checked();
-      row.errors = ctx.errors();
-      row.notes = ctx.take_notes();
-      try {
-        row.allocator_stats = allocator_.memory_stats();
-      } catch (const std::exception& e) {
-        row.notes.push_back(fmt::format("allocator statistics unavailable: {}", e.what()));
-      }
+    } else {
+      execute();
     }
-    row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const bool mine_failed = failed(row);
     std::vector<Row> rows;
     try {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "harness/run/fault.hpp"
@@ -16,6 +17,7 @@ class PinnedHostAllocator;
 class World;
 class Progress;
 class ResultSink;
+struct Row;
 
 struct RunOptions {
   int repetitions = 5;  // timed repetitions per case (-n)
@@ -38,7 +40,9 @@ struct RunOptions {
 //
 // In a job of several ranks (options.world), every rank runs every case, all at once: the ranks align
 // before each case, and after it every rank's row goes to rank 0, which appends them all to its sink
-// (the sinks of the other ranks get nothing) and counts their failures. A rank that does not arrive in
+// (the sinks of the other ranks get nothing) and counts their failures. A case planned `in_turn` runs on
+// one rank at a time instead, in rank order, each rank alone on what the ranks share (host memory, PCIe
+// switches), so that it measures its own GPU's path and not the contention. A rank that does not arrive in
 // time makes the run throw DistError naming the rank and the case (harness/dist/case_sync.hpp).
 class Runner {
  public:
@@ -49,6 +53,11 @@ class Runner {
   int run(const std::vector<PlannedCase>& cases, ResultSink& sink);
 
  private:
+  // Runs one case that applies here and fills `row` (verdict, reason, metrics); on an error that leaves
+  // the device unusable, names the case in `lost_after`.
+  void run_case(const PlannedCase& planned, std::size_t index, const std::string& title, World& world,
+                Row& row, std::string& lost_after);
+
   Allocator& allocator_;
   RunOptions options_;
   PinnedHostAllocator* host_;

@@ -27,6 +27,7 @@ class SkipCase : public std::runtime_error {
 struct Requirements {
   bool real_gpu = false;  // needs memory behind device addresses (kernels, copies)
   int min_ranks = 1;
+  bool all_ranks = false;  // its ranks work together (NCCL): it cannot run one rank at a time
 };
 
 // One case's state, alive from prepare to finish (buffers, streams): RAII frees it all.

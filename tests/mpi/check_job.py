@@ -9,7 +9,8 @@ rank 0 notices by the timeout, names rank 1 and the case in an aborted document,
 exit_default (the same under Open MPI's default policy, which kills the job at once: the stream keeps
 the earlier rows), hang (rank 1 hangs: as exit), nccl_hang (on two real GPUs: rank 1 hangs while rank 0
 waits in an NCCL all_reduce; rank 0's NCCL wait gives up at --timeout and aborts the communicator, its
-error row is kept, and the job aborts naming rank 1 and the case). Exit codes: 0 pass, 1 fail, 77 skipped
+error row is kept, and the job aborts naming rank 1 and the case), in_turn (`--in-turn sizes`: the ranks run
+each sizes case one after the other, never at once, while alloc-smoke's cases still run together). Exit codes: 0 pass, 1 fail, 77 skipped
 (no mpiexec; for nccl_hang, fewer than two GPUs).
 """
 
@@ -21,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,6 +164,31 @@ def aborted(args, work: Path, kind: str, env_extra: dict[str, str], final_docume
     validate(out, out.with_suffix(".jsonl"))
 
 
+def iso_seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def in_turn(args, work: Path) -> None:
+    out = work / "in_turn.json"
+    job = ["sizes", "alloc-smoke", "-p", "sizes.ops=4000", "-p", "count=2", "-d", "sim:8G", "--in-turn", "sizes"]
+    done, _ = run_job(args, out, [], job=job)
+    check(done.returncode == 0, f"exit code {done.returncode}, expected 0")
+    doc = load(out)
+    check(doc["config"]["in_turn"] == ["sizes"], f"config.in_turn: {doc['config'].get('in_turn')}")
+    rows = doc["rows"]
+    check(len(rows) == 2 * 2 * len(CASES), f"{len(rows)} rows, expected 12 (2 workloads x 3 cases x 2 ranks)")
+    check(all(r["verdict"] == "pass" for r in rows), "every row passes")
+    for case in sorted({r["case"] for r in rows if r["workload"] == "sizes"}):
+        first, second = sorted((r for r in rows if r["workload"] == "sizes" and r["case"] == case),
+                               key=lambda r: r["rank"])
+        first_end = iso_seconds(first["started_at"]) + first["seconds"]
+        # started_at has millisecond resolution; rank 1 starts once rank 0's turn has ended.
+        check(iso_seconds(second["started_at"]) >= first_end - 0.002,
+              f"{case}: rank 1 started at {second['started_at']}, before rank 0 ended ({first['started_at']} "
+              f"+ {first['seconds']:.3f} s)")
+    validate(out, out.with_suffix(".jsonl"))
+
+
 def gpu_count(args) -> int:
     done = subprocess.run([args.memstress, "devices", "--format", "json"], capture_output=True, text=True)
     if done.returncode != 0:
@@ -195,7 +222,7 @@ def nccl_hung(args, work: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang", "nccl_hang"])
+    parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang", "nccl_hang", "in_turn"])
     parser.add_argument("--mpiexec", default="")
     parser.add_argument("--memstress", required=True)
     parser.add_argument("--workdir", type=Path, required=True)
@@ -220,6 +247,8 @@ def main() -> int:
             aborted(args, args.workdir, "exit", {}, final_document=False)
         elif args.scenario == "nccl_hang":
             nccl_hung(args, args.workdir)
+        elif args.scenario == "in_turn":
+            in_turn(args, args.workdir)
         else:
             aborted(args, args.workdir, "hang", {}, final_document=True)
     except Failed as e:

@@ -4,6 +4,7 @@
 #include "harness/core/error.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/registry.hpp"
+#include "suites/registry.hpp"
 
 namespace memstress {
 namespace {
@@ -88,11 +89,39 @@ TEST(Plan, BadInputIsRejectedBeforeAnythingRuns) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  rejects(PlanRequest{{"nosuch"}, {}, {}, false}, "unknown workload 'nosuch'");
-  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("streams=2")}, {}, false}, "no selected workload");
-  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("copy.streams=2")}, {}, false}, "not selected");
-  rejects(PlanRequest{{"copy"}, {ParamOverride::parse("streams=x")}, {}, false}, "-p copy.streams");
-  rejects(PlanRequest{{"churn"}, {}, std::vector<std::uint64_t>{1024}, false}, "bytes");
+  rejects(PlanRequest{{"nosuch"}, {}, {}, false, {}}, "unknown workload 'nosuch'");
+  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("streams=2")}, {}, false, {}}, "no selected workload");
+  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("copy.streams=2")}, {}, false, {}}, "not selected");
+  rejects(PlanRequest{{"copy"}, {ParamOverride::parse("streams=x")}, {}, false, {}}, "-p copy.streams");
+  rejects(PlanRequest{{"churn"}, {}, std::vector<std::uint64_t>{1024}, false, {}}, "bytes");
+  rejects(PlanRequest{{"copy"}, {}, {}, false, {"churn"}},
+          "--in-turn churn: not a workload this run selects");
+}
+
+TEST(Plan, InTurnMarksTheCasesOfItsWorkloadsOnly) {
+  const Registry r = make_registry();
+  PlanRequest req;
+  req.workloads = {"copy", "churn"};
+  req.in_turn = {"copy"};
+  const std::vector<PlannedCase> cases = plan_cases(r, req);
+  ASSERT_FALSE(cases.empty());
+  for (const PlannedCase& c : cases) {
+    EXPECT_EQ(c.in_turn, c.workload->name() == "copy") << c.workload->name();
+  }
+}
+
+TEST(Plan, InTurnRefusesAWorkloadWhoseRanksWorkTogether) {
+  PlanRequest req;
+  req.workloads = {"collectives"};
+  req.in_turn = {"collectives"};
+  try {
+    static_cast<void>(plan_cases(suites::builtin_registry(), req));
+    ADD_FAILURE() << "accepted --in-turn collectives";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--in-turn collectives: its ranks work together (NCCL)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Registry, RejectsDuplicatesAndListsKnownNames) {
