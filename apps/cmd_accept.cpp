@@ -89,6 +89,7 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
                            World& world) {
   const Registry registry = suites::builtin_registry();
   std::vector<PlannedCase> cases;
+  std::vector<std::string> in_turn;  // workloads run one rank at a time
   for (const ProfileRun& r : profile.runs) {
     if (r.min_ranks > world.size()) {
       continue;  // its checks say they were skipped
@@ -98,8 +99,16 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
     for (const auto& [axis, values] : r.params) {
       request.overrides.push_back(ParamOverride{r.workload, axis, split(values)});
     }
-    for (PlannedCase& c : plan_cases(registry, request)) {
-      cases.push_back(std::move(c));
+    if (r.in_turn) {
+      request.in_turn = {r.workload};
+      in_turn.push_back(r.workload);
+    }
+    try {
+      for (PlannedCase& c : plan_cases(registry, request)) {
+        cases.push_back(std::move(c));
+      }
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--profile {}: runs of {}: {}", f.profile, r.workload, e.what()));
     }
   }
   const std::unique_ptr<DeviceBackend> backend = make_backend(rank_device(f.device, world));
@@ -123,6 +132,7 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
   header.config = {{"device", f.device},
                    {"device_label", backend->info().label()},
                    {"profile", profile.name},
+                   {"in_turn", in_turn},
                    {"ranks", world.size()}};
   header.ranks = world.size();
   header.environment = gather_environment(world, to_json(collect_environment()), *backend);

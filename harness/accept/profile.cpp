@@ -56,6 +56,17 @@ int min_ranks(const YAML::Node& node, const std::string& what) {
   return static_cast<int>(*n);
 }
 
+bool in_turn(const YAML::Node& node, const std::string& what) {
+  if (!node["in_turn"]) {
+    return false;
+  }
+  try {
+    return node["in_turn"].as<bool>();
+  } catch (const YAML::Exception&) {
+    throw InputError(fmt::format("{}: `in_turn` must be true or false", what));
+  }
+}
+
 bool matches(const nlohmann::json& row, const AcceptCheck& check) {
   if (!row.is_object() || row.value("workload", "") != check.workload) {
     return false;
@@ -128,8 +139,8 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
     for (std::size_t i = 0; i < root["runs"].size(); ++i) {
       const YAML::Node r = root["runs"][i];
       const std::string what = fmt::format("{}: runs[{}]", name, i);
-      p.runs.push_back(
-          {required(r, "workload", what), string_map(r["params"], what + ".params"), min_ranks(r, what)});
+      p.runs.push_back({required(r, "workload", what), string_map(r["params"], what + ".params"),
+                        min_ranks(r, what), in_turn(r, what)});
     }
     for (std::size_t i = 0; i < root["checks"].size(); ++i) {
       const YAML::Node c = root["checks"][i];
@@ -244,6 +255,9 @@ std::string to_yaml(const Profile& p) {
     }
     if (r.min_ranks != 1) {
       out << YAML::Key << "min_ranks" << YAML::Value << r.min_ranks;
+    }
+    if (r.in_turn) {
+      out << YAML::Key << "in_turn" << YAML::Value << true;
     }
     out << YAML::EndMap;
   }

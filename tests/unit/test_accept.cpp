@@ -129,5 +129,32 @@ checks:
       InputError);
 }
 
+TEST(AcceptProfile, RunsInTurnSurviveTrainingAndABadValueIsNamed) {
+  const char* const yaml = R"(
+name: t
+gpu: G
+runs:
+  - {workload: transfers, params: {bytes: 256M}, in_turn: true}
+  - {workload: smoke}
+checks:
+  - {name: h2d, workload: transfers, metric: GB/s, min: 40}
+)";
+  const Profile p = parse_profile(yaml, "t.yaml");
+  EXPECT_TRUE(p.runs[0].in_turn);
+  EXPECT_FALSE(p.runs[1].in_turn);
+  const Profile again = parse_profile(to_yaml(p), "again.yaml");
+  EXPECT_TRUE(again.runs[0].in_turn);
+  EXPECT_FALSE(again.runs[1].in_turn);
+  try {
+    static_cast<void>(
+        parse_profile("name: x\ngpu: y\nruns: [{workload: w, in_turn: often}]\nchecks: []\n", "p.yaml"));
+    ADD_FAILURE() << "accepted in_turn: often";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.yaml: runs[0]: `in_turn` must be true or false"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace memstress
