@@ -213,6 +213,13 @@ def check_document(path: Path, run_validator, replay_validator) -> tuple[list[st
     doc = parse_json(text, "")
     if isinstance(doc, dict) and doc.get("schema") == "memstress.replay/1":
         errors = schema_errors(replay_validator, doc)
+        replay = doc.get("replay")
+        if not errors and isinstance(replay, dict) and "timeline" in replay:
+            points = replay["timeline"]["points"]
+            if len(points) != replay["timeline_points"]:
+                errors.append(f"$.replay.timeline: {len(points)} points, timeline_points says {replay['timeline_points']}")
+            if any(b[0] < a[0] for a, b in zip(points, points[1:])):
+                errors.append("$.replay.timeline: event_index goes back")
         sweep = doc.get("sweep")
         rows = len(sweep["rows"]) if isinstance(sweep, dict) and isinstance(sweep.get("rows"), list) else 0
         return errors, f"replay, {rows} sweep rows"

@@ -27,6 +27,15 @@ nlohmann::json oom_json(const OomPoint& p) {
       {"message", p.message}};
 }
 
+// The timeline as columns and rows of numbers (about 2000 points: half the size of one object per point).
+nlohmann::json timeline_json(const ReplayResult& r) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const TimelinePoint& p : r.timeline) {
+    points.push_back({p.event_index, p.time_ns, p.allocated, p.reserved});
+  }
+  return {{"columns", {"event_index", "time_ns", "allocated_bytes", "reserved_bytes"}}, {"points", points}};
+}
+
 }  // namespace
 
 nlohmann::json replay_json(const ReplayRun& run) {
@@ -68,6 +77,7 @@ nlohmann::json replay_json(const ReplayRun& run) {
         {"live_at_end", c.live_at_end}}},
       {"ooms", ooms},
       {"timeline_points", r.timeline.size()},
+      {"timeline", timeline_json(r)},
   };
 }
 

@@ -39,6 +39,21 @@ class Report(unittest.TestCase):
             self.assertGreaterEqual(page.count('src="data:image/png;base64,'), 5)
             self.assertIn("NVIDIA H100 80GB HBM3", page)
 
+    def test_replays_draw_their_timeline_and_runs_of_several_ranks_name_the_rank(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "report.html"
+            inputs = [
+                H100 / "replay" / "cnn_train-caching-h100-580.159.04.json",
+                ROOT / "results" / "h200x4" / "transfers-in-turn-h200x4-580.159.04.json",
+            ]
+            result = run(*map(str, inputs), "-o", str(out))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            page = out.read_text()
+            self.assertIn("<h2>Replays: reserved vs allocated</h2>", page)
+            self.assertIn("<h2>Transfers: bandwidth by size</h2>", page)
+            self.assertGreaterEqual(page.count('src="data:image/png;base64,'), 2)
+            self.assertIn("transfers-in-turn (h200x4) rank 3", page)  # the table of rows against the plain loop
+
     def test_bad_input_exits_2_naming_the_file(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             junk = Path(tmp) / "junk.json"
