@@ -80,6 +80,24 @@ std::pair<Verdict, std::string> case_outcome(const std::vector<Row>& rows) {
   return {worst->verdict, fmt::format("rank {}: {}", worst->rank, worst->reason)};
 }
 
+// A rank is lost during a case: rank 0 keeps its own row of it (often the error that the loss caused, say an
+// NCCL wait that timed out), then the run aborts with the reason naming the lost rank.
+void keep_own_row(const World& world, const Row& row, ResultSink& sink) {
+  if (world.rank() == 0 && !row.started_at.empty()) {
+    sink.append(row);
+  }
+}
+
+// The barrier after one rank's turn at an in-turn case.
+void turn_done(World& world, const std::string& what, const Row& row, ResultSink& sink) {
+  try {
+    world.barrier();
+  } catch (const DistError& e) {
+    keep_own_row(world, row, sink);
+    throw DistError(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
 }  // namespace
 
 std::uint64_t case_seed(std::uint64_t run_seed, const PlannedCase& planned) noexcept {
@@ -173,26 +191,25 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
       }
       row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    if (planned.in_turn && world.size() > 1) {
-      for (int turn = 0; turn < world.size(); ++turn) {
-        if (turn == world.rank()) {
-          execute();
+    const bool mine_failed = [&] {
+      if (planned.in_turn && world.size() > 1) {
+        for (int turn = 0; turn < world.size(); ++turn) {
+          if (turn == world.rank()) {
+            execute();
+          }
+          // The next rank's turn starts once this one has finished.
+          turn_done(world, fmt::format("case {}, rank {}'s turn", where, turn), row, sink);
         }
-        align_ranks(world, where);  // the next rank's turn starts once this one has finished
+      } else {
+        execute();
       }
-    } else {
-      execute();
-    }
-    const bool mine_failed = failed(row);
+      return failed(row);
+    }();
     std::vector<Row> rows;
     try {
       rows = gather_rows(world, row, where);
     } catch (const DistError&) {
-      // A rank is lost: rank 0 keeps its own row of this case (often the error that the loss caused, say an
-      // NCCL wait that timed out), then the run aborts with the reason naming the lost rank.
-      if (world.rank() == 0) {
-        sink.append(std::move(row));
-      }
+      keep_own_row(world, row, sink);
       throw;
     }
     if (rows.empty()) {  // not rank 0: rank 0 has the rows

@@ -10,7 +10,8 @@ exit_default (the same under Open MPI's default policy, which kills the job at o
 the earlier rows), hang (rank 1 hangs: as exit), nccl_hang (on two real GPUs: rank 1 hangs while rank 0
 waits in an NCCL all_reduce; rank 0's NCCL wait gives up at --timeout and aborts the communicator, its
 error row is kept, and the job aborts naming rank 1 and the case), in_turn (`--in-turn sizes`: the ranks run
-each sizes case one after the other, never at once, while alloc-smoke's cases still run together). Exit codes: 0 pass, 1 fail, 77 skipped
+each sizes case one after the other, never at once), in_turn_hang (as hang, with the cases in turn: rank 1
+hangs in its turn; rank 0's row of that case is kept). Exit codes: 0 pass, 1 fail, 77 skipped
 (no mpiexec; for nccl_hang, fewer than two GPUs).
 """
 
@@ -139,11 +140,12 @@ def thrown(args, work: Path) -> None:
     validate(out, out.with_suffix(".jsonl"))
 
 
-def aborted(args, work: Path, kind: str, env_extra: dict[str, str], final_document: bool) -> None:
-    out = work / f"{kind}.json"
+def aborted(args, work: Path, kind: str, env_extra: dict[str, str], final_document: bool,
+            extra: list[str] | None = None) -> None:
+    out = work / f"{kind}{'-in-turn' if extra else ''}.json"
     timeout_s = 4
-    done, seconds = run_job(args, out, ["--inject-fault", f"1:{FAULT_CASE}:{kind}", "--timeout", str(timeout_s)],
-                            env_extra)
+    done, seconds = run_job(args, out, ["--inject-fault", f"1:{FAULT_CASE}:{kind}", "--timeout", str(timeout_s),
+                                        *(extra or [])], env_extra)
     check(done.returncode != 0, "the job fails")
     check(seconds < 45, f"the job ended after {seconds:.0f} s, within the timeout and some margin")
     earlier = [r for r in stream_rows(out) if r["params"]["bytes"] == CASES[0]]
@@ -170,7 +172,7 @@ def iso_seconds(stamp: str) -> float:
 
 def in_turn(args, work: Path) -> None:
     out = work / "in_turn.json"
-    job = ["sizes", "alloc-smoke", "-p", "sizes.ops=4000", "-p", "count=2", "-d", "sim:8G", "--in-turn", "sizes"]
+    job = ["sizes", "alloc-smoke", "-p", "sizes.ops=20000", "-p", "count=2", "-d", "sim:8G", "--in-turn", "sizes"]
     done, _ = run_job(args, out, [], job=job)
     check(done.returncode == 0, f"exit code {done.returncode}, expected 0")
     doc = load(out)
@@ -181,6 +183,7 @@ def in_turn(args, work: Path) -> None:
     for case in sorted({r["case"] for r in rows if r["workload"] == "sizes"}):
         first, second = sorted((r for r in rows if r["workload"] == "sizes" and r["case"] == case),
                                key=lambda r: r["rank"])
+        check(first["seconds"] > 0.01, f"{case}: {first['seconds']:.4f} s, too short to tell turns from overlap")
         first_end = iso_seconds(first["started_at"]) + first["seconds"]
         # started_at has millisecond resolution; rank 1 starts once rank 0's turn has ended.
         check(iso_seconds(second["started_at"]) >= first_end - 0.002,
@@ -222,7 +225,7 @@ def nccl_hung(args, work: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang", "nccl_hang", "in_turn"])
+    parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang", "nccl_hang", "in_turn", "in_turn_hang"])
     parser.add_argument("--mpiexec", default="")
     parser.add_argument("--memstress", required=True)
     parser.add_argument("--workdir", type=Path, required=True)
@@ -249,6 +252,8 @@ def main() -> int:
             nccl_hung(args, args.workdir)
         elif args.scenario == "in_turn":
             in_turn(args, args.workdir)
+        elif args.scenario == "in_turn_hang":
+            aborted(args, args.workdir, "hang", {}, final_document=True, extra=["--in-turn", "alloc-smoke"])
         else:
             aborted(args, args.workdir, "hang", {}, final_document=True)
     except Failed as e:
