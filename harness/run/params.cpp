@@ -58,25 +58,28 @@ std::string_view to_string(ParamType type) noexcept {
 }
 
 std::string ParamSpec::canonical(std::string_view value, std::string_view what) const {
-  const auto at_least_minimum = [&](double v, std::string text) {
+  const auto within_bounds = [&](double v, std::string text) {
     if (v < minimum) {
       throw InputError(fmt::format("{}: '{}' is below the minimum {}", what, value, minimum));
+    }
+    if (v > maximum) {
+      throw InputError(fmt::format("{}: '{}' is above the maximum {}", what, value, maximum));
     }
     return text;
   };
   switch (type) {
     case ParamType::integer:
       if (const auto v = parse_number<std::int64_t>(value)) {
-        return at_least_minimum(static_cast<double>(*v), std::to_string(*v));
+        return within_bounds(static_cast<double>(*v), std::to_string(*v));
       }
       throw InputError(fmt::format("{}: '{}' is not an integer", what, value));
     case ParamType::bytes: {
       const std::uint64_t v = parse_bytes(value, what);
-      return at_least_minimum(static_cast<double>(v), format_bytes(v));
+      return within_bounds(static_cast<double>(v), format_bytes(v));
     }
     case ParamType::real:
       if (const auto v = parse_number<double>(value)) {
-        return at_least_minimum(*v, fmt::format("{}", *v));
+        return within_bounds(*v, fmt::format("{}", *v));
       }
       throw InputError(fmt::format("{}: '{}' is not a number", what, value));
     case ParamType::boolean:

@@ -6,6 +6,7 @@
 // before anything runs, so a typo is a usage error (exit 2) and "64M" and "67108864" are one case.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@ struct ParamSpec {
   std::vector<std::string> choices;        // for ParamType::choice
   std::string help;
   double minimum = 0;  // smallest value for integer, bytes and real axes
+  double maximum = std::numeric_limits<double>::infinity();  // largest value for them
 
   // Canonical form of `value`; throws InputError naming `what` when it does not fit the type.
   [[nodiscard]] std::string canonical(std::string_view value, std::string_view what) const;
