@@ -90,7 +90,8 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
   const Registry registry = suites::builtin_registry();
   std::vector<PlannedCase> cases;
   std::vector<std::string> in_turn;  // workloads run one rank at a time
-  for (const ProfileRun& r : profile.runs) {
+  for (std::size_t i = 0; i < profile.runs.size(); ++i) {
+    const ProfileRun& r = profile.runs[i];
     if (r.min_ranks > world.size()) {
       continue;  // its checks say they were skipped
     }
@@ -100,15 +101,24 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
       request.overrides.push_back(ParamOverride{r.workload, axis, split(values)});
     }
     if (r.in_turn) {
+      const Workload* w = registry.find(r.workload);
+      if (w != nullptr && w->requirements().all_ranks) {
+        throw InputError(
+            fmt::format("--profile {}: runs[{}]: in_turn: {} runs on all ranks together (NCCL), not "
+                        "one rank at a time",
+                        f.profile, i, r.workload));
+      }
       request.in_turn = {r.workload};
-      in_turn.push_back(r.workload);
+      if (std::find(in_turn.begin(), in_turn.end(), r.workload) == in_turn.end()) {
+        in_turn.push_back(r.workload);
+      }
     }
     try {
       for (PlannedCase& c : plan_cases(registry, request)) {
         cases.push_back(std::move(c));
       }
     } catch (const InputError& e) {
-      throw InputError(fmt::format("--profile {}: runs of {}: {}", f.profile, r.workload, e.what()));
+      throw InputError(fmt::format("--profile {}: runs[{}] ({}): {}", f.profile, i, r.workload, e.what()));
     }
   }
   const std::unique_ptr<DeviceBackend> backend = make_backend(rank_device(f.device, world));
