@@ -111,8 +111,9 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--timeline", flags->timeline,
                   "Write the timeline of allocated and reserved bytes here (CSV, at most ~2000 points)");
   sub->add_option("--timeline-points", flags->timeline_points,
-                  "At most this many timeline points (each the peaks over its stretch of events)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{100000000}))
+                  "At most this many timeline points (each the peaks over its stretch of events), in --out's "
+                  "document and in --timeline's CSV")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
       ->capture_default_str();
   sub->add_flag("--sweep", flags->sweep,
                 "Also replay under a grid of allocators and settings, ranked by peak reserved");

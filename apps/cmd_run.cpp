@@ -323,15 +323,19 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
   sub->add_flag("--full", flags->full, "The long version of each workload's axes");
   sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
   sub->add_option("--junit", flags->junit, "Also write the results as JUnit XML to FILE (for CI systems)");
-  sub->add_option("--timeout", flags->timeout_s,
-                  "Under mpirun: seconds rank 0 waits for a late rank at a case (then the job ends, exit 1)")
+  sub->add_option(
+         "--timeout", flags->timeout_s,
+         "Under mpirun: seconds a rank waits for the others at a step (a case, a rank's turn, an NCCL "
+         "wait) before the job ends, exit 1")
       ->capture_default_str();
   sub->add_option("--straggler-pct", flags->straggler_pct,
                   "Under mpirun: a rank worse than the median across ranks by more than this is a straggler")
       ->capture_default_str();
-  sub->add_option("--in-turn", flags->in_turn,
-                  "Under mpirun: these workloads run on one rank at a time, each alone on the node's host "
-                  "memory and PCIe (e.g. transfers: each GPU's own link, not the contention)")
+  sub->add_option(
+         "--in-turn", flags->in_turn,
+         "Under mpirun: these workloads run on one rank at a time, each alone on the node's host "
+         "memory and PCIe (e.g. transfers: each GPU's own link, not the contention); the others wait "
+         "up to --timeout for each rank's turn")
       ->delimiter(',');
   // For the tests of the distributed harness only: RANK:CASE_INDEX:exit|hang|throw (hidden).
   sub->add_option("--inject-fault", flags->inject_fault, "")->group("");
