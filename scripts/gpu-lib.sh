@@ -12,5 +12,9 @@ gpu_setup() {
     cmake --preset gpu >&2
     cmake --build --preset gpu -j "${MEMSTRESS_JOBS:-$(nproc)}" >&2
   fi
-  read -r gpu driver < <(scripts/gpu-tag "$bin")
+  read -r gpu driver < <(scripts/gpu-tag "$bin") || true
+  if [[ -z "${gpu:-}" || -z "${driver:-}" ]]; then
+    printf '%s: cannot name the GPU and driver (scripts/gpu-tag %s failed)\n' "$0" "$bin" >&2
+    exit 3
+  fi
 }

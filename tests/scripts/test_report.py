@@ -3,6 +3,7 @@ and bad input exits 2 naming the file."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -60,10 +61,17 @@ class Report(unittest.TestCase):
             junk.write_text("{not json")
             other = Path(tmp) / "other.json"
             other.write_text('{"schema": "something/else"}')
-            for path, words in ((junk, "not JSON"), (other, "no known kind"), (Path(tmp) / "missing.json", "cannot be read")):
+            bad_replay = Path(tmp) / "bad-replay.json"
+            doc = json.loads((H100 / "replay" / "cnn_train-caching-h100-580.159.04.json").read_text())
+            doc["replay"]["timeline"]["points"][3] = None  # a point that is not four numbers
+            bad_replay.write_text(json.dumps(doc))
+            cases = ((junk, "not JSON"), (other, "no known kind"), (Path(tmp) / "missing.json", "cannot be read"),
+                     (bad_replay, "does not match memstress.replay/1"))
+            for path, words in cases:
                 result = run(str(path), "-o", str(Path(tmp) / "r.html"))
                 self.assertEqual(result.returncode, 2, result.stderr)
                 self.assertIn(str(path), result.stderr)
+                self.assertIn(words, result.stderr)
             self.assertFalse((Path(tmp) / "r.html").exists())
 
 
