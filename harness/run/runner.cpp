@@ -81,9 +81,10 @@ std::pair<Verdict, std::string> case_outcome(const std::vector<Row>& rows) {
 }
 
 // A rank is lost during a case: rank 0 keeps its own row of it (often the error that the loss caused, say an
-// NCCL wait that timed out), then the run aborts with the reason naming the lost rank.
+// NCCL wait that timed out), then the run aborts with the reason naming the lost rank. Rank 0 has always run
+// its case by then: in turn, its turn comes first.
 void keep_own_row(const World& world, const Row& row, ResultSink& sink) {
-  if (world.rank() == 0 && !row.started_at.empty()) {
+  if (world.rank() == 0) {
     sink.append(row);
   }
 }
@@ -191,20 +192,18 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
       }
       row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    const bool mine_failed = [&] {
-      if (planned.in_turn && world.size() > 1) {
-        for (int turn = 0; turn < world.size(); ++turn) {
-          if (turn == world.rank()) {
-            execute();
-          }
-          // The next rank's turn starts once this one has finished.
-          turn_done(world, fmt::format("case {}, rank {}'s turn", where, turn), row, sink);
+    if (planned.in_turn && world.size() > 1) {
+      for (int turn = 0; turn < world.size(); ++turn) {
+        if (turn == world.rank()) {
+          execute();
         }
-      } else {
-        execute();
+        // The next rank's turn starts once this one has finished.
+        turn_done(world, fmt::format("case {}, rank {}'s turn", where, turn), row, sink);
       }
-      return failed(row);
-    }();
+    } else {
+      execute();
+    }
+    const bool mine_failed = failed(row);
     std::vector<Row> rows;
     try {
       rows = gather_rows(world, row, where);
