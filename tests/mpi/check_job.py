@@ -140,6 +140,16 @@ def thrown(args, work: Path) -> None:
     validate(out, out.with_suffix(".jsonl"))
 
 
+def aborted_document(out: Path, where: str) -> dict:
+    """The document of a job that lost rank 1 at case `where`: aborted, saying so, with the case before kept."""
+    doc = load(out)
+    check(doc["status"] == "aborted", f"status {doc['status']}")
+    check("rank 1" in doc["abort_reason"] and where in doc["abort_reason"], f"abort_reason: {doc['abort_reason']!r}")
+    check({r["rank"] for r in doc["rows"] if r["params"]["bytes"] == CASES[0]} == {0, 1},
+          "the document keeps both ranks' rows of the case before the fault")
+    return doc
+
+
 def aborted(args, work: Path, kind: str, env_extra: dict[str, str], final_document: bool,
             extra: list[str] | None = None) -> None:
     out = work / f"{kind}{'-in-turn' if extra else ''}.json"
@@ -155,11 +165,7 @@ def aborted(args, work: Path, kind: str, env_extra: dict[str, str], final_docume
         return
     where = f"[{FAULT_CASE + 1}/{len(CASES)}] alloc-smoke bytes={CASES[FAULT_CASE]}"
     check("rank 1" in done.stderr and where in done.stderr, f"stderr names rank 1 and the case {where!r}")
-    doc = load(out)
-    check(doc["status"] == "aborted", f"status {doc['status']}")
-    check("rank 1" in doc["abort_reason"] and where in doc["abort_reason"], f"abort_reason: {doc['abort_reason']!r}")
-    check({r["rank"] for r in doc["rows"] if r["params"]["bytes"] == CASES[0]} == {0, 1},
-          "the document keeps the rows finished before the fault")
+    doc = aborted_document(out, where)
     check(all(r["params"]["bytes"] == CASES[0] for r in doc["rows"] if r["rank"] == 1), "no later rows of rank 1")
     check([r["verdict"] for r in doc["rows"] if r["rank"] == 0 and r["params"]["bytes"] == CASES[FAULT_CASE]] ==
           ["pass"], "rank 0's own row of the case where rank 1 was lost is kept")
@@ -207,12 +213,7 @@ def nccl_hung(args, work: Path) -> None:
     check(done.returncode != 0, "the job fails")
     # Rank 0: the NCCL wait gives up at the timeout, then the gather of the case's rows waits one more.
     check(seconds < 2 * timeout_s + 40, f"the job ended after {seconds:.0f} s: the timeouts and some margin")
-    doc = load(out)
-    where = f"[{FAULT_CASE + 1}/{len(CASES)}] collectives"
-    check(doc["status"] == "aborted", f"status {doc['status']}")
-    check("rank 1" in doc["abort_reason"] and where in doc["abort_reason"], f"abort_reason: {doc['abort_reason']!r}")
-    check({r["rank"] for r in doc["rows"] if r["params"]["bytes"] == CASES[0]} == {0, 1},
-          "the document keeps both ranks' rows of the case before the fault")
+    doc = aborted_document(out, f"[{FAULT_CASE + 1}/{len(CASES)}] collectives")
     check(all(r["verdict"] == "pass" for r in doc["rows"] if r["params"]["bytes"] == CASES[0]),
           "the case before the fault passed on both ranks, its data verified on the device")
     mine = [r for r in doc["rows"] if r["rank"] == 0 and r["params"]["bytes"] == CASES[FAULT_CASE]]
