@@ -8,8 +8,10 @@
 # Exit codes follow the project's convention: 3 when the environment is missing something we do not
 # install (packages as non-root, the CUDA toolkit, nvml.h), 1 when configuring or building fails.
 #
-# Knobs (environment):
-#   MEMSTRESS_PRESET          cmake preset: cpu (default), gpu, asan, tsan
+# Knobs (environment; a user sets none of them):
+#   MEMSTRESS_PRESET          cmake preset: gpu where an NVIDIA GPU is present, else cpu (asan, tsan too)
+#   MEMSTRESS_WERROR          1: warnings are errors (.ci/run and developers set it; users' builds never
+#                             fail on a warning, since a newer compiler may warn where ours does not)
 #   MEMSTRESS_JOBS            build parallelism (default: nproc, capped at one job per 2 GiB available)
 #   MEMSTRESS_PYTHON          python used to create .venv (default: python3)
 #   MEMSTRESS_REQUIRE_PYDEPS  1: failing to install requirements.txt is fatal (CI sets it)
@@ -229,13 +231,45 @@ ms_jobs() {
   printf '%s\n' "$by_mem"
 }
 
+# The NVIDIA GPUs of this machine, one name a line (nvidia-smi), or nothing. A driver that does not
+# answer counts as no GPU.
+ms_gpu_names() {
+  command -v nvidia-smi >/dev/null 2>&1 || return 0
+  timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed '/^[[:space:]]*$/d' || true
+}
+
+# Sets MEMSTRESS_PRESET: the caller's choice, else gpu (device code for the GPUs present) where
+# nvidia-smi lists a GPU, else cpu. Says which and why.
+ms_pick_preset() {
+  if [[ -n "${MEMSTRESS_PRESET:-}" ]]; then
+    ms_log "preset $MEMSTRESS_PRESET (MEMSTRESS_PRESET)"
+    return 0
+  fi
+  local names count
+  names="$(ms_gpu_names)"
+  if [[ -n "$names" ]]; then
+    count="$(printf '%s\n' "$names" | wc -l)"
+    MEMSTRESS_PRESET=gpu
+    ms_log "preset gpu: $count NVIDIA GPU(s) here ($(printf '%s\n' "$names" | sort | uniq -c |
+      awk '{$1=$1" x"; print}' | paste -sd, -)); device code is built for them (native)"
+  else
+    MEMSTRESS_PRESET=cpu
+    ms_log "preset cpu: no NVIDIA GPU here (nvidia-smi lists none); the simulated device runs what" \
+      "needs no real memory and GPU cases are skipped with the reason"
+  fi
+}
+
 # ms_configure_build PRESET: cmake --preset, then cmake --build --preset. Returns non-zero (after
-# saying so) on failure; the caller decides whether that ends the script.
+# saying so) on failure; the caller decides whether that ends the script. Warnings are errors only
+# with MEMSTRESS_WERROR=1, said explicitly either way so that an earlier configure's cache does not decide.
 ms_configure_build() {
-  local preset="$1" jobs
+  local preset="$1" jobs werror=OFF
   jobs="$(ms_jobs)"
-  ms_log "configuring: cmake --preset $preset"
-  if ! cmake --preset "$preset" >&2; then
+  if [[ "${MEMSTRESS_WERROR:-0}" == 1 ]]; then
+    werror=ON
+  fi
+  ms_log "configuring: cmake --preset $preset (warnings are errors: $werror)"
+  if ! cmake --preset "$preset" -DMEMSTRESS_WERROR="$werror" >&2; then
     ms_log "error: configuring failed (cmake --preset $preset): see the messages above"
     return 1
   fi
@@ -250,7 +284,7 @@ ms_configure_build() {
 # Everything scripts/setup does, in order. Exports MEMSTRESS_ROOT, MEMSTRESS_PRESET and
 # MEMSTRESS_BUILD_DIR for the caller.
 ms_setup() {
-  MEMSTRESS_PRESET="${MEMSTRESS_PRESET:-cpu}"
+  ms_pick_preset
   MEMSTRESS_BUILD_DIR="$MEMSTRESS_ROOT/build/$MEMSTRESS_PRESET"
   export MEMSTRESS_ROOT MEMSTRESS_PRESET MEMSTRESS_BUILD_DIR
   cd "$MEMSTRESS_ROOT" || exit 1

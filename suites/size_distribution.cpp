@@ -18,12 +18,12 @@ constexpr std::array<std::string_view, 5> kNames{"fixed", "uniform", "log_unifor
 
 // Largest k with 2^k <= x; x > 0.
 std::uint64_t floor_log2(std::uint64_t x) noexcept {
-  return std::bit_width(x) - 1;
+  return static_cast<std::uint64_t>(std::bit_width(x)) - 1;  // an int since g++ 13, unsigned before
 }
 
 // Smallest k with 2^k >= x; x > 0.
 std::uint64_t ceil_log2(std::uint64_t x) noexcept {
-  return std::bit_width(x - 1);
+  return static_cast<std::uint64_t>(std::bit_width(x - 1));
 }
 
 }  // namespace
