@@ -665,6 +665,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", help="device label for an RMM log (default: cuda:N from a '.devN' "
                                          "file name, else cuda:0)")
     args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import ms_pyenv
+
+    ms_pyenv.ensure(PROG, __file__, [])  # the project's .venv when there is one (stdlib only otherwise)
     if args.device is not None and not re.fullmatch(r"[^,\s]+", args.device):
         parser.error(f"--device '{args.device}': a label has no commas or spaces (e.g. cuda:0)")
     try:

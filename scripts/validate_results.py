@@ -14,15 +14,14 @@ of several ranks) must be what its rows give: recomputed here, case by case, str
 Prints one line per file, "FILE: ok (N rows)", or "FILE: invalid" followed by the first errors, each
 with its JSON path. Exit codes: 0 all valid; 1 some file invalid; 2 some file unreadable or not JSON
 (or the schemas themselves); 77 the jsonschema package is missing (CTest: SKIP_RETURN_CODE 77).
-The only dependency is jsonschema (>= 4.18, requirements.txt), from the project's .venv if this
-python lacks it.
+The only dependency is jsonschema (>= 4.18, requirements.txt); the script runs under the project's
+.venv when it exists, whatever python started it (scripts/ms_pyenv.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -40,20 +39,14 @@ VERDICTS = ("pass", "fail", "skip", "error")
 
 
 def import_jsonschema():
-    """jsonschema and referencing, or None. Re-runs this script under .venv's python once if needed."""
+    """jsonschema and referencing, or None (main() first moves to a python that has them, ms_pyenv)."""
     try:
         import jsonschema
         import referencing
 
         return jsonschema, referencing
     except ImportError:
-        pass
-    venv_python = ROOT / ".venv" / "bin" / "python3"
-    in_venv = Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
-    if venv_python.exists() and not in_venv and not os.environ.get("MEMSTRESS_VALIDATE_REEXEC"):
-        os.environ["MEMSTRESS_VALIDATE_REEXEC"] = "1"
-        os.execv(str(venv_python), [str(venv_python), str(Path(__file__).resolve()), *sys.argv[1:]])
-    return None
+        return None
 
 
 class Unreadable(Exception):
@@ -289,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-errors", type=int, default=10, metavar="N", help="errors shown per file (default: %(default)s)")
     args = parser.parse_args(argv)
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import ms_pyenv
+
+    ms_pyenv.ensure("validate_results.py", __file__, ["jsonschema", "referencing"], exit_if_missing=False)
     modules = import_jsonschema()
     if modules is None:
         print("jsonschema not installed (pip install -r requirements.txt, or run scripts/setup)", file=sys.stderr)
