@@ -1,5 +1,5 @@
-// memstress accept --profile FILE: run an acceptance profile and judge it (harness/accept/profile.hpp), or
-// judge results already measured (--from), or write a profile's golden values from a run (--train).
+// memstress accept --profile FILE|NAME: run an acceptance profile and judge it (harness/accept/profile.hpp),
+// or judge results already measured (--from), or write a profile's golden values from a run (--train).
 
 #include <fmt/format.h>
 
@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "apps/commands.hpp"
+#include "apps/shipped_profile.hpp"
 #include "harness/accept/profile.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/alloc/pinned_host_allocator.hpp"
@@ -262,7 +263,9 @@ Subcommand add_accept(CLI::App& app, std::vector<std::string> argv) {
   auto flags = std::make_shared<AcceptFlags>();
   CLI::App* sub =
       app.add_subcommand("accept", "Run an acceptance profile and print a pass/fail line per check");
-  sub->add_option("--profile", flags->profile, "Acceptance profile (YAML; see profiles/)")->required();
+  sub->add_option("--profile", flags->profile,
+                  "Acceptance profile: a YAML file, or the name of a shipped one (h100, h200)")
+      ->required();
   sub->add_option("-d,--device", flags->device, "auto, cuda[:N] or sim[:CAPACITY]");
   sub->add_option("--from", flags->from,
                   "Judge these results (memstress run --out files) instead of running");
@@ -276,7 +279,17 @@ Subcommand add_accept(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--timeout", flags->timeout_s,
                   "Under mpirun: seconds to wait for a late rank before the job is aborted")
       ->capture_default_str();
-  return {sub, [flags, argv = std::move(argv)] { return accept_command(*flags, argv); }};
+  return {sub, [flags, argv = std::move(argv)] {
+            const ProfileChoice choice = choose_profile(flags->profile);
+            if (choice.shipped && flags->train && flags->write.empty()) {
+              throw InputError(
+                  fmt::format("--train: --profile {} is a shipped profile ({}); give --write FILE for "
+                              "the trained copy",
+                              flags->profile, choice.path));
+            }
+            flags->profile = choice.path;
+            return accept_command(*flags, argv);
+          }};
 }
 
 }  // namespace memstress::app

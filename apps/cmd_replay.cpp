@@ -1,14 +1,15 @@
-// memstress replay TRACE: replays a memstress trace (a PyTorch memory snapshot converted by
-// scripts/torch_snapshot_to_trace.py, or --alloc-trace's own) through any allocator on a real GPU or a
-// simulated device of any capacity, and reports PyTorch's peaks, fragmentation, retries and OOMs
-// (harness/replay). --sweep ranks a grid of allocator settings. Exit 0 when the replay ran (OOMs in it
-// are findings, reported), 2 on bad input, 3 when the device asked for is missing.
+// memstress replay TRACE: replays a memstress trace (--alloc-trace's own), a PyTorch memory snapshot or an
+// RMM log (both converted first by scripts/torch_snapshot_to_trace.py, harness/replay/snapshot_input.hpp)
+// through any allocator on a real GPU or a simulated device of any capacity, and reports PyTorch's peaks,
+// fragmentation, retries and OOMs (harness/replay). --sweep ranks a grid of allocator settings. Exit 0 when
+// the replay ran (OOMs in it are findings, reported), 2 on bad input, 3 when the device asked for is missing.
 
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
@@ -17,6 +18,7 @@
 #include "harness/memory/device_spec.hpp"
 #include "harness/replay/replay_trace.hpp"
 #include "harness/replay/report.hpp"
+#include "harness/replay/snapshot_input.hpp"
 #include "harness/replay/sweep.hpp"
 
 namespace memstress::app {
@@ -42,7 +44,12 @@ int replay_command(const ReplayFlags& f) {
   allocator_spec.name = f.allocator;
   allocator_spec.conf = f.alloc_conf;
   validate(allocator_spec);
-  const replay::ReplayTrace trace = replay::read_replay_trace(f.trace);
+  std::optional<replay::ConvertedTrace> converted;  // a PyTorch snapshot or RMM log, converted first
+  if (replay::input_kind(f.trace) != replay::InputKind::memstress_trace) {
+    converted.emplace(f.trace);
+  }
+  const replay::ReplayTrace trace =
+      replay::read_replay_trace(converted ? converted->trace() : std::filesystem::path(f.trace));
   replay::ReplayOptions options;
   options.device = f.trace_device;
   options.timeline_points = f.timeline_points;
@@ -93,8 +100,10 @@ Subcommand add_replay(CLI::App& app) {
   auto flags = std::make_shared<ReplayFlags>();
   CLI::App* sub = app.add_subcommand(
       "replay",
-      "Replay an allocation trace (PyTorch snapshot converted, or --alloc-trace) through an allocator");
-  sub->add_option("TRACE", flags->trace, "The trace (harness/alloc/trace_format.md), plain or .gz")
+      "Replay an allocation trace (a PyTorch snapshot, an RMM log or --alloc-trace's) through an allocator");
+  sub->add_option("TRACE", flags->trace,
+                  "A memstress trace (harness/alloc/trace_format.md), a PyTorch memory snapshot "
+                  "(torch.cuda.memory._dump_snapshot) or an RMM log; plain or .gz")
       ->required();
   sub->add_option("-a,--allocator", flags->allocator, "caching, expandable, direct or async")
       ->capture_default_str();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <system_error>
@@ -20,6 +21,11 @@ using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 }  // namespace
 
 std::string read_trace_file(const std::filesystem::path& path, std::string_view what) {
+  return read_trace_prefix(path, what, std::string::npos);
+}
+
+std::string read_trace_prefix(const std::filesystem::path& path, std::string_view what,
+                              std::size_t max_bytes) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) {
@@ -35,8 +41,9 @@ std::string read_trace_file(const std::filesystem::path& path, std::string_view 
   }
   std::string content;
   std::array<char, 1 << 16> buffer{};
-  while (true) {
-    const int n = gzread(file.get(), buffer.data(), static_cast<unsigned>(buffer.size()));
+  while (content.size() < max_bytes) {
+    const std::size_t want = std::min(buffer.size(), max_bytes - content.size());
+    const int n = gzread(file.get(), buffer.data(), static_cast<unsigned>(want));
     if (n < 0) {
       int code = Z_OK;
       const char* message = gzerror(file.get(), &code);

@@ -13,4 +13,8 @@ namespace memstress {
 // missing, not a regular file, unreadable, or a gzip stream that is corrupt or cut short.
 std::string read_trace_file(const std::filesystem::path& path, std::string_view what);
 
+// The same, but at most the first `max_bytes` bytes (decompressed): enough to tell what kind of file it is.
+std::string read_trace_prefix(const std::filesystem::path& path, std::string_view what,
+                              std::size_t max_bytes);
+
 }  // namespace memstress

@@ -1,0 +1,65 @@
+# Installing memstress like a real tool (`cmake --install build/<preset> --prefix P`), packaging it
+# (CPack: TGZ, and DEB where dpkg-deb is found) and uninstalling it (`cmake --build build/<preset>
+# --target uninstall`, from install_manifest.txt).
+#
+#   P/bin/memstress, P/bin/memstress_bench
+#   P/share/memstress/scripts/      report, validate_results.py, torch_snapshot_to_trace.py (+ ms_pyenv.py)
+#   P/share/memstress/profiles/     the shipped acceptance profiles (memstress accept --profile h100)
+#   P/share/memstress/results/schema/  the results schemas
+#   P/share/doc/memstress/README.md
+#
+# The binary finds P/share/memstress from its own location (Note [Where memstress finds its files] in
+# harness/core/data_dir.hpp). MEMSTRESS_DATA_SUBDIR and MEMSTRESS_DATA_RELDIR are set in
+# cmake/InstallDirs.cmake, before the targets.
+
+install(TARGETS memstress RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET memstress_bench)
+  install(TARGETS memstress_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(PROGRAMS scripts/report scripts/validate_results.py scripts/torch_snapshot_to_trace.py
+        DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
+install(FILES scripts/ms_pyenv.py DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
+install(DIRECTORY profiles/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/profiles FILES_MATCHING PATTERN "*.yaml")
+install(DIRECTORY results/schema/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/results/schema FILES_MATCHING
+        PATTERN "*.json")
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# An installed binary keeps the run paths of libraries outside the system's (NCCL in the CUDA toolkit,
+# Open MPI's own directory), so it starts without LD_LIBRARY_PATH as the build tree's does.
+set_target_properties(memstress PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+if(TARGET memstress_bench)
+  set_target_properties(memstress_bench PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+endif()
+
+if(NOT TARGET uninstall)
+  add_custom_target(
+    uninstall
+    COMMAND ${CMAKE_COMMAND} -DMANIFEST=${CMAKE_BINARY_DIR}/install_manifest.txt -P
+            ${PROJECT_SOURCE_DIR}/cmake/Uninstall.cmake
+    COMMENT "Removing what 'cmake --install' installed (install_manifest.txt)")
+endif()
+
+set(CPACK_PACKAGE_NAME memstress)
+set(CPACK_PACKAGE_VENDOR "memstress")
+set(CPACK_PACKAGE_CONTACT "memstress developers")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+set(CPACK_PACKAGE_FILE_NAME "memstress-${PROJECT_VERSION}-${CMAKE_SYSTEM_NAME}-${CMAKE_SYSTEM_PROCESSOR}")
+set(CPACK_PACKAGING_INSTALL_PREFIX "/usr/local")
+set(CPACK_STRIP_FILES OFF)
+set(CPACK_GENERATOR TGZ)
+find_program(MEMSTRESS_DPKG_DEB dpkg-deb)
+if(MEMSTRESS_DPKG_DEB)
+  list(APPEND CPACK_GENERATOR DEB)
+  set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+  set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+  # The libraries a DEB needs come from dpkg-shlibdeps (so the sonames are the build machine's); NCCL
+  # lives in the CUDA toolkit, which no Debian package owns, so its directory is private to the package
+  # and libnccl2 only recommended (NVIDIA's images and packages carry it).
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+  get_filename_component(_nccl_dir "${NCCL_LIBRARY}" DIRECTORY)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS "${_nccl_dir}")
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, openmpi-bin")
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libnccl2, python3-matplotlib")
+endif()
+include(CPack)

@@ -1,0 +1,57 @@
+#include "harness/core/data_dir.hpp"
+
+#include <fmt/format.h>
+
+#include <system_error>
+
+#include "harness/core/error.hpp"
+
+#ifndef MEMSTRESS_DATA_RELDIR
+#error "MEMSTRESS_DATA_RELDIR (the data directory relative to the binary's) is set by harness/CMakeLists.txt"
+#endif
+
+namespace memstress {
+namespace {
+
+// The directory of the running binary, or empty where /proc/self/exe cannot be read.
+std::filesystem::path binary_dir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+// Where data_dir() looks (for messages too).
+std::filesystem::path expected_data_dir() {
+  const std::filesystem::path dir = binary_dir();
+  return dir.empty() ? dir : (dir / MEMSTRESS_DATA_RELDIR).lexically_normal();
+}
+
+}  // namespace
+
+std::optional<std::filesystem::path> data_dir() {
+  const std::filesystem::path dir = expected_data_dir();
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_directory(dir / "profiles", ec)) {
+    return std::nullopt;
+  }
+  return dir;
+}
+
+std::filesystem::path data_path(const std::filesystem::path& relative, std::string_view what) {
+  const std::optional<std::filesystem::path> dir = data_dir();
+  if (!dir) {
+    throw EnvironmentError(fmt::format(
+        "{}: memstress's files are not where this binary expects them ({}; install with 'cmake --install', "
+        "or run the binary of a build tree)",
+        what, expected_data_dir().string()));
+  }
+  std::filesystem::path path = *dir / relative;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw EnvironmentError(fmt::format("{}: {} is missing (memstress's files at {} are incomplete)", what,
+                                       path.string(), dir->string()));
+  }
+  return path;
+}
+
+}  // namespace memstress

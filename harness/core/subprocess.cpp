@@ -1,0 +1,83 @@
+#include "harness/core/subprocess.hpp"
+
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
+
+#include "harness/core/error.hpp"
+
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
+
+namespace memstress {
+namespace {
+
+// argv for the exec family: the program's path, the args, a null pointer. The strings stay owned by
+// the caller's vectors, which outlive the call.
+std::vector<char*> make_argv(const std::string& program, const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 2);
+  argv.push_back(const_cast<char*>(program.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  for (const std::string& arg : args) {
+    argv.push_back(const_cast<char*>(arg.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  }
+  argv.push_back(nullptr);
+  return argv;
+}
+
+}  // namespace
+
+int run_program(const std::filesystem::path& program, const std::vector<std::string>& args,
+                std::string_view what) {
+  const std::string path = program.string();
+  std::vector<char*> argv = make_argv(path, args);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv.data(), environ);
+  if (rc != 0) {
+    throw EnvironmentError(fmt::format("{}: cannot start {}: {}", what, path, std::strerror(rc)));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      throw EnvironmentError(fmt::format("{}: lost {} (waitpid: {})", what, path, std::strerror(errno)));
+    }
+  }
+  if (WIFEXITED(status)) {
+    return WEXITSTATUS(status);
+  }
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+void exec_program(const std::filesystem::path& program, const std::vector<std::string>& args,
+                  std::string_view what) {
+  const std::string path = program.string();
+  std::vector<char*> argv = make_argv(path, args);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  execv(path.c_str(), argv.data());
+  throw EnvironmentError(fmt::format("{}: cannot start {}: {}", what, path, std::strerror(errno)));
+}
+
+TempDir::TempDir(std::string_view purpose) {
+  const char* base = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): read before any thread starts
+  std::string templ =
+      fmt::format("{}/memstress-{}-XXXXXX", base != nullptr && *base != '\0' ? base : "/tmp", purpose);
+  if (mkdtemp(templ.data()) == nullptr) {
+    throw EnvironmentError(
+        fmt::format("cannot make a temporary directory {}: {}", templ, std::strerror(errno)));
+  }
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+}  // namespace memstress

@@ -1,0 +1,54 @@
+#include "harness/replay/snapshot_input.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+
+#include "harness/alloc/trace_file.hpp"
+#include "harness/core/data_dir.hpp"
+#include "harness/core/error.hpp"
+
+namespace memstress::replay {
+namespace {
+
+constexpr std::string_view kRmmHeader = "Thread,Time,Action";  // rmm::mr::logging_resource_adaptor's CSV
+constexpr char kPickleProto = '\x80';                          // pickle protocol 2 and later begin so
+constexpr int kExitBadInput = 2;
+constexpr int kExitEnvMissing = 3;
+constexpr int kExitNotFound = 127;  // /usr/bin/env found no python3
+
+}  // namespace
+
+InputKind input_kind(const std::filesystem::path& path) {
+  const std::string head = read_trace_prefix(path, "trace", 64);
+  if (!head.empty() && head.front() == kPickleProto) {
+    return InputKind::torch_snapshot;
+  }
+  if (head.rfind(kRmmHeader, 0) == 0) {
+    return InputKind::rmm_log;
+  }
+  return InputKind::memstress_trace;
+}
+
+ConvertedTrace::ConvertedTrace(const std::filesystem::path& input)
+    : dir_("replay"), trace_(dir_.path() / "converted.trace.csv.gz") {
+  const std::string what = fmt::format("converting {}", input.string());
+  const std::filesystem::path script = data_path("scripts/torch_snapshot_to_trace.py", what);
+  const int rc = run_program(script, {input.string(), "-o", trace_.string()}, what);
+  if (rc == 0) {
+    return;
+  }
+  if (rc == kExitBadInput) {
+    throw InputError(fmt::format("{}: the converter ({}) rejected it (its message is above)", input.string(),
+                                 script.string()));
+  }
+  if (rc == kExitEnvMissing || rc == kExitNotFound) {
+    throw EnvironmentError(fmt::format(
+        "{}: the converter ({}) could not run: it needs python3 (3.9 or newer)", what, script.string()));
+  }
+  throw Error(ExitCode::check_failed,
+              fmt::format("{}: the converter ({}) failed with exit code {}", what, script.string(), rc));
+}
+
+}  // namespace memstress::replay

@@ -1,0 +1,36 @@
+#pragma once
+
+// `memstress replay run.snapshot.pickle`: replay reads memstress traces; a PyTorch memory snapshot or an
+// RMM log is converted first, by the converter installed with memstress
+// (scripts/torch_snapshot_to_trace.py under the data directory, harness/core/data_dir.hpp), into a
+// temporary trace that lives as long as the ConvertedTrace. One converter serves `memstress replay`,
+// users who convert by hand and the tests, so the contract of harness/alloc/trace_format.md's
+// "Converted traces" is kept in one place.
+
+#include <filesystem>
+
+#include "harness/core/subprocess.hpp"
+
+namespace memstress::replay {
+
+enum class InputKind { memstress_trace, torch_snapshot, rmm_log };
+
+// What `path` holds, told by its first bytes (gzip-compressed or not), not by its name: a pickle (PyTorch's
+// snapshot), an RMM log's CSV header, or anything else (read as a memstress trace, which names what is
+// wrong with it). Throws InputError naming the file when it cannot be read.
+[[nodiscard]] InputKind input_kind(const std::filesystem::path& path);
+
+class ConvertedTrace {
+ public:
+  // Runs the converter on `input`; throws InputError (exit 2) when it rejects the file (its message,
+  // naming the file, is on stderr already), EnvironmentError (exit 3) when it cannot run.
+  explicit ConvertedTrace(const std::filesystem::path& input);
+
+  [[nodiscard]] const std::filesystem::path& trace() const noexcept { return trace_; }
+
+ private:
+  TempDir dir_;
+  std::filesystem::path trace_;
+};
+
+}  // namespace memstress::replay

@@ -1,0 +1,181 @@
+"""memstress installed like a real tool, used from another directory, then uninstalled (CTest `install.*`).
+
+    test_install.py BUILD_DIR
+
+installs BUILD_DIR into a temporary prefix (`cmake --install BUILD_DIR --prefix P`), checks the layout,
+runs the installed binary from a directory that is neither the checkout nor the prefix (list, a run on
+the simulated device, the replay of a committed trace and of a PyTorch snapshot pickle, accept with a
+shipped profile by name, the report through `memstress report`), moves the prefix to show that nothing
+points back into the source tree, uninstalls (`cmake --build BUILD_DIR --target uninstall`) and packs
+(CPack TGZ, and DEB where dpkg-deb is). Without a GPU, so every run is on the simulated device.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+from pathlib import Path
+
+SOURCE = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(SOURCE / "tests" / "scripts"))
+import snapshot_fixtures  # noqa: E402  (the synthetic PyTorch snapshots of the converter's tests)
+
+BUILD = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
+TRACE = SOURCE / "results" / "traces" / "torch-2.11-h100" / "cnn_train.trace.csv.gz"
+H100_ACCEPT = SOURCE / "results" / "h100" / "accept-h100-580.159.04.json"
+
+
+def run(cmd: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False, timeout=600, **kw)
+
+
+class Installed(unittest.TestCase):
+    """One install for every test of the class; each test runs from its own empty directory."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        if BUILD is None:
+            raise unittest.SkipTest("usage: test_install.py BUILD_DIR")
+        cls.tmp = Path(tempfile.mkdtemp(prefix="memstress-install-"))
+        cls.prefix = cls.tmp / "prefix"
+        done = run(["cmake", "--install", str(BUILD), "--prefix", str(cls.prefix)], cwd=cls.tmp)
+        if done.returncode != 0:
+            raise AssertionError(f"cmake --install failed:\n{done.stdout}\n{done.stderr}")
+        cls.binary = str(cls.prefix / "bin" / "memstress")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self) -> None:
+        self.cwd = Path(tempfile.mkdtemp(dir=self.tmp, prefix="elsewhere-"))
+
+    def memstress(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return run([self.binary, *args], cwd=self.cwd)
+
+    def test_layout(self) -> None:
+        share = self.prefix / "share" / "memstress"
+        for path in ("bin/memstress", "share/memstress/scripts/report",
+                     "share/memstress/scripts/torch_snapshot_to_trace.py",
+                     "share/memstress/scripts/validate_results.py", "share/memstress/scripts/ms_pyenv.py",
+                     "share/memstress/profiles/h100.yaml", "share/memstress/profiles/h200.yaml",
+                     "share/memstress/results/schema/memstress-run-1.schema.json", "share/doc/memstress/README.md"):
+            self.assertTrue((self.prefix / path).is_file(), path)
+        for script in ("report", "torch_snapshot_to_trace.py", "validate_results.py"):
+            self.assertTrue(os.access(share / "scripts" / script, os.X_OK), script)
+        if (BUILD / "bench" / "memstress_bench").exists():
+            self.assertTrue((self.prefix / "bin" / "memstress_bench").is_file())
+
+    def test_list_and_a_run_on_the_simulated_device(self) -> None:
+        listed = self.memstress("list")
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertIn("alloc-smoke", listed.stdout)
+        done = self.memstress("run", "alloc-smoke", "sizes", "-d", "sim:80G", "-n", "2", "-o", "run.json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        doc = json.loads((self.cwd / "run.json").read_text())
+        self.assertEqual(doc["schema"], "memstress.run/1")
+        self.assertEqual(doc["summary"]["pass"], doc["summary"]["rows"])
+        validated = run([str(self.prefix / "share/memstress/scripts/validate_results.py"), "run.json"], cwd=self.cwd)
+        self.assertIn(validated.returncode, (0, 77), validated.stdout + validated.stderr)  # 77: no jsonschema here
+
+    def test_replay_of_a_committed_trace(self) -> None:
+        done = self.memstress("replay", str(TRACE), "--device", "sim:80G")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        # PyTorch's own peak reserved for this program (cnn_train.pytorch.json): 1,480 MiB, to the byte.
+        self.assertRegex(done.stdout, r"peak reserved \(reserved_bytes\.all\.peak\) +1551892480 ")
+
+    def test_replay_of_a_pytorch_snapshot_converts_it_with_the_installed_converter(self) -> None:
+        snapshot, _ = snapshot_fixtures.scenario()
+        snapshot_fixtures.write_pickle(self.cwd / "run.snapshot.pickle", snapshot)
+        done = self.memstress("replay", "run.snapshot.pickle", "--device", "sim:8G")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("replay: run.snapshot.pickle", done.stdout)
+        self.assertIn("torch_snapshot_to_trace: run.snapshot.pickle (PyTorch memory snapshot)", done.stderr)
+        (self.cwd / "evil.pickle").write_bytes(snapshot_fixtures.malicious_pickle("touch pwned"))
+        refused = self.memstress("replay", "evil.pickle", "--device", "sim:8G")
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("evil.pickle", refused.stderr)
+        self.assertFalse((self.cwd / "pwned").exists())
+
+    def test_accept_with_a_shipped_profile_by_name(self) -> None:
+        done = self.memstress("accept", "--profile", "h100", "--from", str(H100_ACCEPT))
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("verdict: PASS", done.stdout)
+        unknown = self.memstress("accept", "--profile", "h999", "--from", str(H100_ACCEPT))
+        self.assertEqual(unknown.returncode, 2)
+        self.assertIn("--profile h999", unknown.stderr)
+        self.assertIn("h100, h200", unknown.stderr)
+        overwrite = self.memstress("accept", "--profile", "h100", "--from", str(H100_ACCEPT), "--train")
+        self.assertEqual(overwrite.returncode, 2)
+        self.assertIn("--write", overwrite.stderr)
+
+    def test_report_through_memstress(self) -> None:
+        done = self.memstress("report", str(SOURCE / "results/h100/oom-h100-580.159.04.json"), "-o", "report.html")
+        if done.returncode == 3 and os.environ.get("MEMSTRESS_REQUIRE_PYDEPS") != "1":
+            self.skipTest("no python with matplotlib here: " + done.stderr.strip())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("<h2>OOM thresholds</h2>", (self.cwd / "report.html").read_text())
+        missing = self.memstress("report", "nothing.json", "-o", "report.html")
+        self.assertIn(missing.returncode, (2, 3))
+
+    def test_the_install_is_relocatable(self) -> None:
+        moved = self.tmp / "moved"
+        shutil.copytree(self.prefix, moved, symlinks=True)
+        try:
+            done = run([str(moved / "bin" / "memstress"), "accept", "--profile", "h100", "--from", str(H100_ACCEPT)],
+                       cwd=self.cwd)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        finally:
+            shutil.rmtree(moved)
+
+
+class Uninstall(unittest.TestCase):
+    def test_uninstall_removes_every_installed_file(self) -> None:
+        if BUILD is None:
+            self.skipTest("usage: test_install.py BUILD_DIR")
+        with tempfile.TemporaryDirectory() as tmp:
+            prefix = Path(tmp) / "prefix"
+            self.assertEqual(run(["cmake", "--install", str(BUILD), "--prefix", str(prefix)], cwd=Path(tmp)).returncode, 0)
+            self.assertTrue((prefix / "bin" / "memstress").is_file())
+            done = run(["cmake", "--build", str(BUILD), "--target", "uninstall"], cwd=Path(tmp))
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            left = [p for p in prefix.rglob("*") if not p.is_dir()]
+            self.assertEqual(left, [])
+            self.assertFalse((prefix / "share" / "memstress").exists())
+
+
+class Packages(unittest.TestCase):
+    def test_tgz_and_deb(self) -> None:
+        if BUILD is None:
+            self.skipTest("usage: test_install.py BUILD_DIR")
+        with tempfile.TemporaryDirectory() as tmp:
+            generators = "TGZ;DEB" if shutil.which("dpkg-deb") else "TGZ"
+            done = run(["cpack", "-G", generators, "-B", tmp, "--config", str(BUILD / "CPackConfig.cmake")],
+                       cwd=Path(tmp))
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            tgz = list(Path(tmp).glob("memstress-*.tar.gz"))
+            self.assertEqual(len(tgz), 1, list(Path(tmp).iterdir()))
+            with tarfile.open(tgz[0]) as archive:
+                names = archive.getnames()
+            for wanted in ("bin/memstress", "share/memstress/profiles/h100.yaml", "share/memstress/scripts/report"):
+                self.assertTrue(any(n.endswith(wanted) for n in names), wanted)
+            if "DEB" in generators:
+                debs = list(Path(tmp).glob("memstress_*.deb"))
+                self.assertEqual(len(debs), 1, list(Path(tmp).iterdir()))
+                content = run(["dpkg-deb", "-c", str(debs[0])], cwd=Path(tmp)).stdout
+                self.assertIn("./usr/local/bin/memstress", content)
+                self.assertIn("./usr/local/share/memstress/profiles/h100.yaml", content)
+                depends = run(["dpkg-deb", "-f", str(debs[0]), "Depends"], cwd=Path(tmp)).stdout
+                self.assertIn("libyaml-cpp", depends)
+                self.assertIn("python3", depends)
+
+
+if __name__ == "__main__":
+    unittest.main()
