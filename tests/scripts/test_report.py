@@ -42,15 +42,25 @@ class Report(unittest.TestCase):
                 H100 / "streams-h100-580.159.04.json",
                 H100 / "dataloader-h100-580.159.04.json",
                 ROOT / "results" / "h200" / "bench-alloc-h200-580.159.04.json",
+                H100 / "devices-h100-580.159.04.json",
             ]
             result = run(*map(str, inputs), "-o", str(out))
             self.assertEqual(result.returncode, 0, result.stderr)
             page = out.read_text()
-            for title in ("Transfers: bandwidth by size", "Allocators", "OOM thresholds", "Streams and dataloader",
-                          "Every row"):
+            for title in ("Machines", "Transfers: bandwidth by size", "Allocators", "OOM thresholds",
+                          "Streams and dataloader", "Every row"):
                 self.assertIn(f"<h2>{title}</h2>", page)
             self.assertGreaterEqual(page.count('src="data:image/png;base64,'), 5)
             self.assertIn("NVIDIA H100 80GB HBM3", page)
+            self.assertIn("GPU-bc77140b-bfae-2969-9cbc-988b5f9e0d5e", page)  # the devices document's GPU
+
+    def test_the_readme_command_reads_every_committed_h100_file(self) -> None:
+        """README's "Reports with plots" command, as written (a devices document among the inputs)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            inputs = sorted((ROOT / "results" / "h100").glob("*.json"))
+            inputs += sorted((ROOT / "results" / "h200").glob("bench-alloc-*.json"))
+            result = run(*map(str, inputs), "-o", str(Path(tmp) / "report.html"))
+            self.assertEqual(result.returncode, 0, result.stderr)
 
     def test_replays_draw_their_timeline_and_runs_of_several_ranks_name_the_rank(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
