@@ -18,8 +18,8 @@
 
 MS_PROG="${MS_PROG:-scripts/setup}"
 
-# The repository root, from this file's own location.
-MEMSTRESS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The repository root, from this file's own location (links resolved: scripts/ may be reached through one).
+MEMSTRESS_ROOT="$(cd -P "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 ms_log() { printf '%s: %s\n' "$MS_PROG" "$*" >&2; }
 ms_warn() { printf '%s: warning: %s\n' "$MS_PROG" "$*" >&2; }
