@@ -1,0 +1,204 @@
+"""Every command the README shows, held to account.
+
+    test_readme.py BUILD_DIR
+
+Each command line of the README's code blocks (and the commands it quotes inline, in INLINE) is either
+  * run here, on the CPU, as written, from a scratch directory that reaches the checkout's files through
+    links (so outputs land there), with `memstress` meaning BUILD_DIR's binary; where the README shows the
+    output too (`$ memstress ...` followed by what it printed), the output must be what the README shows;
+  * run on a GPU by scripts/gpu-first-run (one GPU) or scripts/gpu-readme-multi (two GPUs), which must hold
+    the command verbatim; their records are under results/;
+  * or a synopsis, an illustration, or a command that cannot run in this workplace, with the reason.
+A README command in none of these fails the test, so the README cannot show a command nobody ran.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "scripts"))
+import snapshot_fixtures  # noqa: E402
+
+BUILD = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
+README = ROOT / "README.md"
+FIRST_RUN = ROOT / "scripts" / "gpu-first-run"
+MULTI = ROOT / "scripts" / "gpu-readme-multi"
+COMMAND = re.compile(r"^(\$ )?(memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|cmake|ctest|cpack)\b")
+
+# Run here: the command, and its expected exit code.
+CPU = {
+    "scripts/run": 0,
+    "memstress --version": 0,
+    "scripts/run sizes -p dist=pow2 --out sizes.json": 0,
+    "memstress accept --profile h100 --from accept.json": 0,
+    "mpirun -np 2 build/cpu/apps/memstress run alloc-smoke -d sim:80G --out run.json": 0,
+    "scripts/report results/h100/*.json results/h200/bench-alloc-*.json -o report.html": 0,
+    "memstress replay run.snapshot.pickle --device sim:40G --allocator expandable": 0,
+    "memstress replay run.snapshot.pickle --device sim:80G --sweep --out replay.json --timeline timeline.csv": 0,
+    "scripts/torch_snapshot_to_trace.py run.snapshot.pickle -o run.trace.csv.gz": 0,
+    "memstress replay run.trace.csv.gz --device sim:40G": 0,
+    # shown with their output
+    "memstress compare results/h100/compare/base-h100-580.159.04.json "
+    "results/h100/compare/slowed-h100-580.159.04.json": 1,
+    "memstress compare tests/data/compare/base.json tests/data/compare/slower.json": 1,
+    "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz --device sim:40G "
+    "--allocator expandable": 0,
+}
+# Commands quoted in the README's prose rather than in a code block, run here too.
+INLINE = ["scripts/run sizes -p dist=pow2 --out sizes.json",
+          "memstress compare tests/data/compare/base.json tests/data/compare/slower.json"]
+
+# Run on a real GPU by a script that holds them verbatim (its record is under results/).
+GPU_FIRST_RUN = [
+    "scripts/test",
+    "cmake --preset gpu && cmake --build --preset gpu",
+    "cmake --install build/gpu --prefix ~/.local",
+    "cmake --build build/gpu --target uninstall",
+    "cpack --config build/gpu/CPackConfig.cmake",
+    "ctest --preset gpu -L gpu --output-junit gpu-tests.xml",
+    "build/gpu/apps/memstress run --junit memstress.xml --out run.json",
+    "memstress accept --profile h100 --junit accept.xml --out accept.json",
+    "memstress accept --profile my.yaml --train --write trained.yaml",
+]
+GPU_MULTI = [
+    "mpirun -np 2 memstress accept --profile h200",
+    "mpirun -np 2 build/gpu/apps/memstress run --out run.json",
+    "NCCL_NVLS_ENABLE=0 mpirun -np 2 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run collectives "
+    "-b 1M -e 4G -f 4 -p pressure=none -o collectives.json",
+    "build/gpu/apps/memstress run p2p -p bytes=256M,1G -o p2p.json",
+]
+# Not run as written, and why.
+NOT_RUN = {
+    "NCCL_NVLS_ENABLE=0 mpirun -np 2 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
+    "collectives --full": "the full sweep takes over 10 minutes on 2 H200s; its quick form above is run",
+    "mpirun -np 16 -H node1:8,node2:8 build/gpu/apps/memstress run --out run.json":
+        "two nodes of 8 GPUs: this workplace lends one node",
+    "memstress run --out base.json": "illustration of a driver comparison; the real one shown below it is "
+                                     "scripts/gpu-compare-check's",
+    "memstress run --out new.json": "the same illustration",
+    "memstress compare base.json new.json": "the same illustration",
+}
+SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
+
+
+def readme_commands() -> list[str]:
+    """Every command line of the README's code blocks (continuation lines joined, comments dropped), with
+    the `$ ` of a shown session kept."""
+    commands, block, pending = [], False, ""
+    for line in README.read_text().splitlines():
+        if line.startswith("```"):
+            block = not block
+            continue
+        if not block:
+            continue
+        text = pending + line.strip() if pending else line.strip()
+        if text.endswith("\\"):
+            pending = text[:-1].rstrip() + " "
+            continue
+        pending = ""
+        if COMMAND.match(text) and not re.match(r"^(scripts/\w+|memstress): ", text):  # not a log line
+            commands.append(re.sub(r"\s+#.*$", "", text).strip())
+    return commands + INLINE
+
+
+def shown_output(command: str) -> str:
+    """What the README shows a `$ command` printing: the lines after it, up to the end of its block."""
+    lines = README.read_text().splitlines()
+    start = lines.index(f"$ {command}") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("```"))
+    return "\n".join(lines[start:end]).rstrip() + "\n"
+
+
+def unshown_output_block(first_line: str) -> str:
+    """A block the README introduces in prose (no `$ ` line): from its first line to its end."""
+    lines = README.read_text().splitlines()
+    start = lines.index(first_line)
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("```"))
+    return "\n".join(lines[start:end]).rstrip() + "\n"
+
+
+class EveryCommand(unittest.TestCase):
+    def test_every_readme_command_is_accounted_for(self) -> None:
+        known = set(CPU) | set(GPU_FIRST_RUN) | set(GPU_MULTI) | set(NOT_RUN)
+        for command in readme_commands():
+            bare = command.removeprefix("$ ")
+            if SYNOPSIS.search(bare) and bare not in known:
+                continue
+            self.assertIn(bare, known, f"a README command that nothing runs: {bare}")
+
+    def test_the_gpu_scripts_hold_their_commands_verbatim(self) -> None:
+        first_run, multi = FIRST_RUN.read_text(), MULTI.read_text()
+        for command in GPU_FIRST_RUN:
+            # the script names the profile after the GPU it finds (h100 on the H100 the record is from)
+            self.assertIn(command.replace("--profile h100", '--profile "$gpu"'), first_run)
+        for command in GPU_MULTI:
+            self.assertIn(command, multi)
+        self.assertIn("scripts/test", first_run)
+
+
+@unittest.skipIf(BUILD is None, "usage: test_readme.py BUILD_DIR")
+class RunOnTheCpu(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.tmp = Path(tempfile.mkdtemp(prefix="memstress-readme-"))
+        for name in ("scripts", "results", "tests", "profiles", "build"):
+            (cls.tmp / name).symlink_to(ROOT / name)
+        cls.bin = cls.tmp / "bin"
+        cls.bin.mkdir()
+        (cls.bin / "memstress").symlink_to(BUILD / "apps" / "memstress")
+        shutil.copy(ROOT / "results" / "h100" / "accept-h100-580.159.04.json", cls.tmp / "accept.json")
+        snapshot, _ = snapshot_fixtures.scenario()
+        snapshot_fixtures.write_pickle(cls.tmp / "run.snapshot.pickle", snapshot)
+        cls.env = dict(os.environ, PATH=f"{cls.bin}:{os.environ.get('PATH', '')}", OMPI_ALLOW_RUN_AS_ROOT="1",
+                       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", COLUMNS="200")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_command(self, command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", command], cwd=self.tmp, env=self.env, capture_output=True, text=True,
+                              check=False, timeout=900)
+
+    def test_each_command_runs_as_written(self) -> None:
+        documented = {c.removeprefix("$ ") for c in readme_commands()}
+        for command, expected in CPU.items():
+            with self.subTest(command=command):
+                self.assertIn(command, documented, "no longer in the README: drop it from CPU")
+                if command.startswith("mpirun") and not shutil.which("mpirun"):
+                    continue  # the mpi tests are skipped without mpirun too
+                if "build/cpu/" in command and not (ROOT / "build" / "cpu" / "apps" / "memstress").exists():
+                    # the README's recipe for a machine without a GPU; CI runs it, a GPU checkout has build/gpu
+                    print(f"  not run: no build/cpu here: {command}", file=sys.stderr)
+                    continue
+                if command.startswith("scripts/report") and self.run_command(
+                        "scripts/report /nonexistent.json -o r.html").returncode == 3:
+                    continue  # no python with matplotlib here (test_report says so)
+                started = time.monotonic()
+                done = self.run_command(command)
+                print(f"{time.monotonic() - started:6.1f} s  {command}", file=sys.stderr)
+                self.assertEqual(done.returncode, expected, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+    def test_shown_outputs_are_what_the_commands_print(self) -> None:
+        for command in ("memstress compare results/h100/compare/base-h100-580.159.04.json "
+                        "results/h100/compare/slowed-h100-580.159.04.json",
+                        "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz "
+                        "--device sim:40G --allocator expandable"):
+            with self.subTest(command=command):
+                self.assertEqual(self.run_command(command).stdout, shown_output(command))
+        slower = self.run_command("memstress compare tests/data/compare/base.json tests/data/compare/slower.json")
+        self.assertEqual(slower.stdout, unshown_output_block("BASE tests/data/compare/base.json (memstress.run/1 "
+                                                             "document, 3 rows)"))
+
+
+if __name__ == "__main__":
+    unittest.main()
