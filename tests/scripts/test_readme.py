@@ -14,6 +14,7 @@ A README command in none of these fails the test, so the README cannot show a co
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -124,6 +125,26 @@ def unshown_output_block(first_line: str) -> str:
     start = lines.index(first_line)
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("```"))
     return "\n".join(lines[start:end]).rstrip() + "\n"
+
+
+FIRST_RUN_RECORD = ROOT / "results" / "h100" / "first-run-580.159.04"
+
+
+class FirstScreen(unittest.TestCase):
+    def test_the_first_screens_excerpt_is_from_the_committed_record(self) -> None:
+        """Each line the README shows of scripts/run's output is a line of the record's run.log (spaces
+        between columns aside, an empty last column left out), and the record says every step of the first run exited as expected."""
+        record = json.loads((FIRST_RUN_RECORD / "record.json").read_text())
+        self.assertTrue(record["all_ok"], "the committed first run has a failed step")
+        logged = {" ".join(line.split()) for line in (FIRST_RUN_RECORD / "run.log").read_text().splitlines()}
+        excerpt = unshown_output_block("scripts/run: preset gpu: 1 NVIDIA GPU(s) here (1 x NVIDIA H100 80GB HBM3); "
+                                       "device code is built for them (native)")
+        lines = [line for line in excerpt.splitlines() if line.strip() and line != "..."]
+        self.assertGreater(len(lines), 5)
+        for line in lines:  # an empty last column (NOTE) may be left out
+            shown = " ".join(line.split())
+            self.assertTrue(any(row == shown or row.startswith(shown + " ") for row in logged),
+                            f"the README shows a line the record does not have: {line}")
 
 
 class EveryCommand(unittest.TestCase):
