@@ -67,9 +67,11 @@ int replay_command(const ReplayFlags& f) {
   std::string sweep_text;
   if (f.sweep) {
     const DeviceSpec resolved = DeviceSpec::parse(backend->info().label());
+    // Simulated devices replay side by side; replays on one real GPU would compete for its memory.
+    const unsigned threads = resolved.kind == DeviceSpec::Kind::sim ? 0 : 1;
     const replay::Sweep sweep = replay::run_sweep(
         trace, replay::sweep_grid(f.alloc_conf),
-        [&] { return make_backend(resolved, SimAddressOrder::cuda_like); }, options);
+        [&] { return make_backend(resolved, SimAddressOrder::cuda_like); }, options, threads);
     sweep_doc = replay::sweep_json(sweep);
     sweep_text = replay::format_sweep(sweep);
   }

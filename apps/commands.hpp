@@ -17,6 +17,7 @@ struct Subcommand {
 
 Subcommand add_compare(CLI::App& app);
 Subcommand add_devices(CLI::App& app);
+Subcommand add_doctor(CLI::App& app);
 Subcommand add_list(CLI::App& app);
 Subcommand add_replay(CLI::App& app);
 Subcommand add_report(CLI::App& app);

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
       memstress::app::add_accept(app, std::vector<std::string>(argv, argv + argc)),
       memstress::app::add_compare(app),
       memstress::app::add_replay(app),
+      memstress::app::add_doctor(app),
       memstress::app::add_report(app),
   };
 
@@ -39,11 +40,12 @@ int main(int argc, char** argv) {
                        [&](const auto& c) { return c.app->check_name(word); });
   };
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
-    fmt::print(stderr,
-               "memstress: unknown subcommand '{}'; choose devices, list, run, compare, accept, replay or "
-               "report (see "
-               "'memstress --help')\n",
-               argv[1]);
+    fmt::print(
+        stderr,
+        "memstress: unknown subcommand '{}'; choose devices, list, run, compare, accept, replay, doctor or "
+        "report (see "
+        "'memstress --help')\n",
+        argv[1]);
     return to_int(ExitCode::bad_input);
   }
   try {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Convert a PyTorch memory snapshot (or an RMM allocation log) into a memstress trace.
 
-    scripts/torch_snapshot_to_trace.py SNAPSHOT -o TRACE [--device LABEL]
+    scripts/torch_snapshot_to_trace.py SNAPSHOT -o TRACE [--device LABEL] [--facts FACTS.json]
 
 SNAPSHOT is either
 
@@ -49,6 +49,15 @@ freed but not yet reusable (``active_pending_free``; PyTorch's docs call it ``ac
 that the trace never mentions get an ``alloc`` and a ``free`` at time 0. Segments (not expandable ones)
 that the trace never allocated get a ``segment_alloc`` at time 0. Every synthesized line is counted.
 
+``--facts FACTS.json`` also writes what the trace has no column for (``memstress doctor`` reads it;
+schema ``memstress.snapshot-facts/1``): each allocation's *site* (the first frame of its stack outside
+torch and Python's standard library: the user's line that asked for the memory), one example stack per
+site, the snapshot's ``allocator_settings`` (as a ``PYTORCH_CUDA_ALLOC_CONF`` string), what each ``oom``
+entry says of the device (``device_free``) and what the memstress recorder (python/memstress_torch.py)
+wrote beside the snapshot under the key ``memstress`` (the GPU, its memory, the batch size). Sites are
+listed by first appearance; ``alloc_sites[id]`` is the site of the allocation with that trace id (-1:
+no frames were recorded for it).
+
 Safety: a pickle can run code when loaded. Snapshots hold only dicts, lists, tuples, strings, numbers,
 booleans and None, so this script unpickles with ``find_class`` refusing every global: a pickle that
 tries to call anything (``os.system``, say) is rejected before anything runs.
@@ -59,6 +68,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
+import json
 import os
 import pickle
 import re
@@ -70,6 +80,9 @@ from dataclasses import dataclass, field
 from heapq import merge
 from pathlib import Path
 from typing import IO, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from snapshot_sites import SiteTable, alloc_conf_of  # noqa: E402
 
 PROG = "torch_snapshot_to_trace"
 EXIT_OK, EXIT_INPUT = 0, 2
@@ -114,6 +127,7 @@ class Block:
     nbytes: int
     id: int | None = None
     freed: bool = False  # a free (v1) line was emitted for it
+    site: int = -1  # index into the facts' sites (allocations with recorded frames)
 
 
 @dataclass
@@ -153,16 +167,19 @@ class TraceBuilder:
 
     def __init__(self, summary: Summary) -> None:
         self.summary = summary
+        self.sites = SiteTable()
         self.prelude: list[Line] = []
         self.events: list[Line] = []
         # (device, address) -> the block there, while its address is not yet reusable.
         self.blocks: dict[tuple[str, int], Block] = {}
         self.segments: dict[tuple[str, int], Block] = {}
+        self.oom_facts: list[dict[str, Any]] = []  # each oom line's device_free and site, in order
+        self.metadata: dict[str, Any] = {}  # allocator settings, the recorder's notes
 
     # Allocations ---------------------------------------------------------------------------------
 
-    def _synthesize(self, device: str, stream: int, nbytes: int, reason: str) -> Block:
-        block = Block(device, stream, nbytes)
+    def _synthesize(self, device: str, stream: int, nbytes: int, reason: str, site: int = -1) -> Block:
+        block = Block(device, stream, nbytes, site=site)
         self.prelude.append(Line(0, "alloc", device, stream, block=block))
         self.summary.synthesized[reason] += 1
         return block
@@ -171,7 +188,7 @@ class TraceBuilder:
         self.events.append(Line(t, "free", block.device, block.stream, block=block))
         block.freed = True
 
-    def alloc(self, t: int, device: str, addr: int, nbytes: int, stream: int) -> None:
+    def alloc(self, t: int, device: str, addr: int, nbytes: int, stream: int, site: int = -1) -> None:
         old = self.blocks.pop((device, addr), None)
         if old is not None:
             # The address was handed out again with no free_completed seen for its last block
@@ -179,7 +196,7 @@ class TraceBuilder:
             if not old.freed:
                 self._free(t, old)
             self.summary.notes["alloc at an address still in use: earlier block taken as freed"] += 1
-        block = Block(device, stream, nbytes)
+        block = Block(device, stream, nbytes, site=site)
         self.blocks[(device, addr)] = block
         self.events.append(Line(t, "alloc", device, stream, block=block))
 
@@ -232,19 +249,21 @@ class TraceBuilder:
 
     # The end of the trace ------------------------------------------------------------------------
 
-    def live_block(self, device: str, addr: int, state: str, requested: int, stream: int) -> None:
+    def live_block(self, device: str, addr: int, state: str, requested: int, stream: int, frames: Any = None) -> None:
         """A block the snapshot lists as active (allocated or pending free) when the trace ended."""
         block = self.blocks.get((device, addr))
         pending = state in STATES_PENDING
         if block is None:
+            site = self.sites.site_of(frames)
             if pending:
                 block = self._synthesize(device, stream, requested,
-                                         "blocks freed before the trace began, still pending in the snapshot")
+                                         "blocks freed before the trace began, still pending in the snapshot",
+                                         site)
                 self.prelude.append(Line(0, "free", device, stream, block=block))
                 block.freed = True
             else:
                 block = self._synthesize(device, stream, requested,
-                                         "blocks live in the snapshot, allocated before the trace began")
+                                         "blocks live in the snapshot, allocated before the trace began", site)
             self.blocks[(device, addr)] = block
             return
         if block.freed != pending:
@@ -266,8 +285,10 @@ class TraceBuilder:
 # --- writing ------------------------------------------------------------------------------------------
 
 
-def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str], summary: Summary) -> None:
-    """Writes v1 lines: ids are given in file order (allocations and segments have separate counters)."""
+def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str], summary: Summary) -> list[int]:
+    """Writes v1 lines: ids are given in file order (allocations and segments have separate counters).
+    Returns each allocation id's site."""
+    alloc_sites: list[int] = []
     out.write(f"{TRACE_MAGIC}\n{TRACE_COLUMNS}\n")
     for text in header_comments:
         out.write(f"# {text}\n")
@@ -282,6 +303,8 @@ def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
             if line.action in next_id:
                 line.block.id = next_id[line.action]
                 next_id[line.action] += 1
+                if line.action == "alloc":
+                    alloc_sites.append(line.block.site)
             assert line.block.id is not None, f"{line.action} before its block's alloc"
             ident = str(line.block.id)
             nbytes = line.block.nbytes
@@ -291,6 +314,7 @@ def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
         summary.written[line.action] += 1
         summary.devices.add(line.device)
         summary.streams.add(line.stream & U64)
+    return alloc_sites
 
 
 def open_output(path: Path) -> tuple[IO[str], Path]:
@@ -441,6 +465,9 @@ def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilde
     for item in merge(*per_device):
         _apply_entry(builder, item, t0, path, summary)
     _apply_segments(builder, segments, path)
+    builder.metadata["alloc_conf"] = alloc_conf_of(snapshot.get("allocator_settings"))
+    recorder = snapshot.get("memstress")
+    builder.metadata["recorder"] = recorder if isinstance(recorder, dict) else None
     return builder
 
 
@@ -454,7 +481,7 @@ def _apply_entry(builder: TraceBuilder, item: _Entry, t0: float, path: Path, sum
         size = _nonneg(_field(entry, "size", where, path), "size", where, path)
         stream = _field(entry, "stream", where, path)
         if action == "alloc":
-            builder.alloc(t, device, addr, size, stream)
+            builder.alloc(t, device, addr, size, stream, builder.sites.site_of(entry.get("frames")))
         elif action == "free_requested":
             builder.free_requested(t, device, addr, size, stream)
         elif action == "free_completed":
@@ -471,6 +498,8 @@ def _apply_entry(builder: TraceBuilder, item: _Entry, t0: float, path: Path, sum
         device_free = _field(entry, "device_free", where, path, default=None)
         comment = None if device_free is None else f"oom: cudaMemGetInfo reported {device_free} bytes free"
         builder.oom(t, device, size, stream, comment)
+        builder.oom_facts.append({"device": device, "bytes": size, "device_free": device_free,
+                                  "site": builder.sites.site_of(entry.get("frames"))})
     else:
         summary.skipped[action] += 1
 
@@ -493,7 +522,7 @@ def _apply_segments(builder: TraceBuilder, segments: list, path: Path) -> None:
             offset = addr + size
             if state == STATE_ALLOCATED or state in STATES_PENDING:
                 requested = _field(block, "requested_size", bwhere, path, default=size)
-                builder.live_block(device, addr, state, requested or size, stream)
+                builder.live_block(device, addr, state, requested or size, stream, block.get("frames"))
             elif state != STATE_INACTIVE:
                 builder.summary.skipped[f"block state {state!r}"] += 1
         if segment.get("is_expandable"):
@@ -584,8 +613,37 @@ def _rmm_device(path: Path) -> str:
     return f"cuda:{match.group(1)}" if match else "cuda:0"
 
 
-def convert(source: Path, target: Path, device: str | None = None) -> Summary:
-    """Converts `source` into the trace `target`; raises InputError on bad input."""
+def facts_document(builder: TraceBuilder, alloc_sites: list[int], summary: Summary) -> dict[str, Any]:
+    """What --facts writes (the module docstring; schema memstress.snapshot-facts/1)."""
+    return {
+        "schema": "memstress.snapshot-facts/1",
+        "source": summary.source_kind,
+        "frames_recorded": builder.sites.with_frames > 0,
+        "sites": builder.sites.sites,
+        "alloc_sites": alloc_sites,
+        "ooms": builder.oom_facts,
+        "alloc_conf": builder.metadata.get("alloc_conf"),
+        "recorder": builder.metadata.get("recorder"),
+    }
+
+
+def write_facts(path: Path, document: dict[str, Any]) -> None:
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write the facts: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(document, f, separators=(",", ":"), default=str)
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError) as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write the facts: {e}") from None
+
+
+def convert(source: Path, target: Path, device: str | None = None, facts: Path | None = None) -> Summary:
+    """Converts `source` into the trace `target` (and its facts into `facts`); raises InputError on bad
+    input."""
     summary = Summary()
     data = read_input(source)
     head = data[:len(RMM_HEADER) + 3].decode("utf-8", errors="replace").lstrip("\ufeff")
@@ -610,7 +668,7 @@ def convert(source: Path, target: Path, device: str | None = None) -> Summary:
     prelude = sorted(builder.prelude, key=lambda line: line.action != "segment_alloc")
     out, tmp = open_output(target)
     try:
-        write_trace(out, [*prelude, *builder.events], comments, summary)
+        alloc_sites = write_trace(out, [*prelude, *builder.events], comments, summary)
         close_output(out)
         umask = os.umask(0)
         os.umask(umask)
@@ -622,6 +680,8 @@ def convert(source: Path, target: Path, device: str | None = None) -> Summary:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    if facts is not None:
+        write_facts(facts, facts_document(builder, alloc_sites, summary))
     return summary
 
 
@@ -662,22 +722,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("snapshot", type=Path, help="the snapshot pickle or RMM CSV (gzip allowed)")
     parser.add_argument("-o", "--output", type=Path, required=True,
                         help="the trace to write; a name ending in .gz is gzip-compressed")
+    parser.add_argument("--facts", type=Path, help="also write the snapshot's facts the trace has no column "
+                                                   "for (allocation sites, allocator settings; JSON)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr (errors still are)")
     parser.add_argument("--device", help="device label for an RMM log (default: cuda:N from a '.devN' "
                                          "file name, else cuda:0)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import ms_pyenv
 
     ms_pyenv.ensure(PROG, __file__, [])  # the project's .venv when there is one (stdlib only otherwise)
     if args.device is not None and not re.fullmatch(r"[^,\s]+", args.device):
         parser.error(f"--device '{args.device}': a label has no commas or spaces (e.g. cuda:0)")
     try:
-        summary = convert(args.snapshot, args.output, args.device)
+        summary = convert(args.snapshot, args.output, args.device, args.facts)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
-    for line in report(summary, args.snapshot, args.output):
-        print(line, file=sys.stderr)
+    if not args.quiet:
+        for line in report(summary, args.snapshot, args.output):
+            print(line, file=sys.stderr)
     return EXIT_OK
 
 

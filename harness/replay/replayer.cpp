@@ -109,12 +109,23 @@ class Replayer {
       }
       ++result_.counts.events;
       step(i, e, late[i]);
+      if (options_.capture_at_event == i) {
+        result_.captured = allocator_.memory_stats();
+      }
       if (++in_stretch == stride) {
         sample(i, e.time_ns);
         in_stretch = 0;
       }
+      if ((options_.stop_at_first_oom && replay_ooms_ > 0) || options_.stop_after_event == i) {
+        result_.stopped_early = i + 1 < trace_.events.size();
+        if (in_stretch != 0) {
+          sample(i, e.time_ns);
+          in_stretch = 0;
+        }
+        break;
+      }
     }
-    if (in_stretch != 0) {
+    if (in_stretch != 0 && !result_.stopped_early) {
       const Event& last = trace_.events.back();
       sample(trace_.events.size() - 1, last.time_ns);
     }
@@ -140,7 +151,7 @@ class Replayer {
         return complete(e);
       case Action::oom:
         ++result_.counts.trace_ooms;
-        return;
+        return recorded_oom(index, e);
       case Action::segment_alloc:
       case Action::segment_map:
         return segment(static_cast<std::int64_t>(e.bytes));
@@ -219,7 +230,39 @@ class Replayer {
     result_.trace_peak_reserved = std::max(result_.trace_peak_reserved.value_or(0), trace_reserved_);
   }
 
+  // The recorded program's OOM: the state now and, when asked, whether this allocator grants the request.
+  void recorded_oom(std::size_t index, const Event& e) {
+    const MemoryStats stats = allocator_.memory_stats();
+    RecordedOom r;
+    r.event_index = index;
+    r.seq = e.seq;
+    r.time_ns = e.time_ns;
+    r.request_bytes = e.bytes;
+    r.stream = e.stream;
+    if (result_.counts.segment_events > 0) {
+      r.recorded_reserved = trace_reserved_;
+    }
+    r.reserved = stat(stats, "reserved_bytes.all.current");
+    r.allocated = stat(stats, "allocated_bytes.all.current");
+    if (const auto it = stats.find("largest_free_block_bytes"); it != stats.end()) {
+      r.largest_free_block = it->second;
+    }
+    r.earlier_replay_oom = replay_ooms_ > 0;
+    if (options_.probe_recorded_ooms) {
+      try {
+        void* ptr = allocator_.allocate(e.bytes, device_.stream(e.stream));
+        allocator_.deallocate(ptr);
+        r.probe_granted = true;
+      } catch (const OutOfMemoryError&) {
+        r.probe_granted = false;
+        ++failed_probes_;  // the allocator counted it in num_ooms: not an OOM of the trace's allocations
+      }
+    }
+    result_.recorded_ooms.push_back(std::move(r));
+  }
+
   void record_oom(std::size_t index, const Event& e, const char* message) {
+    ++replay_ooms_;
     if (result_.ooms.size() >= options_.oom_points) {
       return;
     }
@@ -259,7 +302,7 @@ class Replayer {
     result_.counts.live_at_end = live_.size() + pending_.size();
     result_.final_stats = allocator_.memory_stats();
     result_.num_alloc_retries = stat(result_.final_stats, "num_alloc_retries");
-    result_.num_ooms = stat(result_.final_stats, "num_ooms");
+    result_.num_ooms = stat(result_.final_stats, "num_ooms") - failed_probes_;
     MemoryStats with_peaks = result_.final_stats;
     with_peaks["allocated_bytes.all.peak"] = result_.peak_allocated;
     with_peaks["reserved_bytes.all.peak"] = result_.peak_reserved;
@@ -287,6 +330,8 @@ class Replayer {
   std::unordered_set<std::uint64_t> failed_;
   std::uint64_t next_pending_ = 0;
   std::int64_t trace_reserved_ = 0;
+  std::uint64_t replay_ooms_ = 0;   // allocations of the trace that failed in this replay
+  std::int64_t failed_probes_ = 0;  // probe_recorded_ooms requests that were refused
 };
 
 }  // namespace

@@ -46,6 +46,15 @@ struct ReplayOptions {
   std::string device;                  // the trace's device to replay ("cuda:0"); empty: the first seen
   std::size_t timeline_points = 2000;  // at most this many timeline points
   std::size_t oom_points = 16;         // OOM points kept in detail (all are counted)
+  // For `memstress doctor` (harness/doctor): the allocator's memory_stats() just after this event (an
+  // index into the trace's events) into ReplayResult::captured.
+  std::optional<std::uint64_t> capture_at_event;
+  // At each of the recorded program's `oom` lines: the state then (ReplayResult::recorded_ooms) and, with
+  // probe_recorded_ooms, whether this allocator would have granted the request (it is allocated and freed
+  // at once: what the program did after its OOM is unknown).
+  bool probe_recorded_ooms = false;
+  bool stop_at_first_oom = false;                 // end the replay at its first OOM
+  std::optional<std::uint64_t> stop_after_event;  // end the replay after this event index
 };
 
 enum class PendingFrees : std::uint8_t { record_stream, deferred };
@@ -70,6 +79,21 @@ struct OomPoint {
   std::int64_t reserved = 0;                       // at that moment
   std::int64_t allocated = 0;
   std::string message;  // the allocator's OutOfMemoryError
+};
+
+// The state at one of the recorded program's `oom` lines.
+struct RecordedOom {
+  std::uint64_t event_index = 0;
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  std::uint64_t request_bytes = 0;  // as recorded: PyTorch records the rounded size
+  std::uint64_t stream = 0;
+  std::optional<std::int64_t> recorded_reserved;  // the recorded allocator's, from the segment lines
+  std::int64_t reserved = 0;                      // this replay's, at that moment
+  std::int64_t allocated = 0;
+  std::optional<std::int64_t> largest_free_block;
+  std::optional<bool> probe_granted;  // with probe_recorded_ooms: whether the request was granted
+  bool earlier_replay_oom = false;    // this replay had already failed an allocation before this line
 };
 
 struct ReplayCounts {
@@ -105,6 +129,9 @@ struct ReplayResult {
   std::vector<OomPoint> ooms;   // the first ReplayOptions::oom_points
   std::vector<TimelinePoint> timeline;
   MemoryStats final_stats;  // the allocator's memory_stats() at the end (peaks: of the last stretch)
+  std::optional<MemoryStats> captured;     // at ReplayOptions::capture_at_event
+  std::vector<RecordedOom> recorded_ooms;  // the recorded program's oom lines, in order
+  bool stopped_early = false;              // stop_at_first_oom or stop_after_event ended it
 };
 
 // Replays `trace` through `allocator` (over its backend). Throws InputError when options.device is not a

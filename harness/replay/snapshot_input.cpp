@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/alloc/trace_file.hpp"
 #include "harness/core/data_dir.hpp"
@@ -31,11 +32,16 @@ InputKind input_kind(const std::filesystem::path& path) {
   return InputKind::memstress_trace;
 }
 
-ConvertedTrace::ConvertedTrace(const std::filesystem::path& input)
+ConvertedTrace::ConvertedTrace(const std::filesystem::path& input, bool with_facts)
     : dir_("replay"), trace_(dir_.path() / "converted.trace.csv.gz") {
   const std::string what = fmt::format("converting {}", input.string());
   const std::filesystem::path script = data_path("scripts/torch_snapshot_to_trace.py", what);
-  const int rc = run_program(script, {input.string(), "-o", trace_.string()}, what);
+  std::vector<std::string> args{input.string(), "-o", trace_.string()};
+  if (with_facts) {
+    facts_ = dir_.path() / "facts.json";
+    args.insert(args.end(), {"--facts", facts_.string(), "--quiet"});
+  }
+  const int rc = run_program(script, args, what);
   if (rc == 0) {
     return;
   }

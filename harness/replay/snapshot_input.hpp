@@ -22,15 +22,19 @@ enum class InputKind { memstress_trace, torch_snapshot, rmm_log };
 
 class ConvertedTrace {
  public:
-  // Runs the converter on `input`; throws InputError (exit 2) when it rejects the file (its message,
-  // naming the file, is on stderr already), EnvironmentError (exit 3) when it cannot run.
-  explicit ConvertedTrace(const std::filesystem::path& input);
+  // Runs the converter on `input` (with `with_facts`, also asking for the facts the trace has no column
+  // for: --facts, for `memstress doctor`); throws InputError (exit 2) when it rejects the file (its
+  // message, naming the file, is on stderr already), EnvironmentError (exit 3) when it cannot run.
+  explicit ConvertedTrace(const std::filesystem::path& input, bool with_facts = false);
 
   [[nodiscard]] const std::filesystem::path& trace() const noexcept { return trace_; }
+  // The facts file (harness/doctor/facts.hpp); empty unless asked for.
+  [[nodiscard]] const std::filesystem::path& facts() const noexcept { return facts_; }
 
  private:
   TempDir dir_;
   std::filesystem::path trace_;
+  std::filesystem::path facts_;
 };
 
 }  // namespace memstress::replay

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "harness/alloc/factory.hpp"
+#include "harness/core/parallel.hpp"
 #include "harness/core/text_table.hpp"
 #include "harness/core/units.hpp"
 
@@ -48,17 +49,22 @@ std::vector<SweepSetting> sweep_grid(const std::string& base_conf) {
   return grid;
 }
 
+ReplayRun replay_setting(const ReplayTrace& trace, const SweepSetting& setting,
+                         const BackendFactory& make_device, const ReplayOptions& options) {
+  const std::unique_ptr<DeviceBackend> device = make_device();
+  AllocatorSpec spec;
+  spec.name = setting.allocator;
+  spec.conf = setting.conf;
+  const std::unique_ptr<Allocator> allocator = make_allocator(spec, *device);
+  return ReplayRun{setting.conf, replay_trace(trace, *allocator, options)};
+}
+
 Sweep run_sweep(const ReplayTrace& trace, const std::vector<SweepSetting>& grid,
-                const BackendFactory& make_device, const ReplayOptions& options) {
+                const BackendFactory& make_device, const ReplayOptions& options, unsigned threads) {
   Sweep sweep;
-  for (const SweepSetting& s : grid) {
-    const std::unique_ptr<DeviceBackend> device = make_device();
-    AllocatorSpec spec;
-    spec.name = s.allocator;
-    spec.conf = s.conf;
-    const std::unique_ptr<Allocator> allocator = make_allocator(spec, *device);
-    sweep.rows.push_back(ReplayRun{s.conf, replay_trace(trace, *allocator, options)});
-  }
+  sweep.rows.resize(grid.size());
+  parallel_for(grid.size(), threads == 0 ? default_threads(grid.size()) : threads,
+               [&](std::size_t i) { sweep.rows[i] = replay_setting(trace, grid[i], make_device, options); });
   std::stable_sort(sweep.rows.begin(), sweep.rows.end(), [](const ReplayRun& a, const ReplayRun& b) {
     const ReplayResult& x = a.result;
     const ReplayResult& y = b.result;

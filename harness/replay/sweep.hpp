@@ -37,9 +37,15 @@ struct Sweep {
   std::optional<std::size_t> best_by_oom_margin;  // none when every row had an OOM
 };
 
+// Builds a fresh device for one replay; called from several threads at once.
 using BackendFactory = std::function<std::unique_ptr<DeviceBackend>()>;
+// Each setting on its own device, `threads` replays at a time (0: one per hardware thread).
 [[nodiscard]] Sweep run_sweep(const ReplayTrace& trace, const std::vector<SweepSetting>& grid,
-                              const BackendFactory& make_device, const ReplayOptions& options);
+                              const BackendFactory& make_device, const ReplayOptions& options,
+                              unsigned threads = 0);
+// One replay of `setting` on a fresh device from `make_device` (what run_sweep does for each row).
+[[nodiscard]] ReplayRun replay_setting(const ReplayTrace& trace, const SweepSetting& setting,
+                                       const BackendFactory& make_device, const ReplayOptions& options);
 
 [[nodiscard]] nlohmann::json sweep_json(const Sweep& sweep);
 [[nodiscard]] std::string format_sweep(const Sweep& sweep);

@@ -1,0 +1,113 @@
+// memstress doctor SNAPSHOT: the answers from a PyTorch memory snapshot (or an RMM log, or a memstress
+// trace), in one command (harness/doctor): what the program needed, who held the memory at the peak, its
+// OOM and the setting that avoids it, every setting at each capacity, and growth. --format json prints
+// the memstress.doctor/1 document; html draws it (the installed scripts/report). Exit 0 when the
+// diagnosis ran (what it finds is reported, not an error), 2 for input that is no snapshot, 3 when the
+// converter or the report cannot run.
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "apps/commands.hpp"
+#include "harness/core/atomic_file.hpp"
+#include "harness/core/data_dir.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/subprocess.hpp"
+#include "harness/core/units.hpp"
+#include "harness/doctor/doctor.hpp"
+#include "harness/doctor/format.hpp"
+
+namespace memstress::app {
+namespace {
+
+struct DoctorFlags {
+  std::string snapshot;
+  std::string capacity;
+  std::string alloc_conf;
+  std::string trace_device;
+  std::string format = "table";
+  std::string out;
+  std::size_t top = 10;
+};
+
+std::vector<std::uint64_t> parse_capacities(const std::string& text) {
+  std::vector<std::uint64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const std::uint64_t c = parse_bytes(item, "--capacity");
+    if (c == 0) {
+      throw InputError(fmt::format("--capacity '{}': a capacity must be more than 0 bytes", item));
+    }
+    out.push_back(c);
+  }
+  if (out.empty()) {
+    throw InputError(fmt::format("--capacity '{}': give one or more sizes, e.g. 24G,40G,80G", text));
+  }
+  return out;
+}
+
+int doctor_command(const DoctorFlags& f) {
+  doctor::DoctorOptions options;
+  if (!f.capacity.empty()) {
+    options.capacities = parse_capacities(f.capacity);
+  }
+  if (!f.alloc_conf.empty()) {
+    options.alloc_conf = f.alloc_conf;
+  }
+  options.trace_device = f.trace_device;
+  options.top_sites = f.top;
+  if (f.format == "html" && f.out.empty()) {
+    throw InputError("--format html: give the page to write with -o FILE.html");
+  }
+  const doctor::DoctorReport report = doctor::diagnose(doctor::load_input(f.snapshot), options);
+  const nlohmann::json doc = doctor::doctor_document(report);
+  if (f.format == "html") {
+    const TempDir dir("doctor");
+    const std::filesystem::path json = dir.path() / "doctor.json";
+    write_file_atomically(json, doc.dump() + "\n", "the doctor's document");
+    const std::filesystem::path script = data_path("scripts/report", "memstress doctor --format html");
+    return run_program(script, {json.string(), "-o", f.out}, "memstress doctor --format html");
+  }
+  if (!f.out.empty()) {
+    write_file_atomically(f.out, doc.dump(2) + "\n", "--out");
+  }
+  const std::string text = f.format == "json" ? doc.dump(2) + "\n" : doctor::format_doctor(report);
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_doctor(CLI::App& app) {
+  auto flags = std::make_shared<DoctorFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "doctor",
+      "Answers from a PyTorch memory snapshot: the peak and who holds it, the OOM's cause and the "
+      "setting that avoids it, every setting at each capacity, growth");
+  sub->add_option(
+         "SNAPSHOT", flags->snapshot,
+         "A PyTorch memory snapshot (torch.cuda.memory._dump_snapshot; with or without stack frames), "
+         "an RMM log or a memstress trace; plain or .gz")
+      ->required();
+  sub->add_option(
+      "--capacity", flags->capacity,
+      "GPU memory PyTorch may use, one or more (24G,40G,80G); default: the recorded GPU's when the "
+      "snapshot says");
+  sub->add_option("--alloc-conf", flags->alloc_conf,
+                  "The PYTORCH_CUDA_ALLOC_CONF the program ran with, when the snapshot does not say");
+  sub->add_option("--trace-device", flags->trace_device,
+                  "The device to diagnose, e.g. cuda:1 (default: the first)");
+  sub->add_option("--format", flags->format, "table, json (memstress.doctor/1) or html (with -o)")
+      ->check(CLI::IsMember({"table", "json", "html"}))
+      ->capture_default_str();
+  sub->add_option("-o,--out", flags->out, "Write the JSON document here (the HTML page with --format html)");
+  sub->add_option("--top", flags->top, "Sites shown at the peak")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
+      ->capture_default_str();
+  return {sub, [flags] { return doctor_command(*flags); }};
+}
+
+}  // namespace memstress::app

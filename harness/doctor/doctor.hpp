@@ -1,0 +1,78 @@
+#pragma once
+
+// `memstress doctor SNAPSHOT`: the answers a PyTorch user with an OOM (or a growing footprint) needs,
+// from one snapshot, each replayed rather than guessed: what the program needed and when, who held the
+// memory at the peak, why its OOM happened and which setting avoids it, how every allocator setting
+// fares at each capacity, and whether memory grows step after step.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/doctor/growth.hpp"
+#include "harness/doctor/input.hpp"
+#include "harness/doctor/oom.hpp"
+#include "harness/doctor/settings.hpp"
+
+namespace memstress::doctor {
+
+struct DoctorOptions {
+  std::vector<std::uint64_t> capacities;  // empty: the recorded GPU's, when the snapshot says
+  std::optional<std::string> alloc_conf;  // the setting the program ran with, when the snapshot lacks it
+  std::string trace_device;               // "cuda:1"; empty: the trace's first device
+  std::size_t top_sites = 10;
+  unsigned threads = 0;  // replays side by side (0: one per hardware thread)
+};
+
+struct Needed {
+  std::int64_t peak_allocated = 0;  // allocated_bytes.all.peak of the replay under the program's setting
+  std::int64_t peak_reserved = 0;
+  std::int64_t peak_requested = 0;
+  std::optional<std::int64_t> recorded_peak_reserved;  // from the trace's segment lines
+  std::int64_t reserved_minus_allocated = 0;           // at the peak
+  double utilization = 1.0;                            // peak allocated / peak reserved
+  std::optional<double> external_fragmentation;        // at the peak
+  std::uint64_t peak_event = 0;                        // 1-based, the program's live bytes' peak
+  std::uint64_t peak_time_ns = 0;
+  std::uint64_t events = 0;
+  std::uint64_t duration_ns = 0;
+};
+
+struct GrowthAnswer {
+  std::vector<Floor> floors;
+  std::vector<std::uint64_t> floor_times_ns;
+  LineFit fit;
+  double bytes_per_second = 0;  // the slope per step over the mean step time
+  std::vector<SiteGrowth> sites;
+};
+
+struct DoctorReport {
+  std::string input;
+  std::string source;
+  std::string trace_device;
+  std::vector<std::string> other_devices;
+  bool frames_recorded = false;
+  replay::SweepSetting setting;  // the one the program ran with
+  std::string setting_origin;    // "the snapshot", "--alloc-conf", "assumed: PyTorch's defaults"
+  std::vector<std::uint64_t> capacities;
+  std::string capacity_origin;
+  Needed needed;
+  std::vector<SiteShare> sites_at_peak;  // the largest top_sites, then one row for the rest (site -2)
+  std::int64_t live_at_peak = 0;
+  std::optional<OomAnalysis> oom;
+  SettingsAnswer settings;
+  GrowthAnswer growth;
+  std::vector<replay::TimelinePoint> timeline;  // under the program's setting
+  std::vector<Site> sites;                      // the facts' sites, for names
+  nlohmann::json recorder;
+
+  // "models/llama.py:412 in forward", "(no stack frames recorded)", "(everything else)".
+  [[nodiscard]] std::string site_name(std::int32_t site) const;
+};
+
+inline constexpr std::int32_t kOtherSites = -2;
+
+[[nodiscard]] DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options);
+
+}  // namespace memstress::doctor

@@ -1,0 +1,152 @@
+// The memstress.doctor/1 document (harness/doctor/format.hpp).
+
+#include "harness/doctor/format.hpp"
+
+namespace memstress::doctor {
+namespace {
+
+nlohmann::json optional_json(const auto& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+nlohmann::json oom_at_json(const OomAt& at) {
+  return {{"event", at.event},
+          {"seq", at.seq},
+          {"time_ns", at.time_ns},
+          {"request", at.request},
+          {"site", at.site}};
+}
+
+nlohmann::json setting_json(const replay::SweepSetting& s) {
+  return {{"allocator", s.allocator}, {"alloc_conf", s.conf}, {"pytorch_alloc_conf", pytorch_conf(s)}};
+}
+
+nlohmann::json settings_json(const SettingsAnswer& a) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const SettingRow& row : a.rows) {
+    nlohmann::json verdicts = nlohmann::json::array();
+    for (const CapacityVerdict& v : row.verdicts) {
+      verdicts.push_back({{"capacity", v.capacity},
+                          {"fits", v.fits},
+                          {"replayed", v.replayed},
+                          {"oom", v.oom ? oom_at_json(*v.oom) : nlohmann::json(nullptr)}});
+    }
+    nlohmann::json j = setting_json(row.setting);
+    j.update({{"peak_reserved", row.peak_reserved},
+              {"peak_allocated", row.peak_allocated},
+              {"utilization", row.utilization},
+              {"num_alloc_retries", row.retries},
+              {"capacities", verdicts}});
+    rows.push_back(std::move(j));
+  }
+  return {{"unconstrained_capacity", a.unconstrained_capacity},
+          {"rows", rows},
+          {"recommended", optional_json(a.recommended)},
+          {"recommended_fits_every_capacity", a.recommended_fits_all},
+          {"recorded", optional_json(a.recorded)}};
+}
+
+nlohmann::json oom_json(const OomAnalysis& o) {
+  nlohmann::json grant = nlohmann::json::array();
+  for (const replay::SweepSetting& s : o.would_grant) {
+    grant.push_back(setting_json(s));
+  }
+  return {
+      {"count", o.count},
+      {"at", oom_at_json(o.at)},
+      {"device_free", optional_json(o.device_free)},
+      {"recorded_reserved", optional_json(o.recorded_reserved)},
+      {"capacity", optional_json(o.capacity)},
+      {"reserved", o.reserved},
+      {"allocated", o.allocated},
+      {"largest_free_block", optional_json(o.largest_free_block)},
+      {"reproduced", optional_json(o.reproduced)},
+      {"replay_failed_earlier", o.replay_failed_earlier},
+      {"cause", o.cause ? nlohmann::json(*o.cause == OomCause::exhaustion ? "exhaustion" : "fragmentation")
+                        : nlohmann::json(nullptr)},
+      {"would_grant", grant}};
+}
+
+nlohmann::json fit_json(const LineFit& f) {
+  return {{"slope_per_step", f.slope}, {"intercept", f.intercept}, {"r2", f.r2},
+          {"points", f.points},        {"rises", f.rises},         {"growing", f.growing()}};
+}
+
+}  // namespace
+
+nlohmann::json doctor_document(const DoctorReport& r) {
+  nlohmann::json sites = nlohmann::json::array();
+  for (const Site& s : r.sites) {
+    sites.push_back({{"where", s.where},
+                     {"filename", s.filename},
+                     {"line", s.line},
+                     {"function", s.function},
+                     {"user_code", s.user_code},
+                     {"stack", s.stack}});
+  }
+  nlohmann::json at_peak = nlohmann::json::array();
+  for (const SiteShare& s : r.sites_at_peak) {
+    at_peak.push_back({{"site", s.site},
+                       {"name", r.site_name(s.site)},
+                       {"bytes", s.bytes},
+                       {"count", s.count},
+                       {"largest", s.largest}});
+  }
+  nlohmann::json floors = nlohmann::json::array();
+  for (std::size_t k = 0; k < r.growth.floors.size(); ++k) {
+    floors.push_back({{"event", r.growth.floors[k].position + 1},
+                      {"time_ns", r.growth.floor_times_ns[k]},
+                      {"bytes", r.growth.floors[k].bytes}});
+  }
+  nlohmann::json growing = nlohmann::json::array();
+  for (const SiteGrowth& g : r.growth.sites) {
+    growing.push_back({{"site", g.site},
+                       {"name", r.site_name(g.site)},
+                       {"first", g.first},
+                       {"last", g.last},
+                       {"fit", fit_json(g.fit)}});
+  }
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const replay::TimelinePoint& p : r.timeline) {
+    timeline.push_back({p.event_index, p.time_ns, p.allocated, p.reserved});
+  }
+  const Needed& n = r.needed;
+  return {
+      {"schema", "memstress.doctor/1"},
+      {"input",
+       {{"path", r.input},
+        {"source", r.source},
+        {"device", r.trace_device},
+        {"other_devices", r.other_devices},
+        {"frames_recorded", r.frames_recorded},
+        {"recorder", r.recorder}}},
+      {"setting", setting_json(r.setting)},
+      {"setting_origin", r.setting_origin},
+      {"capacities", r.capacities},
+      {"capacity_origin", r.capacity_origin},
+      {"needed",
+       {{"peak_allocated", n.peak_allocated},
+        {"peak_reserved", n.peak_reserved},
+        {"peak_requested", n.peak_requested},
+        {"recorded_peak_reserved", optional_json(n.recorded_peak_reserved)},
+        {"reserved_minus_allocated_at_peak", n.reserved_minus_allocated},
+        {"utilization", n.utilization},
+        {"external_fragmentation_at_peak", optional_json(n.external_fragmentation)},
+        {"peak_event", n.peak_event},
+        {"peak_time_ns", n.peak_time_ns},
+        {"events", n.events},
+        {"duration_ns", n.duration_ns}}},
+      {"sites", sites},
+      {"at_peak", {{"live_bytes", r.live_at_peak}, {"sites", at_peak}}},
+      {"oom", r.oom ? oom_json(*r.oom) : nlohmann::json(nullptr)},
+      {"settings", settings_json(r.settings)},
+      {"growth",
+       {{"floors", floors},
+        {"fit", fit_json(r.growth.fit)},
+        {"bytes_per_second", r.growth.bytes_per_second},
+        {"sites", growing}}},
+      {"timeline", {{"columns", {"event_index", "time_ns", "allocated", "reserved"}}, {"points", timeline}}},
+  };
+}
+
+}  // namespace memstress::doctor

@@ -1,0 +1,302 @@
+// The doctor's sections for people (harness/doctor/format.hpp): each a few figures and one plain
+// sentence, marked "->", that says what they mean.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "harness/core/text_table.hpp"
+#include "harness/core/units.hpp"
+#include "harness/doctor/format.hpp"
+
+namespace memstress::doctor {
+namespace {
+
+std::string bytes(std::int64_t b) {
+  return b < 0 ? "-" + human_bytes(static_cast<std::uint64_t>(-b))
+               : human_bytes(static_cast<std::uint64_t>(b));
+}
+
+std::string seconds(std::uint64_t ns) {
+  return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9);
+}
+
+std::string percent(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : std::string("-");
+}
+
+std::string conf_name(const replay::SweepSetting& s) {
+  if (s.allocator == "direct") {
+    return "direct (cudaMalloc per allocation, for reference)";
+  }
+  const std::string conf = pytorch_conf(s);
+  return conf.empty() ? "(PyTorch's defaults)" : conf;
+}
+
+std::string where_it_ran_out(const DoctorReport& r, const OomAt& at) {
+  return fmt::format("OOM at event {} ({}{})", at.event, bytes(static_cast<std::int64_t>(at.request)),
+                     at.site >= 0 ? " at " + r.site_name(at.site) : std::string());
+}
+
+void header(std::string& out, const DoctorReport& r) {
+  const Needed& n = r.needed;
+  out += fmt::format("memstress doctor: {} ({}, {}, {} events over {})\n", r.input, r.source, r.trace_device,
+                     n.events, seconds(n.duration_ns));
+  if (!r.other_devices.empty()) {
+    out += fmt::format("  other devices in it, not diagnosed: {} (--trace-device to pick one)\n",
+                       fmt::join(r.other_devices, ", "));
+  }
+  out += fmt::format("  ran with: {} ({})\n", conf_name(r.setting), r.setting_origin);
+  std::vector<std::string> caps;
+  for (const std::uint64_t c : r.capacities) {
+    caps.push_back(bytes(static_cast<std::int64_t>(c)));
+  }
+  out += fmt::format("  capacity judged: {} ({})\n",
+                     caps.empty() ? "-" : fmt::format("{}", fmt::join(caps, ", ")), r.capacity_origin);
+}
+
+void needed(std::string& out, const DoctorReport& r) {
+  const Needed& n = r.needed;
+  out += "\n== What it needed ==\n";
+  std::vector<TableLine> t;
+  t.push_back({"peak allocated (allocated_bytes.all.peak)", bytes(n.peak_allocated)});
+  t.push_back({"peak reserved (reserved_bytes.all.peak), replayed", bytes(n.peak_reserved)});
+  if (n.recorded_peak_reserved) {
+    t.push_back({"peak reserved, as recorded (the snapshot's segments)", bytes(*n.recorded_peak_reserved)});
+  }
+  t.push_back({"reserved - allocated, at the peak", bytes(n.reserved_minus_allocated)});
+  t.push_back({"utilization (peak allocated / peak reserved)", fmt::format("{:.3f}", n.utilization)});
+  t.push_back(
+      {"external fragmentation at the peak (1 - largest free / free)",
+       n.external_fragmentation ? fmt::format("{:.3f}", *n.external_fragmentation) : "- (nothing free)"});
+  t.push_back(
+      {"the peak (the most live at once)",
+       fmt::format("event {} of {}, {} into the run", n.peak_event, n.events, seconds(n.peak_time_ns))});
+  out += render_table(t);
+  const double unused = static_cast<double>(n.peak_reserved - n.peak_allocated);
+  out += fmt::format(
+      "-> At its peak it needed {} of GPU memory from PyTorch's allocator; {} of that ({}) was "
+      "reserved but not allocated.\n",
+      bytes(n.peak_reserved), bytes(n.peak_reserved - n.peak_allocated),
+      percent(unused, static_cast<double>(n.peak_reserved)));
+}
+
+void at_peak(std::string& out, const DoctorReport& r) {
+  out += fmt::format("\n== Who holds the memory at the peak (event {}) ==\n", r.needed.peak_event);
+  if (!r.frames_recorded) {
+    out +=
+        "no stack frames recorded: record them with\n"
+        "  torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks=\"python\")\n"
+        "  (or run under python/memstress_torch.py, which does)\n";
+  }
+  std::vector<TableLine> t{{"SITE", "LIVE", "SHARE", "COUNT", "LARGEST"}};
+  for (const SiteShare& s : r.sites_at_peak) {
+    t.push_back({r.site_name(s.site), bytes(static_cast<std::int64_t>(s.bytes)),
+                 percent(static_cast<double>(s.bytes), static_cast<double>(r.live_at_peak)),
+                 std::to_string(s.count), bytes(static_cast<std::int64_t>(s.largest))});
+  }
+  out += render_table(t);
+  const auto top = std::find_if(r.sites_at_peak.begin(), r.sites_at_peak.end(),
+                                [](const SiteShare& s) { return s.site >= 0; });
+  if (top != r.sites_at_peak.end()) {
+    out += fmt::format(
+        "-> {} holds the most of the sites recorded: {} of the {} live at the peak ({}, {} "
+        "allocations).\n",
+        r.site_name(top->site), bytes(static_cast<std::int64_t>(top->bytes)), bytes(r.live_at_peak),
+        percent(static_cast<double>(top->bytes), static_cast<double>(r.live_at_peak)), top->count);
+  }
+}
+
+void oom(std::string& out, const DoctorReport& r) {
+  out += "\n== The OOM ==\n";
+  if (!r.oom) {
+    out += "-> The program did not run out of memory while it was recorded.\n";
+    return;
+  }
+  const OomAnalysis& o = *r.oom;
+  std::vector<TableLine> t;
+  t.push_back(
+      {"request", fmt::format("{} at event {}{}", bytes(static_cast<std::int64_t>(o.at.request)), o.at.event,
+                              o.at.site >= 0 ? " (" + r.site_name(o.at.site) + ")" : std::string())});
+  if (o.recorded_reserved) {
+    t.push_back({"reserved then (recorded)", bytes(*o.recorded_reserved)});
+  }
+  t.push_back({"reserved then (replayed)", bytes(o.reserved)});
+  t.push_back({"allocated then (replayed)", bytes(o.allocated)});
+  t.push_back({"largest free block in the cache",
+               o.largest_free_block ? bytes(*o.largest_free_block) : std::string("-")});
+  if (o.device_free) {
+    t.push_back({"free on the device (cudaMemGetInfo)", bytes(static_cast<std::int64_t>(*o.device_free))});
+  }
+  if (o.capacity) {
+    t.push_back({"capacity PyTorch could use", bytes(static_cast<std::int64_t>(*o.capacity))});
+  }
+  if (o.count > 1) {
+    t.push_back({"OOMs in the recording", std::to_string(o.count)});
+  }
+  out += render_table(t);
+  if (!o.cause) {
+    out += "-> Without the capacity (give --capacity) the cause cannot be judged.\n";
+    return;
+  }
+  if (o.reproduced && !*o.reproduced) {
+    out += "note: the replay under the same setting granted the request: the figures are the replay's.\n";
+  }
+  const std::int64_t free_total = static_cast<std::int64_t>(*o.capacity) - o.allocated;
+  if (*o.cause == OomCause::exhaustion) {
+    out += fmt::format(
+        "-> Exhaustion: the live allocations ({}) and the request ({}) need more than the {} PyTorch "
+        "could use. No allocator setting helps: use less memory (a smaller batch, activation "
+        "checkpointing) or a larger GPU.\n",
+        bytes(o.allocated), bytes(static_cast<std::int64_t>(o.at.request)),
+        bytes(static_cast<std::int64_t>(*o.capacity)));
+    return;
+  }
+  out += fmt::format(
+      "-> Fragmentation: {} was free in total, more than the {} asked for, but in no piece large "
+      "enough (the largest free block in the cache was {}).\n",
+      bytes(free_total), bytes(static_cast<std::int64_t>(o.at.request)),
+      o.largest_free_block ? bytes(*o.largest_free_block) : std::string("unknown"));
+  if (o.would_grant.empty()) {
+    out +=
+        "-> No setting of the sweep would have granted it at that capacity (each replayed to that point).\n";
+    return;
+  }
+  std::vector<std::string> names;
+  for (const replay::SweepSetting& s : o.would_grant) {
+    if (s.allocator != "direct") {
+      names.push_back(conf_name(s));
+    }
+  }
+  const std::size_t shown = std::min<std::size_t>(names.size(), 4);
+  out += fmt::format(
+      "-> Replayed to that point at the same capacity, {} of the sweep's settings grant it{}{}\n",
+      names.size(), shown > 0 ? ": " : ".",
+      fmt::format("{}{}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), "; "),
+                  names.size() > shown ? "; …" : ""));
+}
+
+void settings(std::string& out, const DoctorReport& r) {
+  const SettingsAnswer& a = r.settings;
+  out += fmt::format("\n== Settings ({} replays, each on a fresh simulated device) ==\n", a.rows.size());
+  TableLine head{"RANK", "PYTORCH_CUDA_ALLOC_CONF", "PEAK RESERVED", "UTILIZATION"};
+  for (const std::uint64_t c : r.capacities) {
+    head.push_back(fmt::format("AT {}", bytes(static_cast<std::int64_t>(c))));
+  }
+  // Settings with the same figures are one line (the JSON document lists each); the setting it ran with
+  // and direct always have their own.
+  const auto figures = [&](const SettingRow& row) {
+    TableLine f{bytes(row.peak_reserved), fmt::format("{:.3f}", row.utilization)};
+    for (const CapacityVerdict& v : row.verdicts) {
+      f.push_back(v.fits ? std::string("fits") : v.oom ? where_it_ran_out(r, *v.oom) : std::string("OOM"));
+    }
+    return f;
+  };
+  const auto own_line = [&](std::size_t i) {
+    return a.recorded == i || a.rows[i].setting.allocator == "direct";
+  };
+  std::vector<TableLine> t{head};
+  for (std::size_t i = 0; i < a.rows.size();) {
+    const TableLine f = figures(a.rows[i]);
+    std::size_t j = i + 1;
+    while (!own_line(i) && j < a.rows.size() && !own_line(j) && figures(a.rows[j]) == f) {
+      ++j;
+    }
+    std::string name = conf_name(a.rows[i].setting);
+    if (a.recorded == i) {
+      name += "  <- ran with";
+    }
+    if (j - i > 1) {
+      name += fmt::format("  (and {} more alike)", j - i - 1);
+    }
+    TableLine line{j - i > 1 ? fmt::format("{}-{}", i + 1, j) : std::to_string(i + 1), name};
+    line.insert(line.end(), f.begin(), f.end());
+    t.push_back(std::move(line));
+    i = j;
+  }
+  out += render_table(t);
+  if (!a.recommended) {
+    return;
+  }
+  const SettingRow& best = a.rows[*a.recommended];
+  const std::string conf = pytorch_conf(best.setting);
+  std::string versus;
+  if (a.recorded && *a.recorded != *a.recommended) {
+    const SettingRow& ran = a.rows[*a.recorded];
+    versus = fmt::format(", {} less than the {} of the setting it ran with",
+                         percent(static_cast<double>(ran.peak_reserved - best.peak_reserved),
+                                 static_cast<double>(ran.peak_reserved)),
+                         bytes(ran.peak_reserved));
+  }
+  if (a.recorded && a.rows[*a.recorded].peak_reserved <= best.peak_reserved) {
+    out += fmt::format(
+        "-> The setting it ran with already has the lowest peak of the sweep's caching settings ({}): "
+        "no setting needs less.\n",
+        bytes(best.peak_reserved));
+  } else {
+    out += fmt::format(
+        "-> Recommended: PYTORCH_CUDA_ALLOC_CONF={} (peak reserved {}{}){}.\n",
+        conf.empty() ? "\"\" (PyTorch's defaults)" : conf, bytes(best.peak_reserved), versus,
+        !r.capacities.empty() && !a.recommended_fits_all ? "; it still does not fit every capacity" : "");
+  }
+  const auto direct = std::find_if(a.rows.begin(), a.rows.end(),
+                                   [](const SettingRow& row) { return row.setting.allocator == "direct"; });
+  if (direct != a.rows.end()) {
+    out += fmt::format(
+        "   (direct, a cudaMalloc and cudaFree per allocation and no cache, needs {}: the floor "
+        "for any caching allocator, at the cost of a driver call per allocation.)\n",
+        bytes(direct->peak_reserved));
+  }
+}
+
+void growth(std::string& out, const DoctorReport& r) {
+  const GrowthAnswer& g = r.growth;
+  out += "\n== Growth ==\n";
+  if (g.floors.size() < 4) {
+    out +=
+        fmt::format("-> {} floor(s) between peaks: too few steps to judge growth (at least 4 are needed).\n",
+                    g.floors.size());
+    return;
+  }
+  out += fmt::format(
+      "floors between peaks: {}; from {} to {}; slope {}/step (Theil-Sen, R^2 {:.2f}); higher than the "
+      "step before in {} of {} steps\n",
+      g.floors.size(), bytes(g.floors.front().bytes), bytes(g.floors.back().bytes),
+      bytes(static_cast<std::int64_t>(g.fit.slope)), g.fit.r2, g.fit.rises, g.floors.size() - 1);
+  if (!g.fit.growing()) {
+    out += "-> No growth: the memory kept between steps does not rise from step to step.\n";
+    return;
+  }
+  out += fmt::format(
+      "-> Memory grows: about {} more is kept after every step ({}/s); at this rate {} more after "
+      "another 10,000 steps.\n",
+      bytes(static_cast<std::int64_t>(g.fit.slope)), bytes(static_cast<std::int64_t>(g.bytes_per_second)),
+      bytes(static_cast<std::int64_t>(g.fit.slope * 10000)));
+  if (g.sites.empty()) {
+    out += r.frames_recorded ? "   no single site's live bytes grow step after step.\n"
+                             : "   record stack frames to see which line keeps the memory.\n";
+    return;
+  }
+  std::vector<TableLine> t{{"SITE THAT GROWS", "PER STEP", "FIRST FLOOR", "LAST FLOOR"}};
+  for (std::size_t i = 0; i < std::min<std::size_t>(g.sites.size(), 10); ++i) {
+    const SiteGrowth& s = g.sites[i];
+    t.push_back(
+        {r.site_name(s.site), bytes(static_cast<std::int64_t>(s.fit.slope)), bytes(s.first), bytes(s.last)});
+  }
+  out += render_table(t);
+}
+
+}  // namespace
+
+std::string format_doctor(const DoctorReport& report) {
+  std::string out;
+  header(out, report);
+  needed(out, report);
+  at_peak(out, report);
+  oom(out, report);
+  settings(out, report);
+  growth(out, report);
+  return out;
+}
+
+}  // namespace memstress::doctor

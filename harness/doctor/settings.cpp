@@ -1,0 +1,160 @@
+#include "harness/doctor/settings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "harness/alloc/alloc_config.hpp"
+#include "harness/core/parallel.hpp"
+#include "harness/memory/device_spec.hpp"
+
+namespace memstress::doctor {
+namespace {
+
+constexpr std::string_view kExpandable = "expandable_segments:True";
+constexpr std::uint64_t kUnconstrained = 1ULL << 40;  // 1 TiB: larger than any GPU's memory
+
+std::vector<std::string> parts_of(const std::string& conf) {
+  std::vector<std::string> parts;
+  std::stringstream in(conf);
+  for (std::string part; std::getline(in, part, ',');) {
+    if (!part.empty()) {
+      parts.push_back(part);
+    }
+  }
+  return parts;
+}
+
+bool same_setting(const replay::SweepSetting& a, const replay::SweepSetting& b) {
+  return a.allocator == b.allocator &&
+         AllocConfig::parse(a.conf, "").text == AllocConfig::parse(b.conf, "").text;
+}
+
+}  // namespace
+
+std::string pytorch_conf(const replay::SweepSetting& setting) {
+  if (setting.allocator != "expandable") {
+    return setting.conf;
+  }
+  return setting.conf.empty() ? std::string(kExpandable) : fmt::format("{},{}", kExpandable, setting.conf);
+}
+
+replay::SweepSetting setting_from_pytorch_conf(const std::string& conf, const std::string& what) {
+  const AllocConfig parsed = AllocConfig::parse(conf, what);  // InputError naming `what`
+  replay::SweepSetting s{parsed.expandable_segments ? "expandable" : "caching", ""};
+  std::vector<std::string> kept;
+  for (const std::string& part : parts_of(conf)) {
+    if (part.rfind("expandable_segments", 0) != 0) {
+      kept.push_back(part);
+    }
+  }
+  s.conf = fmt::format("{}", fmt::join(kept, ","));
+  return s;
+}
+
+std::vector<replay::SweepSetting> doctor_grid(const replay::SweepSetting& recorded) {
+  std::vector<replay::SweepSetting> grid = replay::sweep_grid("");
+  if (std::none_of(grid.begin(), grid.end(), [&](const auto& s) { return same_setting(s, recorded); })) {
+    grid.push_back(recorded);
+  }
+  return grid;
+}
+
+replay::BackendFactory sim_device(std::uint64_t capacity) {
+  DeviceSpec spec;
+  spec.kind = DeviceSpec::Kind::sim;
+  spec.sim_capacity = capacity;
+  return [spec] { return make_backend(spec, SimAddressOrder::cuda_like); };
+}
+
+std::uint64_t event_number(const LiveWalk& walk, std::uint64_t event_index) noexcept {
+  const auto it = std::lower_bound(walk.event_index.begin(), walk.event_index.end(), event_index);
+  return static_cast<std::uint64_t>(it - walk.event_index.begin()) + 1;
+}
+
+std::optional<OomAt> first_oom(const replay::ReplayResult& result, const replay::ReplayTrace& trace,
+                               const LiveWalk& walk, const SnapshotFacts& facts) {
+  if (result.ooms.empty()) {
+    return std::nullopt;
+  }
+  const replay::OomPoint& p = result.ooms.front();
+  return OomAt{event_number(walk, p.event_index), p.seq, p.time_ns, p.request_bytes,
+               facts.site_of(trace.events[p.event_index].id)};
+}
+
+SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& walk,
+                              const SnapshotFacts& facts, const std::vector<replay::SweepSetting>& grid,
+                              const replay::SweepSetting& recorded,
+                              const std::vector<std::uint64_t>& capacities, const replay::ReplayOptions& base,
+                              unsigned threads) {
+  SettingsAnswer answer;
+  answer.unconstrained_capacity = std::max(
+      kUnconstrained, capacities.empty() ? 0 : 2 * *std::max_element(capacities.begin(), capacities.end()));
+  replay::ReplayOptions options = base;
+  options.timeline_points = 1;
+  answer.rows.resize(grid.size());
+  const replay::BackendFactory unconstrained = sim_device(answer.unconstrained_capacity);
+  parallel_for(grid.size(), threads == 0 ? default_threads(grid.size()) : threads, [&](std::size_t i) {
+    const replay::ReplayResult r = replay::replay_setting(trace, grid[i], unconstrained, options).result;
+    SettingRow& row = answer.rows[i];
+    row.setting = grid[i];
+    row.peak_reserved = r.peak_reserved;
+    row.peak_allocated = r.peak_allocated;
+    row.utilization = r.fragmentation.utilization;
+    row.retries = r.num_alloc_retries;
+    for (const std::uint64_t c : capacities) {
+      row.verdicts.push_back(
+          CapacityVerdict{c, r.peak_reserved <= static_cast<std::int64_t>(c), false, std::nullopt});
+    }
+  });
+  // Settings that asked for more than a capacity: replayed on exactly that capacity.
+  struct Job {
+    std::size_t row;
+    std::size_t verdict;
+  };
+  std::vector<Job> jobs;
+  for (std::size_t r = 0; r < answer.rows.size(); ++r) {
+    for (std::size_t v = 0; v < capacities.size(); ++v) {
+      if (!answer.rows[r].verdicts[v].fits) {
+        jobs.push_back({r, v});
+      }
+    }
+  }
+  replay::ReplayOptions until_oom = options;
+  until_oom.stop_at_first_oom = true;
+  parallel_for(jobs.size(), threads == 0 ? default_threads(jobs.size()) : threads, [&](std::size_t j) {
+    SettingRow& row = answer.rows[jobs[j].row];
+    CapacityVerdict& verdict = row.verdicts[jobs[j].verdict];
+    const replay::ReplayRun run =
+        replay::replay_setting(trace, row.setting, sim_device(verdict.capacity), until_oom);
+    verdict.replayed = true;
+    verdict.oom = first_oom(run.result, trace, walk, facts);
+    verdict.fits = !verdict.oom.has_value();
+  });
+  // Lowest peak first; at equal peaks, settings with the same figures together, the one with fewer parts
+  // first (PyTorch's defaults before any change).
+  std::stable_sort(answer.rows.begin(), answer.rows.end(), [](const SettingRow& a, const SettingRow& b) {
+    const auto parts = [](const SettingRow& r) { return parts_of(pytorch_conf(r.setting)).size(); };
+    return std::tuple(a.peak_reserved, a.peak_allocated, parts(a), a.retries) <
+           std::tuple(b.peak_reserved, b.peak_allocated, parts(b), b.retries);
+  });
+  for (std::size_t r = 0; r < answer.rows.size(); ++r) {
+    const SettingRow& row = answer.rows[r];
+    if (same_setting(row.setting, recorded) && !answer.recorded) {
+      answer.recorded = r;
+    }
+    if (row.setting.allocator == "direct") {
+      continue;
+    }
+    const bool fits =
+        std::all_of(row.verdicts.begin(), row.verdicts.end(), [](const auto& v) { return v.fits; });
+    if (!answer.recommended || (fits && !answer.recommended_fits_all)) {
+      answer.recommended = r;
+      answer.recommended_fits_all = fits;
+    }
+  }
+  return answer;
+}
+
+}  // namespace memstress::doctor

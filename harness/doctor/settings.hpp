@@ -1,0 +1,85 @@
+#pragma once
+
+// For each allocator setting of the sweep: what it needs (peak reserved on a device too large to run
+// out) and, for each capacity asked about, whether the program fits or where it runs out.
+//
+// Design note. A setting whose peak reserved is at most the capacity fits: the replay never asked the
+// device for more. One whose peak is larger may still fit, since the caching allocator frees its cache
+// and retries before it gives up (as PyTorch's does), so it is replayed on a device of exactly that
+// capacity, stopping at its first OOM: that gives the event, the request and its site. Nothing is
+// guessed from the peak alone. Replays run side by side (each its own simulated device).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/doctor/facts.hpp"
+#include "harness/doctor/live_walk.hpp"
+#include "harness/replay/sweep.hpp"
+
+namespace memstress::doctor {
+
+// How PyTorch users write a setting: "expandable_segments:True,max_split_size_mb:64"; "" = PyTorch's
+// defaults. `direct` has none (cudaMalloc per allocation: not a PyTorch setting).
+[[nodiscard]] std::string pytorch_conf(const replay::SweepSetting& setting);
+// The other way: a PYTORCH_CUDA_ALLOC_CONF string as a setting of the grid (expandable_segments:True
+// selects the expandable allocator). Throws InputError naming `what` for a string memstress cannot parse.
+[[nodiscard]] replay::SweepSetting setting_from_pytorch_conf(const std::string& conf,
+                                                             const std::string& what);
+
+// Where a replay ran out.
+struct OomAt {
+  std::uint64_t event = 0;  // 1-based: the program's event number (alloc and free lines of the device)
+  std::uint64_t seq = 0;    // the trace line's seq
+  std::uint64_t time_ns = 0;
+  std::uint64_t request = 0;
+  std::int32_t site = -1;
+};
+
+struct CapacityVerdict {
+  std::uint64_t capacity = 0;
+  bool fits = true;
+  bool replayed = false;  // false: the peak reserved was within the capacity
+  std::optional<OomAt> oom;
+};
+
+struct SettingRow {
+  replay::SweepSetting setting;
+  std::int64_t peak_reserved = 0;
+  std::int64_t peak_allocated = 0;
+  double utilization = 1.0;
+  std::int64_t retries = 0;
+  std::vector<CapacityVerdict> verdicts;  // one per capacity, in the order given
+};
+
+struct SettingsAnswer {
+  std::uint64_t unconstrained_capacity = 0;  // the device the peaks were measured on
+  std::vector<SettingRow> rows;              // by peak reserved, then fewer settings
+  std::optional<std::size_t> recommended;    // the caching or expandable row to use
+  bool recommended_fits_all = false;
+  std::optional<std::size_t> recorded;  // the row of the setting the program ran with
+};
+
+// The grid: sweep_grid's 49 settings, and the recorded one if it is not among them.
+[[nodiscard]] std::vector<replay::SweepSetting> doctor_grid(const replay::SweepSetting& recorded);
+
+[[nodiscard]] SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& walk,
+                                            const SnapshotFacts& facts,
+                                            const std::vector<replay::SweepSetting>& grid,
+                                            const replay::SweepSetting& recorded,
+                                            const std::vector<std::uint64_t>& capacities,
+                                            const replay::ReplayOptions& base, unsigned threads);
+
+// The 1-based event number of a trace event (an index into trace.events) of the walk's device.
+[[nodiscard]] std::uint64_t event_number(const LiveWalk& walk, std::uint64_t event_index) noexcept;
+
+// Where a replay's first OOM happened, from its result.
+[[nodiscard]] std::optional<OomAt> first_oom(const replay::ReplayResult& result,
+                                             const replay::ReplayTrace& trace, const LiveWalk& walk,
+                                             const SnapshotFacts& facts);
+
+// A simulated device of `capacity` that places segments as CUDA does (what replay uses).
+[[nodiscard]] replay::BackendFactory sim_device(std::uint64_t capacity);
+
+}  // namespace memstress::doctor

@@ -1,0 +1,126 @@
+"""Allocation sites of a PyTorch memory snapshot: which line of the user's program asked for each block.
+
+A snapshot recorded with stacks (``_record_memory_history(stacks="python")`` or ``"all"``) gives every
+trace entry and every live block a list of frames, ``{"filename", "line", "name"}``, innermost first
+(the allocator's caller first, the program's entry point last). Most of those frames are PyTorch's own
+(``torch/nn/modules/linear.py``, ``torch/_tensor.py``), Python's standard library (``contextlib.py``)
+or C++ (``??``, ``c10/cuda/CUDACachingAllocator.cpp``): none of them is what a user can change. The
+*site* of an allocation is its first frame that is none of those: the user's own line (or a library's
+that the user called, such as ``transformers/models/llama/modeling_llama.py``). When no frame
+qualifies, the innermost Python frame stands in (marked internal), and when no frame was recorded the
+allocation has no site (-1).
+
+Sites are keyed by (filename, line, function); each keeps one example stack (its first), shortened to
+the Python frames when there are any, at most STACK_FRAMES of them.
+"""
+
+from __future__ import annotations
+
+import re
+import sysconfig
+from dataclasses import dataclass, field
+from typing import Any
+
+STACK_FRAMES = 16
+
+# Frames of PyTorch itself, wherever it is installed (site-packages, a source checkout's torch/).
+_TORCH = re.compile(r"(^|[/\\])torch[/\\]")
+_STDLIB_DIRS = tuple(
+    p for p in {sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")} if p)
+_STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!site-packages|dist-packages)")
+
+
+def is_python(filename: str) -> bool:
+    return filename.endswith(".py")
+
+
+def is_internal(filename: str) -> bool:
+    """Frames no user edits: C/C++, PyTorch's Python, the standard library, frozen modules, and the
+    memstress recorder (python/memstress_torch.py), which may sit at the bottom of every stack."""
+    if not is_python(filename) or filename.startswith("<") or filename.endswith("memstress_torch.py"):
+        return True
+    if _TORCH.search(filename):
+        return True
+    return bool(_STDLIB.search(filename)) or any(filename.startswith(d) for d in _STDLIB_DIRS)
+
+
+def frame_text(frame: dict[str, Any]) -> str:
+    return f"{frame['filename']}:{frame['line']} in {frame['name']}"
+
+
+def short_where(filename: str, line: int, name: str) -> str:
+    """The last two components of the path: enough to find the file, short enough for a table."""
+    parts = re.split(r"[/\\]", filename)
+    return f"{'/'.join(parts[-2:])}:{line} in {name}"
+
+
+def _frames(value: Any) -> list[dict[str, Any]]:
+    """The well-formed frames of an entry's "frames" (anything else is left out, never fatal)."""
+    if not isinstance(value, list):
+        return []
+    out = []
+    for f in value:
+        if (isinstance(f, dict) and isinstance(f.get("filename"), str) and isinstance(f.get("name"), str)
+                and isinstance(f.get("line"), int) and not isinstance(f.get("line"), bool)):
+            out.append(f)
+    return out
+
+
+@dataclass
+class SiteTable:
+    """The sites seen so far, in order of first appearance."""
+
+    sites: list[dict[str, Any]] = field(default_factory=list)
+    index: dict[tuple[str, int, str], int] = field(default_factory=dict)
+    with_frames: int = 0  # entries that had frames
+    without_frames: int = 0
+
+    def site_of(self, frames_value: Any) -> int:
+        """The site index of an entry's frames (-1 when it has none)."""
+        frames = _frames(frames_value)
+        if not frames:
+            self.without_frames += 1
+            return -1
+        self.with_frames += 1
+        python = [f for f in frames if is_python(f["filename"])]
+        user = next((f for f in python if not is_internal(f["filename"])), None)
+        chosen = user or (python[0] if python else frames[0])
+        key = (chosen["filename"], chosen["line"], chosen["name"])
+        found = self.index.get(key)
+        if found is not None:
+            return found
+        stack = (python or frames)[:STACK_FRAMES]
+        self.sites.append({
+            "where": short_where(*key),
+            "filename": key[0],
+            "line": key[1],
+            "function": key[2],
+            "user_code": user is not None,
+            "stack": [frame_text(f) for f in stack],
+        })
+        self.index[key] = len(self.sites) - 1
+        return len(self.sites) - 1
+
+
+def alloc_conf_of(settings: Any) -> str | None:
+    """A snapshot's allocator_settings as the PYTORCH_CUDA_ALLOC_CONF string it was configured with.
+
+    PyTorch writes the string last given (``PYTORCH_CUDA_ALLOC_CONF``, from the environment or
+    ``torch.cuda.memory._set_allocator_settings``) beside the parsed values; when the string is absent
+    the values are turned back into one (max_split_size is in bytes there, SIZE_MAX when unset).
+    """
+    if not isinstance(settings, dict):
+        return None
+    text = settings.get("PYTORCH_CUDA_ALLOC_CONF")
+    if isinstance(text, str):
+        return text.strip()
+    parts = []
+    split = settings.get("max_split_size")
+    if isinstance(split, int) and 0 < split < (1 << 62):
+        parts.append(f"max_split_size_mb:{split >> 20}")
+    gc = settings.get("garbage_collection_threshold")
+    if isinstance(gc, (int, float)) and not isinstance(gc, bool) and gc > 0:
+        parts.append(f"garbage_collection_threshold:{gc}")
+    if settings.get("expandable_segments") is True:
+        parts.append("expandable_segments:True")
+    return ",".join(parts)

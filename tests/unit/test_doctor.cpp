@@ -1,0 +1,240 @@
+// memstress doctor on constructed traces (harness/doctor): the live walk and the sites at the peak, the
+// floors and growth (a planted leak of one 512-byte block per step, and the same loop without it), the
+// OOM's cause and the settings that grant it, the settings x capacities table and the recommended setting.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "harness/core/error.hpp"
+#include "harness/doctor/doctor.hpp"
+#include "harness/doctor/format.hpp"
+#include "harness/doctor/growth.hpp"
+
+namespace memstress::doctor {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+
+// Builds a trace of one device with allocation sites, as the converter gives it.
+class TraceBuilder {
+ public:
+  TraceBuilder() {
+    input_.trace.name = "built.trace";
+    input_.trace.devices = {"cuda:0"};
+    input_.facts.source = "PyTorch memory snapshot";
+    input_.facts.frames_recorded = true;
+  }
+
+  std::int32_t site(const std::string& where) {
+    input_.facts.sites.push_back(Site{where, where, 1, "f", true, {where}});
+    return static_cast<std::int32_t>(input_.facts.sites.size() - 1);
+  }
+  std::uint64_t alloc(std::uint64_t bytes, std::int32_t site = -1) {
+    const std::uint64_t id = next_id_++;
+    input_.facts.alloc_sites.push_back(site);
+    push(replay::Action::alloc, id, bytes);
+    return id;
+  }
+  void free(std::uint64_t id, std::uint64_t bytes) { push(replay::Action::free, id, bytes); }
+  void segment(std::uint64_t bytes) { push(replay::Action::segment_alloc, next_segment_++, bytes); }
+  void oom(std::uint64_t bytes, std::uint64_t device_free) {
+    push(replay::Action::oom, 0, bytes);
+    input_.facts.ooms.push_back(OomFact{"cuda:0", bytes, device_free, -1});
+  }
+  [[nodiscard]] const DoctorInput& input() const noexcept { return input_; }
+
+ private:
+  void push(replay::Action action, std::uint64_t id, std::uint64_t bytes) {
+    replay::Event e;
+    e.seq = input_.trace.events.size();
+    e.time_ns = e.seq * 1000;
+    e.id = id;
+    e.bytes = bytes;
+    e.action = action;
+    input_.trace.events.push_back(e);
+  }
+
+  DoctorInput input_;
+  std::uint64_t next_id_ = 0;
+  std::uint64_t next_segment_ = 0;
+};
+
+// A training loop: weights, then `steps` steps of activations that come and go; with `leak`, each step
+// also keeps its 512-byte loss (losses.append(loss) without .item()).
+TraceBuilder training_loop(int steps, bool leak) {
+  TraceBuilder b;
+  const std::int32_t weights = b.site("model.py:10 in __init__");
+  const std::int32_t activations = b.site("model.py:42 in forward");
+  const std::int32_t loss = b.site("train.py:57 in <module>");
+  b.alloc(64 * kMiB, weights);
+  for (int s = 0; s < steps; ++s) {
+    std::vector<std::uint64_t> acts;
+    for (int k = 0; k < 8; ++k) {
+      acts.push_back(b.alloc(16 * kMiB, activations));
+    }
+    const std::uint64_t l = b.alloc(4, loss);
+    for (const std::uint64_t a : acts) {
+      b.free(a, 16 * kMiB);
+    }
+    if (!leak) {
+      b.free(l, 4);
+    }
+  }
+  return b;
+}
+
+TEST(DoctorGrowth, APlantedLeakOfOneLossPerStepIsFoundAndItsSiteNamed) {
+  const TraceBuilder b = training_loop(20, /*leak=*/true);
+  DoctorOptions options;
+  options.capacities = {1ULL << 30};
+  const DoctorReport r = diagnose(b.input(), options);
+  EXPECT_EQ(r.growth.floors.size(), 19U);  // between 20 peaks
+  EXPECT_TRUE(r.growth.fit.growing());
+  EXPECT_DOUBLE_EQ(r.growth.fit.slope, 4.0);  // requested bytes: the program's own view
+  ASSERT_EQ(r.growth.sites.size(), 1U);
+  EXPECT_EQ(r.site_name(r.growth.sites.front().site), "train.py:57 in <module>");
+  EXPECT_NE(format_doctor(r).find("-> Memory grows"), std::string::npos);
+}
+
+TEST(DoctorGrowth, TheSameLoopWithoutTheLeakDoesNotGrow) {
+  const DoctorReport r = diagnose(training_loop(20, /*leak=*/false).input(), {});
+  EXPECT_EQ(r.growth.floors.size(), 19U);
+  EXPECT_FALSE(r.growth.fit.growing());
+  EXPECT_TRUE(r.growth.sites.empty());
+  EXPECT_NE(format_doctor(r).find("-> No growth"), std::string::npos);
+}
+
+TEST(DoctorGrowth, AOneTimeJumpIsNotGrowth) {
+  // Optimizer state appears after the first step and stays: Theil-Sen's slope is 0.
+  const LineFit fit = fit_steps({100, 200, 200, 200, 200, 200, 200});
+  EXPECT_DOUBLE_EQ(fit.slope, 0.0);
+  EXPECT_FALSE(fit.growing());
+  EXPECT_TRUE(fit_steps({100, 101, 102, 103, 104}).growing());
+  EXPECT_FALSE(fit_steps({100, 101, 102}).growing());  // too few floors
+}
+
+TEST(DoctorPeak, TheSitesAtThePeakAreTheLiveAllocationsByLine) {
+  const DoctorReport r = diagnose(training_loop(3, /*leak=*/false).input(), {});
+  EXPECT_EQ(r.live_at_peak, static_cast<std::int64_t>(64 * kMiB + 8 * 16 * kMiB + 4));
+  ASSERT_EQ(r.sites_at_peak.size(), 3U);
+  EXPECT_EQ(r.site_name(r.sites_at_peak[0].site), "model.py:42 in forward");
+  EXPECT_EQ(r.sites_at_peak[0].count, 8U);
+  EXPECT_EQ(r.sites_at_peak[0].bytes, 128 * kMiB);
+  EXPECT_EQ(r.site_name(r.sites_at_peak[1].site), "model.py:10 in __init__");
+  EXPECT_EQ(r.needed.peak_event, 10U);  // the weights, 8 activations, the loss
+  EXPECT_EQ(r.setting_origin, "assumed: PyTorch's defaults (the input does not say; give --alloc-conf)");
+}
+
+TEST(DoctorPeak, TopSitesAreCappedWithTheRestInOneRow) {
+  TraceBuilder b;
+  for (int i = 0; i < 5; ++i) {
+    b.alloc(static_cast<std::uint64_t>(i + 1) * kMiB, b.site("s" + std::to_string(i)));
+  }
+  DoctorOptions options;
+  options.top_sites = 2;
+  const DoctorReport r = diagnose(b.input(), options);
+  ASSERT_EQ(r.sites_at_peak.size(), 3U);
+  EXPECT_EQ(r.sites_at_peak[2].site, kOtherSites);
+  EXPECT_EQ(r.sites_at_peak[2].bytes, 6 * kMiB);
+}
+
+// Ten 8 MiB blocks fill five 20 MiB segments (the caching allocator puts requests of 1-10 MiB in 20 MiB
+// segments and splits them); every other block is freed, so each segment keeps one block in use and
+// 12 MiB free. A 16 MiB request then fails on a 100 MiB device with 60 MiB free in total: fragmentation.
+TraceBuilder fragmented_oom() {
+  TraceBuilder b;
+  const std::int32_t site = b.site("train.py:80 in step");
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < 10; ++i) {
+    if (i % 2 == 0) {
+      b.segment(20 * kMiB);
+    }
+    ids.push_back(b.alloc(8 * kMiB, site));
+  }
+  for (int i = 1; i < 10; i += 2) {
+    b.free(ids[static_cast<std::size_t>(i)], 8 * kMiB);
+  }
+  b.oom(16 * kMiB, 0);
+  return b;
+}
+
+TEST(DoctorOom, FragmentationIsToldFromExhaustionAndTheSettingsThatGrantItAreReplayed) {
+  const DoctorReport r = diagnose(fragmented_oom().input(), {});
+  ASSERT_TRUE(r.oom.has_value());
+  const OomAnalysis& o = *r.oom;
+  EXPECT_EQ(o.count, 1U);
+  EXPECT_EQ(o.recorded_reserved, static_cast<std::int64_t>(100 * kMiB));
+  EXPECT_EQ(o.capacity, 100 * kMiB);  // reserved + device_free
+  EXPECT_EQ(o.allocated, static_cast<std::int64_t>(40 * kMiB));
+  EXPECT_EQ(o.reproduced, true);  // PyTorch's defaults refuse it in replay too
+  EXPECT_EQ(o.cause, OomCause::fragmentation);
+  const auto granted = [&](const std::string& allocator) {
+    return std::any_of(o.would_grant.begin(), o.would_grant.end(),
+                       [&](const replay::SweepSetting& s) { return s.allocator == allocator; });
+  };
+  EXPECT_TRUE(granted("expandable"));
+  EXPECT_EQ(r.capacities, std::vector<std::uint64_t>{100 * kMiB});
+  EXPECT_NE(format_doctor(r).find("-> Fragmentation"), std::string::npos);
+}
+
+TEST(DoctorOom, MoreThanTheCapacityIsExhaustion) {
+  TraceBuilder b;
+  b.segment(64 * kMiB);
+  b.alloc(64 * kMiB);
+  b.oom(64 * kMiB, 16 * kMiB);
+  const DoctorReport r = diagnose(b.input(), {});
+  ASSERT_TRUE(r.oom.has_value());
+  EXPECT_EQ(r.oom->cause, OomCause::exhaustion);
+  EXPECT_TRUE(r.oom->would_grant.empty());  // 64 MiB live + 64 MiB asked > 80 MiB: no setting can
+  EXPECT_NE(format_doctor(r).find("-> Exhaustion"), std::string::npos);
+}
+
+TEST(DoctorSettings, EachCapacityIsJudgedAndWhereItRunsOutIsNamed) {
+  const TraceBuilder b = training_loop(3, /*leak=*/false);
+  DoctorOptions options;
+  options.capacities = {150 * kMiB, 1ULL << 30};
+  const DoctorReport r = diagnose(b.input(), options);
+  ASSERT_EQ(r.settings.rows.size(), 49U);
+  for (const SettingRow& row : r.settings.rows) {
+    ASSERT_EQ(row.verdicts.size(), 2U);
+    EXPECT_TRUE(row.verdicts[1].fits) << pytorch_conf(row.setting);
+    // 192 MiB are live at the peak: no setting fits in 150 MiB, and each replay says where it ran out.
+    EXPECT_FALSE(row.verdicts[0].fits) << pytorch_conf(row.setting);
+    ASSERT_TRUE(row.verdicts[0].oom.has_value());
+    EXPECT_EQ(row.verdicts[0].oom->request, 16 * kMiB);
+    EXPECT_EQ(r.site_name(row.verdicts[0].oom->site), "model.py:42 in forward");
+  }
+  ASSERT_TRUE(r.settings.recommended.has_value());
+  EXPECT_NE(r.settings.rows[*r.settings.recommended].setting.allocator, "direct");
+  ASSERT_TRUE(r.settings.recorded.has_value());
+  EXPECT_EQ(pytorch_conf(r.settings.rows[*r.settings.recorded].setting), "");
+}
+
+TEST(DoctorSettings, TheRecordedSettingIsTakenFromTheSnapshotOrTheFlag) {
+  TraceBuilder b = training_loop(2, false);
+  DoctorInput input = b.input();
+  input.facts.alloc_conf = "expandable_segments:True,max_split_size_mb:256";
+  const DoctorReport r = diagnose(input, {});
+  EXPECT_EQ(r.setting.allocator, "expandable");
+  EXPECT_EQ(r.setting.conf, "max_split_size_mb:256");
+  EXPECT_EQ(r.setting_origin, "the snapshot");
+  ASSERT_TRUE(r.settings.recorded.has_value());  // not of the grid: added to it
+  EXPECT_EQ(r.settings.rows.size(), 50U);
+  DoctorOptions bad;
+  bad.alloc_conf = "max_split_size_mb:lots";
+  EXPECT_THROW((void)diagnose(input, bad), InputError);
+}
+
+TEST(DoctorDocument, HasEverySection) {
+  const nlohmann::json doc = doctor_document(diagnose(fragmented_oom().input(), {}));
+  EXPECT_EQ(doc["schema"], "memstress.doctor/1");
+  for (const char* key :
+       {"input", "setting", "needed", "sites", "at_peak", "oom", "settings", "growth", "timeline"}) {
+    EXPECT_TRUE(doc.contains(key)) << key;
+  }
+  EXPECT_EQ(doc["oom"]["cause"], "fragmentation");
+}
+
+}  // namespace
+}  // namespace memstress::doctor
