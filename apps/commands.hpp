@@ -19,6 +19,7 @@ Subcommand add_compare(CLI::App& app);
 Subcommand add_devices(CLI::App& app);
 Subcommand add_doctor(CLI::App& app);
 Subcommand add_list(CLI::App& app);
+Subcommand add_predict_batch(CLI::App& app);
 Subcommand add_replay(CLI::App& app);
 Subcommand add_report(CLI::App& app);
 Subcommand add_run(CLI::App& app, std::vector<std::string> argv);

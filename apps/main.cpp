@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       memstress::app::add_compare(app),
       memstress::app::add_replay(app),
       memstress::app::add_doctor(app),
+      memstress::app::add_predict_batch(app),
       memstress::app::add_report(app),
   };
 
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
     fmt::print(
         stderr,
-        "memstress: unknown subcommand '{}'; choose devices, list, run, compare, accept, replay, doctor or "
+        "memstress: unknown subcommand '{}'; choose devices, list, run, compare, accept, replay, doctor, "
+        "predict-batch or "
         "report (see "
         "'memstress --help')\n",
         argv[1]);

@@ -1,0 +1,154 @@
+#include "harness/doctor/batch_model.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <unordered_map>
+
+#include "harness/core/error.hpp"
+
+namespace memstress::doctor {
+namespace {
+
+std::uint32_t device_of(const DoctorInput& input, const std::string& wanted) {
+  if (wanted.empty()) {
+    return 0;
+  }
+  for (std::size_t i = 0; i < input.trace.devices.size(); ++i) {
+    if (input.trace.devices[i] == wanted) {
+      return static_cast<std::uint32_t>(i);
+    }
+  }
+  throw InputError(fmt::format("--trace-device '{}': '{}' has no such device", wanted, input.trace.name));
+}
+
+bool kept(replay::Action a) {
+  return a == replay::Action::alloc || a == replay::Action::free || a == replay::Action::free_completed;
+}
+
+}  // namespace
+
+BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b, std::uint64_t batch_a,
+                             std::uint64_t batch_b, const std::string& trace_device) {
+  if (batch_a == 0 || batch_b == 0 || batch_a == batch_b) {
+    throw InputError(
+        fmt::format("--batch {},{}: two different batch sizes above 0, one per snapshot", batch_a, batch_b));
+  }
+  const std::uint32_t device_a = device_of(a, trace_device);
+  const std::uint32_t device_b = device_of(b, trace_device);
+  const std::vector<Request> ra = requests_of(a, device_a);
+  const std::vector<Request> rb = requests_of(b, device_b);
+  for (const auto& [input, requests] : {std::pair{&a, &ra}, std::pair{&b, &rb}}) {
+    if (requests->empty()) {
+      throw InputError(fmt::format("{}: no allocations to model", input->trace.name));
+    }
+  }
+  BatchModel m;
+  m.batch_a = batch_a;
+  m.batch_b = batch_b;
+  m.requests_a = ra.size();
+  m.requests_b = rb.size();
+  m.match = match_requests(ra, rb, a.facts.frames_recorded && b.facts.frames_recorded);
+
+  // The template: the first run's own events of the device, each allocation with its model.
+  m.template_trace.name = a.trace.name;
+  m.template_trace.devices = {a.trace.devices[device_a]};
+  std::unordered_map<std::uint64_t, std::size_t> resize_of_id;  // live ids of the template
+  std::unordered_map<std::uint64_t, std::size_t> request_of_event;
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    request_of_event[ra[i].event_index] = i;
+  }
+  std::vector<double> slope_of_request(ra.size(), 0.0);
+  const double span = static_cast<double>(batch_b) - static_cast<double>(batch_a);
+  for (const auto& [i, j] : m.match.pairs) {
+    slope_of_request[i] = (static_cast<double>(rb[j].bytes) - static_cast<double>(ra[i].bytes)) / span;
+    if (ra[i].bytes == rb[j].bytes) {
+      m.constant_bytes += ra[i].bytes;
+    }
+    m.bytes_per_sample += slope_of_request[i];
+  }
+  for (std::size_t i = 0; i < a.trace.events.size(); ++i) {
+    replay::Event e = a.trace.events[i];
+    if (e.device != device_a || !kept(e.action)) {
+      continue;
+    }
+    e.device = 0;
+    const std::size_t index = m.template_trace.events.size();
+    if (e.action == replay::Action::alloc) {
+      const std::size_t r = request_of_event.at(i);
+      resize_of_id[e.id] = m.resizes.size();
+      m.resizes.push_back(Resize{index, {}, e.bytes, slope_of_request[r]});
+    } else if (const auto it = resize_of_id.find(e.id); it != resize_of_id.end()) {
+      m.resizes[it->second].lines.push_back(index);
+    }
+    m.template_trace.events.push_back(e);
+  }
+  return m;
+}
+
+replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n) {
+  replay::ReplayTrace t = model.template_trace;
+  const double delta = static_cast<double>(n) - static_cast<double>(model.batch_a);
+  for (const Resize& r : model.resizes) {
+    const double size = std::round(static_cast<double>(r.size_a) + r.slope * delta);
+    const std::uint64_t bytes = size < 1 ? 1 : static_cast<std::uint64_t>(size);
+    t.events[r.alloc].bytes = bytes;
+    for (const std::size_t line : r.lines) {
+      t.events[line].bytes = bytes;
+    }
+  }
+  return t;
+}
+
+BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& setting, std::uint64_t capacity,
+                         std::uint64_t max_batch) {
+  BatchAnswer answer;
+  answer.capacity = capacity;
+  answer.setting = setting;
+  replay::ReplayOptions options;
+  options.timeline_points = 1;
+  options.stop_at_first_oom = true;
+  const replay::BackendFactory device = sim_device(capacity);
+  const auto attempt = [&](std::uint64_t n) {
+    const replay::ReplayResult r =
+        replay::replay_setting(trace_at(model, n), setting, device, options).result;
+    BatchTry t{n, r.ooms.empty(), r.peak_reserved, r.peak_allocated, std::nullopt};
+    if (!r.ooms.empty()) {
+      t.oom = r.ooms.front();
+    }
+    answer.tries.push_back(t);
+    return t;
+  };
+  // Doubling from the larger recorded batch, then bisecting between the last fit and the first failure.
+  std::uint64_t lo = 0;  // the largest batch known to fit (0: none)
+  std::uint64_t hi = 0;  // the smallest known not to (0: none)
+  std::uint64_t n = std::min(std::max(model.batch_a, model.batch_b), max_batch);
+  while (hi == 0) {
+    const BatchTry t = attempt(n);
+    if (t.fits) {
+      lo = n;
+      answer.largest_fit = t;
+      if (n >= max_batch) {
+        return answer;
+      }
+      n = std::min(2 * n, max_batch);
+    } else {
+      hi = n;
+      answer.first_fail = t;
+    }
+  }
+  while (hi - lo > 1) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    const BatchTry t = attempt(mid);
+    if (t.fits) {
+      lo = mid;
+      answer.largest_fit = t;
+    } else {
+      hi = mid;
+      answer.first_fail = t;
+    }
+  }
+  return answer;
+}
+
+}  // namespace memstress::doctor

@@ -1,0 +1,127 @@
+// memstress predict-batch on generated programs (harness/doctor/batch_match.hpp, batch_model.hpp): the
+// alignment of two runs, the linear model, and the largest batch against the generator's own truth.
+
+#include <gtest/gtest.h>
+
+#include "harness/core/error.hpp"
+#include "harness/doctor/batch_model.hpp"
+
+namespace memstress::doctor {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+
+// A training loop at batch n: 96 MiB of weights and optimizer state, then per step 6 layers of
+// activations of 3 MiB per sample each, a 1 KiB loss, and (with workspace) a cuBLAS-like 8 MiB workspace
+// that the run at one batch size asks for and the other does not.
+DoctorInput program(std::uint64_t n, bool workspace, bool frames) {
+  DoctorInput in;
+  in.trace.name = "batch" + std::to_string(n);
+  in.trace.devices = {"cuda:0"};
+  in.facts.frames_recorded = frames;
+  for (const char* where : {"model.py:10 in __init__", "model.py:42 in forward", "train.py:50 in step",
+                            "blas.py:1 in workspace"}) {
+    in.facts.sites.push_back(Site{where, where, 1, "f", true, {}});
+  }
+  std::uint64_t id = 0;
+  const auto push = [&](replay::Action action, std::uint64_t ident, std::uint64_t bytes, std::int32_t site) {
+    replay::Event e;
+    e.seq = in.trace.events.size();
+    e.time_ns = e.seq;
+    e.id = ident;
+    e.bytes = bytes;
+    e.action = action;
+    in.trace.events.push_back(e);
+    if (action == replay::Action::alloc) {
+      in.facts.alloc_sites.push_back(frames ? site : -1);
+    }
+  };
+  const auto alloc = [&](std::uint64_t bytes, std::int32_t site) {
+    push(replay::Action::alloc, id, bytes, site);
+    return id++;
+  };
+  alloc(96 * kMiB, 0);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::uint64_t> acts;
+    for (int layer = 0; layer < 6; ++layer) {
+      acts.push_back(alloc(3 * kMiB * n, 1));
+    }
+    if (workspace) {
+      push(replay::Action::free, alloc(8 * kMiB, 3), 8 * kMiB, 3);
+    }
+    const std::uint64_t loss = alloc(1024, 2);
+    for (const std::uint64_t a : acts) {
+      push(replay::Action::free, a, 3 * kMiB * n, 1);
+    }
+    push(replay::Action::free, loss, 1024, 2);
+  }
+  return in;
+}
+
+// The truth: the largest n whose own trace fits `capacity` under PyTorch's defaults.
+std::uint64_t largest_fitting(std::uint64_t capacity, std::uint64_t limit) {
+  std::uint64_t best = 0;
+  for (std::uint64_t n = 1; n <= limit; ++n) {
+    replay::ReplayOptions options;
+    options.stop_at_first_oom = true;
+    const DoctorInput in = program(n, false, true);
+    const replay::ReplayResult r =
+        replay::replay_setting(in.trace, {"caching", ""}, sim_device(capacity), options).result;
+    if (!r.ooms.empty()) {
+      break;
+    }
+    best = n;
+  }
+  return best;
+}
+
+TEST(PredictBatch, MatchesEveryRequestOfTheSameProgramAndModelsTheBatch) {
+  const BatchModel m = build_batch_model(program(4, false, true), program(8, false, true), 4, 8, "");
+  EXPECT_EQ(m.match.pairs.size(), m.requests_a);
+  EXPECT_EQ(m.match.only_a, 0U);
+  EXPECT_TRUE(m.match.by_site);
+  EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);  // 6 layers x 3 steps of 3 MiB per sample
+  const replay::ReplayTrace at12 = trace_at(m, 12);
+  const DoctorInput truth = program(12, false, true);
+  ASSERT_EQ(at12.events.size(), truth.trace.events.size());
+  for (std::size_t i = 0; i < at12.events.size(); ++i) {
+    EXPECT_EQ(at12.events[i].bytes, truth.trace.events[i].bytes) << i;
+  }
+}
+
+TEST(PredictBatch, TheLargestBatchIsTheProgramsOwn) {
+  const BatchModel m = build_batch_model(program(4, false, true), program(8, false, true), 4, 8, "");
+  for (const std::uint64_t capacity : {512 * kMiB, 1024 * kMiB, 3000 * kMiB}) {
+    const BatchAnswer a = search_batch(m, {"caching", ""}, capacity, 10000);
+    ASSERT_TRUE(a.largest_fit.has_value());
+    EXPECT_EQ(a.largest_fit->batch, largest_fitting(capacity, 400)) << capacity;
+    ASSERT_TRUE(a.first_fail.has_value());
+    EXPECT_EQ(a.first_fail->batch, a.largest_fit->batch + 1);
+    ASSERT_TRUE(a.first_fail->oom.has_value());
+  }
+}
+
+TEST(PredictBatch, ARequestOfOneRunOnlyIsCountedAndTheRestStillMatch) {
+  const BatchModel m = build_batch_model(program(4, true, true), program(8, false, true), 4, 8, "");
+  EXPECT_EQ(m.match.only_a, 3U);  // the workspace of each step
+  EXPECT_EQ(m.match.only_b, 0U);
+  EXPECT_FALSE(m.match.by_position);
+  EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);
+}
+
+TEST(PredictBatch, WithoutFramesTheSameProgramIsMatchedByOrder) {
+  const BatchModel m = build_batch_model(program(4, false, false), program(8, false, false), 4, 8, "");
+  EXPECT_FALSE(m.match.by_site);
+  EXPECT_EQ(m.match.pairs.size(), m.requests_a);
+  EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);
+}
+
+TEST(PredictBatch, EqualOrZeroBatchesAreRefused) {
+  EXPECT_THROW((void)build_batch_model(program(4, false, true), program(8, false, true), 4, 4, ""),
+               InputError);
+  EXPECT_THROW((void)build_batch_model(program(4, false, true), program(8, false, true), 0, 8, ""),
+               InputError);
+}
+
+}  // namespace
+}  // namespace memstress::doctor
