@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <sstream>
 
@@ -159,9 +161,19 @@ int predict_command(const PredictFlags& f) {
                               : "by order within each stream: no stack frames",
       model.match.only_a, model.match.only_b);
   out += fmt::format(
-      "  model: {} in requests that do not change with the batch, {} more per sample (summed over the "
-      "matched requests)\n",
+      "  model: {} asked for by requests that do not change with the batch, {} more asked for per "
+      "sample over the run\n",
       human_bytes(model.constant_bytes), bytes(static_cast<std::int64_t>(model.bytes_per_sample)));
+  std::vector<doctor::BatchTry> fits;
+  std::copy_if(answer.tries.begin(), answer.tries.end(), std::back_inserter(fits),
+               [](const auto& x) { return x.fits; });
+  std::sort(fits.begin(), fits.end(), [](const auto& x, const auto& y) { return x.batch < y.batch; });
+  if (fits.size() >= 2 && fits.back().batch > fits.front().batch) {
+    out += fmt::format("  the peak grows by {} per sample (peak allocated, batch {} to {})\n",
+                       bytes((fits.back().peak_allocated - fits.front().peak_allocated) /
+                             static_cast<std::int64_t>(fits.back().batch - fits.front().batch)),
+                       fits.front().batch, fits.back().batch);
+  }
   out += fmt::format(
       "  judged: {} ({}) on {}\n\n",
       doctor::pytorch_conf(setting).empty() ? "PyTorch's defaults" : doctor::pytorch_conf(setting), origin,

@@ -57,6 +57,7 @@ Needed needed_of(const replay::ReplayResult& run, const LiveWalk& walk, const re
   n.events = walk.positions();
   if (!walk.event_index.empty()) {
     n.peak_event = walk.peak + 1;
+    n.start_ns = trace.events[walk.event_index.front()].time_ns;
     n.peak_time_ns =
         trace.events[walk.event_index[walk.peak]].time_ns - trace.events[walk.event_index.front()].time_ns;
     n.duration_ns =

@@ -134,6 +134,7 @@ nlohmann::json doctor_document(const DoctorReport& r) {
         {"external_fragmentation_at_peak", optional_json(n.external_fragmentation)},
         {"peak_event", n.peak_event},
         {"peak_time_ns", n.peak_time_ns},
+        {"start_ns", n.start_ns},
         {"events", n.events},
         {"duration_ns", n.duration_ns}}},
       {"sites", sites},

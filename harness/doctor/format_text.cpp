@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "harness/core/text_table.hpp"
 #include "harness/core/units.hpp"
@@ -100,8 +101,8 @@ void at_peak(std::string& out, const DoctorReport& r) {
                                 [](const SiteShare& s) { return s.site >= 0; });
   if (top != r.sites_at_peak.end()) {
     out += fmt::format(
-        "-> {} holds the most of the sites recorded: {} of the {} live at the peak ({}, {} "
-        "allocations).\n",
+        "-> {} holds the most of the sites recorded: {} of the {} live at the peak ({}, allocations: "
+        "{}).\n",
         r.site_name(top->site), bytes(static_cast<std::int64_t>(top->bytes)), bytes(r.live_at_peak),
         percent(static_cast<double>(top->bytes), static_cast<double>(r.live_at_peak)), top->count);
   }
@@ -258,11 +259,14 @@ void growth(std::string& out, const DoctorReport& r) {
                     g.floors.size());
     return;
   }
+  const std::int64_t change = g.floors.back().bytes - g.floors.front().bytes;
   out += fmt::format(
-      "floors between peaks: {}; from {} to {}; slope {}/step (Theil-Sen, R^2 {:.2f}); higher than the "
+      "floors between peaks: {}; from {} to {} ({}{}); slope {}/step (Theil-Sen, R^2 {:.2f}); higher than "
+      "the "
       "step before in {} of {} steps\n",
-      g.floors.size(), bytes(g.floors.front().bytes), bytes(g.floors.back().bytes),
-      bytes(static_cast<std::int64_t>(g.fit.slope)), g.fit.r2, g.fit.rises, g.floors.size() - 1);
+      g.floors.size(), bytes(g.floors.front().bytes), bytes(g.floors.back().bytes), change < 0 ? "-" : "+",
+      bytes(std::abs(change)), bytes(static_cast<std::int64_t>(g.fit.slope)), g.fit.r2, g.fit.rises,
+      g.floors.size() - 1);
   if (!g.fit.growing()) {
     out += "-> No growth: the memory kept between steps does not rise from step to step.\n";
     return;

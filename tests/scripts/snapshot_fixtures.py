@@ -82,7 +82,7 @@ class FakeCachingAllocator:
 
     # The program's side ------------------------------------------------------------------------------
 
-    def malloc(self, device: int, size: int, stream: int = 0) -> int:
+    def malloc(self, device: int, size: int, stream: int = 0, frames: list[dict[str, Any]] | None = None) -> int:
         rounded = round_size(size)
         found = self._find(device, rounded, stream)
         if found is None:
@@ -101,7 +101,8 @@ class FakeCachingAllocator:
             segment.blocks.insert(index + 1, rest)
         block.state = "active_allocated"
         block.requested_size = size
-        self.record(device, "alloc", block.address, rounded if self.rounded_trace_sizes else size, stream)
+        extra = {} if frames is None else {"frames": frames}
+        self.record(device, "alloc", block.address, rounded if self.rounded_trace_sizes else size, stream, **extra)
         return block.address
 
     def free(self, device: int, address: int, *, pending: bool = False) -> None:
@@ -235,6 +236,43 @@ def scenario(*, rounded_trace_sizes: bool = False) -> tuple[dict[str, Any], dict
     fake.free(0, names["B"])
     fake.empty_cache()
     return fake.snapshot(), names
+
+
+def frames_at(where: str, line: int, name: str) -> list[dict[str, Any]]:
+    """A Python stack as PyTorch records it, innermost first: torch's own frames, then the user's."""
+    torch_dir = "/usr/lib/python3/dist-packages/torch"
+    return [
+        {"filename": f"{torch_dir}/nn/modules/module.py", "line": 1751, "name": "_call_impl"},
+        {"filename": f"/home/user/project/{where}", "line": line, "name": name},
+        {"filename": "/home/user/project/train.py", "line": 120, "name": "<module>"},
+    ]
+
+
+def training_snapshot(steps: int = 8, *, leak: bool = False, frames: bool = True,
+                      oom_request: int | None = None, batch: int = 4) -> dict[str, Any]:
+    """A training loop as a snapshot: 64 MiB of weights, then per step 6 activations of 1 MiB per sample
+    (model.py:42 in forward) and a 4-byte loss (train.py:57 in <module>), freed at the step's end unless
+    `leak` (losses.append(loss) without .item()). With `oom_request`, the program ends with an OOM of
+    that many bytes and 16 MiB free on the device. Recorded from the start, with stack frames unless
+    `frames` is false."""
+    fake = FakeCachingAllocator()
+    fake.recording = True
+    at = (lambda *where: frames_at(*where)) if frames else (lambda *where: None)
+    fake.malloc(0, 64 << 20, frames=at("model.py", 10, "__init__"))
+    for _ in range(steps):
+        acts = [fake.malloc(0, batch << 20, frames=at("model.py", 42, "forward")) for _ in range(6)]
+        loss = fake.malloc(0, 4, frames=at("train.py", 57, "<module>"))
+        for a in acts:
+            fake.free(0, a)
+        if not leak:
+            fake.free(0, loss)
+    if oom_request is not None:
+        fake.oom(0, oom_request, device_free=16 << 20)
+    snapshot = fake.snapshot()
+    snapshot["memstress"] = {"recorded_by": "memstress_torch", "device_name": "NVIDIA H100 80GB HBM3",
+                             "device_total": 85_031_714_816, "allocator_capacity": 84_396_015_616,
+                             "batch": batch}
+    return snapshot
 
 
 def write_pickle(path: Any, obj: Any) -> None:
