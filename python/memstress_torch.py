@@ -44,12 +44,13 @@ class Recorder:
     """One recording: history on, an OOM observer and an exit hook that write the snapshot."""
 
     def __init__(self, path: str, *, batch: int | None = None, stacks: str = "python",
-                 max_entries: int = MAX_ENTRIES, torch: Any = None) -> None:
+                 max_entries: int = MAX_ENTRIES, capacity: int | None = None, torch: Any = None) -> None:
         if torch is None:
             import torch  # noqa: PLC0415 - the recorder is imported before torch in some scripts
         self.torch = torch
         self.path = os.path.abspath(path)
         self.batch = batch
+        self.capacity = capacity  # what PyTorch may use, when the caller knows better than the GPU's figures
         self.stacks = stacks
         self.written = 0
         self._lock = threading.Lock()
@@ -92,6 +93,8 @@ class Recorder:
                 fraction = None
         if fraction is not None and 0 < fraction < 1:
             capacity = min(capacity, int(fraction * total))
+        if self.capacity is not None:
+            capacity = int(self.capacity)
         meta = {
             "recorded_by": PROG,
             "device": f"cuda:{device}",
@@ -125,9 +128,11 @@ class Recorder:
 
 
 def record(path: str = "run.snapshot.pickle", *, batch: int | None = None, stacks: str = "python",
-           max_entries: int = MAX_ENTRIES) -> Recorder:
-    """Starts recording; the snapshot is written at an OOM and at exit (Recorder.dump writes it now)."""
-    return Recorder(path, batch=batch, stacks=stacks, max_entries=max_entries)
+           max_entries: int = MAX_ENTRIES, capacity: int | None = None) -> Recorder:
+    """Starts recording; the snapshot is written at an OOM and at exit (Recorder.dump writes it now).
+    `capacity`: the bytes PyTorch may use, when the program limits itself in a way the recorder cannot see
+    (it sees torch.cuda.set_per_process_memory_fraction where PyTorch can report it)."""
+    return Recorder(path, batch=batch, stacks=stacks, max_entries=max_entries, capacity=capacity)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -160,9 +160,10 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   r.sites_at_peak = std::move(shares);
 
   const std::vector<replay::SweepSetting> grid = doctor_grid(r.setting);
+  // A capacity given or recorded is what PyTorch could use; without one the OOM's own figures tell it.
   r.oom = analyse_oom(trace, walk, input.facts, grid, r.setting,
-                      options.capacities.empty() ? std::nullopt : std::optional(options.capacities.front()),
-                      base, options.threads);
+                      r.capacities.empty() ? std::nullopt : std::optional(r.capacities.front()), base,
+                      options.threads);
   if (r.capacities.empty() && r.oom && r.oom->capacity) {
     r.capacities = {*r.oom->capacity};
     r.capacity_origin = "what PyTorch could use when it ran out (reserved + the device's free memory then)";
