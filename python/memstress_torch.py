@@ -103,7 +103,7 @@ class Recorder:
             "used_outside_allocator": int(outside),
             "allocator_capacity": int(capacity),
             "memory_fraction": fraction,
-            "torch": torch.__version__,
+            "torch": str(torch.__version__),  # a TorchVersion: plain data only in a snapshot
             "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
             "argv": list(sys.argv),
         }
