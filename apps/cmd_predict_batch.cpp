@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <iterator>
 #include <memory>
@@ -31,6 +32,7 @@ struct PredictFlags {
   std::string format = "table";
   std::string out;
   std::uint64_t max_batch = 1'000'000;
+  std::string write_trace;  // N:FILE
 };
 
 std::pair<std::uint64_t, std::uint64_t> parse_batches(const std::string& text) {
@@ -116,10 +118,29 @@ int predict_command(const PredictFlags& f) {
   }
   const doctor::BatchModel model = doctor::build_batch_model(a, b, batch_a, batch_b, f.trace_device);
   const doctor::BatchAnswer answer = doctor::search_batch(model, setting, *capacity, f.max_batch);
+  const doctor::DoctorInput& tmpl = model.template_is_second ? b : a;  // whose events the template's are
+  if (!f.write_trace.empty()) {
+    const std::size_t colon = f.write_trace.find(':');
+    std::uint64_t n = 0;
+    const std::string number = f.write_trace.substr(0, colon);
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), n);
+    if (colon == std::string::npos || ec != std::errc() || end != number.data() + number.size() || n == 0 ||
+        colon + 1 == f.write_trace.size()) {
+      throw InputError(
+          fmt::format("--write-trace '{}': give BATCH:FILE, e.g. 64:batch64.trace.csv", f.write_trace));
+    }
+    write_file_atomically(
+        f.write_trace.substr(colon + 1),
+        replay::format_replay_trace(doctor::trace_at(model, n),
+                                    fmt::format("predicted by memstress predict-batch at batch {} "
+                                                "from {} (batch {}) and {} (batch {})",
+                                                n, f.snapshot_a, batch_a, f.snapshot_b, batch_b)),
+        "--write-trace");
+  }
 
   nlohmann::json tries = nlohmann::json::array();
   for (const doctor::BatchTry& t : answer.tries) {
-    tries.push_back(try_json(t, a, model.template_trace));
+    tries.push_back(try_json(t, tmpl, model.template_trace));
   }
   const nlohmann::json doc = {
       {"schema", "memstress.predict-batch/1"},
@@ -139,8 +160,9 @@ int predict_command(const PredictFlags& f) {
         {"pytorch_alloc_conf", doctor::pytorch_conf(setting)},
         {"origin", origin}}},
       {"capacity", *capacity},
-      {"largest_fit", answer.largest_fit ? try_json(*answer.largest_fit, a, model.template_trace) : nullptr},
-      {"first_fail", answer.first_fail ? try_json(*answer.first_fail, a, model.template_trace) : nullptr},
+      {"largest_fit",
+       answer.largest_fit ? try_json(*answer.largest_fit, tmpl, model.template_trace) : nullptr},
+      {"first_fail", answer.first_fail ? try_json(*answer.first_fail, tmpl, model.template_trace) : nullptr},
       {"tries", tries},
   };
   if (!f.out.empty()) {
@@ -200,8 +222,9 @@ int predict_command(const PredictFlags& f) {
         "free "
         "block {}).\n",
         answer.first_fail->batch, p.event_index + 1, human_bytes(p.request_bytes),
-        site_name(a, a.facts.site_of(model.template_trace.events[p.event_index].id)), bytes(p.allocated),
-        bytes(p.reserved), p.largest_free_block ? bytes(*p.largest_free_block) : std::string("unknown"));
+        site_name(tmpl, tmpl.facts.site_of(model.template_trace.events[p.event_index].id)),
+        bytes(p.allocated), bytes(p.reserved),
+        p.largest_free_block ? bytes(*p.largest_free_block) : std::string("unknown"));
   } else if (!answer.first_fail) {
     out += fmt::format("-> It fits up to --max-batch {}.\n", f.max_batch);
   }
@@ -231,6 +254,8 @@ Subcommand add_predict_batch(CLI::App& app) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   sub->add_option("-o,--out", flags->out, "Write the JSON document here");
+  sub->add_option("--write-trace", flags->write_trace,
+                  "BATCH:FILE: also write the predicted trace at that batch (a memstress trace to replay)");
   return {sub, [flags] { return predict_command(*flags); }};
 }
 

@@ -56,7 +56,8 @@ site, the snapshot's ``allocator_settings`` (as a ``PYTORCH_CUDA_ALLOC_CONF`` st
 entry says of the device (``device_free``) and what the memstress recorder (python/memstress_torch.py)
 wrote beside the snapshot under the key ``memstress`` (the GPU, its memory, the batch size). Sites are
 listed by first appearance; ``alloc_sites[id]`` is the site of the allocation with that trace id (-1:
-no frames were recorded for it).
+no frames were recorded for it). ``segment_addresses[id]`` is where the CUDA driver placed the segment
+with that id (0: not known), which lets a replay of the recorded setting place its segments likewise.
 
 Safety: a pickle can run code when loaded. Snapshots hold only dicts, lists, tuples, strings, numbers,
 booleans and None, so this script unpickles with ``find_class`` refusing every global: a pickle that
@@ -128,6 +129,7 @@ class Block:
     id: int | None = None
     freed: bool = False  # a free (v1) line was emitted for it
     site: int = -1  # index into the facts' sites (allocations with recorded frames)
+    addr: int | None = None  # a segment's address, as the driver placed it
 
 
 @dataclass
@@ -231,14 +233,14 @@ class TraceBuilder:
     def segment_alloc(self, t: int, device: str, addr: int, nbytes: int, stream: int) -> None:
         if (device, addr) in self.segments:
             self.summary.notes["segment_alloc at a live segment's address: earlier one dropped"] += 1
-        segment = Block(device, stream, nbytes)
+        segment = Block(device, stream, nbytes, addr=addr)
         self.segments[(device, addr)] = segment
         self.events.append(Line(t, "segment_alloc", device, stream, block=segment))
 
     def segment_free(self, t: int, device: str, addr: int, nbytes: int, stream: int) -> None:
         segment = self.segments.pop((device, addr), None)
         if segment is None:
-            segment = Block(device, stream, nbytes)
+            segment = Block(device, stream, nbytes, addr=addr)
             self.prelude.append(Line(0, "segment_alloc", device, stream, block=segment))
             self.summary.synthesized["segments made before the trace began, freed in it"] += 1
         self.events.append(Line(t, "segment_free", device, segment.stream, block=segment))
@@ -276,7 +278,7 @@ class TraceBuilder:
     def live_segment(self, device: str, addr: int, nbytes: int, stream: int) -> None:
         if (device, addr) in self.segments:
             return
-        segment = Block(device, stream, nbytes)
+        segment = Block(device, stream, nbytes, addr=addr)
         self.segments[(device, addr)] = segment
         self.prelude.append(Line(0, "segment_alloc", device, stream, block=segment))
         self.summary.synthesized["segments in the snapshot, made before the trace began"] += 1
@@ -285,10 +287,12 @@ class TraceBuilder:
 # --- writing ------------------------------------------------------------------------------------------
 
 
-def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str], summary: Summary) -> list[int]:
+def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
+                summary: Summary) -> tuple[list[int], list[int]]:
     """Writes v1 lines: ids are given in file order (allocations and segments have separate counters).
-    Returns each allocation id's site."""
+    Returns each allocation id's site and each segment id's address (0: not known)."""
     alloc_sites: list[int] = []
+    segment_addresses: list[int] = []
     out.write(f"{TRACE_MAGIC}\n{TRACE_COLUMNS}\n")
     for text in header_comments:
         out.write(f"# {text}\n")
@@ -305,6 +309,8 @@ def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
                 next_id[line.action] += 1
                 if line.action == "alloc":
                     alloc_sites.append(line.block.site)
+                else:
+                    segment_addresses.append(line.block.addr or 0)
             assert line.block.id is not None, f"{line.action} before its block's alloc"
             ident = str(line.block.id)
             nbytes = line.block.nbytes
@@ -314,7 +320,7 @@ def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
         summary.written[line.action] += 1
         summary.devices.add(line.device)
         summary.streams.add(line.stream & U64)
-    return alloc_sites
+    return alloc_sites, segment_addresses
 
 
 def open_output(path: Path) -> tuple[IO[str], Path]:
@@ -613,7 +619,8 @@ def _rmm_device(path: Path) -> str:
     return f"cuda:{match.group(1)}" if match else "cuda:0"
 
 
-def facts_document(builder: TraceBuilder, alloc_sites: list[int], summary: Summary) -> dict[str, Any]:
+def facts_document(builder: TraceBuilder, alloc_sites: list[int], segment_addresses: list[int],
+                   summary: Summary) -> dict[str, Any]:
     """What --facts writes (the module docstring; schema memstress.snapshot-facts/1)."""
     return {
         "schema": "memstress.snapshot-facts/1",
@@ -621,6 +628,7 @@ def facts_document(builder: TraceBuilder, alloc_sites: list[int], summary: Summa
         "frames_recorded": builder.sites.with_frames > 0,
         "sites": builder.sites.sites,
         "alloc_sites": alloc_sites,
+        "segment_addresses": segment_addresses,
         "ooms": builder.oom_facts,
         "alloc_conf": builder.metadata.get("alloc_conf"),
         "recorder": builder.metadata.get("recorder"),
@@ -668,7 +676,7 @@ def convert(source: Path, target: Path, device: str | None = None, facts: Path |
     prelude = sorted(builder.prelude, key=lambda line: line.action != "segment_alloc")
     out, tmp = open_output(target)
     try:
-        alloc_sites = write_trace(out, [*prelude, *builder.events], comments, summary)
+        alloc_sites, segment_addresses = write_trace(out, [*prelude, *builder.events], comments, summary)
         close_output(out)
         umask = os.umask(0)
         os.umask(umask)
@@ -681,7 +689,7 @@ def convert(source: Path, target: Path, device: str | None = None, facts: Path |
         tmp.unlink(missing_ok=True)
         raise
     if facts is not None:
-        write_facts(facts, facts_document(builder, alloc_sites, summary))
+        write_facts(facts, facts_document(builder, alloc_sites, segment_addresses, summary))
     return summary
 
 

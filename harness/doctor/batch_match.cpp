@@ -1,6 +1,7 @@
 #include "harness/doctor/batch_match.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <unordered_map>
 
@@ -19,12 +20,13 @@ std::vector<Key> keys_of(const std::vector<Request>& requests, bool by_site) {
   return keys;
 }
 
-// Myers' greedy diff; returns the matched pairs, or nothing when more than max_d edits are needed.
-std::optional<std::vector<std::pair<std::size_t, std::size_t>>> myers(const std::vector<Key>& a,
-                                                                      const std::vector<Key>& b,
-                                                                      std::size_t max_d) {
-  const auto n = static_cast<std::ptrdiff_t>(a.size());
-  const auto m = static_cast<std::ptrdiff_t>(b.size());
+// Myers' greedy diff under a match predicate (it needs no transitivity: each snake only asks whether a[x]
+// matches b[y]); returns the matched pairs, or nothing when more than max_d edits are needed.
+template <typename Same>
+std::optional<std::vector<std::pair<std::size_t, std::size_t>>> myers(std::size_t size_a, std::size_t size_b,
+                                                                      const Same& same, std::size_t max_d) {
+  const auto n = static_cast<std::ptrdiff_t>(size_a);
+  const auto m = static_cast<std::ptrdiff_t>(size_b);
   const std::ptrdiff_t limit = std::min<std::ptrdiff_t>(n + m, static_cast<std::ptrdiff_t>(max_d));
   const std::ptrdiff_t offset = limit + 1;
   std::vector<std::ptrdiff_t> v(static_cast<std::size_t>(2 * limit + 3), 0);
@@ -37,7 +39,7 @@ std::optional<std::vector<std::pair<std::size_t, std::size_t>>> myers(const std:
     for (std::ptrdiff_t k = -d; k <= d; k += 2) {
       std::ptrdiff_t x = (k == -d || (k != d && at(k - 1) < at(k + 1))) ? at(k + 1) : at(k - 1) + 1;
       std::ptrdiff_t y = x - k;
-      while (x < n && y < m && a[static_cast<std::size_t>(x)] == b[static_cast<std::size_t>(y)]) {
+      while (x < n && y < m && same(static_cast<std::size_t>(x), static_cast<std::size_t>(y))) {
         ++x;
         ++y;
       }
@@ -93,16 +95,53 @@ std::vector<Request> requests_of(const DoctorInput& input, std::uint32_t device)
   return out;
 }
 
-Match match_requests(const std::vector<Request>& a, const std::vector<Request>& b, bool by_site) {
+Match match_requests(const std::vector<Request>& a, const std::vector<Request>& b, bool by_site,
+                     double ratio) {
   Match m;
   m.by_site = by_site;
-  if (auto pairs = myers(keys_of(a, by_site), keys_of(b, by_site), kMaxEdits)) {
-    m.pairs = std::move(*pairs);
-  } else {
+  const std::vector<Key> ka = keys_of(a, by_site);
+  const std::vector<Key> kb = keys_of(b, by_site);
+  // Anchors: the same key, and a size either unchanged or scaled exactly by the batches' ratio (a tensor of
+  // the batch: its bytes are the batch times a whole number). What else changed size is paired in a second
+  // pass, where the anchors leave gaps of equal length and equal keys.
+  const auto scaled = [&](std::uint64_t sa, std::uint64_t sb) {
+    const double expected = static_cast<double>(sa) * ratio;
+    return std::abs(static_cast<double>(sb) - expected) <= 0.5;
+  };
+  const auto anchor = [&](std::size_t i, std::size_t j) {
+    return ka[i] == kb[j] && (a[i].bytes == b[j].bytes || scaled(a[i].bytes, b[j].bytes));
+  };
+  std::optional<std::vector<std::pair<std::size_t, std::size_t>>> anchors =
+      myers(a.size(), b.size(), anchor, kMaxEdits);
+  if (!anchors) {
     m.by_position = true;
     for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
       m.pairs.emplace_back(i, i);
     }
+  } else {
+    m.anchors = anchors->size();
+    std::size_t i0 = 0;
+    std::size_t j0 = 0;
+    const auto fill_gap = [&](std::size_t i1, std::size_t j1) {  // [i0, i1) against [j0, j1)
+      if (i1 - i0 != j1 - j0) {
+        return;
+      }
+      for (std::size_t k = 0; k < i1 - i0; ++k) {
+        if (ka[i0 + k] != kb[j0 + k]) {
+          return;
+        }
+      }
+      for (std::size_t k = 0; k < i1 - i0; ++k) {
+        m.pairs.emplace_back(i0 + k, j0 + k);
+      }
+    };
+    for (const auto& [i, j] : *anchors) {
+      fill_gap(i, j);
+      m.pairs.emplace_back(i, j);
+      i0 = i + 1;
+      j0 = j + 1;
+    }
+    fill_gap(a.size(), b.size());
   }
   m.only_a = a.size() - m.pairs.size();
   m.only_b = b.size() - m.pairs.size();

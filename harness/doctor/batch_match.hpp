@@ -5,13 +5,18 @@
 // Note [Matching two runs]. The same program asks for memory in the same order at any batch size; what
 // changes is the size of the batch-dependent requests (activations, attention scores, the loss's
 // inputs) and, now and then, the number of some requests (a library's workspaces, chosen per shape).
-// So the two sequences of allocations are aligned as text is diffed (Myers' O(ND) algorithm, D the
-// number of requests in one run only), on a key that does not depend on the batch: the allocation's
-// site (its stack's user frame) and its stream (numbered by first appearance, since stream handles differ
-// between processes). Without stack frames the key is the stream alone, so the match is by order: exact
-// when both runs made the same number of requests, and said to be a guess when they did not. An
-// alignment needing more than kMaxEdits edits falls back to matching by position. Requests found in one
-// run only are counted: those of the first run are kept at their size, those of the second dropped.
+// The two sequences of allocations are aligned as text is diffed (Myers' O(ND) algorithm, D the number
+// of requests left unmatched), in two passes. First the anchors: requests with the same key (the
+// allocation's site, its stack's user frame, and its stream, numbered by first appearance since stream
+// handles differ between processes) whose size is unchanged or scaled exactly by the ratio of the
+// batches, as a tensor of the batch is. The size is what makes the anchors reliable: a backward pass
+// runs on PyTorch's autograd thread, whose allocations carry no Python frames, so hundreds of them share
+// one key, and one extra request among them (a workspace) would shift every pairing after it. Then the
+// gaps the anchors leave: where both runs have the same number of requests with the same keys in a gap,
+// they are paired in order (a workspace that grew, an activation with a fixed part); other requests of
+// one run only are counted: those of the first run are kept at their size, those of the second dropped.
+// Without stack frames the key is the stream alone. An alignment needing more than kMaxEdits edits falls
+// back to pairing by position.
 
 #include <cstdint>
 #include <vector>
@@ -33,14 +38,16 @@ struct Request {
 struct Match {
   std::vector<std::pair<std::size_t, std::size_t>> pairs;  // (index into a, index into b), increasing
   bool by_site = false;                                    // the key had sites (both runs had stack frames)
-  bool by_position = false;                                // fell back to pairing by position
-  std::size_t only_a = 0;                                  // requests of a with no partner
+  std::size_t anchors = 0;   // pairs of the first pass (unchanged, or scaled by the batches' ratio)
+  bool by_position = false;  // fell back to pairing by position
+  std::size_t only_a = 0;    // requests of a with no partner
   std::size_t only_b = 0;
 };
 
 inline constexpr std::size_t kMaxEdits = 2000;
 
-[[nodiscard]] Match match_requests(const std::vector<Request>& a, const std::vector<Request>& b,
-                                   bool by_site);
+// `ratio`: the second run's batch over the first's.
+[[nodiscard]] Match match_requests(const std::vector<Request>& a, const std::vector<Request>& b, bool by_site,
+                                   double ratio);
 
 }  // namespace memstress::doctor

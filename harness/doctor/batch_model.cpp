@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -28,12 +29,17 @@ bool kept(replay::Action a) {
 
 }  // namespace
 
-BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b, std::uint64_t batch_a,
-                             std::uint64_t batch_b, const std::string& trace_device) {
-  if (batch_a == 0 || batch_b == 0 || batch_a == batch_b) {
-    throw InputError(
-        fmt::format("--batch {},{}: two different batch sizes above 0, one per snapshot", batch_a, batch_b));
+BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second, std::uint64_t batch_first,
+                             std::uint64_t batch_second, const std::string& trace_device) {
+  if (batch_first == 0 || batch_second == 0 || batch_first == batch_second) {
+    throw InputError(fmt::format("--batch {},{}: two different batch sizes above 0, one per snapshot",
+                                 batch_first, batch_second));
   }
+  const bool swapped = batch_second > batch_first;  // the larger batch's run is the template
+  const DoctorInput& a = swapped ? second : first;
+  const DoctorInput& b = swapped ? first : second;
+  const std::uint64_t batch_a = swapped ? batch_second : batch_first;
+  const std::uint64_t batch_b = swapped ? batch_first : batch_second;
   const std::uint32_t device_a = device_of(a, trace_device);
   const std::uint32_t device_b = device_of(b, trace_device);
   const std::vector<Request> ra = requests_of(a, device_a);
@@ -44,11 +50,13 @@ BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b, std::ui
     }
   }
   BatchModel m;
+  m.template_is_second = swapped;
   m.batch_a = batch_a;
   m.batch_b = batch_b;
   m.requests_a = ra.size();
   m.requests_b = rb.size();
-  m.match = match_requests(ra, rb, a.facts.frames_recorded && b.facts.frames_recorded);
+  m.match = match_requests(ra, rb, a.facts.frames_recorded && b.facts.frames_recorded,
+                           static_cast<double>(batch_b) / static_cast<double>(batch_a));
 
   // The template: the first run's own events of the device, each allocation with its model.
   m.template_trace.name = a.trace.name;
@@ -59,13 +67,25 @@ BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b, std::ui
     request_of_event[ra[i].event_index] = i;
   }
   std::vector<double> slope_of_request(ra.size(), 0.0);
+  std::vector<std::uint64_t> size_of_request(ra.size());
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    size_of_request[i] = ra[i].bytes;
+  }
   const double span = static_cast<double>(batch_b) - static_cast<double>(batch_a);
+  const double ratio = static_cast<double>(batch_b) / static_cast<double>(batch_a);
+  std::sort(m.match.pairs.begin(), m.match.pairs.end());
   for (const auto& [i, j] : m.match.pairs) {
-    slope_of_request[i] = (static_cast<double>(rb[j].bytes) - static_cast<double>(ra[i].bytes)) / span;
+    const auto sa = static_cast<double>(ra[i].bytes);
+    const auto sb = static_cast<double>(rb[j].bytes);
     if (ra[i].bytes == rb[j].bytes) {
       m.constant_bytes += ra[i].bytes;
+    } else if (sa > 0 && sb / sa >= ratio / kBatchLike && sb / sa <= ratio * kBatchLike) {
+      slope_of_request[i] = (sb - sa) / span;  // grows as a tensor of the batch does
+      m.bytes_per_sample += slope_of_request[i];
+    } else {
+      size_of_request[i] = std::max(ra[i].bytes, rb[j].bytes);  // a workspace: held, not extrapolated
+      ++m.held;
     }
-    m.bytes_per_sample += slope_of_request[i];
   }
   for (std::size_t i = 0; i < a.trace.events.size(); ++i) {
     replay::Event e = a.trace.events[i];
@@ -77,7 +97,7 @@ BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b, std::ui
     if (e.action == replay::Action::alloc) {
       const std::size_t r = request_of_event.at(i);
       resize_of_id[e.id] = m.resizes.size();
-      m.resizes.push_back(Resize{index, {}, e.bytes, slope_of_request[r]});
+      m.resizes.push_back(Resize{index, {}, size_of_request[r], slope_of_request[r]});
     } else if (const auto it = resize_of_id.find(e.id); it != resize_of_id.end()) {
       m.resizes[it->second].lines.push_back(index);
     }

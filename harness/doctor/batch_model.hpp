@@ -2,18 +2,25 @@
 
 // `memstress predict-batch`: the program at any batch size, from two recordings at two sizes.
 //
-// Note [A request as a function of the batch]. Each request matched between the run at batch A and the
-// run at batch B (harness/doctor/batch_match.hpp) is taken to grow linearly with the batch: its size at
-// batch N is s_A + (s_B - s_A) (N - A) / (B - A). That is exact for what is proportional to the batch
-// (activations, gradients of activations, attention scores per sample) and for what does not depend on
-// it (weights, their gradients and the optimizer's state: s_A = s_B), and it is what makes the model
-// honest about everything else: a request that grows faster than linearly (a workspace chosen per
-// shape) is mispredicted, and the two runs cannot tell. The first run's trace is the template: its
-// events in order, each allocation resized (requests it alone made keep their size; the second run's
+// Note [A request as a function of the batch]. Of the two runs, the one at the larger batch is A, the
+// template, and the other B. A request matched between them (harness/doctor/batch_match.hpp) that kept
+// its size does not depend on the batch (weights, their gradients, the optimizer's state). One that grew
+// about as the batch did (its sizes' ratio within a factor kBatchLike of the batches' ratio) is a tensor
+// of the batch (activations, their gradients, attention scores, logits), taken to be linear in it:
+// s_A + (s_A - s_B) (N - A) / (A - B), exact for what is proportional to the batch and for a fixed part
+// beside it. Anything else is a library's workspace, chosen per shape; two points say nothing of its
+// law, and extrapolating one linearly ran a GPT's predicted peak far above PyTorch's, so it is held at
+// the larger of its two sizes. A program also asks for more or fewer requests at other batch sizes (on an
+// H100, a GPT with checkpointing made 42 more requests at batch 8 than at 2 and 4): what neither run made
+// cannot be predicted, and the count of what could not be matched is reported. That is also why the run
+// at the larger batch is the template: a program's requests at large batches resemble those at the
+// larger of two small batches more (that GPT's largest batch under a cap, predicted from 2 and 4 with the
+// run at 2 as the template, came out 76 against PyTorch's 97, and 97 from 4 and 8). The template's events
+// are kept in order, each allocation resized (requests it alone made keep their size; the other run's
 // own requests are left out), its recorded allocator's segment lines and OOMs dropped, since a replay
-// makes its own. The largest batch that fits is then searched by replay: doubling until it does not
-// fit, then bisecting; a batch fits when its replay under the setting on a device of the capacity ends
-// with no OOM.
+// makes its own. The largest batch that fits is then searched by replay: doubling until it does not fit,
+// then bisecting; a batch fits when its replay under the setting on a device of the capacity ends with
+// no OOM.
 
 #include <cstdint>
 #include <optional>
@@ -24,6 +31,8 @@
 
 namespace memstress::doctor {
 
+inline constexpr double kBatchLike = 1.25;
+
 // One allocation of the template, and the lines that name it (its free, its free_completed).
 struct Resize {
   std::size_t alloc = 0;  // index into the template's events
@@ -32,7 +41,9 @@ struct Resize {
   double slope = 0;          // bytes per sample (0: it does not depend on the batch)
 };
 
+// A is the template's run (the larger batch), B the other.
 struct BatchModel {
+  bool template_is_second = false;  // A is the second snapshot given
   std::uint64_t batch_a = 0;
   std::uint64_t batch_b = 0;
   replay::ReplayTrace template_trace;  // the first run's events of the one device, less segments and OOMs
@@ -41,6 +52,7 @@ struct BatchModel {
   std::size_t requests_a = 0;
   std::size_t requests_b = 0;
   std::uint64_t constant_bytes = 0;  // the sum, over matched requests, of those that did not change
+  std::size_t held = 0;              // matched requests that changed, but not as a tensor of the batch
   double bytes_per_sample = 0;       // the sum of the matched requests' slopes
 };
 

@@ -126,6 +126,8 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   choose_capacities(r, input, options);
 
   const LiveWalk walk = walk_live(trace, device, input.facts);
+  // Replays of the setting it ran with place segments where the driver did (SimBackend::follow_placements).
+  const PlacementPlan plan = recorded_placements(trace, device, input.facts);
   replay::ReplayOptions base;
   base.device = r.trace_device;
 
@@ -136,7 +138,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
       options_here.capture_at_event = walk.event_index[walk.peak];
     }
     const replay::ReplayRun run =
-        replay::replay_setting(trace, r.setting, sim_device(kUnconstrained), options_here);
+        replay::replay_setting(trace, r.setting, sim_device(kUnconstrained, &plan), options_here);
     r.needed = needed_of(run.result, walk, trace);
     r.timeline = run.result.timeline;
   }
@@ -161,7 +163,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
 
   const std::vector<replay::SweepSetting> grid = doctor_grid(r.setting);
   // A capacity given or recorded is what PyTorch could use; without one the OOM's own figures tell it.
-  r.oom = analyse_oom(trace, walk, input.facts, grid, r.setting,
+  r.oom = analyse_oom(trace, walk, input.facts, plan, grid, r.setting,
                       r.capacities.empty() ? std::nullopt : std::optional(r.capacities.front()), base,
                       options.threads);
   if (r.capacities.empty() && r.oom && r.oom->capacity) {
@@ -171,7 +173,8 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   if (r.capacities.empty()) {
     r.capacity_origin = "none known (give --capacity, e.g. --capacity 24G,40G,80G)";
   }
-  r.settings = judge_settings(trace, walk, input.facts, grid, r.setting, r.capacities, base, options.threads);
+  r.settings =
+      judge_settings(trace, walk, input.facts, plan, grid, r.setting, r.capacities, base, options.threads);
   r.growth = growth_of(walk, trace);
   return r;
 }

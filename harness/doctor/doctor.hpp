@@ -34,8 +34,8 @@ struct Needed {
   double utilization = 1.0;                            // peak allocated / peak reserved
   std::optional<double> external_fragmentation;        // at the peak
   std::uint64_t peak_event = 0;                        // 1-based, the program's live bytes' peak
-  std::uint64_t peak_time_ns = 0;  // since the device's first event
-  std::uint64_t start_ns = 0;      // the device's first event's time in the trace
+  std::uint64_t peak_time_ns = 0;                      // since the device's first event
+  std::uint64_t start_ns = 0;                          // the device's first event's time in the trace
   std::uint64_t events = 0;
   std::uint64_t duration_ns = 0;
 };

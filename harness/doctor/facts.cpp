@@ -78,6 +78,9 @@ SnapshotFacts read_facts(const std::filesystem::path& path, const std::string& n
       r.fail("alloc_sites", fmt::format("site {} is not one of the {} sites", s, f.sites.size()));
     }
   }
+  if (doc.contains("segment_addresses")) {
+    f.segment_addresses = r.get<std::vector<std::uint64_t>>(doc, "segment_addresses", "top level");
+  }
   const auto ooms = r.get<std::vector<nlohmann::json>>(doc, "ooms", "top level");
   for (std::size_t i = 0; i < ooms.size(); ++i) {
     const std::string where = fmt::format("ooms[{}]", i);

@@ -34,10 +34,11 @@ struct SnapshotFacts {
   std::string source = "memstress trace";  // or "PyTorch memory snapshot", "RMM log"
   bool frames_recorded = false;
   std::vector<Site> sites;
-  std::vector<std::int32_t> alloc_sites;  // by allocation id: an index into sites, or -1
-  std::vector<OomFact> ooms;              // the snapshot's oom entries, in order
-  std::optional<std::string> alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF as the program ran with it
-  nlohmann::json recorder;                // python/memstress_torch.py's notes, or null
+  std::vector<std::int32_t> alloc_sites;         // by allocation id: an index into sites, or -1
+  std::vector<std::uint64_t> segment_addresses;  // by segment id: where the driver put it (0: unknown)
+  std::vector<OomFact> ooms;                     // the snapshot's oom entries, in order
+  std::optional<std::string> alloc_conf;         // PYTORCH_CUDA_ALLOC_CONF as the program ran with it
+  nlohmann::json recorder;                       // python/memstress_torch.py's notes, or null
 
   // The site of allocation `id`, or -1.
   [[nodiscard]] std::int32_t site_of(std::uint64_t id) const noexcept {

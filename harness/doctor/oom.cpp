@@ -10,19 +10,20 @@ namespace {
 // The replay of `setting` up to the OOM line, the request tried there.
 replay::RecordedOom at_the_oom(const replay::ReplayTrace& trace, const replay::SweepSetting& setting,
                                std::uint64_t capacity, std::uint64_t oom_index,
-                               const replay::ReplayOptions& base) {
+                               const replay::ReplayOptions& base, const PlacementPlan* plan) {
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
   options.probe_recorded_ooms = true;
   options.stop_after_event = oom_index;
-  const replay::ReplayResult r = replay::replay_setting(trace, setting, sim_device(capacity), options).result;
+  const replay::ReplayResult r =
+      replay::replay_setting(trace, setting, sim_device(capacity, plan), options).result;
   return r.recorded_ooms.empty() ? replay::RecordedOom{} : r.recorded_ooms.back();
 }
 
 }  // namespace
 
 std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const LiveWalk& walk,
-                                       const SnapshotFacts& facts,
+                                       const SnapshotFacts& facts, const PlacementPlan& plan,
                                        const std::vector<replay::SweepSetting>& grid,
                                        const replay::SweepSetting& recorded,
                                        std::optional<std::uint64_t> capacity_given,
@@ -50,7 +51,7 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
     a.at.site = fact->site;
   }
   // The recorded allocator's reserved bytes then: a replay on a device too large to run out.
-  const replay::RecordedOom unconstrained = at_the_oom(trace, recorded, 1ULL << 40, *first, base);
+  const replay::RecordedOom unconstrained = at_the_oom(trace, recorded, 1ULL << 40, *first, base, &plan);
   a.recorded_reserved = unconstrained.recorded_reserved;
   if (capacity_given) {
     a.capacity = capacity_given;
@@ -63,7 +64,7 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
     a.largest_free_block = unconstrained.largest_free_block;
     return a;
   }
-  const replay::RecordedOom own = at_the_oom(trace, recorded, *a.capacity, *first, base);
+  const replay::RecordedOom own = at_the_oom(trace, recorded, *a.capacity, *first, base, &plan);
   a.reserved = own.reserved;
   a.allocated = own.allocated;
   a.largest_free_block = own.largest_free_block;
@@ -76,7 +77,9 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
                 : OomCause::fragmentation;
   std::vector<char> granted(grid.size(), 0);
   parallel_for(grid.size(), threads == 0 ? default_threads(grid.size()) : threads, [&](std::size_t i) {
-    const replay::RecordedOom r = at_the_oom(trace, grid[i], *a.capacity, *first, base);
+    const replay::RecordedOom r = at_the_oom(
+        trace, grid[i], *a.capacity, *first, base,
+        grid[i].allocator == recorded.allocator && grid[i].conf == recorded.conf ? &plan : nullptr);
     granted[i] = r.probe_granted.value_or(false) && !r.earlier_replay_oom ? 1 : 0;
   });
   for (std::size_t i = 0; i < grid.size(); ++i) {

@@ -42,7 +42,7 @@ struct OomAnalysis {
 
 // Empty when the trace has no oom line for the walk's device.
 [[nodiscard]] std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const LiveWalk& walk,
-                                                     const SnapshotFacts& facts,
+                                                     const SnapshotFacts& facts, const PlacementPlan& plan,
                                                      const std::vector<replay::SweepSetting>& grid,
                                                      const replay::SweepSetting& recorded,
                                                      std::optional<std::uint64_t> capacity_given,

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <memory>
 #include <sstream>
 
 #include "harness/alloc/alloc_config.hpp"
@@ -61,11 +63,35 @@ std::vector<replay::SweepSetting> doctor_grid(const replay::SweepSetting& record
   return grid;
 }
 
-replay::BackendFactory sim_device(std::uint64_t capacity) {
-  DeviceSpec spec;
-  spec.kind = DeviceSpec::Kind::sim;
-  spec.sim_capacity = capacity;
-  return [spec] { return make_backend(spec, SimAddressOrder::cuda_like); };
+PlacementPlan recorded_placements(const replay::ReplayTrace& trace, std::uint32_t device,
+                                  const SnapshotFacts& facts) {
+  PlacementPlan plan;
+  std::uint64_t lowest = std::numeric_limits<std::uint64_t>::max();
+  for (const replay::Event& e : trace.events) {
+    if (e.device != device || e.action != replay::Action::segment_alloc) {
+      continue;
+    }
+    const std::uint64_t address = e.id < facts.segment_addresses.size() ? facts.segment_addresses[e.id] : 0;
+    if (address == 0) {
+      break;  // the plan ends where the record does
+    }
+    plan.push_back({e.bytes, address});
+    lowest = std::min(lowest, address);
+  }
+  for (PlannedReservation& p : plan) {
+    p.offset -= lowest;
+  }
+  return plan;
+}
+
+replay::BackendFactory sim_device(std::uint64_t capacity, const PlacementPlan* plan) {
+  return [capacity, plan] {
+    auto device = std::make_unique<SimBackend>(capacity, SimAddressOrder::cuda_like);
+    if (plan != nullptr) {
+      device->follow_placements(*plan);
+    }
+    return std::unique_ptr<DeviceBackend>(std::move(device));
+  };
 }
 
 std::uint64_t event_number(const LiveWalk& walk, std::uint64_t event_index) noexcept {
@@ -84,7 +110,8 @@ std::optional<OomAt> first_oom(const replay::ReplayResult& result, const replay:
 }
 
 SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& walk,
-                              const SnapshotFacts& facts, const std::vector<replay::SweepSetting>& grid,
+                              const SnapshotFacts& facts, const PlacementPlan& plan,
+                              const std::vector<replay::SweepSetting>& grid,
                               const replay::SweepSetting& recorded,
                               const std::vector<std::uint64_t>& capacities, const replay::ReplayOptions& base,
                               unsigned threads) {
@@ -94,9 +121,14 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
   answer.rows.resize(grid.size());
-  const replay::BackendFactory unconstrained = sim_device(answer.unconstrained_capacity);
+  const auto plan_for = [&](const replay::SweepSetting& s) {
+    return same_setting(s, recorded) ? &plan : nullptr;
+  };
   parallel_for(grid.size(), threads == 0 ? default_threads(grid.size()) : threads, [&](std::size_t i) {
-    const replay::ReplayResult r = replay::replay_setting(trace, grid[i], unconstrained, options).result;
+    const replay::ReplayResult r =
+        replay::replay_setting(trace, grid[i], sim_device(answer.unconstrained_capacity, plan_for(grid[i])),
+                               options)
+            .result;
     SettingRow& row = answer.rows[i];
     row.setting = grid[i];
     row.peak_reserved = r.peak_reserved;
@@ -126,8 +158,8 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
   parallel_for(jobs.size(), threads == 0 ? default_threads(jobs.size()) : threads, [&](std::size_t j) {
     SettingRow& row = answer.rows[jobs[j].row];
     CapacityVerdict& verdict = row.verdicts[jobs[j].verdict];
-    const replay::ReplayRun run =
-        replay::replay_setting(trace, row.setting, sim_device(verdict.capacity), until_oom);
+    const replay::ReplayRun run = replay::replay_setting(
+        trace, row.setting, sim_device(verdict.capacity, plan_for(row.setting)), until_oom);
     verdict.replayed = true;
     verdict.oom = first_oom(run.result, trace, walk, facts);
     verdict.fits = !verdict.oom.has_value();

@@ -16,6 +16,7 @@
 
 #include "harness/doctor/facts.hpp"
 #include "harness/doctor/live_walk.hpp"
+#include "harness/memory/sim_backend.hpp"
 #include "harness/replay/sweep.hpp"
 
 namespace memstress::doctor {
@@ -61,11 +62,22 @@ struct SettingsAnswer {
   std::optional<std::size_t> recorded;  // the row of the setting the program ran with
 };
 
+// The placements of the trace's segments on `device` (an index into its devices), as the snapshot
+// recorded them (SimBackend::follow_placements); empty when it did not.
+using PlacementPlan = std::vector<PlannedReservation>;
+[[nodiscard]] PlacementPlan recorded_placements(const replay::ReplayTrace& trace, std::uint32_t device,
+                                                const SnapshotFacts& facts);
+
+// A simulated device of `capacity` that places segments as CUDA does (what replay uses), following
+// `plan` when one is given (for a replay of the setting the snapshot was recorded under).
+[[nodiscard]] replay::BackendFactory sim_device(std::uint64_t capacity, const PlacementPlan* plan = nullptr);
+
 // The grid: sweep_grid's 49 settings, and the recorded one if it is not among them.
 [[nodiscard]] std::vector<replay::SweepSetting> doctor_grid(const replay::SweepSetting& recorded);
 
+// The recorded setting's replays follow `plan`.
 [[nodiscard]] SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& walk,
-                                            const SnapshotFacts& facts,
+                                            const SnapshotFacts& facts, const PlacementPlan& plan,
                                             const std::vector<replay::SweepSetting>& grid,
                                             const replay::SweepSetting& recorded,
                                             const std::vector<std::uint64_t>& capacities,
@@ -78,8 +90,5 @@ struct SettingsAnswer {
 [[nodiscard]] std::optional<OomAt> first_oom(const replay::ReplayResult& result,
                                              const replay::ReplayTrace& trace, const LiveWalk& walk,
                                              const SnapshotFacts& facts);
-
-// A simulated device of `capacity` that places segments as CUDA does (what replay uses).
-[[nodiscard]] replay::BackendFactory sim_device(std::uint64_t capacity);
 
 }  // namespace memstress::doctor

@@ -82,6 +82,28 @@ void give_range(std::map<std::uint64_t, std::uint64_t>& free, std::uint64_t star
   free.emplace(start, length);
 }
 
+// Takes exactly [start, start + length) out of the free map, if it is free.
+bool take_exact(std::map<std::uint64_t, std::uint64_t>& free, std::uint64_t start, std::uint64_t length) {
+  auto it = free.upper_bound(start);
+  if (it == free.begin()) {
+    return false;
+  }
+  --it;
+  const std::uint64_t range_start = it->first;
+  const std::uint64_t end = it->first + it->second;
+  if (start + length > end) {
+    return false;
+  }
+  free.erase(it);
+  if (start != range_start) {
+    free.emplace(range_start, start - range_start);
+  }
+  if (start + length != end) {
+    free.emplace(start + length, end - start - length);
+  }
+  return true;
+}
+
 void* as_pointer(std::uint64_t address) noexcept {
   return reinterpret_cast<void*>(address);  // NOLINT(performance-no-int-to-ptr): never dereferenced
 }
@@ -97,6 +119,7 @@ SimBackend::SimBackend(std::uint64_t capacity, SimAddressOrder order) : order_(o
   info_.name = fmt::format("simulated ({})", format_bytes(capacity));
   info_.capacity = capacity;
   free_.emplace(kBaseAddress, round_up(capacity, kPageBytes) * 4);
+  plan_base_ = kBaseAddress + round_up(capacity, kPageBytes) * 4;
   ranges_free_.emplace(kRangeBase, kBaseAddress - kRangeBase);
 }
 
@@ -118,6 +141,17 @@ void* SimBackend::try_reserve(std::size_t bytes) {
   if (charge > info_.capacity - used_) {
     return nullptr;
   }
+  if (plan_on_) {
+    const PlannedReservation* next = plan_next_ < plan_.size() ? &plan_[plan_next_] : nullptr;
+    if (next != nullptr && charged_bytes(next->bytes) == charge &&
+        take_exact(plan_free_, plan_base_ + next->offset, charge)) {
+      ++plan_next_;
+      live_.emplace(plan_base_ + next->offset, charge);
+      used_ += charge;
+      return as_pointer(plan_base_ + next->offset);
+    }
+    plan_on_ = false;
+  }
   const std::uint64_t start = take_range(free_, charge, charge >= kPageBytes ? kPageBytes : kSmallGranularity,
                                          order_ == SimAddressOrder::cuda_like && charge > kPageBytes);
   if (start == 0) {
@@ -126,6 +160,21 @@ void* SimBackend::try_reserve(std::size_t bytes) {
   live_.emplace(start, charge);
   used_ += charge;
   return as_pointer(start);
+}
+
+void SimBackend::follow_placements(std::vector<PlannedReservation> plan) {
+  const std::scoped_lock lock(mutex_);
+  std::uint64_t span = 0;
+  for (const PlannedReservation& p : plan) {
+    span = std::max(span, p.offset + charged_bytes(p.bytes));
+  }
+  plan_ = std::move(plan);
+  plan_next_ = 0;
+  plan_on_ = !plan_.empty();
+  plan_free_.clear();
+  if (span > 0) {
+    plan_free_.emplace(plan_base_, round_up(span, kPageBytes));
+  }
 }
 
 void SimBackend::release(void* address, std::size_t /*bytes*/) noexcept {
@@ -138,7 +187,7 @@ void SimBackend::release(void* address, std::size_t /*bytes*/) noexcept {
     return;
   }
   used_ -= live->second;
-  give_range(free_, start, live->second);
+  give_range(start >= plan_base_ ? plan_free_ : free_, start, live->second);
   live_.erase(live);
 }
 

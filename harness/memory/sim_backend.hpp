@@ -19,6 +19,12 @@ namespace memstress {
 //     byte; first_fit gets transformer_train's reserved peak 0.6% high.
 enum class SimAddressOrder : std::uint8_t { first_fit, cuda_like };
 
+// A segment the CUDA driver placed, as a snapshot recorded it: `offset` from the lowest segment address.
+struct PlannedReservation {
+  std::uint64_t bytes = 0;
+  std::uint64_t offset = 0;
+};
+
 // A device of `capacity` bytes with no memory behind its addresses.
 //
 // Accounting follows the driver closely enough for allocator studies: a reservation is charged rounded
@@ -29,6 +35,14 @@ enum class SimAddressOrder : std::uint8_t { first_fit, cuda_like };
 // driver's are. Virtual ranges for expandable segments come from a separate, much larger region and
 // cost nothing until pages are mapped into them. Addresses start at fixed bases, so the same sequence
 // of calls gives the same addresses on every machine.
+//
+// follow_placements: the placements a snapshot recorded, for replaying the allocator that recorded them.
+// The n-th reservation goes where the driver put the n-th segment, in a region of its own above the
+// usual range, as long as the sizes agree and that range is free; the first that does not ends the plan
+// for good and reservations go back to `order`. The driver's placement is not a rule memstress can
+// rebuild (on an H100 it packs segments of a few sizes into regions, sometimes upward, sometimes down),
+// and it decides which of two equal free blocks PyTorch's best fit takes (the lowest address): followed,
+// a replay of the setting a snapshot was recorded under reserves what PyTorch reserved.
 //
 // Simulated streams run nothing, so work "completes" at once: an event is complete when recorded.
 // Tests hold a stream to model work still running on it; its events complete when it is released or
@@ -60,6 +74,7 @@ class SimBackend final : public DeviceBackend {
   [[nodiscard]] bool try_map(void* address, std::size_t bytes) override;
   void unmap(void* address, std::size_t bytes) noexcept override;
 
+  void follow_placements(std::vector<PlannedReservation> plan);
   void hold_stream(StreamRef stream);
   void release_stream(StreamRef stream);
   [[nodiscard]] std::size_t live_events() const;
@@ -78,12 +93,17 @@ class SimBackend final : public DeviceBackend {
   DeviceInfo info_;
   SimAddressOrder order_;
   mutable std::mutex mutex_;
-  std::uint64_t used_ = 0;  // charged bytes reserved or mapped
-  Ranges free_;             // free addresses for try_reserve
-  Ranges live_;             // reserved: start -> charged length
-  Ranges ranges_free_;      // free virtual ranges for reserve_address_range
-  Ranges ranges_live_;      // reserved virtual ranges
-  Ranges mapped_;           // mapped pieces inside them
+  std::uint64_t used_ = 0;                // charged bytes reserved or mapped
+  Ranges free_;                           // free addresses for try_reserve
+  std::vector<PlannedReservation> plan_;  // follow_placements
+  std::size_t plan_next_ = 0;
+  bool plan_on_ = false;
+  std::uint64_t plan_base_ = 0;  // the plan's region starts here, above free_'s
+  Ranges plan_free_;
+  Ranges live_;         // reserved: start -> charged length
+  Ranges ranges_free_;  // free virtual ranges for reserve_address_range
+  Ranges ranges_live_;  // reserved virtual ranges
+  Ranges mapped_;       // mapped pieces inside them
   std::map<EventHandle, SimEvent> events_;
   std::vector<StreamRef> held_;
   EventHandle next_event_ = 1;

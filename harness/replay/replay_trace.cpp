@@ -168,6 +168,16 @@ ReplayTrace parse_replay_trace(std::string_view text, std::string_view name) {
   return Parser(name).parse(text);
 }
 
+std::string format_replay_trace(const ReplayTrace& trace, std::string_view comment) {
+  std::string out = fmt::format("{}\n{}\n# {}\n", kTraceMagic, kTraceColumns, comment);
+  for (const Event& e : trace.events) {
+    const bool id = needs_id(e.action);
+    out += fmt::format("{},{},{},{},{},{},{}\n", e.seq, e.time_ns, to_string(e.action),
+                       id ? std::to_string(e.id) : "", e.bytes, e.stream, trace.devices[e.device]);
+  }
+  return out;
+}
+
 ReplayTrace read_replay_trace(const std::filesystem::path& path) {
   return parse_replay_trace(read_trace_file(path, "trace"), path.string());
 }

@@ -103,8 +103,9 @@ TEST(PredictBatch, TheLargestBatchIsTheProgramsOwn) {
 
 TEST(PredictBatch, ARequestOfOneRunOnlyIsCountedAndTheRestStillMatch) {
   const BatchModel m = build_batch_model(program(4, true, true), program(8, false, true), 4, 8, "");
-  EXPECT_EQ(m.match.only_a, 3U);  // the workspace of each step
-  EXPECT_EQ(m.match.only_b, 0U);
+  EXPECT_TRUE(m.template_is_second);  // the run at the larger batch
+  EXPECT_EQ(m.match.only_a, 0U);
+  EXPECT_EQ(m.match.only_b, 3U);  // the workspace of each step, made at batch 4 only
   EXPECT_FALSE(m.match.by_position);
   EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);
 }
