@@ -3,7 +3,7 @@
 # --target uninstall`, from install_manifest.txt).
 #
 #   P/bin/memstress, P/bin/memstress_bench
-#   P/share/memstress/scripts/      report, validate_results.py, torch_snapshot_to_trace.py (+ ms_pyenv.py)
+#   P/share/memstress/scripts/      report, validate_results.py, torch_snapshot_to_trace.py (+ ms_pyenv.py, ms_json.py)
 #   P/share/memstress/profiles/     the shipped acceptance profiles (memstress accept --profile h100)
 #   P/share/memstress/results/schema/  the results schemas
 #   P/share/doc/memstress/README.md
@@ -18,7 +18,7 @@ if(TARGET memstress_bench)
 endif()
 install(PROGRAMS scripts/report scripts/validate_results.py scripts/torch_snapshot_to_trace.py
         DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
-install(FILES scripts/ms_pyenv.py DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
+install(FILES scripts/ms_pyenv.py scripts/ms_json.py DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
 install(DIRECTORY profiles/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/profiles FILES_MATCHING PATTERN "*.yaml")
 install(DIRECTORY results/schema/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/results/schema FILES_MATCHING
         PATTERN "*.json")
