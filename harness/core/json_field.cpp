@@ -14,7 +14,7 @@ using value_t = nlohmann::json::value_t;
 // What a value is, for a message: "a number (64)", "a string (\"fast\")", "an array".
 std::string found(const nlohmann::json& v) {
   constexpr std::size_t kShown = 40;
-  const auto shown = [&](std::string text) {
+  const auto shown = [&](const std::string& text) {
     return text.size() > kShown ? text.substr(0, kShown) + "..." : text;
   };
   switch (v.type()) {
