@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
         "deep-params.json": with_deep_params(one_line, deep_array()),
         "deep-params-object.json": with_deep_params(one_line, deep_object(60_000)),
         "deep-document.json": deep_object(60_000),
-        "deep-gbench.json": json.dumps(gbench).replace('"iterations": ', '"deep": ' + deep_array() + ', "iterations": ', 1),
+        "deep-gbench.json": json.dumps(gbench).replace('"iterations": ', f'"deep": {deep_array()}, "iterations": ', 1),
         # issue 20, 2: fields of the wrong type (each named with its row)
         "params-number.json": mutated(base, set_field(2, ["params"], 7)),
         "params-array.json": mutated(base, set_field(2, ["params"], [[["bytes", "1G"]]])),
@@ -87,8 +87,8 @@ def main(argv: list[str]) -> int:
         "deep-compare.json": '{"schema": "memstress.compare/1", "rows": ' + deep_array() + "}",
         # profiles are YAML: a flow sequence 100,000 deep, and one whose check's `where` is deep
         "deep-profile.yaml": deep_array(),
-        "deep-where-profile.yaml": "name: t\ngpu: G\nruns: []\nchecks:\n  - {name: c, workload: w, metric: m, max: 0, where: "
-        + deep_array(10_000) + "}\n",
+        "deep-where-profile.yaml": "name: t\ngpu: G\nruns: []\nchecks:\n"
+        f"  - {{name: c, workload: w, metric: m, max: 0, where: {deep_array(10_000)}}}\n",
     }
     stream_row = 1 + next(i for i, line in enumerate(stream[1:]) if '"type": "row"' in line)
     deep_stream = list(stream)

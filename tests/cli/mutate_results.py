@@ -8,8 +8,9 @@ thing in each case, as a file from another machine or person might be broken: a 
 key deleted, a value nested deeply (up to 100,000 levels), the text cut short. Each case runs
 `memstress compare ORIGINAL MUTATED` and `memstress accept --profile h100 --any-gpu --from MUTATED`. Every run
 must exit 0 or 1, or 2 with a message that names the mutated file; a signal, a timeout, any other exit
-code or "internal error" is a finding. Prints the histogram of outcomes per command and each finding with
-its mutation (and the file, with --keep DIR). Exit 0 without findings, 1 with some, 2 on bad usage.
+code, "internal error" or a sanitizer's report is a finding. Prints the histogram of outcomes per command
+and each finding with its mutation (and the file, with --keep DIR). Exit 0 without findings, 1 with some,
+2 on bad usage.
 Deterministic for a given --seed (whatever --jobs: the cases are made in order, run J at a time).
 """
 
@@ -121,6 +122,8 @@ def judge(mutated: Path, done: subprocess.CompletedProcess | None) -> str:
         return f"FINDING signal {-rc}"
     if "internal error" in err:
         return f"FINDING internal error (exit {rc})"
+    if "Sanitizer" in err or "runtime error:" in err:  # ASan, LSan, UBSan (the asan preset): exit 1 otherwise
+        return f"FINDING sanitizer report (exit {rc})"
     if rc == 2 and str(mutated) not in err:
         return "FINDING exit 2 without naming the file"
     if rc in (0, 1, 2):
