@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -14,6 +13,7 @@
 #include "harness/accept/profile.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/alloc/pinned_host_allocator.hpp"
+#include "harness/compare/results.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/version.hpp"
@@ -55,39 +55,39 @@ std::vector<std::string> split(const std::string& values) {
   return out;
 }
 
-// The rows of results files (memstress.run/1 documents), the first row's device name and the number of
-// ranks that produced them.
-nlohmann::json rows_from(const std::vector<std::string>& files, std::string& gpu, int& ranks) {
-  nlohmann::json rows = nlohmann::json::array();
+// The rows of results files (memstress.run/1 documents or `.jsonl` streams), read by compare's loader:
+// every field's type is checked and a bad one named with its file and row (exit 2).
+struct RowsFrom {
+  AcceptRows rows;
+  std::string gpu;  // the first row's device name
+  int ranks = 1;    // how many ranks produced them
+};
+
+RowsFrom rows_from(const std::vector<std::string>& files) {
+  RowsFrom out;
   for (const std::string& file : files) {
-    std::ifstream in(file);
-    if (!in) {
-      throw InputError(fmt::format("--from {}: cannot be read", file));
+    compare::Results results = compare::load_results(file, "--from");
+    if (results.kind != compare::ResultsKind::memstress) {
+      throw InputError(
+          fmt::format("--from '{}': {}, not memstress results ({}): accept judges the rows of "
+                      "memstress run or accept",
+                      file, compare::to_string(results.kind), kSchemaId));
     }
-    nlohmann::json doc;
-    try {
-      in >> doc;
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(fmt::format("--from {}: not JSON ({})", file, e.what()));
-    }
-    if (!doc.is_object() || doc.value("schema", "") != "memstress.run/1" || !doc.contains("rows")) {
-      throw InputError(fmt::format("--from {}: not a memstress.run/1 results document", file));
-    }
-    for (const nlohmann::json& row : doc["rows"]) {
-      if (gpu.empty()) {
-        gpu = row.value("/device/name"_json_pointer, std::string());
+    for (compare::ResultRow& row : results.rows) {
+      if (out.gpu.empty()) {
+        out.gpu = row.device;
       }
-      ranks = std::max(ranks, row.value("rank", 0) + 1);
-      rows.push_back(row);
+      out.ranks = std::max(out.ranks, row.rank.value_or(0) + 1);
+      out.rows.push_back(std::move(row));
     }
   }
-  return rows;
+  return out;
 }
 
 // Runs the profile on this rank (under mpirun: on every rank, one GPU each, as `run` does) and returns
-// every rank's rows on rank 0 (null on the other ranks).
-nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv,
-                           World& world) {
+// every rank's rows on rank 0 (none on the other ranks).
+AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv,
+                       World& world) {
   const Registry registry = suites::builtin_registry();
   std::vector<PlannedCase> cases;
   std::vector<std::string> in_turn;  // workloads run one rank at a time
@@ -167,7 +167,13 @@ nlohmann::json run_profile(const AcceptFlags& f, const Profile& profile, std::ve
     throw;
   }
   sink.finish(RunStatus::complete);
-  return writer ? run_json(sink.record())["rows"] : nlohmann::json();
+  AcceptRows rows;
+  if (writer) {
+    for (const Row& row : sink.record().rows) {
+      rows.push_back(compare::result_row(row));
+    }
+  }
+  return rows;
 }
 
 std::string junit_of(const Profile& profile,
@@ -204,7 +210,7 @@ std::string junit_of(const Profile& profile,
 }
 
 // Judges (or trains from) `rows`, produced by `ranks` ranks; prints a line per check and the verdict.
-int judge(const AcceptFlags& f, Profile& profile, const nlohmann::json& rows, int ranks) {
+int judge(const AcceptFlags& f, Profile& profile, const AcceptRows& rows, int ranks) {
   if (f.train) {
     const std::vector<std::string> untrained = train(profile, rows);
     const std::string target = f.write.empty() ? f.profile : f.write;
@@ -239,20 +245,18 @@ int judge(const AcceptFlags& f, Profile& profile, const nlohmann::json& rows, in
 int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
   Profile profile = load_profile(f.profile);
   if (!f.from.empty()) {
-    std::string gpu;
-    int ranks = 1;
-    const nlohmann::json rows = rows_from(f.from, gpu, ranks);
-    if (!f.any_gpu && gpu != profile.gpu) {
+    const RowsFrom from = rows_from(f.from);
+    if (!f.any_gpu && from.gpu != profile.gpu) {
       throw InputError(
           fmt::format("--profile {}: its thresholds are for {}, and the results are from {} (--any-gpu "
                       "to judge them anyway)",
-                      f.profile, profile.gpu, gpu));
+                      f.profile, profile.gpu, from.gpu));
     }
-    return judge(f, profile, rows, ranks);
+    return judge(f, profile, from.rows, from.ranks);
   }
   // Under mpirun every rank runs the profile on its GPU; rank 0 judges all ranks' rows.
   return run_as_job(f.timeout_s, "--timeout", [&](World& world) {
-    const nlohmann::json rows = run_profile(f, profile, argv, world);
+    const AcceptRows rows = run_profile(f, profile, argv, world);
     return world.rank() == 0 ? judge(f, profile, rows, world.size()) : 0;
   });
 }

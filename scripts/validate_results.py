@@ -13,6 +13,7 @@ of several ranks) must be what its rows give: recomputed here, case by case, str
 
 Prints one line per file, "FILE: ok (N rows)", or "FILE: invalid" followed by the first errors, each
 with its JSON path. Exit codes: 0 all valid; 1 some file invalid; 2 some file unreadable or not JSON
+(or nested more than 128 levels deep: scripts/ms_json.py)
 (or the schemas themselves); 77 the jsonschema package is missing (CTest: SKIP_RETURN_CODE 77).
 The only dependency is jsonschema (>= 4.18, requirements.txt); the script runs under the project's
 .venv when it exists, whatever python started it (scripts/ms_pyenv.py).
@@ -26,6 +27,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
+
+import ms_json  # beside this script (installed with it)
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = ROOT / "results" / "schema"
@@ -58,6 +61,11 @@ def reject_constant(name: str) -> Any:
 
 
 def parse_json(text: str, where: str) -> Any:
+    """One JSON value, its nesting bounded first (ms_json: deeper than 128 levels is refused, exit 2)."""
+    try:
+        ms_json.check_depth(text)
+    except ms_json.TooDeep as e:
+        raise Unreadable(f"{where}{e}") from None
     try:
         return json.loads(text, parse_constant=reject_constant)
     except ValueError as e:  # json.JSONDecodeError is a ValueError
@@ -231,9 +239,14 @@ def check_document(path: Path, run_validator, replay_validator) -> tuple[list[st
 
 def check_stream(path: Path, line_validator) -> tuple[list[str], str]:
     try:
-        lines = path.read_text(encoding="utf-8").split("\n")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise Unreadable(f"cannot read: {e}") from None
+    try:
+        ms_json.check_depth(text)  # the whole stream, so the line named is the file's
+    except ms_json.TooDeep as e:
+        raise Unreadable(str(e)) from None
+    lines = text.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
     if not lines:
@@ -275,7 +288,7 @@ def check_stream(path: Path, line_validator) -> tuple[list[str], str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Validate memstress results (.json run documents, .jsonl streams) against results/schema/.",
-        epilog="exit codes: 0 valid, 1 invalid, 2 unreadable or not JSON, 77 jsonschema not installed",
+        epilog="exit codes: 0 valid, 1 invalid, 2 unreadable, not JSON or nested too deep, 77 jsonschema not installed",
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="a .json run document or a .jsonl stream")
     parser.add_argument("--schema-dir", type=Path, default=SCHEMA_DIR, help="where the schemas are (default: %(default)s)")

@@ -1,6 +1,7 @@
 #include "harness/accept/profile.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -67,15 +68,14 @@ bool in_turn(const YAML::Node& node, const std::string& what) {
   }
 }
 
-bool matches(const nlohmann::json& row, const AcceptCheck& check) {
-  if (!row.is_object() || row.value("workload", "") != check.workload) {
+bool matches(const compare::ResultRow& row, const AcceptCheck& check) {
+  if (row.workload != check.workload) {
     return false;
   }
-  const nlohmann::json& params = row.contains("params") ? row["params"] : nlohmann::json::object();
   return std::all_of(check.where.begin(), check.where.end(),
                      [&](const std::pair<std::string, std::string>& w) {
-                       return params.contains(w.first) && params[w.first].is_string() &&
-                              params[w.first].get<std::string>() == w.second;
+                       const auto it = row.params.find(w.first);
+                       return it != row.params.end() && it->second == w.second;
                      });
 }
 
@@ -85,29 +85,28 @@ struct Measured {
   std::size_t rows = 0;
 };
 
-std::optional<Measured> measure(const AcceptCheck& check, const nlohmann::json& rows) {
+std::optional<Measured> measure(const AcceptCheck& check, const AcceptRows& rows) {
   Measured m;
   bool any = false;
-  for (const nlohmann::json& row : rows) {
+  for (const compare::ResultRow& row : rows) {
     if (!matches(row, check)) {
       continue;
     }
     ++m.rows;
     if (check.metric == "verification.errors") {
       m.higher_better = false;
-      m.value += row.value("/verification/errors"_json_pointer, 0.0);
+      m.value += static_cast<double>(row.errors);
       any = true;
     } else if (check.metric == "verdict") {
       m.higher_better = false;
-      m.value += row.value("verdict", "") == "pass" ? 0.0 : 1.0;
+      m.value += row.verdict == Verdict::pass ? 0.0 : 1.0;
       any = true;
-    } else if (row.contains("metrics") && row["metrics"].contains(check.metric)) {
-      const nlohmann::json& metric = row["metrics"][check.metric];
-      if (!metric.contains("median") || !metric["median"].is_number()) {
+    } else if (const MetricResult* metric = row.metric(check.metric)) {
+      if (std::isnan(metric->summary.median)) {  // written as null: not measured
         continue;
       }
-      const double v = metric["median"].get<double>();
-      const bool higher = metric.value("better", "higher") != "lower";
+      const double v = metric->summary.median;
+      const bool higher = metric->better != Better::lower;
       m.value = !any ? v : (higher ? std::min(m.value, v) : std::max(m.value, v));
       m.higher_better = higher;
       any = true;
@@ -122,6 +121,10 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp bounds its recursive parse itself (DepthGuard, 500 levels) and calls such a file only "bad
+    // file"; its mark is where its scanner stood, not where the nesting went too deep.
+    throw InputError(fmt::format("{}: nested {} or more levels deep: refused", name, e.depth()));
   } catch (const YAML::Exception& e) {
     throw InputError(fmt::format("{}: not YAML: {}", name, e.what()));
   }
@@ -179,7 +182,7 @@ Profile load_profile(const std::filesystem::path& path) {
   return parse_profile(text.str(), path.string());
 }
 
-CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows, int ranks) {
+CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int ranks) {
   CheckOutcome out;
   if (check.min_ranks > ranks) {
     out.skipped = true;
@@ -220,7 +223,7 @@ CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows, int 
   return out;
 }
 
-std::vector<std::string> train(Profile& profile, const nlohmann::json& rows) {
+std::vector<std::string> train(Profile& profile, const AcceptRows& rows) {
   std::vector<std::string> untrained;
   for (AcceptCheck& check : profile.checks) {
     if (!check.golden && (check.min || check.max)) {

@@ -25,12 +25,12 @@
 // fails: a profile whose run did not produce what it checks is not a pass.
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "harness/compare/results.hpp"
 #include "harness/run/params.hpp"
 
 namespace memstress {
@@ -74,12 +74,16 @@ struct CheckOutcome {
   std::string detail;  // "52.6 >= 39.5 (0.75 x golden 52.6)", "no row matched"
 };
 
-// `rows`: memstress.run/1 rows (a JSON array), from this run or from results files; `ranks`: how many
-// ranks produced them (a check with a larger min_ranks is skipped). Rows of every rank count: a check
-// takes the worst matched row, so one slow GPU fails it.
-[[nodiscard]] CheckOutcome evaluate(const AcceptCheck& check, const nlohmann::json& rows, int ranks = 1);
+// The rows a profile judges: from this run (compare::result_row) or from results files, read and their
+// types checked by compare::load_results.
+using AcceptRows = std::vector<compare::ResultRow>;
+
+// `rows`: from this run or from results files; `ranks`: how many ranks produced them (a check with a
+// larger min_ranks is skipped). Rows of every rank count: a check takes the worst matched row, so one
+// slow GPU fails it.
+[[nodiscard]] CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int ranks = 1);
 // Sets every check's golden value to what `rows` measured (checks with no golden value and only absolute
 // bounds are left alone). Returns the names of the checks that matched no row: they keep what they had.
-[[nodiscard]] std::vector<std::string> train(Profile& profile, const nlohmann::json& rows);
+[[nodiscard]] std::vector<std::string> train(Profile& profile, const AcceptRows& rows);
 
 }  // namespace memstress

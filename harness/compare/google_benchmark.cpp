@@ -11,6 +11,7 @@
 
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/json_field.hpp"
 #include "harness/stats/summary.hpp"
 
 namespace memstress::compare {
@@ -52,10 +53,6 @@ bool is_reporter_key(std::string_view key) {
   return std::find(kReporterKeys.begin(), kReporterKeys.end(), key) != kReporterKeys.end();
 }
 
-double real(const nlohmann::json& v) {
-  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
-}
-
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
@@ -75,7 +72,7 @@ struct Benchmark {
   std::vector<MetricResult> metrics;
   std::map<std::string, double> aggregate_median;
 
-  MetricResult& metric(const std::string& name, const nlohmann::json& entry) {
+  MetricResult& metric(const std::string& name, const JsonField& entry) {
     for (MetricResult& m : metrics) {
       if (m.name == name) {
         return m;
@@ -84,7 +81,7 @@ struct Benchmark {
     if (name == "real_time" || name == "cpu_time") {
       MetricResult m;
       m.name = name;
-      m.unit = entry.value("time_unit", std::string("ns"));
+      m.unit = entry.string_or("time_unit", "ns");
       m.better = Better::lower;
       metrics.push_back(std::move(m));
     } else {
@@ -93,35 +90,35 @@ struct Benchmark {
     return metrics.back();
   }
 
-  void add(const nlohmann::json& entry) {
+  void add(const JsonField& entry) {
     // A run that errored or was skipped reports zero times: those are not measurements.
-    if (entry.value("error_occurred", false)) {
+    if (entry.boolean_or("error_occurred", false)) {
       row.verdict = Verdict::error;
-      row.reason = entry.value("error_message", std::string("error"));
+      row.reason = entry.string_or("error_message", "error");
       return;
     }
-    if (entry.value("skipped", false)) {
+    if (entry.boolean_or("skipped", false)) {
       if (row.verdict != Verdict::error) {
         row.verdict = Verdict::skip;
-        row.reason = entry.value("skip_message", std::string("skipped"));
+        row.reason = entry.string_or("skip_message", "skipped");
       }
       return;
     }
-    const bool aggregate = entry.value("run_type", std::string("iteration")) == "aggregate";
-    if (aggregate && (entry.value("aggregate_name", std::string()) != "median" ||
-                      entry.value("aggregate_unit", std::string("time")) != "time")) {
+    const bool aggregate = entry.string_or("run_type", "iteration") == "aggregate";
+    if (aggregate && (entry.string_or("aggregate_name", "") != "median" ||
+                      entry.string_or("aggregate_unit", "time") != "time")) {
       return;  // mean, stddev, cv, BigO, RMS, user statistics: not samples, not medians
     }
-    for (const auto& [key, value] : entry.items()) {
+    for (const auto& [key, value] : entry.members()) {
       if ((key != "real_time" && key != "cpu_time" && is_reporter_key(key)) ||
-          !(value.is_number() || value.is_null())) {
+          !(value.json().is_number() || value.is_null())) {
         continue;
       }
       MetricResult& m = metric(key, entry);
       if (aggregate) {
-        aggregate_median[key] = real(value);
+        aggregate_median[key] = value.real();
       } else {
-        m.samples.push_back(real(value));
+        m.samples.push_back(value.real());
       }
     }
   }
@@ -159,38 +156,34 @@ Results google_benchmark_results(const nlohmann::json& document) {
   Results r;
   r.kind = ResultsKind::google_benchmark;
   r.format = "Google Benchmark JSON";
+  const JsonField fields(document);
   std::string device;
-  if (document.contains("context") && document.at("context").is_object()) {
-    for (const auto& [key, value] : document.at("context").items()) {
+  if (const std::optional<JsonField> context = fields.find("context");
+      context && context->json().is_object()) {
+    for (const auto& [key, value] : context->members()) {
       if (std::find(kVolatileContext.begin(), kVolatileContext.end(), key) == kVolatileContext.end()) {
-        r.environment.emplace_back(key, context_text(value));
+        r.environment.emplace_back(key, context_text(value.json()));
       }
     }
-    device = document.at("context").value("gpu", std::string());
+    device = context->string_or("gpu", "");
   }
   std::vector<Benchmark> benchmarks;
   std::map<std::string, std::size_t> index;
   bool any_samples = false;
-  const nlohmann::json& entries = document.at("benchmarks");
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    try {
-      const nlohmann::json& entry = entries[i];
-      const std::string name = entry.contains("run_name") ? entry.at("run_name").get<std::string>()
-                                                          : entry.at("name").get<std::string>();
-      auto [it, added] = index.try_emplace(name, benchmarks.size());
-      if (added) {
-        Benchmark b;
-        const std::size_t slash = name.find('/');
-        b.row.workload = name.substr(0, slash);
-        b.row.case_label = slash == std::string::npos ? std::string() : name.substr(slash + 1);
-        b.row.device = device;
-        benchmarks.push_back(std::move(b));
-      }
-      benchmarks[it->second].add(entry);
-      any_samples = any_samples || entry.value("run_type", std::string("iteration")) != "aggregate";
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(fmt::format("benchmarks[{}]: {}", i, e.what()));
+  for (const JsonField& entry : fields["benchmarks"].elements()) {  // "field benchmarks[3].name: ..."
+    const std::optional<JsonField> run_name = entry.find("run_name");
+    const std::string name = run_name ? run_name->string() : entry["name"].string();
+    auto [it, added] = index.try_emplace(name, benchmarks.size());
+    if (added) {
+      Benchmark b;
+      const std::size_t slash = name.find('/');
+      b.row.workload = name.substr(0, slash);
+      b.row.case_label = slash == std::string::npos ? std::string() : name.substr(slash + 1);
+      b.row.device = device;
+      benchmarks.push_back(std::move(b));
     }
+    benchmarks[it->second].add(entry);
+    any_samples = any_samples || entry.string_or("run_type", "iteration") != "aggregate";
   }
   for (Benchmark& b : benchmarks) {
     r.rows.push_back(std::move(b).finish());

@@ -3,6 +3,8 @@
 #include <array>
 #include <string>
 
+#include "harness/core/json_input.hpp"
+
 namespace memstress::compare {
 
 nlohmann::json parse_json_allowing_nan(std::string_view text) {
@@ -39,7 +41,7 @@ nlohmann::json parse_json_allowing_nan(std::string_view text) {
       out += c;
     }
   }
-  return nlohmann::json::parse(out);
+  return parse_json_input(out);
 }
 
 }  // namespace memstress::compare

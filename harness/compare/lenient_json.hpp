@@ -3,14 +3,15 @@
 // Google Benchmark (and Python's json module) write a NaN or an infinity as the bare words NaN,
 // -NaN, Infinity and -Infinity, which are not JSON; a counter divided by zero is enough to get one
 // (results/h200/bench-alloc-*.json has them). nlohmann::json rejects those words and has no option to
-// take them, so this reads them as null (a value that is not there) and parses the rest strictly.
+// take them, so this reads them as null (a value that is not there) and parses the rest strictly, its
+// nesting bounded (Note [Bounded JSON input] in harness/core/json_input.hpp).
 
 #include <nlohmann/json.hpp>
 #include <string_view>
 
 namespace memstress::compare {
 
-// Throws nlohmann::json::parse_error where the text is not JSON but for those words.
+// Throws InputError where the text is not JSON but for those words, or nests too deep.
 nlohmann::json parse_json_allowing_nan(std::string_view text);
 
 }  // namespace memstress::compare

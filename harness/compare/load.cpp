@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <sstream>
+#include <algorithm>
 
 #include "harness/compare/lenient_json.hpp"
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/json_field.hpp"
+#include "harness/core/json_input.hpp"
 #include "harness/core/text_file.hpp"
 
 namespace memstress::compare {
@@ -27,45 +29,63 @@ std::string read_file(const std::filesystem::path& path) {
   return std::move(*text);
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find('\n'), text.size());
+    lines.push_back(text.substr(0, end));
+    text.remove_prefix(std::min(end + 1, text.size()));
   }
   return lines;
 }
 
+bool blank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
+
+// One line of a stream, or a discarded value where it is not JSON. The whole text's depth was checked
+// before (parse_results), so the parse may not be deeper than that.
+nlohmann::json parse_line(std::string_view line) {
+  return nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+}
+
+// A line's "type" ("header", "row", "footer"), "" where it has none or is not an object.
+std::string line_type(const nlohmann::json& line) {
+  if (!line.is_object()) {
+    return {};
+  }
+  const auto it = line.find("type");
+  return it != line.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // The first line of a memstress stream is a complete object with "type": "header"; a JSON document's
 // first line is never that.
-bool is_stream(const std::vector<std::string>& lines) {
-  for (const std::string& line : lines) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) {
-      continue;
+bool is_stream(const std::vector<std::string_view>& lines) {
+  for (const std::string_view line : lines) {
+    if (!blank(line)) {
+      return line_type(parse_line(line)) == "header";
     }
-    const nlohmann::json first = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    return first.is_object() && first.value("type", std::string()) == "header";
   }
   return false;
 }
 
-void check_schema(const nlohmann::json& header) {
-  const nlohmann::json& schema = header.at("schema");
+void check_schema(const JsonField& header) {
+  const nlohmann::json& schema = header["schema"].json();
   if (!schema.is_string() || schema.get<std::string>() != kSchemaId) {
     throw InputError(fmt::format("unknown schema {}: this memstress reads {}", schema.dump(), kSchemaId));
   }
 }
 
-Results read_stream(const std::vector<std::string>& lines) {
+Results read_stream(const std::vector<std::string_view>& lines) {
   nlohmann::json header;
   std::vector<nlohmann::json> rows;
   bool footer = false;
   bool truncated = false;
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find_first_not_of(" \t\r") == std::string::npos) {
+    if (blank(lines[i])) {
       continue;
     }
-    nlohmann::json line = nlohmann::json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
+    nlohmann::json line = parse_line(lines[i]);
     if (line.is_discarded()) {
       // A run killed while writing a row leaves its last line cut short; anywhere else it is damage.
       if (i + 1 == lines.size() && !footer) {
@@ -74,14 +94,19 @@ Results read_stream(const std::vector<std::string>& lines) {
       }
       throw InputError(fmt::format("line {}: not JSON", i + 1));
     }
-    const std::string type = line.is_object() ? line.value("type", std::string()) : std::string();
+    const std::string type = line_type(line);
     if (type == "header" && header.is_null()) {
       header = std::move(line);
     } else if (type == "row" && !header.is_null()) {
       rows.push_back(std::move(line));
     } else if (type == "footer" && !header.is_null()) {
-      header["status"] = line.at("status");
-      header["abort_reason"] = line.value("abort_reason", std::string());
+      try {
+        const JsonField f(line);
+        header["status"] = f["status"].string();
+        header["abort_reason"] = f.string_or("abort_reason", std::string());
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("line {} (the footer): {}", i + 1, e.what()));
+      }
       footer = true;
     } else {
       throw InputError(fmt::format("line {}: expected a {} line, found {}", i + 1,
@@ -89,7 +114,7 @@ Results read_stream(const std::vector<std::string>& lines) {
                                    type.empty() ? "no \"type\"" : "\"type\": \"" + type + "\""));
     }
   }
-  check_schema(header);
+  check_schema(JsonField(header));
   Results r = memstress_results(header, rows);
   r.format = fmt::format("{} stream", kSchemaId);
   if (truncated) {
@@ -98,19 +123,20 @@ Results read_stream(const std::vector<std::string>& lines) {
   return r;
 }
 
-Results read_document(const std::string& text) {
-  nlohmann::json document;
-  try {
-    document = parse_json_allowing_nan(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("not JSON ({})", e.what()));
-  }
+Results read_document(std::string_view text) {
+  const nlohmann::json document = parse_json_allowing_nan(text);
   if (!document.is_object()) {
     throw InputError(fmt::format("not a results file (a JSON {}, not an object)", document.type_name()));
   }
+  const JsonField fields(document);
   if (document.contains("schema")) {
-    check_schema(document);
-    Results r = memstress_results(document, document.at("rows").get<std::vector<nlohmann::json>>());
+    check_schema(fields);
+    const JsonField rows = fields["rows"];
+    if (!rows.json().is_array()) {
+      rows.wrong_type("an array of rows");
+    }
+    // The rows as they are in the document: no copy.
+    Results r = memstress_results(document, rows.json().get_ref<const nlohmann::json::array_t&>());
     r.format = fmt::format("{} document", kSchemaId);
     return r;
   }
@@ -128,16 +154,22 @@ std::string_view to_string(ResultsKind kind) noexcept {
   return kind == ResultsKind::memstress ? "memstress results" : "Google Benchmark JSON";
 }
 
+Results parse_results(std::string_view text) {
+  check_json_depth(text);  // the whole text, streams included: nothing below parses deeper
+  const std::vector<std::string_view> lines = split_lines(text);
+  return is_stream(lines) ? read_stream(lines) : read_document(text);
+}
+
 Results load_results(const std::filesystem::path& path, std::string_view role) {
   try {
     const std::string text = read_file(path);
-    const std::vector<std::string> lines = split_lines(text);
-    Results r = is_stream(lines) ? read_stream(lines) : read_document(text);
+    Results r = parse_results(text);
     r.path = path;
     return r;
   } catch (const InputError& e) {
     throw InputError(fmt::format("{} '{}': {}", role, path.string(), e.what()));
   } catch (const nlohmann::json::exception& e) {
+    // Every field is read through JsonField, which throws InputError; this is the net under it.
     throw InputError(fmt::format("{} '{}': not a valid results file: {}", role, path.string(), e.what()));
   }
 }

@@ -7,6 +7,7 @@
 
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/json_field.hpp"
 #include "harness/core/units.hpp"
 
 namespace memstress::compare {
@@ -81,27 +82,29 @@ void add_facts(std::vector<Fact>& out, const nlohmann::json& object, const std::
   }
 }
 
-ResultRow read_row(const nlohmann::json& j) {
+ResultRow read_row(const JsonField& j) {
   ResultRow row;
-  row.workload = j.at("workload").get<std::string>();
-  row.case_label = j.at("case").get<std::string>();
-  for (const auto& [key, value] : j.at("params").items()) {
-    row.params[key] = value.get<std::string>();
+  row.workload = j["workload"].string();
+  row.case_label = j["case"].string();
+  for (const auto& [key, value] : j["params"].members()) {
+    row.params[key] = value.string();
   }
-  row.allocator = j.at("allocator").get<std::string>();
-  row.rank = j.at("rank").get<int>();
-  row.device = j.at("device").at("name").get<std::string>();
-  const std::string verdict = j.at("verdict").get<std::string>();
-  const std::optional<Verdict> v = verdict_from_string(verdict);
+  row.allocator = j["allocator"].string();
+  row.rank = static_cast<int>(j["rank"].integer(0, kMaxRank));
+  row.device = j["device"]["name"].string();
+  const JsonField verdict = j["verdict"];
+  const std::optional<Verdict> v = verdict_from_string(verdict.string());
   if (!v) {
-    throw InputError(fmt::format("verdict '{}': expected pass, fail, skip or error", verdict));
+    throw InputError(
+        fmt::format("field verdict: '{}': expected pass, fail, skip or error", verdict.string()));
   }
   row.verdict = *v;
-  row.reason = j.at("reason").get<std::string>();
-  for (const auto& [name, metric] : j.at("metrics").items()) {
-    MetricResult m = metric.get<MetricResult>();
-    m.name = name;
-    row.metrics.push_back(std::move(m));
+  row.reason = j["reason"].string();
+  const JsonField verification = j["verification"];
+  row.checked = verification["checked"].count();
+  row.errors = verification["errors"].count();
+  for (const auto& [name, metric] : j["metrics"].members()) {
+    row.metrics.push_back(read_metric(metric, name));
   }
   return row;
 }
@@ -129,34 +132,50 @@ std::vector<Fact> rank_facts(const nlohmann::json& rank, const std::string& pref
 Results memstress_results(const nlohmann::json& header, const std::vector<nlohmann::json>& rows) {
   Results r;
   r.kind = ResultsKind::memstress;
-  const nlohmann::json& tool = header.at("memstress");
-  r.environment.emplace_back("memstress version", tool.at("version").get<std::string>());
-  r.environment.emplace_back("memstress git sha", tool.at("git_sha").get<std::string>());
-  const nlohmann::json& ranks = header.at("environment").at("ranks");
+  const JsonField fields(header);
+  const JsonField tool = fields["memstress"];
+  r.environment.emplace_back("memstress version", tool["version"].string());
+  r.environment.emplace_back("memstress git sha", tool["git_sha"].string());
+  const std::vector<JsonField> ranks = fields["environment"]["ranks"].elements();
   r.environment.emplace_back("ranks", std::to_string(ranks.size()));
-  for (const nlohmann::json& rank : ranks) {
+  for (const JsonField& rank : ranks) {
     // Rank 0 unprefixed, so that a run on one rank and a run on several compare rank 0 with rank 0.
-    const int number = rank.at("rank").get<int>();
+    const std::int64_t number = rank["rank"].integer(0, kMaxRank);
     const std::string prefix = number == 0 ? std::string() : fmt::format("rank {} ", number);
-    for (Fact& f : rank_facts(rank, prefix)) {
+    for (Fact& f : rank_facts(rank.json(), prefix)) {
       r.environment.push_back(std::move(f));
     }
   }
-  const std::string status = header.at("status").get<std::string>();
+  const std::string status = fields["status"].string();
   if (status == "aborted") {
-    r.notes.push_back(fmt::format("the run was aborted: {}", header.value("abort_reason", std::string())));
+    r.notes.push_back(
+        fmt::format("the run was aborted: {}", fields.string_or("abort_reason", std::string())));
   } else if (status == "running") {
     r.notes.emplace_back("the run did not finish (status running): comparing the rows it has");
   }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     try {
-      r.rows.push_back(read_row(rows[i]));
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(fmt::format("row {}: {}", i + 1, e.what()));
+      r.rows.push_back(read_row(JsonField(rows[i])));
     } catch (const InputError& e) {
       throw InputError(fmt::format("row {}: {}", i + 1, e.what()));
     }
   }
+  return r;
+}
+
+ResultRow result_row(const Row& row) {
+  ResultRow r;
+  r.workload = row.workload;
+  r.case_label = row.case_label();
+  r.params.insert(row.params.begin(), row.params.end());
+  r.allocator = row.allocator;
+  r.device = row.device.name;
+  r.rank = row.rank;
+  r.verdict = row.verdict;
+  r.reason = row.reason;
+  r.checked = row.checked;
+  r.errors = row.errors;
+  r.metrics = row.metrics;
   return r;
 }
 

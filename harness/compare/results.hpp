@@ -40,6 +40,8 @@ struct ResultRow {
   std::optional<int> rank;  // absent where the format has none
   Verdict verdict = Verdict::pass;
   std::string reason;                 // why skipped, failed or errored
+  std::uint64_t checked = 0;          // data items verified on the device (0 where the format has none)
+  std::uint64_t errors = 0;           // of those, wrong
   std::vector<MetricResult> metrics;  // samples empty where the file kept none
 
   [[nodiscard]] const MetricResult* metric(std::string_view name) const { return find_metric(metrics, name); }
@@ -57,9 +59,18 @@ struct Results {
   std::vector<std::string> notes;  // worth saying before the comparison (an aborted run, ...)
 };
 
-// Reads a results file of either kind. `role` ("BASE", "NEW") starts every error message, followed by
-// the path: a missing file, not JSON, an unknown schema or a malformed row throws InputError (exit 2).
+// Reads a results file of either kind. `role` ("BASE", "NEW", "--from") starts every error message,
+// followed by the path: a missing file, not JSON, nested too deep (Note [Bounded JSON input] in
+// harness/core/json_input.hpp), an unknown schema or a malformed row throws InputError (exit 2). A field
+// of the wrong type is named with its row: "NEW 'new.json': row 3: field params.bytes: expected a string,
+// found a number (64)". Every field is read through JsonField, so no nlohmann exception gets out.
 Results load_results(const std::filesystem::path& path, std::string_view role);
+// The same on the text of a file (what load_results reads), the errors without the role and path: the
+// entry a fuzz target calls (issue 18).
+Results parse_results(std::string_view text);
+
+// A row of this process's run as a results file would give it back (accept judges both alike).
+ResultRow result_row(const Row& row);
 
 // The parts of load_results, by kind, on parsed JSON (for tests).
 Results memstress_results(const nlohmann::json& header, const std::vector<nlohmann::json>& rows);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/core/json_input.hpp"
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/world.hpp"
 
@@ -34,7 +35,7 @@ std::vector<Row> gather_rows(World& world, Row row, std::string_view title) {
   rows.reserve(texts.size());
   for (std::size_t r = 0; r < texts.size(); ++r) {
     try {
-      rows.push_back(nlohmann::json::parse(texts[r]).get<Row>());
+      rows.push_back(parse_json_input(texts[r]).get<Row>());
     } catch (const std::exception& e) {
       throw DistError(fmt::format("case {}: the row of rank {} does not read back: {}", title, r, e.what()));
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/core/error.hpp"
+#include "harness/core/json_input.hpp"
 #include "harness/core/log.hpp"
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/nccl_comm.hpp"
@@ -49,8 +50,8 @@ nlohmann::json gather_environment(World& world, nlohmann::json local, const Devi
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < texts.size(); ++r) {
     try {
-      ranks.push_back(nlohmann::json::parse(texts[r]));
-    } catch (const nlohmann::json::exception& e) {
+      ranks.push_back(parse_json_input(texts[r]));
+    } catch (const std::exception& e) {
       throw DistError(fmt::format("the environment of rank {} does not read back: {}", r, e.what()));
     }
   }

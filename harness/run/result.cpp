@@ -108,33 +108,37 @@ void to_json(nlohmann::json& j, const MetricResult& m) {
                      {"samples", m.samples}};
 }
 
-void from_json(const nlohmann::json& j, MetricResult& m) {
-  // nlohmann::json writes NaN and infinities as null; they read back as NaN.
-  const auto real = [](const nlohmann::json& v) {
-    return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
-  };
-  m.unit = j.at("unit").get<std::string>();
-  const auto better = better_from_string(j.at("better").get<std::string>());
-  if (!better) {
+MetricResult read_metric(const JsonField& j, std::string name) {
+  MetricResult m;
+  m.name = std::move(name);
+  m.unit = j["unit"].string();
+  const JsonField better_field = j["better"];
+  const std::string better = better_field.string();
+  const auto b = better_from_string(better);
+  if (!b) {
     throw InputError(
-        fmt::format("'better' is '{}': expected higher, lower or none", j.at("better").get<std::string>()));
+        fmt::format("field {}: '{}': expected higher, lower or none", better_field.path(), better));
   }
-  m.better = *better;
+  m.better = *b;
   Summary& s = m.summary;
-  s.n = j.at("n").get<std::size_t>();
-  s.median = real(j.at("median"));
-  s.p10 = real(j.at("p10"));
-  s.p90 = real(j.at("p90"));
-  s.p99 = real(j.at("p99"));
-  s.min = real(j.at("min"));
-  s.max = real(j.at("max"));
-  s.mean = real(j.at("mean"));
-  s.stddev = real(j.at("stddev"));
-  s.cv = real(j.at("cv"));
-  m.samples.clear();
-  for (const nlohmann::json& v : j.at("samples")) {
-    m.samples.push_back(real(v));
+  s.n = static_cast<std::size_t>(j["n"].count());
+  s.median = j["median"].real();
+  s.p10 = j["p10"].real();
+  s.p90 = j["p90"].real();
+  s.p99 = j["p99"].real();
+  s.min = j["min"].real();
+  s.max = j["max"].real();
+  s.mean = j["mean"].real();
+  s.stddev = j["stddev"].real();
+  s.cv = j["cv"].real();
+  for (const JsonField& v : j["samples"].elements()) {
+    m.samples.push_back(v.real());
   }
+  return m;
+}
+
+void from_json(const nlohmann::json& j, MetricResult& m) {
+  m = read_metric(JsonField(j), std::move(m.name));
 }
 
 void to_json(nlohmann::json& j, const Row& row) {

@@ -10,11 +10,15 @@
 #include <utility>
 #include <vector>
 
+#include "harness/core/json_field.hpp"
 #include "harness/stats/summary.hpp"
 
 namespace memstress {
 
 inline constexpr const char* kSchemaId = "memstress.run/1";
+// Ranks are numbered from 0; a results file that names a larger one is damaged (a job of a million ranks
+// is far beyond any machine).
+inline constexpr int kMaxRank = 999'999;
 // A rank is a straggler in a case's metric when it is worse than the median across ranks by more than
 // this fraction (run --straggler-pct; harness/run/rank_summary.hpp).
 inline constexpr double kDefaultStragglerThreshold = 0.10;
@@ -87,8 +91,10 @@ struct RunRecord {
 
 void to_json(nlohmann::json& j, const MetricResult& m);
 void to_json(nlohmann::json& j, const Row& row);
-// Reads a metric as to_json writes it (the name is its key, not set here); null numbers read as NaN.
-// Throws nlohmann::json::exception or InputError on anything else.
+// Reads a metric as to_json writes it, named `name` (its key); null numbers read as NaN. Throws
+// InputError naming the field (its path in `j`) on anything else.
+[[nodiscard]] MetricResult read_metric(const JsonField& j, std::string name);
+// read_metric, keeping m.name.
 void from_json(const nlohmann::json& j, MetricResult& m);
 // Reads a row as to_json writes it (row_json.cpp). Throws nlohmann::json::exception or InputError.
 void from_json(const nlohmann::json& j, Row& row);

@@ -98,6 +98,25 @@ class Report(unittest.TestCase):
                 self.assertIn(words, result.stderr)
             self.assertFalse((Path(tmp) / "r.html").exists())
 
+    def test_input_nested_too_deep_exits_2_naming_the_file(self) -> None:
+        """Issue 20: Python's json recursed into 100,000 brackets (RecursionError); the depth is bounded first."""
+        deep = "[" * 100_000 + "]" * 100_000
+        with tempfile.TemporaryDirectory() as tmp:
+            run_doc = (H100 / "transfers-h100-580.159.04.json").read_text()
+            at = run_doc.index('"params": {') + len('"params": {')
+            files = {
+                "deep-run.json": run_doc[:at] + f'"deep": {deep}, ' + run_doc[at:],
+                "deep-replay.json": '{"schema": "memstress.replay/1", "replay": ' + deep + "}",
+                "deep-compare.json": '{"schema": "memstress.compare/1", "rows": ' + deep + "}",
+            }
+            for name, text in files.items():
+                path = Path(tmp) / name
+                path.write_text(text)
+                result = run(str(path), "-o", str(Path(tmp) / "r.html"))
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn(f"{path}: nested more than 128 levels deep (line ", result.stderr)
+                self.assertNotIn("Traceback", result.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -8,13 +8,19 @@
 namespace memstress {
 namespace {
 
-nlohmann::json row(const char* workload, nlohmann::json params, double gbs, const char* better = "higher",
-                   double errors = 0, const char* verdict = "pass") {
-  return {{"workload", workload},
-          {"params", std::move(params)},
-          {"verdict", verdict},
-          {"verification", {{"checked", 10}, {"errors", errors}}},
-          {"metrics", {{"GB/s", {{"median", gbs}, {"better", better}}}}}};
+compare::ResultRow row(const char* workload, std::map<std::string, std::string> params, double gbs,
+                       Better better = Better::higher, std::uint64_t errors = 0) {
+  compare::ResultRow r;
+  r.workload = workload;
+  r.params = std::move(params);
+  r.checked = 10;
+  r.errors = errors;
+  MetricResult m;
+  m.name = "GB/s";
+  m.better = better;
+  m.summary.median = gbs;
+  r.metrics.push_back(std::move(m));
+  return r;
 }
 
 const char* const kProfile = R"(
@@ -61,31 +67,31 @@ TEST(AcceptProfile, BadProfilesNameTheFileAndTheProblem) {
 
 TEST(AcceptProfile, ChecksTakeTheWorstMatchedRowAndBothDirections) {
   const Profile p = parse_profile(kProfile, "t.yaml");
-  const nlohmann::json rows = {row("transfers", {{"direction", "h2d"}}, 45),
-                               row("transfers", {{"direction", "h2d"}}, 41),
-                               row("transfers", {{"direction", "d2h"}}, 31), row("smoke", {}, 1)};
+  const AcceptRows rows = {row("transfers", {{"direction", "h2d"}}, 45),
+                           row("transfers", {{"direction", "h2d"}}, 41),
+                           row("transfers", {{"direction", "d2h"}}, 31), row("smoke", {}, 1)};
   const CheckOutcome h2d = evaluate(p.checks[0], rows);
   EXPECT_TRUE(h2d.pass) << h2d.detail;  // 41 >= 0.8 x 50
   EXPECT_EQ(h2d.measured, 41);
   EXPECT_TRUE(evaluate(p.checks[1], rows).pass);   // worst 31 >= 30
   EXPECT_TRUE(evaluate(p.checks[2], rows).pass);   // no errors
   EXPECT_FALSE(evaluate(p.checks[3], rows).pass);  // no threshold yet
-  const nlohmann::json slow = {row("transfers", {{"direction", "h2d"}}, 39, "higher", 2)};
+  const AcceptRows slow = {row("transfers", {{"direction", "h2d"}}, 39, Better::higher, 2)};
   EXPECT_FALSE(evaluate(p.checks[0], slow).pass);
   EXPECT_FALSE(evaluate(p.checks[2], slow).pass);  // 2 data errors
-  const CheckOutcome none = evaluate(p.checks[0], nlohmann::json::array());
+  const CheckOutcome none = evaluate(p.checks[0], AcceptRows{});
   EXPECT_FALSE(none.pass);
   EXPECT_NE(none.detail.find("no transfers row"), std::string::npos);
   // Lower is better: a latency passes at <= golden / factor.
   AcceptCheck latency{"lat", "transfers", {}, "GB/s", 10.0, 0.5, {}, {}};
-  EXPECT_TRUE(evaluate(latency, nlohmann::json::array({row("transfers", {}, 19, "lower")})).pass);
-  EXPECT_FALSE(evaluate(latency, nlohmann::json::array({row("transfers", {}, 21, "lower")})).pass);
+  EXPECT_TRUE(evaluate(latency, {row("transfers", {}, 19, Better::lower)}).pass);
+  EXPECT_FALSE(evaluate(latency, {row("transfers", {}, 21, Better::lower)}).pass);
 }
 
 TEST(AcceptProfile, TrainingSetsGoldenValuesAndRoundTrips) {
   Profile p = parse_profile(kProfile, "t.yaml");
-  const nlohmann::json rows = {row("transfers", {{"direction", "h2d"}}, 52),
-                               row("transfers", {{"direction", "d2h"}}, 48)};
+  const AcceptRows rows = {row("transfers", {{"direction", "h2d"}}, 52),
+                           row("transfers", {{"direction", "d2h"}}, 48)};
   const std::vector<std::string> untrained = train(p, rows);
   EXPECT_TRUE(untrained.empty());
   EXPECT_EQ(p.checks[0].golden, 52);
@@ -96,7 +102,7 @@ TEST(AcceptProfile, TrainingSetsGoldenValuesAndRoundTrips) {
   EXPECT_EQ(again.checks[1].min, 30);
   EXPECT_EQ(again.checks[0].where, p.checks[0].where);
   Profile q = parse_profile(kProfile, "t.yaml");
-  EXPECT_EQ(train(q, nlohmann::json::array()).size(), 2U);  // nothing to learn from
+  EXPECT_EQ(train(q, AcceptRows{}).size(), 2U);  // nothing to learn from
 }
 
 TEST(AcceptProfile, ChecksOfSeveralRanksAreSkippedInARunOfOneAndJudgedInALargerOne) {
@@ -111,7 +117,7 @@ checks:
   const Profile p = parse_profile(yaml, "t.yaml");
   EXPECT_EQ(p.runs[0].min_ranks, 2);
   EXPECT_EQ(p.checks[0].min_ranks, 2);
-  const nlohmann::json rows = nlohmann::json::array({row("collectives", {}, 45), row("collectives", {}, 39)});
+  const AcceptRows rows = {row("collectives", {}, 45), row("collectives", {}, 39)};
   const CheckOutcome one = evaluate(p.checks[0], rows, 1);
   EXPECT_TRUE(one.skipped);
   EXPECT_FALSE(one.pass);

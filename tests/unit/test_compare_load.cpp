@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "harness/compare/lenient_json.hpp"
@@ -128,7 +129,124 @@ TEST(LoadResults, BadInputNamesTheFile) {
   doc = nlohmann::json::parse(slurp(kFixtures / "base.json"));
   doc["rows"][0]["metrics"]["fill"]["better"] = "sideways";
   write(dir.file("sideways.json"), doc.dump());
-  EXPECT_NE(load_error(dir.file("sideways.json")).find("'better' is 'sideways'"), std::string::npos);
+  EXPECT_NE(load_error(dir.file("sideways.json")).find("row 1: field metrics.fill.better: 'sideways'"),
+            std::string::npos);
+}
+
+// Issue 20: a value nested 100,000 deep in a row's params crashed compare (SIGSEGV: the rows were copied,
+// and nlohmann::json copies recursively); fields of the wrong type ended accept in "internal error".
+TEST(LoadResults, DeepValuesAreRefusedBeforeTheyAreParsed) {
+  const std::string text = slurp(kFixtures / "base.json");
+  const std::size_t params = text.rfind("\"params\": {") + std::string("\"params\": {").size();
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  try {
+    static_cast<void>(
+        parse_results(text.substr(0, params) + "\"deep\": " + deep + ", " + text.substr(params)));
+    ADD_FAILURE() << "a params value 100,000 deep was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested more than 128 levels deep (line "), std::string::npos)
+        << e.what();
+  }
+  // The stream is bounded as a whole, before its lines are parsed: the line is named.
+  std::string stream = slurp(kFixtures / "base.jsonl");
+  const std::size_t line2 = stream.find('\n') + 1;
+  stream.insert(stream.find("\"params\": {", line2) + std::string("\"params\": {").size(),
+                "\"deep\": " + deep + ", ");
+  EXPECT_THROW(static_cast<void>(parse_results(stream)), InputError);
+  const TempDir dir;
+  write(dir.file("deep.jsonl"), stream);
+  EXPECT_NE(load_error(dir.file("deep.jsonl"))
+                .find("deep.jsonl': nested more than 128 levels deep (line 2, column "),
+            std::string::npos);
+}
+
+TEST(LoadResults, FieldsOfTheWrongTypeAreNamedWithTheirRow) {
+  const nlohmann::json base = nlohmann::json::parse(slurp(kFixtures / "base.json"));
+  const auto error = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json doc = base;
+    change(doc);
+    try {
+      static_cast<void>(parse_results(doc.dump()));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][2]["params"] = 7; }),
+            "row 3: field params: expected an object, found a number (7)");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][1]["params"]["bytes"] = {{"x"}}; }),
+            "row 2: field params.bytes: expected a string, found an array");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][0]["metrics"]["fill"]["median"] = "fast"; }),
+            "row 1: field metrics.fill.median: expected a number, found a string (\"fast\")");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][0]["metrics"]["fill"]["samples"][2] = true; }),
+            "row 1: field metrics.fill.samples[2]: expected a number, found a boolean (true)");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][1]["verdict"] = 1; }),
+            "row 2: field verdict: expected a string, found a number (1)");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][0]["device"] = "NVIDIA H200"; }),
+            "row 1: field device: expected an object, found a string (\"NVIDIA H200\")");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][1]["rank"] = "0"; }),
+            "row 2: field rank: expected a whole number from 0 to 999999, found a string (\"0\")");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][1]["rank"] = 1.5; }),
+            "row 2: field rank: expected a whole number from 0 to 999999, found a number (1.5)");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][0]["verification"].erase("errors"); }),
+            "row 1: field verification.errors: missing");
+  EXPECT_EQ(error([](nlohmann::json& d) {
+              d["rows"] = {{"0", 1}};
+            }),
+            "field rows: expected an array of rows, found an object");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["rows"][0] = 5; }),
+            "row 1: expected an object, found a number (5)");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["status"] = 3; }),
+            "field status: expected a string, found a number (3)");
+  EXPECT_EQ(error([](nlohmann::json& d) { d["environment"]["ranks"][0]["rank"] = -1; }),
+            "field environment.ranks[0].rank: expected a whole number from 0 to 999999, found a number (-1)");
+}
+
+TEST(LoadResults, GoogleBenchmarkFieldsOfTheWrongTypeAreNamed) {
+  nlohmann::json doc = {
+      {"context", {{"gpu", "G"}}},
+      {"benchmarks", {{{"name", "BM_A"}, {"real_time", 1}}, {{"name", "BM_B"}, {"skipped", "yes"}}}}};
+  try {
+    static_cast<void>(parse_results(doc.dump()));
+    ADD_FAILURE() << "skipped: \"yes\" was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "field benchmarks[1].skipped: expected true or false, found a string (\"yes\")");
+  }
+  doc["context"]["gpu"] = 7;
+  EXPECT_THROW(static_cast<void>(parse_results(doc.dump())), InputError);
+}
+
+// accept judges the rows of its own run and those of results files alike: the same row either way.
+TEST(LoadResults, ARowOfThisRunReadsAsItsFileGivesItBack) {
+  const Results r = load_results(kFixtures / "base.json", "BASE");
+  Row row;
+  row.workload = "smoke";
+  row.params = {{"bytes", "64M"}, {"pattern", "random"}};
+  row.allocator = "caching";
+  row.rank = 1;
+  row.device.name = "NVIDIA H200";
+  row.verdict = Verdict::fail;
+  row.reason = "2 bad elements";
+  row.checked = 100;
+  row.errors = 2;
+  row.metrics = r.rows[0].metrics;
+  RunRecord run;
+  run.environment = {{"ranks", nlohmann::json::array()}};
+  run.rows = {row};
+  const ResultRow direct = result_row(row);
+  const ResultRow read = parse_results(run_json(run).dump()).rows.at(0);
+  EXPECT_EQ(read.workload, direct.workload);
+  EXPECT_EQ(read.case_label, direct.case_label);
+  EXPECT_EQ(read.params, direct.params);
+  EXPECT_EQ(read.rank, direct.rank);
+  EXPECT_EQ(read.device, direct.device);
+  EXPECT_EQ(read.verdict, direct.verdict);
+  EXPECT_EQ(read.errors, 2U);
+  EXPECT_EQ(direct.errors, 2U);
+  EXPECT_EQ(read.checked, direct.checked);
+  ASSERT_EQ(read.metrics.size(), direct.metrics.size());
+  EXPECT_EQ(read.metrics[0].samples, direct.metrics[0].samples);
 }
 
 TEST(LoadResults, GoogleBenchmarkRepetitionsAreTheSamples) {
@@ -209,7 +327,10 @@ TEST(LenientJson, NaNAndInfinityReadAsNullOutsideStrings) {
   EXPECT_TRUE(j.at("c")[0].is_null());
   EXPECT_TRUE(j.at("c")[1].is_null());
   EXPECT_EQ(j.at("s"), "NaN \" Infinity");
-  EXPECT_THROW(static_cast<void>(parse_json_allowing_nan("{\"a\": nan}")), nlohmann::json::parse_error);
+  EXPECT_THROW(static_cast<void>(parse_json_allowing_nan("{\"a\": nan}")), InputError);
+  EXPECT_THROW(
+      static_cast<void>(parse_json_allowing_nan(std::string(200, '[') + "NaN" + std::string(200, ']'))),
+      InputError);
 }
 
 }  // namespace

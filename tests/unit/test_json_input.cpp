@@ -1,0 +1,95 @@
+// JSON input: the nesting bound every reader applies before parsing (Note [Bounded JSON input]), and
+// JsonField's typed reads, whose errors name the field.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "harness/core/error.hpp"
+#include "harness/core/json_field.hpp"
+#include "harness/core/json_input.hpp"
+
+namespace memstress {
+namespace {
+
+std::string nested(std::size_t levels) {
+  return std::string(levels, '[') + std::string(levels, ']');
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(JsonInput, NestingUpToTheLimitParsesAndDeeperIsRefusedWithItsPlace) {
+  EXPECT_NO_THROW(static_cast<void>(parse_json_input(nested(kMaxJsonDepth))));
+  EXPECT_EQ(error_of([] { static_cast<void>(parse_json_input(nested(kMaxJsonDepth + 1))); }),
+            "nested more than 128 levels deep (line 1, column 129): refused");
+  EXPECT_EQ(error_of([] { check_json_depth("{\n  \"a\": [[[1]]]\n}", 3); }),
+            "nested more than 3 levels deep (line 2, column 10): refused");
+  // 100,000 levels (issue 20): refused before any value exists, so nothing recurses over it.
+  EXPECT_THROW(static_cast<void>(parse_json_input(nested(100'000))), InputError);
+  EXPECT_THROW(check_json_depth(std::string(100'000, '{')), InputError);  // not closed: refused all the same
+}
+
+TEST(JsonInput, BracketsInStringsDoNotCount) {
+  const std::string brackets(1000, '[');
+  EXPECT_EQ(parse_json_input("[\"" + brackets + "\"]")[0], brackets);
+  EXPECT_NO_THROW(check_json_depth(R"(["\"[[[[", "\\", {"k[": "]}"}])", 2));
+  EXPECT_THROW(check_json_depth(R"(["\\", [[1]]])", 2), InputError);  // the string ends at the second quote
+}
+
+TEST(JsonInput, NotJsonIsAnInputError) {
+  EXPECT_NE(error_of([] { static_cast<void>(parse_json_input("{\"a\": ")); }).find("not JSON ("),
+            std::string::npos);
+  EXPECT_NE(error_of([] { static_cast<void>(parse_json_input("")); }).find("not JSON ("), std::string::npos);
+}
+
+TEST(JsonField, ReadsEachTypeAndNamesTheFieldOfAWrongOne) {
+  const nlohmann::json doc = nlohmann::json::parse(R"({
+    "s": "text", "b": true, "n": 1.5, "i": -3, "u": 7, "z": null,
+    "o": {"inner": {"x": [1, "two", null]}}
+  })");
+  const JsonField root(doc);
+  EXPECT_EQ(root["s"].string(), "text");
+  EXPECT_TRUE(root["b"].boolean());
+  EXPECT_EQ(root["n"].real(), 1.5);
+  EXPECT_TRUE(std::isnan(root["z"].real()));
+  EXPECT_EQ(root["i"].integer(-5, 5), -3);
+  EXPECT_EQ(root["u"].integer(0, 10), 7);
+  EXPECT_EQ(root["u"].count(), 7U);
+  EXPECT_EQ(root.string_or("absent", "default"), "default");
+  EXPECT_FALSE(root.boolean_or("absent", false));
+  EXPECT_FALSE(root.find("absent"));
+  const std::vector<JsonField> x = root["o"]["inner"]["x"].elements();
+  ASSERT_EQ(x.size(), 3U);
+  EXPECT_EQ(x[1].path(), "o.inner.x[1]");
+  EXPECT_EQ(error_of([&] { static_cast<void>(x[1].real()); }),
+            "field o.inner.x[1]: expected a number, found a string (\"two\")");
+  EXPECT_EQ(error_of([&] { static_cast<void>(root["o"]["inner"]["y"]); }), "field o.inner.y: missing");
+  EXPECT_EQ(error_of([&] { static_cast<void>(root["s"]["k"]); }),
+            "field s: expected an object, found a string (\"text\")");
+  EXPECT_EQ(error_of([&] { static_cast<void>(root["o"].string()); }),
+            "field o: expected a string, found an object");
+  EXPECT_EQ(error_of([&] { static_cast<void>(root["i"].count()); }),
+            "field i: expected a whole number, 0 or more, found a number (-3)");
+  EXPECT_EQ(error_of([&] { static_cast<void>(root["u"].integer(0, 5)); }),
+            "field u: expected a whole number from 0 to 5, found a number (7)");
+  EXPECT_EQ(error_of([&] { static_cast<void>(root["n"].integer(0, 5)); }),
+            "field n: expected a whole number from 0 to 5, found a number (1.5)");
+  EXPECT_EQ(error_of([&] { static_cast<void>(root.string_or("b", "")); }),
+            "field b: expected a string, found a boolean (true)");
+  EXPECT_EQ(error_of([&] { static_cast<void>(root.elements()); }), "expected an array, found an object");
+  const nlohmann::json long_string = std::string(100, 'x');
+  EXPECT_EQ(error_of([&] { static_cast<void>(JsonField(long_string, "f").real()); }),
+            "field f: expected a number, found a string (\"" + std::string(39, 'x') + "...)");
+}
+
+}  // namespace
+}  // namespace memstress
