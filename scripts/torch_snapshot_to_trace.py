@@ -472,8 +472,10 @@ def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilde
         _apply_entry(builder, item, t0, path, summary)
     _apply_segments(builder, segments, path)
     builder.metadata["alloc_conf"] = alloc_conf_of(snapshot.get("allocator_settings"))
-    recorder = snapshot.get("memstress")
-    builder.metadata["recorder"] = recorder if isinstance(recorder, dict) else None
+    recorder = snapshot.get("memstress")  # the recorder's notes: flat, and only scalars are kept
+    builder.metadata["recorder"] = {str(k): v for k, v in recorder.items()
+                                    if v is None or isinstance(v, (str, int, float, bool))} \
+        if isinstance(recorder, dict) else None
     return builder
 
 

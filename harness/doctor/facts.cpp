@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/core/error.hpp"
+#include "harness/core/json_input.hpp"
 #include "harness/core/text_file.hpp"
 
 namespace memstress::doctor {
@@ -53,7 +54,12 @@ SnapshotFacts read_facts(const std::filesystem::path& path, const std::string& n
   if (!text) {
     r.fail("file", fmt::format("cannot read {}", path.string()));
   }
-  const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc;
+  try {
+    doc = parse_json_input(*text);  // Note [Bounded JSON input]
+  } catch (const InputError& e) {
+    r.fail("file", e.what());
+  }
   if (!doc.is_object() || doc.value("schema", "") != "memstress.snapshot-facts/1") {
     r.fail("file", "not a memstress.snapshot-facts/1 document");
   }

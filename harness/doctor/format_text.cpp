@@ -281,11 +281,11 @@ void growth(std::string& out, const DoctorReport& r) {
                              : "   record stack frames to see which line keeps the memory.\n";
     return;
   }
-  std::vector<TableLine> t{{"SITE THAT GROWS", "PER STEP", "FIRST FLOOR", "LAST FLOOR"}};
+  std::vector<TableLine> t{{"SITE THAT GROWS", "PER STEP", "GROWN OVER THE RUN", "AT THE LAST FLOOR"}};
   for (std::size_t i = 0; i < std::min<std::size_t>(g.sites.size(), 10); ++i) {
     const SiteGrowth& s = g.sites[i];
-    t.push_back(
-        {r.site_name(s.site), bytes(static_cast<std::int64_t>(s.fit.slope)), bytes(s.first), bytes(s.last)});
+    t.push_back({r.site_name(s.site), bytes(static_cast<std::int64_t>(s.fit.slope)), bytes(s.last - s.first),
+                 bytes(s.last)});
   }
   out += render_table(t);
 }

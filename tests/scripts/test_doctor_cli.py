@@ -130,6 +130,41 @@ class Doctor(unittest.TestCase):
         self.assertEqual(doc["first_fail"]["batch"], doc["largest_fit"]["batch"] + 1)
 
 
+REAL = ROOT / "results" / "h100" / "doctor-580.159.04" / "snapshots"
+
+
+@unittest.skipIf(BINARY is None, "usage: test_doctor_cli.py MEMSTRESS_BINARY")
+class CommittedSnapshots(unittest.TestCase):
+    """Snapshots PyTorch 2.11 wrote on an H100 (scripts/gpu-doctor, through python/memstress_torch.py)."""
+
+    def doctor(self, name: str) -> str:
+        done = subprocess.run([str(BINARY), "doctor", str(REAL / f"{name}.snapshot.pickle.gz")], capture_output=True,
+                              text=True, check=False, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return done.stdout
+
+    def test_the_leak_is_found_and_its_line_named(self) -> None:
+        out = self.doctor("leak_train")
+        self.assertIn("-> Memory grows", out)
+        self.assertRegex(out.split("== Growth ==")[1], r"scripts/doctor_programs\.py:145 in _mlp_loop +4 bytes")
+
+    def test_its_fix_does_not_grow(self) -> None:
+        self.assertIn("-> No growth", self.doctor("fixed_train"))
+
+    def test_the_oom_is_fragmentation_at_the_recorded_capacity(self) -> None:
+        out = self.doctor("oom_infer_varying")
+        oom = out.split("== The OOM ==")[1].split("== Settings")[0]
+        self.assertRegex(oom, r"request +384\.00 MiB at event 1414 \(scripts/doctor_programs\.py:110 in forward\)")
+        self.assertRegex(oom, r"capacity PyTorch could use +806\.40 MiB")
+        self.assertIn("-> Fragmentation", oom)
+        self.assertIn("capacity judged: 806.40 MiB (what PyTorch could use of the NVIDIA H100 80GB HBM3", out)
+
+    def test_without_frames_the_peak_has_no_sites_and_says_so(self) -> None:
+        out = self.doctor("transformer_amp_noframes")
+        self.assertIn("no stack frames recorded: record them with", out)
+        self.assertRegex(out, r"peak reserved \(reserved_bytes\.all\.peak\), replayed +\S+ MiB")
+
+
 class FakeTorch:
     """Just enough of torch for the recorder: what it calls, recorded."""
 
