@@ -54,16 +54,12 @@ def short_where(filename: str, line: int, name: str) -> str:
     return f"{'/'.join(parts[-2:])}:{line} in {name}"
 
 
-def _frames(value: Any) -> list[dict[str, Any]]:
-    """The well-formed frames of an entry's "frames" (anything else is left out, never fatal)."""
-    if not isinstance(value, list):
-        return []
-    out = []
-    for f in value:
-        if (isinstance(f, dict) and isinstance(f.get("filename"), str) and isinstance(f.get("name"), str)
-                and isinstance(f.get("line"), int) and not isinstance(f.get("line"), bool)):
-            out.append(f)
-    return out
+def _well_formed(f: Any) -> bool:
+    return (isinstance(f, dict) and isinstance(f.get("filename"), str) and isinstance(f.get("name"), str)
+            and isinstance(f.get("line"), int) and not isinstance(f.get("line"), bool))
+
+
+USER, INTERNAL_PYTHON, INTERNAL = 2, 1, 0
 
 
 @dataclass
@@ -74,29 +70,49 @@ class SiteTable:
     index: dict[tuple[str, int, str], int] = field(default_factory=dict)
     with_frames: int = 0  # entries that had frames
     without_frames: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)  # filename -> USER, INTERNAL_PYTHON or INTERNAL
+
+    def _kind(self, filename: str) -> int:
+        kind = self.kinds.get(filename)
+        if kind is None:
+            kind = USER if not is_internal(filename) else INTERNAL_PYTHON if is_python(filename) else INTERNAL
+            self.kinds[filename] = kind
+        return kind
 
     def site_of(self, frames_value: Any) -> int:
-        """The site index of an entry's frames (-1 when it has none)."""
-        frames = _frames(frames_value)
-        if not frames:
+        """The site index of an entry's frames (-1 when it has none). One pass over the frames, each file
+        classified once (a snapshot has hundreds of thousands of entries and a few hundred files)."""
+        chosen = first_python = first_any = None
+        if isinstance(frames_value, list):
+            for f in frames_value:
+                if not _well_formed(f):
+                    continue
+                kind = self._kind(f["filename"])
+                first_any = first_any or f
+                if kind != INTERNAL and first_python is None:
+                    first_python = f
+                if kind == USER:
+                    chosen = f
+                    break
+        if first_any is None:
             self.without_frames += 1
             return -1
         self.with_frames += 1
-        python = [f for f in frames if is_python(f["filename"])]
-        user = next((f for f in python if not is_internal(f["filename"])), None)
-        chosen = user or (python[0] if python else frames[0])
+        user = chosen is not None
+        chosen = chosen or first_python or first_any
         key = (chosen["filename"], chosen["line"], chosen["name"])
         found = self.index.get(key)
         if found is not None:
             return found
-        stack = (python or frames)[:STACK_FRAMES]
+        frames = [f for f in frames_value if _well_formed(f)]
+        python = [f for f in frames if is_python(f["filename"])]
         self.sites.append({
             "where": short_where(*key),
             "filename": key[0],
             "line": key[1],
             "function": key[2],
-            "user_code": user is not None,
-            "stack": [frame_text(f) for f in stack],
+            "user_code": user,
+            "stack": [frame_text(f) for f in (python or frames)[:STACK_FRAMES]],
         })
         self.index[key] = len(self.sites) - 1
         return len(self.sites) - 1

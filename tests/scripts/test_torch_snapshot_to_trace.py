@@ -416,3 +416,62 @@ def _umask() -> int:
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Facts(TempDirTest):
+    """--facts: allocation sites, segment addresses, allocator settings, OOMs and the recorder's notes."""
+
+    def facts(self, snapshot: object) -> dict:
+        import json
+
+        fx.write_pickle(self.dir / "snap.pickle", snapshot)
+        done = run_converter(self.dir / "snap.pickle", "-o", self.dir / "t.csv", "--facts", self.dir / "f.json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        doc = json.loads((self.dir / "f.json").read_text())
+        self.assertEqual(doc["schema"], "memstress.snapshot-facts/1")
+        return doc
+
+    def test_sites_are_the_first_frame_outside_torch_and_the_standard_library(self) -> None:
+        doc = self.facts(fx.training_snapshot(2))
+        self.assertTrue(doc["frames_recorded"])
+        wheres = [s["where"] for s in doc["sites"]]
+        self.assertEqual(wheres, ["project/model.py:10 in __init__", "project/model.py:42 in forward",
+                                  "project/train.py:57 in <module>"])
+        self.assertTrue(all(s["user_code"] for s in doc["sites"]))
+        self.assertIn("torch/nn/modules/module.py:1751 in _call_impl", doc["sites"][0]["stack"][0])
+        self.assertEqual(doc["alloc_sites"], [0] + ([1] * 6 + [2]) * 2)
+
+    def test_without_frames_there_are_no_sites(self) -> None:
+        doc = self.facts(fx.training_snapshot(2, frames=False))
+        self.assertFalse(doc["frames_recorded"])
+        self.assertEqual(doc["sites"], [])
+        self.assertEqual(set(doc["alloc_sites"]), {-1})
+
+    def test_only_internal_frames_make_an_internal_site(self) -> None:
+        snapshot = fx.training_snapshot(1)
+        for entry in snapshot["device_traces"][0]:
+            if entry["action"] == "alloc":
+                entry["frames"] = [{"filename": "/usr/lib/python3.12/contextlib.py", "line": 81, "name": "inner"},
+                                   {"filename": "??", "line": 0, "name": "c10::foo()"}, "junk", {"line": "x"}]
+        doc = self.facts(snapshot)
+        self.assertEqual([s["where"] for s in doc["sites"]], ["python3.12/contextlib.py:81 in inner"])
+        self.assertFalse(doc["sites"][0]["user_code"])
+
+    def test_segment_addresses_settings_ooms_and_the_recorders_flat_notes(self) -> None:
+        snapshot = fx.training_snapshot(2, oom_request=1 << 40)
+        snapshot["allocator_settings"] = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+        snapshot["memstress"]["nested"] = {"deep": [1, 2]}
+        doc = self.facts(snapshot)
+        self.assertEqual(len(doc["segment_addresses"]), 8)  # 64 MiB, six for the activations, a small one
+        self.assertTrue(all(a > 0 for a in doc["segment_addresses"]))
+        self.assertEqual(doc["alloc_conf"], "expandable_segments:True")
+        self.assertEqual(doc["ooms"], [{"device": "cuda:0", "bytes": 1 << 40, "device_free": 16 << 20, "site": -1}])
+        self.assertEqual(doc["recorder"]["allocator_capacity"], 84_396_015_616)
+        self.assertNotIn("nested", doc["recorder"])
+
+    def test_settings_without_the_string_are_rebuilt(self) -> None:
+        snapshot = fx.training_snapshot(1)
+        snapshot["allocator_settings"] = {"max_split_size": 128 << 20, "garbage_collection_threshold": 0.8,
+                                          "expandable_segments": False}
+        self.assertEqual(self.facts(snapshot)["alloc_conf"],
+                         "max_split_size_mb:128,garbage_collection_threshold:0.8")
