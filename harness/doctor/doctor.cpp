@@ -131,18 +131,6 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   replay::ReplayOptions base;
   base.device = r.trace_device;
 
-  // What it needed, under its own setting, on a device too large to run out.
-  {
-    replay::ReplayOptions options_here = base;
-    if (!walk.event_index.empty()) {
-      options_here.capture_at_event = walk.event_index[walk.peak];
-    }
-    const replay::ReplayRun run =
-        replay::replay_setting(trace, r.setting, sim_device(kUnconstrained, &plan), options_here);
-    r.needed = needed_of(run.result, walk, trace);
-    r.timeline = run.result.timeline;
-  }
-
   // Who held it at the peak.
   std::vector<SiteShare> shares =
       walk.positions() > 0 ? sites_live_at(walk, walk.peak) : std::vector<SiteShare>{};
@@ -172,6 +160,19 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   }
   if (r.capacities.empty()) {
     r.capacity_origin = "none known (give --capacity, e.g. --capacity 24G,40G,80G)";
+  }
+  // What it needed, under its own setting, on the capacity it had (the first judged; unlimited when none
+  // is known): a program that ran near its limit reserved less than it would have with room to spare.
+  {
+    replay::ReplayOptions options_here = base;
+    if (!walk.event_index.empty()) {
+      options_here.capture_at_event = walk.event_index[walk.peak];
+    }
+    const std::uint64_t capacity = r.capacities.empty() ? kUnconstrained : r.capacities.front();
+    const replay::ReplayRun run =
+        replay::replay_setting(trace, r.setting, sim_device(capacity, &plan), options_here);
+    r.needed = needed_of(run.result, walk, trace);
+    r.timeline = run.result.timeline;
   }
   r.settings =
       judge_settings(trace, walk, input.facts, plan, grid, r.setting, r.capacities, base, options.threads);

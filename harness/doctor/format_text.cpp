@@ -163,16 +163,21 @@ void oom(std::string& out, const DoctorReport& r) {
         "-> No setting of the sweep would have granted it at that capacity (each replayed to that point).\n";
     return;
   }
+  // Best first: in the order of the settings table (lowest peak reserved first).
   std::vector<std::string> names;
-  for (const replay::SweepSetting& s : o.would_grant) {
-    if (s.allocator != "direct") {
-      names.push_back(conf_name(s));
+  for (const SettingRow& row : r.settings.rows) {
+    const bool grants =
+        std::any_of(o.would_grant.begin(), o.would_grant.end(), [&](const replay::SweepSetting& s) {
+          return s.allocator == row.setting.allocator && s.conf == row.setting.conf;
+        });
+    if (grants && row.setting.allocator != "direct") {
+      names.push_back(conf_name(row.setting));
     }
   }
-  const std::size_t shown = std::min<std::size_t>(names.size(), 4);
+  const std::size_t shown = std::min<std::size_t>(names.size(), 3);
   out += fmt::format(
       "-> Replayed to that point at the same capacity, {} of the sweep's settings grant it{}{}\n",
-      names.size(), shown > 0 ? ": " : ".",
+      names.size(), shown > 0 ? ", the best: " : ".",
       fmt::format("{}{}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), "; "),
                   names.size() > shown ? "; …" : ""));
 }

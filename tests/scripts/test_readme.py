@@ -53,7 +53,13 @@ CPU = {
     "memstress compare tests/data/compare/base.json tests/data/compare/slower.json": 1,
     "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz --device sim:40G "
     "--allocator expandable": 0,
+    "memstress doctor run.snapshot.pickle": 0,
+    "memstress doctor run.snapshot.pickle --capacity 24G,40G,80G": 0,
+    "memstress doctor run.snapshot.pickle --format html -o doctor.html": 0,
+    "memstress predict-batch run8.snapshot.pickle run16.snapshot.pickle --batch 8,16 --capacity 40G": 0,
+    "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz": 0,
 }
+NEEDS_MATPLOTLIB = ("scripts/report", "memstress doctor run.snapshot.pickle --format html")
 # Commands quoted in the README's prose rather than in a code block, run here too.
 INLINE = ["scripts/run sizes -p dist=pow2 --out sizes.json",
           "memstress compare tests/data/compare/base.json tests/data/compare/slower.json"]
@@ -94,18 +100,21 @@ SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 def readme_commands() -> list[str]:
     """Every command line of the README's code blocks (continuation lines joined, comments dropped), with
     the `$ ` of a shown session kept."""
-    commands, block, pending = [], False, ""
+    commands, block, pending, output = [], False, "", False
     for line in README.read_text().splitlines():
         if line.startswith("```"):
-            block = not block
+            block, output = not block, False
             continue
         if not block:
             continue
+        if output and not line.startswith("$ "):
+            continue  # what a `$ command` printed, up to the next `$ ` or the end of its block
         text = pending + line.strip() if pending else line.strip()
         if text.endswith("\\"):
             pending = text[:-1].rstrip() + " "
             continue
         pending = ""
+        output = output or text.startswith("$ ")
         if COMMAND.match(text) and not re.match(r"^(scripts/\w+|memstress): ", text):  # not a log line
             commands.append(re.sub(r"\s+#.*$", "", text).strip())
     return commands + INLINE
@@ -179,6 +188,9 @@ class RunOnTheCpu(unittest.TestCase):
         shutil.copy(ROOT / "results" / "h100" / "accept-h100-580.159.04.json", cls.tmp / "accept.json")
         snapshot, _ = snapshot_fixtures.scenario()
         snapshot_fixtures.write_pickle(cls.tmp / "run.snapshot.pickle", snapshot)
+        for batch in (8, 16):
+            snapshot_fixtures.write_pickle(cls.tmp / f"run{batch}.snapshot.pickle",
+                                           snapshot_fixtures.training_snapshot(3, batch=batch))
         cls.env = dict(os.environ, PATH=f"{cls.bin}:{os.environ.get('PATH', '')}", OMPI_ALLOW_RUN_AS_ROOT="1",
                        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", COLUMNS="200")
 
@@ -201,7 +213,7 @@ class RunOnTheCpu(unittest.TestCase):
                     # the README's recipe for a machine without a GPU; CI runs it, a GPU checkout has build/gpu
                     print(f"  not run: no build/cpu here: {command}", file=sys.stderr)
                     continue
-                if command.startswith("scripts/report") and self.run_command(
+                if command.startswith(NEEDS_MATPLOTLIB) and self.run_command(
                         "scripts/report /nonexistent.json -o r.html").returncode == 3:
                     continue  # no python with matplotlib here (test_report says so)
                 started = time.monotonic()
@@ -213,7 +225,8 @@ class RunOnTheCpu(unittest.TestCase):
         for command in ("memstress compare results/h100/compare/base-h100-580.159.04.json "
                         "results/h100/compare/slowed-h100-580.159.04.json",
                         "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz "
-                        "--device sim:40G --allocator expandable"):
+                        "--device sim:40G --allocator expandable",
+                        "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz"):
             with self.subTest(command=command):
                 self.assertEqual(self.run_command(command).stdout, shown_output(command))
         slower = self.run_command("memstress compare tests/data/compare/base.json tests/data/compare/slower.json")
