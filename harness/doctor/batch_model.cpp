@@ -11,18 +11,6 @@
 namespace memstress::doctor {
 namespace {
 
-std::uint32_t device_of(const DoctorInput& input, const std::string& wanted) {
-  if (wanted.empty()) {
-    return 0;
-  }
-  for (std::size_t i = 0; i < input.trace.devices.size(); ++i) {
-    if (input.trace.devices[i] == wanted) {
-      return static_cast<std::uint32_t>(i);
-    }
-  }
-  throw InputError(fmt::format("--trace-device '{}': '{}' has no such device", wanted, input.trace.name));
-}
-
 bool kept(replay::Action a) {
   return a == replay::Action::alloc || a == replay::Action::free || a == replay::Action::free_completed;
 }
@@ -40,8 +28,8 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
   const DoctorInput& b = swapped ? first : second;
   const std::uint64_t batch_a = swapped ? batch_second : batch_first;
   const std::uint64_t batch_b = swapped ? batch_first : batch_second;
-  const std::uint32_t device_a = device_of(a, trace_device);
-  const std::uint32_t device_b = device_of(b, trace_device);
+  const std::uint32_t device_a = replay::device_index(a.trace, trace_device);
+  const std::uint32_t device_b = replay::device_index(b.trace, trace_device);
   const std::vector<Request> ra = requests_of(a, device_a);
   const std::vector<Request> rb = requests_of(b, device_b);
   for (const auto& [input, requests] : {std::pair{&a, &ra}, std::pair{&b, &rb}}) {

@@ -11,22 +11,6 @@ namespace {
 
 constexpr std::uint64_t kUnconstrained = 1ULL << 40;
 
-std::uint32_t pick_device(const replay::ReplayTrace& trace, const std::string& wanted) {
-  if (trace.devices.empty()) {
-    throw InputError(fmt::format("{}: no allocation events: nothing to diagnose", trace.name));
-  }
-  if (wanted.empty()) {
-    return 0;
-  }
-  for (std::size_t i = 0; i < trace.devices.size(); ++i) {
-    if (trace.devices[i] == wanted) {
-      return static_cast<std::uint32_t>(i);
-    }
-  }
-  throw InputError(fmt::format("--trace-device '{}': '{}' has no such device (it has: {})", wanted,
-                               trace.name, fmt::join(trace.devices, ", ")));
-}
-
 // The capacities to judge: as given, else what the recorder measured, else what the OOM implies.
 void choose_capacities(DoctorReport& r, const DoctorInput& input, const DoctorOptions& options) {
   if (!options.capacities.empty()) {
@@ -105,7 +89,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   r.frames_recorded = input.facts.frames_recorded;
   r.sites = input.facts.sites;
   r.recorder = input.facts.recorder;
-  const std::uint32_t device = pick_device(trace, options.trace_device);
+  const std::uint32_t device = replay::device_index(trace, options.trace_device);
   r.trace_device = trace.devices[device];
   for (std::size_t i = 0; i < trace.devices.size(); ++i) {
     if (i != device) {

@@ -16,6 +16,20 @@ std::uint64_t round_up(std::uint64_t value, std::uint64_t multiple) noexcept {
   return (value + multiple - 1) / multiple * multiple;
 }
 
+// Removes [start, start + length) from the free range that begins at `range_start`, keeping what is left
+// on either side.
+void carve(std::map<std::uint64_t, std::uint64_t>& free, std::uint64_t range_start, std::uint64_t start,
+           std::uint64_t length) {
+  const std::uint64_t end = range_start + free.at(range_start);
+  free.erase(range_start);
+  if (start != range_start) {
+    free.emplace(range_start, start - range_start);
+  }
+  if (start + length != end) {
+    free.emplace(start + length, end - start - length);
+  }
+}
+
 // First fit of `length` bytes aligned to `alignment` in an address-ordered map of free ranges: from the
 // bottom (the lowest range that fits, at its start) or from the top (the highest, at its end).
 // Returns 0 when nothing fits.
@@ -39,13 +53,7 @@ std::uint64_t take_range(std::map<std::uint64_t, std::uint64_t>& free, std::uint
         return std::uint64_t{0};
       }
     }
-    free.erase(range_start);
-    if (start != range_start) {
-      free.emplace(range_start, start - range_start);
-    }
-    if (start + length != end) {
-      free.emplace(start + length, end - start - length);
-    }
+    carve(free, range_start, start, length);
     return start;
   };
   if (from_top) {
@@ -89,18 +97,10 @@ bool take_exact(std::map<std::uint64_t, std::uint64_t>& free, std::uint64_t star
     return false;
   }
   --it;
-  const std::uint64_t range_start = it->first;
-  const std::uint64_t end = it->first + it->second;
-  if (start + length > end) {
+  if (start + length > it->first + it->second) {
     return false;
   }
-  free.erase(it);
-  if (start != range_start) {
-    free.emplace(range_start, start - range_start);
-  }
-  if (start + length != end) {
-    free.emplace(start + length, end - start - length);
-  }
+  carve(free, it->first, start, length);
   return true;
 }
 

@@ -168,6 +168,19 @@ ReplayTrace parse_replay_trace(std::string_view text, std::string_view name) {
   return Parser(name).parse(text);
 }
 
+std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted) {
+  if (trace.devices.empty()) {
+    throw InputError(fmt::format("{}: no allocation events", trace.name));
+  }
+  for (std::size_t i = 0; i < trace.devices.size(); ++i) {
+    if (wanted.empty() || trace.devices[i] == wanted) {
+      return static_cast<std::uint32_t>(i);
+    }
+  }
+  throw InputError(fmt::format("--trace-device '{}': the trace '{}' has no such device (it has: {})", wanted,
+                               trace.name, fmt::join(trace.devices, ", ")));
+}
+
 std::string format_replay_trace(const ReplayTrace& trace, std::string_view comment) {
   std::string out = fmt::format("{}\n{}\n# {}\n", kTraceMagic, kTraceColumns, comment);
   for (const Event& e : trace.events) {

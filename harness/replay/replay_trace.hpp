@@ -50,6 +50,10 @@ struct ReplayTrace {
   std::map<std::string, std::uint64_t, std::less<>> skipped_actions;
 };
 
+// The index of device `wanted` in trace.devices ("" is the first). Throws InputError naming --trace-device
+// when the trace has no such device, or has no device at all.
+[[nodiscard]] std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted);
+
 // Throws InputError "<name>:<line>: <what>" (or naming the file) on anything that is not a trace.
 [[nodiscard]] ReplayTrace read_replay_trace(const std::filesystem::path& path);
 [[nodiscard]] ReplayTrace parse_replay_trace(std::string_view text, std::string_view name);

@@ -22,17 +22,20 @@ std::int64_t stat(const MemoryStats& stats, std::string_view key) {
   return it == stats.end() ? 0 : it->second;
 }
 
-std::uint32_t pick_device(const ReplayTrace& trace, const std::string& wanted) {
-  if (wanted.empty()) {
-    return 0;
+// What an OOM point records of the allocator's state.
+struct Moment {
+  std::int64_t reserved = 0;
+  std::int64_t allocated = 0;
+  std::optional<std::int64_t> largest_free_block;
+};
+
+Moment moment_of(const MemoryStats& stats) {
+  Moment m{stat(stats, "reserved_bytes.all.current"), stat(stats, "allocated_bytes.all.current"),
+           std::nullopt};
+  if (const auto it = stats.find("largest_free_block_bytes"); it != stats.end()) {
+    m.largest_free_block = it->second;
   }
-  for (std::size_t i = 0; i < trace.devices.size(); ++i) {
-    if (trace.devices[i] == wanted) {
-      return static_cast<std::uint32_t>(i);
-    }
-  }
-  throw InputError(fmt::format("--trace-device '{}': the trace '{}' has no such device (it has: {})", wanted,
-                               trace.name, fmt::join(trace.devices, ", ")));
+  return m;
 }
 
 // For each free of `device`: whether another allocation of the device comes before its free_completed
@@ -84,7 +87,7 @@ class Replayer {
   }
 
   ReplayResult run() {
-    const std::uint32_t device = pick_device(trace_, options_.device);
+    const std::uint32_t device = trace_.devices.empty() ? 0 : device_index(trace_, options_.device);
     result_.trace_device = trace_.devices.empty() ? std::string() : trace_.devices[device];
     for (std::size_t i = 0; i < trace_.devices.size(); ++i) {
       if (i != device) {
@@ -242,11 +245,10 @@ class Replayer {
     if (result_.counts.segment_events > 0) {
       r.recorded_reserved = trace_reserved_;
     }
-    r.reserved = stat(stats, "reserved_bytes.all.current");
-    r.allocated = stat(stats, "allocated_bytes.all.current");
-    if (const auto it = stats.find("largest_free_block_bytes"); it != stats.end()) {
-      r.largest_free_block = it->second;
-    }
+    const Moment m = moment_of(stats);
+    r.reserved = m.reserved;
+    r.allocated = m.allocated;
+    r.largest_free_block = m.largest_free_block;
     r.earlier_replay_oom = replay_ooms_ > 0;
     if (options_.probe_recorded_ooms) {
       try {
@@ -273,11 +275,10 @@ class Replayer {
     p.time_ns = e.time_ns;
     p.request_bytes = e.bytes;
     p.stream = e.stream;
-    if (const auto it = stats.find("largest_free_block_bytes"); it != stats.end()) {
-      p.largest_free_block = it->second;
-    }
-    p.reserved = stat(stats, "reserved_bytes.all.current");
-    p.allocated = stat(stats, "allocated_bytes.all.current");
+    const Moment m = moment_of(stats);
+    p.largest_free_block = m.largest_free_block;
+    p.reserved = m.reserved;
+    p.allocated = m.allocated;
     p.message = message;
     result_.ooms.push_back(std::move(p));
   }
