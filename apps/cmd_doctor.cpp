@@ -19,6 +19,7 @@
 #include "harness/core/units.hpp"
 #include "harness/doctor/doctor.hpp"
 #include "harness/doctor/format.hpp"
+#include "harness/memory/sim_backend.hpp"
 
 namespace memstress::app {
 namespace {
@@ -33,13 +34,18 @@ struct DoctorFlags {
   std::size_t top = 10;
 };
 
+// The settings table replays on twice the largest capacity, and a simulated device holds at most
+// SimBackend::kMaxCapacity.
+constexpr std::uint64_t kMaxDoctorCapacity = SimBackend::kMaxCapacity / 2;
+
 std::vector<std::uint64_t> parse_capacities(const std::string& text) {
   std::vector<std::uint64_t> out;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
     const std::uint64_t c = parse_bytes(item, "--capacity");
-    if (c == 0) {
-      throw InputError(fmt::format("--capacity '{}': a capacity must be more than 0 bytes", item));
+    if (c == 0 || c > kMaxDoctorCapacity) {
+      throw InputError(fmt::format("--capacity '{}': a capacity must be more than 0 bytes and at most {}",
+                                   item, format_bytes(kMaxDoctorCapacity)));
     }
     out.push_back(c);
   }

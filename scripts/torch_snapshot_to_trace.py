@@ -56,7 +56,8 @@ site, the snapshot's ``allocator_settings`` (as a ``PYTORCH_CUDA_ALLOC_CONF`` st
 entry says of the device (``device_free``) and what the memstress recorder (python/memstress_torch.py)
 wrote beside the snapshot under the key ``memstress`` (the GPU, its memory, the batch size). Sites are
 listed by first appearance; ``alloc_sites[id]`` is the site of the allocation with that trace id (-1:
-no frames were recorded for it). ``segment_addresses[id]`` is where the CUDA driver placed the segment
+no frames were recorded for it, as for allocations from C++ such as PyTorch's backward pass; -2: it was
+allocated before the recording began). ``segment_addresses[id]`` is where the CUDA driver placed the segment
 with that id (0: not known), which lets a replay of the recorded setting place its segments likewise.
 
 Safety: a pickle can run code when loaded. Snapshots hold only dicts, lists, tuples, strings, numbers,
@@ -70,6 +71,7 @@ import argparse
 import gzip
 import io
 import json
+import math
 import os
 import pickle
 import re
@@ -110,6 +112,9 @@ ADDRESSED_ACTIONS = (
     "segment_map",
     "segment_unmap",
 )
+
+
+BEFORE_RECORDING = -2  # the facts' site of a block allocated before the recording began
 
 
 class InputError(Exception):
@@ -181,7 +186,9 @@ class TraceBuilder:
     # Allocations ---------------------------------------------------------------------------------
 
     def _synthesize(self, device: str, stream: int, nbytes: int, reason: str, site: int = -1) -> Block:
-        block = Block(device, stream, nbytes, site=site)
+        # Without frames of its own, a block from before the recording is told apart from an allocation made
+        # with no Python frames (PyTorch's backward pass runs on a C++ thread): BEFORE_RECORDING.
+        block = Block(device, stream, nbytes, site=site if site >= 0 else BEFORE_RECORDING)
         self.prelude.append(Line(0, "alloc", device, stream, block=block))
         self.summary.synthesized[reason] += 1
         return block
@@ -474,7 +481,8 @@ def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilde
     builder.metadata["alloc_conf"] = alloc_conf_of(snapshot.get("allocator_settings"))
     recorder = snapshot.get("memstress")  # the recorder's notes: flat, and only scalars are kept
     builder.metadata["recorder"] = {str(k): v for k, v in recorder.items()
-                                    if v is None or isinstance(v, (str, int, float, bool))} \
+                                    if v is None or isinstance(v, (str, int, bool))
+                                    or (isinstance(v, float) and math.isfinite(v))} \
         if isinstance(recorder, dict) else None
     return builder
 

@@ -1,5 +1,7 @@
 #include "harness/doctor/batch_match.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -81,7 +83,17 @@ std::optional<std::vector<std::pair<std::size_t, std::size_t>>> myers(std::size_
 
 }  // namespace
 
-std::vector<Request> requests_of(const DoctorInput& input, std::uint32_t device) {
+std::int32_t SiteIds::id(const SnapshotFacts& facts, std::int32_t site) {
+  if (site < 0 || static_cast<std::size_t>(site) >= facts.sites.size()) {
+    return site;
+  }
+  const Site& s = facts.sites[static_cast<std::size_t>(site)];
+  const auto [it, fresh] = ids_.emplace(fmt::format("{}\n{}\n{}", s.filename, s.line, s.function),
+                                        static_cast<std::int32_t>(ids_.size()));
+  return it->second;
+}
+
+std::vector<Request> requests_of(const DoctorInput& input, std::uint32_t device, SiteIds& sites) {
   std::vector<Request> out;
   std::unordered_map<std::uint64_t, std::uint32_t> streams;
   for (std::size_t i = 0; i < input.trace.events.size(); ++i) {
@@ -90,7 +102,7 @@ std::vector<Request> requests_of(const DoctorInput& input, std::uint32_t device)
       continue;
     }
     const auto [it, fresh] = streams.emplace(e.stream, static_cast<std::uint32_t>(streams.size()));
-    out.push_back(Request{i, e.bytes, it->second, input.facts.site_of(e.id)});
+    out.push_back(Request{i, e.bytes, it->second, sites.id(input.facts, input.facts.site_of(e.id))});
   }
   return out;
 }

@@ -19,6 +19,8 @@
 // back to pairing by position.
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "harness/doctor/input.hpp"
@@ -32,8 +34,19 @@ struct Request {
   std::int32_t site = -1;
 };
 
-// The allocations of `device` (an index into the trace's devices), in order.
-[[nodiscard]] std::vector<Request> requests_of(const DoctorInput& input, std::uint32_t device);
+// Sites by what they are (file, line, function), so that two snapshots, each of which numbers its sites in
+// its own order of first appearance, name a site alike. Requests without frames keep their (negative) site.
+class SiteIds {
+ public:
+  [[nodiscard]] std::int32_t id(const SnapshotFacts& facts, std::int32_t site);
+
+ private:
+  std::map<std::string, std::int32_t, std::less<>> ids_;
+};
+
+// The allocations of `device` (an index into the trace's devices), in order, their sites named by `sites`.
+[[nodiscard]] std::vector<Request> requests_of(const DoctorInput& input, std::uint32_t device,
+                                               SiteIds& sites);
 
 struct Match {
   std::vector<std::pair<std::size_t, std::size_t>> pairs;  // (index into a, index into b), increasing

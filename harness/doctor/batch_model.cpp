@@ -30,8 +30,9 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
   const std::uint64_t batch_b = swapped ? batch_first : batch_second;
   const std::uint32_t device_a = replay::device_index(a.trace, trace_device);
   const std::uint32_t device_b = replay::device_index(b.trace, trace_device);
-  const std::vector<Request> ra = requests_of(a, device_a);
-  const std::vector<Request> rb = requests_of(b, device_b);
+  SiteIds sites;
+  const std::vector<Request> ra = requests_of(a, device_a, sites);
+  const std::vector<Request> rb = requests_of(b, device_b, sites);
   for (const auto& [input, requests] : {std::pair{&a, &ra}, std::pair{&b, &rb}}) {
     if (requests->empty()) {
       throw InputError(fmt::format("{}: no allocations to model", input->trace.name));
@@ -98,8 +99,9 @@ replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n) {
   replay::ReplayTrace t = model.template_trace;
   const double delta = static_cast<double>(n) - static_cast<double>(model.batch_a);
   for (const Resize& r : model.resizes) {
-    const double size = std::round(static_cast<double>(r.size_a) + r.slope * delta);
-    const std::uint64_t bytes = size < 1 ? 1 : static_cast<std::uint64_t>(size);
+    // At least a byte, and at most 2^62 (a double beyond 2^64 has no integer to be): any device refuses it.
+    const double size = std::clamp(std::round(static_cast<double>(r.size_a) + r.slope * delta), 1.0, 0x1p62);
+    const auto bytes = static_cast<std::uint64_t>(size);
     t.events[r.alloc].bytes = bytes;
     for (const std::size_t line : r.lines) {
       t.events[line].bytes = bytes;

@@ -9,21 +9,16 @@
 namespace memstress::doctor {
 namespace {
 
-constexpr std::uint64_t kUnconstrained = 1ULL << 40;
-
-// The capacities to judge: as given, else what the recorder measured, else what the OOM implies.
-void choose_capacities(DoctorReport& r, const DoctorInput& input, const DoctorOptions& options) {
-  if (!options.capacities.empty()) {
-    r.capacities = options.capacities;
-    r.capacity_origin = "--capacity";
-    return;
+// What PyTorch's allocator could use where the program ran, as the recorder measured it (none when it
+// did not; the OOM's own figures may tell it later).
+std::optional<std::uint64_t> recorded_capacity(const SnapshotFacts& facts, std::string& origin) {
+  const std::optional<std::uint64_t> c = facts.recorded_number("allocator_capacity");
+  if (c) {
+    const auto it = facts.recorder.find("device_name");
+    const std::string name = it != facts.recorder.end() && it->is_string() ? it->get<std::string>() : "GPU";
+    origin = fmt::format("what PyTorch could use of the {} it was recorded on (the recorder)", name);
   }
-  if (const auto c = input.facts.recorded_number("allocator_capacity")) {
-    r.capacities = {*c};
-    const std::string name = input.facts.recorder.value("device_name", std::string("the GPU"));
-    r.capacity_origin =
-        fmt::format("what PyTorch could use of the {} it was recorded on (the recorder)", name);
-  }
+  return c;
 }
 
 Needed needed_of(const replay::ReplayResult& run, const LiveWalk& walk, const replay::ReplayTrace& trace) {
@@ -52,7 +47,14 @@ Needed needed_of(const replay::ReplayResult& run, const LiveWalk& walk, const re
 
 GrowthAnswer growth_of(const LiveWalk& walk, const replay::ReplayTrace& trace) {
   GrowthAnswer g;
-  g.floors = find_floors(walk.live);
+  // A leak large beside one step's swing widens the range the swing is a share of: narrower shares until
+  // the steps show (Note [Floors and growth]).
+  for (const double share : {0.25, 0.1, 0.04}) {
+    g.floors = find_floors(walk.live, share);
+    if (g.floors.size() >= 4) {
+      break;
+    }
+  }
   std::vector<std::int64_t> bytes;
   for (const Floor& f : g.floors) {
     bytes.push_back(f.bytes);
@@ -74,13 +76,15 @@ std::string DoctorReport::site_name(std::int32_t site) const {
   if (site == kOtherSites) {
     return "(every other site)";
   }
+  if (site == kBeforeRecording) {
+    return "(allocated before recording began)";
+  }
   if (site < 0 || static_cast<std::size_t>(site) >= sites.size()) {
-    return frames_recorded ? "(no stack frames: allocated before recording began)"
+    return frames_recorded ? "(no Python frames: from C++, e.g. the backward pass)"
                            : "(no stack frames recorded)";
   }
   return sites[static_cast<std::size_t>(site)].where;
 }
-
 DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   const replay::ReplayTrace& trace = input.trace;
   DoctorReport r;
@@ -107,7 +111,8 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
     r.setting = {"caching", ""};
     r.setting_origin = "assumed: PyTorch's defaults (the input does not say; give --alloc-conf)";
   }
-  choose_capacities(r, input, options);
+  std::string own_origin;
+  std::optional<std::uint64_t> own = recorded_capacity(input.facts, own_origin);
 
   const LiveWalk walk = walk_live(trace, device, input.facts);
   // Replays of the setting it ran with place segments where the driver did (SimBackend::follow_placements).
@@ -133,29 +138,44 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   }
   r.sites_at_peak = std::move(shares);
 
+  // The OOM is judged at the capacity the program had (recorded, else implied by the OOM's own figures),
+  // never at a capacity the user asks about.
   const std::vector<replay::SweepSetting> grid = doctor_grid(r.setting);
-  // A capacity given or recorded is what PyTorch could use; without one the OOM's own figures tell it.
-  r.oom = analyse_oom(trace, walk, input.facts, plan, grid, r.setting,
-                      r.capacities.empty() ? std::nullopt : std::optional(r.capacities.front()), base,
-                      options.threads);
-  if (r.capacities.empty() && r.oom && r.oom->capacity) {
-    r.capacities = {*r.oom->capacity};
-    r.capacity_origin = "what PyTorch could use when it ran out (reserved + the device's free memory then)";
+  r.oom = analyse_oom(trace, walk, input.facts, plan, grid, r.setting, own, base, options.threads);
+  if (!own && r.oom && r.oom->capacity) {
+    own = r.oom->capacity;
+    own_origin = "what PyTorch could use when it ran out (reserved + the device's free memory then)";
   }
-  if (r.capacities.empty()) {
+  r.own_capacity = own;
+  if (!options.capacities.empty()) {
+    r.capacities = options.capacities;
+    r.capacity_origin = "--capacity";
+  } else if (own) {
+    r.capacities = {*own};
+    r.capacity_origin = own_origin;
+  } else {
     r.capacity_origin = "none known (give --capacity, e.g. --capacity 24G,40G,80G)";
   }
-  // What it needed, under its own setting, on the capacity it had (the first judged; unlimited when none
-  // is known): a program that ran near its limit reserved less than it would have with room to spare.
+
+  // What it needed, under its own setting, on the capacity it had: a program that ran near its limit
+  // reserved less than it would have with room to spare. Where even that replay ran out (a replay is not
+  // the program), or the capacity is not known, on a device with no limit.
   {
     replay::ReplayOptions options_here = base;
     if (!walk.event_index.empty()) {
       options_here.capture_at_event = walk.event_index[walk.peak];
     }
-    const std::uint64_t capacity = r.capacities.empty() ? kUnconstrained : r.capacities.front();
-    const replay::ReplayRun run =
-        replay::replay_setting(trace, r.setting, sim_device(capacity, &plan), options_here);
+    replay::ReplayRun run = replay::replay_setting(
+        trace, r.setting, sim_device(own.value_or(kUnconstrained), &plan), options_here);
+    r.needed.on = own ? fmt::format("on the {} it had", human_bytes(*own)) : "on a device with no limit";
+    if (own && run.result.num_ooms > 0) {
+      run = replay::replay_setting(trace, r.setting, sim_device(kUnconstrained, &plan), options_here);
+      r.needed.on = fmt::format("on a device with no limit: on the {} it had, the replay itself ran out",
+                                human_bytes(*own));
+    }
+    const std::string on = r.needed.on;
     r.needed = needed_of(run.result, walk, trace);
+    r.needed.on = on;
     r.timeline = run.result.timeline;
   }
   r.settings =

@@ -26,6 +26,7 @@ struct DoctorOptions {
 };
 
 struct Needed {
+  std::string on;                   // the device it was replayed on: "on the 806.40 MiB it had", …
   std::int64_t peak_allocated = 0;  // allocated_bytes.all.peak of the replay under the program's setting
   std::int64_t peak_reserved = 0;
   std::int64_t peak_requested = 0;
@@ -54,10 +55,11 @@ struct DoctorReport {
   std::string trace_device;
   std::vector<std::string> other_devices;
   bool frames_recorded = false;
-  replay::SweepSetting setting;  // the one the program ran with
-  std::string setting_origin;    // "the snapshot", "--alloc-conf", "assumed: PyTorch's defaults"
-  std::vector<std::uint64_t> capacities;
+  replay::SweepSetting setting;           // the one the program ran with
+  std::string setting_origin;             // "the snapshot", "--alloc-conf", "assumed: PyTorch's defaults"
+  std::vector<std::uint64_t> capacities;  // judged in the settings table
   std::string capacity_origin;
+  std::optional<std::uint64_t> own_capacity;  // what PyTorch could use where it ran (recorded or implied)
   Needed needed;
   std::vector<SiteShare> sites_at_peak;  // the largest top_sites, then one row for the rest (site -2)
   std::int64_t live_at_peak = 0;
@@ -72,7 +74,7 @@ struct DoctorReport {
   [[nodiscard]] std::string site_name(std::int32_t site) const;
 };
 
-inline constexpr std::int32_t kOtherSites = -2;
+inline constexpr std::int32_t kOtherSites = -3;  // the rows of sites_at_peak past top_sites, together
 
 [[nodiscard]] DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options);
 

@@ -42,8 +42,8 @@ std::optional<std::uint64_t> SnapshotFacts::recorded_number(const char* key) con
     return std::nullopt;
   }
   const auto it = recorder.find(key);
-  if (it == recorder.end() || !it->is_number_unsigned()) {
-    return std::nullopt;
+  if (it == recorder.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() == 0) {
+    return std::nullopt;  // a recorder's zero is no figure
   }
   return it->get<std::uint64_t>();
 }
@@ -80,7 +80,7 @@ SnapshotFacts read_facts(const std::filesystem::path& path, const std::string& n
   }
   f.alloc_sites = r.get<std::vector<std::int32_t>>(doc, "alloc_sites", "top level");
   for (const std::int32_t s : f.alloc_sites) {
-    if (s < -1 || s >= static_cast<std::int64_t>(f.sites.size())) {
+    if (s < kBeforeRecording || s >= static_cast<std::int64_t>(f.sites.size())) {
       r.fail("alloc_sites", fmt::format("site {} is not one of the {} sites", s, f.sites.size()));
     }
   }

@@ -14,6 +14,9 @@
 
 namespace memstress::doctor {
 
+inline constexpr std::int32_t kNoFrames = -1;         // no Python frames recorded for it
+inline constexpr std::int32_t kBeforeRecording = -2;  // allocated before the recording began
+
 struct Site {
   std::string where;  // "models/llama.py:412 in forward": short, for tables
   std::string filename;

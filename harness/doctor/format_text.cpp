@@ -58,7 +58,7 @@ void header(std::string& out, const DoctorReport& r) {
 
 void needed(std::string& out, const DoctorReport& r) {
   const Needed& n = r.needed;
-  out += "\n== What it needed ==\n";
+  out += fmt::format("\n== What it needed ({}) ==\n", n.on);
   std::vector<TableLine> t;
   t.push_back({"peak allocated (allocated_bytes.all.peak)", bytes(n.peak_allocated)});
   t.push_back({"peak reserved (reserved_bytes.all.peak), replayed", bytes(n.peak_reserved)});

@@ -8,13 +8,15 @@
 // leaves a little more behind. The floors are found with a zigzag filter: a peak counts once the live
 // bytes have fallen from it by `swing` (a quarter of the walk's whole range), a floor once they have
 // risen from it by as much; so each floor is the lowest point between two real peaks, and the small
-// ups and downs inside a step are not steps. The floors are then fitted against the step number with
-// the Theil-Sen estimator (the median of the slopes between every pair of floors), which one-time
-// jumps do not move, unlike least squares: the optimizer's state appears after the first step and
-// stays, which is not a leak. Growth is declared only when the floors rise from step to step in at least
-// 80% of the steps (a deterministic loop's floors are equal step after step, so a leak of even one
-// 512-byte block per step rises in every step) and there are at least four floors. The same test, on
-// each site's live bytes at the floors, names the sites that grow.
+// ups and downs inside a step are not steps. A leak that is large beside one step's swing widens the range
+// (100 MiB of activations a step, 10 MiB kept each time, 40 steps: the range is five swings), so where a
+// quarter finds fewer than four floors, a tenth and then a twenty-fifth of the range are tried. The floors
+// are then fitted against the step number with the Theil-Sen estimator (the median of the slopes between
+// every pair of floors), which one-time jumps do not move, unlike least squares: the optimizer's state
+// appears after the first step and stays, which is not a leak. Growth is declared only when the floors rise
+// from step to step in at least 80% of the steps (a deterministic loop's floors are equal step after step, so
+// a leak of even one 512-byte block per step rises in every step) and there are at least four floors. The
+// same test, on each site's live bytes at the floors, names the sites that grow.
 
 #include <cstdint>
 #include <vector>

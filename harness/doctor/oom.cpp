@@ -51,7 +51,7 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
     a.at.site = fact->site;
   }
   // The recorded allocator's reserved bytes then: a replay on a device too large to run out.
-  const replay::RecordedOom unconstrained = at_the_oom(trace, recorded, 1ULL << 40, *first, base, &plan);
+  const replay::RecordedOom unconstrained = at_the_oom(trace, recorded, kUnconstrained, *first, base, &plan);
   a.recorded_reserved = unconstrained.recorded_reserved;
   if (capacity_given) {
     a.capacity = capacity_given;

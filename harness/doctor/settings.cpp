@@ -15,7 +15,6 @@ namespace memstress::doctor {
 namespace {
 
 constexpr std::string_view kExpandable = "expandable_segments:True";
-constexpr std::uint64_t kUnconstrained = 1ULL << 40;  // 1 TiB: larger than any GPU's memory
 
 std::vector<std::string> parts_of(const std::string& conf) {
   std::vector<std::string> parts;
@@ -94,6 +93,17 @@ replay::BackendFactory sim_device(std::uint64_t capacity, const PlacementPlan* p
   };
 }
 
+std::int32_t oom_site(const SnapshotFacts& facts, const replay::ReplayTrace& trace, const LiveWalk& walk,
+                      std::size_t nth) {
+  const std::string& label = trace.devices[walk.device];
+  for (const OomFact& f : facts.ooms) {
+    if (f.device == label && nth-- == 0) {
+      return f.site;
+    }
+  }
+  return -1;
+}
+
 std::uint64_t event_number(const LiveWalk& walk, std::uint64_t event_index) noexcept {
   const auto it = std::lower_bound(walk.event_index.begin(), walk.event_index.end(), event_index);
   return static_cast<std::uint64_t>(it - walk.event_index.begin()) + 1;
@@ -101,14 +111,25 @@ std::uint64_t event_number(const LiveWalk& walk, std::uint64_t event_index) noex
 
 std::optional<OomAt> first_oom(const replay::ReplayResult& result, const replay::ReplayTrace& trace,
                                const LiveWalk& walk, const SnapshotFacts& facts) {
-  if (result.ooms.empty()) {
-    return std::nullopt;
-  }
-  const replay::OomPoint& p = result.ooms.front();
-  return OomAt{event_number(walk, p.event_index), p.seq, p.time_ns, p.request_bytes,
+  std::optional<OomAt> at;
+  if (!result.ooms.empty()) {
+    const replay::OomPoint& p = result.ooms.front();
+    at = OomAt{event_number(walk, p.event_index), p.seq, p.time_ns, p.request_bytes,
                facts.site_of(trace.events[p.event_index].id)};
+  }
+  // A request the recorded program made and could not have (its own OOM, probed): refused here too.
+  std::size_t k = 0;
+  for (const replay::RecordedOom& o : result.recorded_ooms) {
+    const std::size_t nth = k++;
+    if (o.probe_granted.value_or(true) || (at && at->seq < o.seq)) {
+      continue;
+    }
+    at = OomAt{event_number(walk, o.event_index), o.seq, o.time_ns, o.request_bytes,
+               oom_site(facts, trace, walk, nth)};
+    break;
+  }
+  return at;
 }
-
 SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& walk,
                               const SnapshotFacts& facts, const PlacementPlan& plan,
                               const std::vector<replay::SweepSetting>& grid,
@@ -121,6 +142,9 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
   answer.rows.resize(grid.size());
+  const bool ran_out = std::any_of(trace.events.begin(), trace.events.end(), [&](const replay::Event& e) {
+    return e.device == walk.device && e.action == replay::Action::oom;
+  });
   const auto plan_for = [&](const replay::SweepSetting& s) {
     return same_setting(s, recorded) ? &plan : nullptr;
   };
@@ -136,8 +160,9 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
     row.utilization = r.fragmentation.utilization;
     row.retries = r.num_alloc_retries;
     for (const std::uint64_t c : capacities) {
-      row.verdicts.push_back(
-          CapacityVerdict{c, r.peak_reserved <= static_cast<std::int64_t>(c), false, std::nullopt});
+      // With an OOM in the recording, the request that failed must be tried too: every capacity is replayed.
+      row.verdicts.push_back(CapacityVerdict{c, !ran_out && r.peak_reserved <= static_cast<std::int64_t>(c),
+                                             false, std::nullopt});
     }
   });
   // Settings that asked for more than a capacity: replayed on exactly that capacity.
@@ -155,6 +180,7 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
   }
   replay::ReplayOptions until_oom = options;
   until_oom.stop_at_first_oom = true;
+  until_oom.probe_recorded_ooms = ran_out;
   parallel_for(jobs.size(), threads == 0 ? default_threads(jobs.size()) : threads, [&](std::size_t j) {
     SettingRow& row = answer.rows[jobs[j].row];
     CapacityVerdict& verdict = row.verdicts[jobs[j].verdict];

@@ -31,7 +31,7 @@ namespace memstress::doctor {
 
 // Where a replay ran out.
 struct OomAt {
-  std::uint64_t event = 0;  // 1-based: the program's event number (alloc and free lines of the device)
+  std::uint64_t event = 0;  // 1-based: the line's number among the device's lines (event_number)
   std::uint64_t seq = 0;    // the trace line's seq
   std::uint64_t time_ns = 0;
   std::uint64_t request = 0;
@@ -72,6 +72,9 @@ using PlacementPlan = std::vector<PlannedReservation>;
 // `plan` when one is given (for a replay of the setting the snapshot was recorded under).
 [[nodiscard]] replay::BackendFactory sim_device(std::uint64_t capacity, const PlacementPlan* plan = nullptr);
 
+// A device larger than any GPU's memory: what "no limit" means in a replay.
+inline constexpr std::uint64_t kUnconstrained = 1ULL << 40;
+
 // The grid: sweep_grid's 49 settings, and the recorded one if it is not among them.
 [[nodiscard]] std::vector<replay::SweepSetting> doctor_grid(const replay::SweepSetting& recorded);
 
@@ -83,10 +86,16 @@ using PlacementPlan = std::vector<PlannedReservation>;
                                             const std::vector<std::uint64_t>& capacities,
                                             const replay::ReplayOptions& base, unsigned threads);
 
-// The 1-based event number of a trace event (an index into trace.events) of the walk's device.
+// The 1-based event number of a trace event (an index into trace.events) among the walk's device's lines
+// (every action: allocations, frees, segments, OOMs).
 [[nodiscard]] std::uint64_t event_number(const LiveWalk& walk, std::uint64_t event_index) noexcept;
 
-// Where a replay's first OOM happened, from its result.
+// The site of the device's `nth` recorded OOM (facts.ooms lists every device's in trace order), or -1.
+[[nodiscard]] std::int32_t oom_site(const SnapshotFacts& facts, const replay::ReplayTrace& trace,
+                                    const LiveWalk& walk, std::size_t nth);
+
+// Where a replay first ran out: an allocation it failed, or the recorded program's own OOM request when the
+// replay probed it and it was refused too, whichever came first.
 [[nodiscard]] std::optional<OomAt> first_oom(const replay::ReplayResult& result,
                                              const replay::ReplayTrace& trace, const LiveWalk& walk,
                                              const SnapshotFacts& facts);

@@ -114,6 +114,10 @@ SimBackend::SimBackend(std::uint64_t capacity, SimAddressOrder order) : order_(o
   if (capacity == 0) {
     throw InputError("--device sim:CAPACITY: the capacity must be more than 0 bytes");
   }
+  if (capacity > kMaxCapacity) {
+    throw InputError(fmt::format("--device sim:{}: a simulated device holds at most {} ({} bytes)",
+                                 format_bytes(capacity), format_bytes(kMaxCapacity), kMaxCapacity));
+  }
   info_.kind = BackendKind::sim;
   info_.ordinal = 0;
   info_.name = fmt::format("simulated ({})", format_bytes(capacity));
@@ -170,9 +174,9 @@ void SimBackend::follow_placements(std::vector<PlannedReservation> plan) {
   }
   plan_ = std::move(plan);
   plan_next_ = 0;
-  plan_on_ = !plan_.empty();
+  plan_on_ = !plan_.empty() && span <= kMaxCapacity;  // a plan spread wider than that is not followed
   plan_free_.clear();
-  if (span > 0) {
+  if (plan_on_) {
     plan_free_.emplace(plan_base_, round_up(span, kPageBytes));
   }
 }

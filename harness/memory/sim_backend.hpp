@@ -53,6 +53,9 @@ class SimBackend final : public DeviceBackend {
   static constexpr std::uint64_t kPageBytes = 2ULL << 20;
   static constexpr std::uint64_t kBaseAddress = 0x7f0000000000ULL;
   static constexpr std::uint64_t kRangeBase = 0x100000000000ULL;  // reserve_address_range starts here
+  // The largest capacity: its address range (four times it, above kBaseAddress) and a placement plan's
+  // region above that stay within the 48 bits of a GPU's virtual addresses.
+  static constexpr std::uint64_t kMaxCapacity = 16ULL << 40;
 
   explicit SimBackend(std::uint64_t capacity, SimAddressOrder order = SimAddressOrder::first_fit);
 

@@ -119,7 +119,8 @@ class Replayer {
         sample(i, e.time_ns);
         in_stretch = 0;
       }
-      if ((options_.stop_at_first_oom && replay_ooms_ > 0) || options_.stop_after_event == i) {
+      if ((options_.stop_at_first_oom && (replay_ooms_ > 0 || failed_probes_ > 0)) ||
+          options_.stop_after_event == i) {
         result_.stopped_early = i + 1 < trace_.events.size();
         if (in_stretch != 0) {
           sample(i, e.time_ns);

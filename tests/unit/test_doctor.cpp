@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "harness/core/error.hpp"
@@ -105,6 +106,24 @@ TEST(DoctorGrowth, TheSameLoopWithoutTheLeakDoesNotGrow) {
   EXPECT_NE(format_doctor(r).find("-> No growth"), std::string::npos);
 }
 
+TEST(DoctorGrowth, ALeakLargeBesideOneStepsSwingIsFoundToo) {
+  // 100 MiB of activations a step, 10 MiB kept each time, 40 steps: the leak is four swings in all.
+  TraceBuilder b;
+  const std::int32_t kept = b.site("train.py:60 in step");
+  const std::int32_t activations = b.site("model.py:42 in forward");
+  for (int step = 0; step < 40; ++step) {
+    const std::uint64_t a = b.alloc(100 * kMiB, activations);
+    b.alloc(10 * kMiB, kept);
+    b.free(a, 100 * kMiB);
+  }
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_GE(r.growth.floors.size(), 30U);
+  EXPECT_TRUE(r.growth.fit.growing());
+  EXPECT_DOUBLE_EQ(r.growth.fit.slope, static_cast<double>(10 * kMiB));
+  ASSERT_FALSE(r.growth.sites.empty());
+  EXPECT_EQ(r.site_name(r.growth.sites.front().site), "train.py:60 in step");
+}
+
 TEST(DoctorGrowth, AOneTimeJumpIsNotGrowth) {
   // Optimizer state appears after the first step and stays: Theil-Sen's slope is 0.
   const LineFit fit = fit_steps({100, 200, 200, 200, 200, 200, 200});
@@ -176,6 +195,37 @@ TEST(DoctorOom, FragmentationIsToldFromExhaustionAndTheSettingsThatGrantItAreRep
   EXPECT_TRUE(granted("expandable"));
   EXPECT_EQ(r.capacities, std::vector<std::uint64_t>{100 * kMiB});
   EXPECT_NE(format_doctor(r).find("-> Fragmentation"), std::string::npos);
+}
+
+TEST(DoctorOom, TheSettingItRanWithDoesNotFitWhereItRanOut) {
+  // The settings table must agree with the OOM: the request that failed is tried in every capacity replay.
+  const DoctorReport r = diagnose(fragmented_oom().input(), {});
+  ASSERT_TRUE(r.settings.recorded.has_value());
+  const SettingRow& ran = r.settings.rows[*r.settings.recorded];
+  ASSERT_EQ(ran.verdicts.size(), 1U);
+  EXPECT_FALSE(ran.verdicts[0].fits);
+  ASSERT_TRUE(ran.verdicts[0].oom.has_value());
+  EXPECT_EQ(ran.verdicts[0].oom->request, 16 * kMiB);
+  EXPECT_EQ(ran.verdicts[0].oom->event, r.oom->at.event);
+  const auto expandable =
+      std::find_if(r.settings.rows.begin(), r.settings.rows.end(), [](const SettingRow& row) {
+        return row.setting.allocator == "expandable" && row.setting.conf.empty();
+      });
+  ASSERT_NE(expandable, r.settings.rows.end());
+  EXPECT_TRUE(expandable->verdicts[0].fits);  // as the OOM section says: expandable grants it
+}
+
+TEST(DoctorOom, WhatItNeededDoesNotDependOnTheCapacitiesAskedAbout) {
+  const DoctorInput in = training_loop(3, false).input();
+  DoctorOptions small_first;
+  small_first.capacities = {80 * kMiB, 1ULL << 30};
+  DoctorOptions large_first;
+  large_first.capacities = {1ULL << 30, 80 * kMiB};
+  const DoctorReport a = diagnose(in, small_first);
+  const DoctorReport b = diagnose(in, large_first);
+  EXPECT_EQ(a.needed.peak_reserved, b.needed.peak_reserved);
+  EXPECT_EQ(a.needed.peak_allocated, static_cast<std::int64_t>(64 * kMiB + 8 * 16 * kMiB + 512));
+  EXPECT_EQ(a.needed.on, "on a device with no limit");
 }
 
 TEST(DoctorOom, MoreThanTheCapacityIsExhaustion) {

@@ -117,6 +117,20 @@ TEST(PredictBatch, WithoutFramesTheSameProgramIsMatchedByOrder) {
   EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);
 }
 
+TEST(PredictBatch, SitesAreMatchedByWhatTheyAreNotByEachSnapshotsNumbering) {
+  // The second run met its sites in another order, so its site table numbers them otherwise.
+  DoctorInput b = program(8, false, true);
+  std::reverse(b.facts.sites.begin(), b.facts.sites.end());
+  const auto last = static_cast<std::int32_t>(b.facts.sites.size()) - 1;
+  for (std::int32_t& site : b.facts.alloc_sites) {
+    site = site < 0 ? site : last - site;
+  }
+  const BatchModel m = build_batch_model(program(4, false, true), b, 4, 8, "");
+  EXPECT_EQ(m.match.pairs.size(), m.requests_a);
+  EXPECT_EQ(m.match.only_a + m.match.only_b, 0U);
+  EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);
+}
+
 TEST(PredictBatch, EqualOrZeroBatchesAreRefused) {
   EXPECT_THROW((void)build_batch_model(program(4, false, true), program(8, false, true), 4, 4, ""),
                InputError);

@@ -220,5 +220,36 @@ TEST(Replay, SweepRanksTheGridByPeakReserved) {
   EXPECT_EQ(*sweep.best_by_oom_margin, 0U);
 }
 
+TEST(ReplayForTheDoctor, CapturesTheStateAtAnEventAndStopsWhereAsked) {
+  const std::string text = trace_text({"alloc,0," + mib(8) + ",0", "alloc,1," + mib(8) + ",0",
+                                       "free,0," + mib(8) + ",0", "alloc,2," + mib(8) + ",0"});
+  ReplayOptions options;
+  options.capture_at_event = 1;
+  options.stop_after_event = 2;
+  const ReplayResult r = replay_on_sim(text, "caching", 80ULL << 30, options);
+  ASSERT_TRUE(r.captured.has_value());
+  EXPECT_EQ(r.captured->at("allocated_bytes.all.current"), static_cast<std::int64_t>(16 * kMiB));
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_EQ(r.counts.allocs, 2U);  // the third alloc was never replayed
+}
+
+TEST(ReplayForTheDoctor, ARecordedOomIsProbedAndStopAtFirstOomEndsTheReplay) {
+  const std::string text =
+      trace_text({"alloc,0," + mib(60) + ",0", "oom,,67108864,0", "alloc,1," + mib(60) + ",0"});
+  ReplayOptions probe;
+  probe.probe_recorded_ooms = true;
+  const ReplayResult roomy = replay_on_sim(text, "caching", 1ULL << 30, probe);
+  ASSERT_EQ(roomy.recorded_ooms.size(), 1U);
+  EXPECT_EQ(roomy.recorded_ooms[0].probe_granted, true);
+  EXPECT_EQ(roomy.num_ooms, 0);
+  probe.stop_at_first_oom = true;
+  const ReplayResult tight = replay_on_sim(text, "caching", 100 * kMiB, probe);
+  ASSERT_EQ(tight.recorded_ooms.size(), 1U);
+  EXPECT_EQ(tight.recorded_ooms[0].probe_granted, false);
+  EXPECT_EQ(tight.num_ooms, 0);  // a refused probe is not an OOM of the trace's allocations
+  EXPECT_TRUE(tight.stopped_early);
+  EXPECT_EQ(tight.counts.allocs, 1U);
+}
+
 }  // namespace
 }  // namespace memstress::replay

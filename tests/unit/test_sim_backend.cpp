@@ -145,3 +145,46 @@ TEST(SimBackend, CudaLikeAddressOrder) {
   sim.release(large2, 20ULL << 20);
   EXPECT_EQ(sim.mem_info().free, 1ULL << 30);
 }
+
+namespace memstress {
+namespace {
+
+std::uint64_t address(void* p) {
+  return reinterpret_cast<std::uint64_t>(p);
+}  // NOLINT
+
+TEST(SimBackendPlacements, ReservationsGoWhereTheDriverPutThemWhileTheSizesAgree) {
+  SimBackend sim(1ULL << 30, SimAddressOrder::cuda_like);
+  sim.follow_placements({{20 << 20, 64 << 20}, {2 << 20, 0}, {20 << 20, 20 << 20}});
+  void* a = sim.try_reserve(20 << 20);
+  void* b = sim.try_reserve(2 << 20);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(address(a) - address(b), 64ULL << 20);  // the plan's offsets, as recorded
+  // The third asks for another size than the plan's third: the plan ends for good.
+  void* c = sim.try_reserve(4 << 20);
+  ASSERT_NE(c, nullptr);
+  void* d = sim.try_reserve(20 << 20);
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(address(d) - address(b), 20ULL << 20);
+  sim.release(a, 20 << 20);  // back into the plan's region
+  EXPECT_EQ(sim.mem_info().free, (1ULL << 30) - (2ULL << 20) - (4ULL << 20) - (20ULL << 20));
+}
+
+TEST(SimBackendPlacements, APlannedRangeStillInUseEndsThePlan) {
+  SimBackend sim(1ULL << 30, SimAddressOrder::cuda_like);
+  sim.follow_placements({{2 << 20, 0}, {2 << 20, 0}});  // the driver reused the address after a free
+  void* a = sim.try_reserve(2 << 20);
+  void* b = sim.try_reserve(2 << 20);  // a is still live: not the planned address
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+}
+
+TEST(SimBackendPlacements, CapacitiesBeyondTheAddressSpaceAreRefused) {
+  EXPECT_THROW(SimBackend(SimBackend::kMaxCapacity + 1), InputError);
+  EXPECT_NO_THROW(SimBackend(SimBackend::kMaxCapacity));
+}
+
+}  // namespace
+}  // namespace memstress

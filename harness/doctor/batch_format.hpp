@@ -1,0 +1,33 @@
+#pragma once
+
+// What `memstress predict-batch` prints and writes: the match, the model, every batch tried, the largest
+// that fits and where the next runs out, for people; the memstress.predict-batch/1 JSON document. Counts
+// are given in the order the user named the snapshots, whichever run was the model's template.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/doctor/batch_model.hpp"
+
+namespace memstress::doctor {
+
+struct BatchReport {
+  std::string path_first;  // as the user gave them
+  std::string path_second;
+  std::uint64_t batch_first = 0;
+  std::uint64_t batch_second = 0;
+  const DoctorInput* first = nullptr;
+  const DoctorInput* second = nullptr;
+  const BatchModel* model = nullptr;
+  const BatchAnswer* answer = nullptr;
+  std::string setting_origin;
+  std::uint64_t max_batch = 0;
+};
+
+// Below this share of either run's requests matched, the prediction is said to be unreliable.
+inline constexpr double kWellMatched = 0.9;
+
+[[nodiscard]] nlohmann::json batch_document(const BatchReport& report);
+[[nodiscard]] std::string format_batch(const BatchReport& report);
+
+}  // namespace memstress::doctor
