@@ -32,6 +32,7 @@ struct DoctorFlags {
   std::string format = "table";
   std::string out;
   std::size_t top = 10;
+  bool alloc_conf_given = false;  // --alloc-conf '' is PyTorch's defaults, not the flag left out
 };
 
 // The settings table replays on twice the largest capacity, and a simulated device holds at most
@@ -60,7 +61,7 @@ int doctor_command(const DoctorFlags& f) {
   if (!f.capacity.empty()) {
     options.capacities = parse_capacities(f.capacity);
   }
-  if (!f.alloc_conf.empty()) {
+  if (f.alloc_conf_given) {
     options.alloc_conf = f.alloc_conf;
   }
   options.trace_device = f.trace_device;
@@ -102,8 +103,10 @@ Subcommand add_doctor(CLI::App& app) {
       "--capacity", flags->capacity,
       "GPU memory PyTorch may use, one or more (24G,40G,80G); default: the recorded GPU's when the "
       "snapshot says");
-  sub->add_option("--alloc-conf", flags->alloc_conf,
-                  "The PYTORCH_CUDA_ALLOC_CONF the program ran with, when the snapshot does not say");
+  CLI::Option* alloc_conf =
+      sub->add_option("--alloc-conf", flags->alloc_conf,
+                      "The PYTORCH_CUDA_ALLOC_CONF the program ran with, when the snapshot "
+                      "does not say ('' for PyTorch's defaults)");
   sub->add_option("--trace-device", flags->trace_device,
                   "The device to diagnose, e.g. cuda:1 (default: the first)");
   sub->add_option("--format", flags->format, "table, json (memstress.doctor/1) or html (with -o)")
@@ -113,7 +116,10 @@ Subcommand add_doctor(CLI::App& app) {
   sub->add_option("--top", flags->top, "Sites shown at the peak")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();
-  return {sub, [flags] { return doctor_command(*flags); }};
+  return {sub, [flags, alloc_conf] {
+            flags->alloc_conf_given = alloc_conf->count() > 0;
+            return doctor_command(*flags);
+          }};
 }
 
 }  // namespace memstress::app

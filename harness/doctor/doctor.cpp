@@ -111,6 +111,14 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
     r.setting = {"caching", ""};
     r.setting_origin = "assumed: PyTorch's defaults (the input does not say; give --alloc-conf)";
   }
+  if (r.setting.allocator == "async") {
+    throw InputError(fmt::format(
+        "{}: the program ran with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, the driver's own pool, "
+        "which "
+        "a simulated device cannot replay; to judge PyTorch's caching allocator for it, give --alloc-conf "
+        "(e.g. --alloc-conf '' for its defaults)",
+        r.input));
+  }
   std::string own_origin;
   std::optional<std::uint64_t> own = recorded_capacity(input.facts, own_origin);
 

@@ -140,6 +140,11 @@ void oom(std::string& out, const DoctorReport& r) {
     out += "-> Without the capacity (give --capacity) the cause cannot be judged.\n";
     return;
   }
+  if (o.replay_failed_earlier) {
+    out +=
+        "note: the replay under the same setting had already run out before this point (a replay is not the "
+        "program): the figures are the replay's, after that.\n";
+  }
   if (o.reproduced && !*o.reproduced) {
     out += "note: the replay under the same setting granted the request: the figures are the replay's.\n";
   }

@@ -35,6 +35,10 @@ bool same_setting(const replay::SweepSetting& a, const replay::SweepSetting& b) 
 }  // namespace
 
 std::string pytorch_conf(const replay::SweepSetting& setting) {
+  if (setting.allocator == "async") {
+    return setting.conf.empty() ? "backend:cudaMallocAsync"
+                                : fmt::format("backend:cudaMallocAsync,{}", setting.conf);
+  }
   if (setting.allocator != "expandable") {
     return setting.conf;
   }
@@ -46,7 +50,9 @@ replay::SweepSetting setting_from_pytorch_conf(const std::string& conf, const st
   replay::SweepSetting s{parsed.expandable_segments ? "expandable" : "caching", ""};
   std::vector<std::string> kept;
   for (const std::string& part : parts_of(conf)) {
-    if (part.rfind("expandable_segments", 0) != 0) {
+    if (part == "backend:cudaMallocAsync") {
+      s.allocator = "async";  // PyTorch's other backend: the driver's pool, not the caching allocator
+    } else if (part.rfind("expandable_segments", 0) != 0 && part.rfind("backend", 0) != 0) {
       kept.push_back(part);
     }
   }

@@ -122,6 +122,18 @@ class Doctor(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("capacity judged: - (none known", done.stdout)  # a recorded 0 is no capacity
 
+    def test_the_async_backend_is_named_and_alloc_conf_judges_the_caching_allocator(self) -> None:
+        snapshot = fx.training_snapshot(3)
+        snapshot["allocator_settings"] = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+        fx.write_pickle(self.tmp / "async.pickle", snapshot)
+        refused = self.run_ms("doctor", "async.pickle")
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("async.pickle: the program ran with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync",
+                      refused.stderr)
+        judged = self.run_ms("doctor", "async.pickle", "--alloc-conf", "")
+        self.assertEqual(judged.returncode, 0, judged.stderr)
+        self.assertIn("ran with: (PyTorch's defaults) (--alloc-conf)", judged.stdout)
+
     def test_html_draws_the_document(self) -> None:
         done = self.run_ms("doctor", "leak.pickle", "--format", "html", "-o", "doctor.html")
         if done.returncode == 3 and os.environ.get("MEMSTRESS_REQUIRE_PYDEPS") != "1":

@@ -271,6 +271,8 @@ TEST(DoctorSettings, TheRecordedSettingIsTakenFromTheSnapshotOrTheFlag) {
   EXPECT_EQ(r.setting_origin, "the snapshot");
   ASSERT_TRUE(r.settings.recorded.has_value());  // not of the grid: added to it
   EXPECT_EQ(r.settings.rows.size(), 50U);
+  EXPECT_EQ(setting_from_pytorch_conf("backend:cudaMallocAsync", "x").allocator, "async");
+  EXPECT_EQ(pytorch_conf(setting_from_pytorch_conf("backend:cudaMallocAsync", "x")), "backend:cudaMallocAsync");
   DoctorOptions bad;
   bad.alloc_conf = "max_split_size_mb:lots";
   EXPECT_THROW((void)diagnose(input, bad), InputError);
