@@ -10,6 +10,7 @@
 #include "harness/compare/compare.hpp"
 #include "harness/compare/format.hpp"
 #include "harness/core/exit_code.hpp"
+#include "harness/core/json_text.hpp"
 
 namespace memstress::app {
 namespace {
@@ -28,7 +29,7 @@ int compare_command(const CompareFlags& f) {
   const compare::Results next = compare::load_results(f.next, "NEW");
   const compare::Comparison c = compare::compare_results(base, next, options);
   const std::string out =
-      f.format == "json" ? compare::comparison_json(c).dump(2) + "\n" : compare::format_table(c);
+      f.format == "json" ? json_text(compare::comparison_json(c), 2) + "\n" : compare::format_table(c);
   std::fputs(out.c_str(), stdout);
   return to_int(c.regressed() ? ExitCode::check_failed : ExitCode::ok);
 }

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "apps/commands.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/env/environment.hpp"
 
 namespace memstress::app {
@@ -20,7 +21,7 @@ Subcommand add_devices(CLI::App& app) {
   return {sub, [format] {
             const Environment env = collect_environment();
             if (*format == "json") {
-              fmt::print("{}\n", to_json(env).dump(2));
+              fmt::print("{}\n", json_text(to_json(env), 2));
             } else {
               fmt::print("{}", format_environment(env));
             }

@@ -8,6 +8,7 @@
 
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
+#include "harness/core/json_text.hpp"
 #include "suites/registry.hpp"
 
 namespace memstress::app {
@@ -84,7 +85,8 @@ Subcommand add_list(CLI::App& app) {
       ->capture_default_str();
   return {sub, [format] {
             const Registry registry = suites::builtin_registry();
-            fmt::print("{}", *format == "json" ? list_json(registry).dump(2) + "\n" : list_text(registry));
+            fmt::print("{}",
+                       *format == "json" ? json_text(list_json(registry), 2) + "\n" : list_text(registry));
             return 0;
           }};
 }

@@ -12,6 +12,7 @@
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/json_field.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/stats/summary.hpp"
 
 namespace memstress::compare {
@@ -147,7 +148,7 @@ struct Benchmark {
 };
 
 std::string context_text(const nlohmann::json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
+  return v.is_string() ? v.get<std::string>() : json_text(v);
 }
 
 }  // namespace

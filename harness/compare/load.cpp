@@ -9,6 +9,7 @@
 #include "harness/core/error.hpp"
 #include "harness/core/json_field.hpp"
 #include "harness/core/json_input.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/core/text_file.hpp"
 
 namespace memstress::compare {
@@ -72,7 +73,7 @@ bool is_stream(const std::vector<std::string_view>& lines) {
 void check_schema(const JsonField& header) {
   const nlohmann::json& schema = header["schema"].json();
   if (!schema.is_string() || schema.get<std::string>() != kSchemaId) {
-    throw InputError(fmt::format("unknown schema {}: this memstress reads {}", schema.dump(), kSchemaId));
+    throw InputError(fmt::format("unknown schema {}: this memstress reads {}", json_text(schema), kSchemaId));
   }
 }
 

@@ -8,6 +8,7 @@
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/json_field.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/core/units.hpp"
 
 namespace memstress::compare {
@@ -21,7 +22,7 @@ std::string text(const nlohmann::json& v) {
   if (v.is_boolean()) {
     return v.get<bool>() ? "on" : "off";
   }
-  return v.dump();
+  return json_text(v);
 }
 
 enum class Shown { plain, bytes, mhz, watts };

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "harness/core/error.hpp"
+#include "harness/core/json_text.hpp"
 
 namespace memstress {
 namespace {
@@ -23,13 +24,13 @@ std::string found(const nlohmann::json& v) {
     case value_t::array:
       return "an array";
     case value_t::string:
-      return fmt::format("a string ({})", shown(v.dump()));
+      return fmt::format("a string ({})", shown(json_text(v)));
     case value_t::boolean:
       return fmt::format("a boolean ({})", v.get<bool>());
     case value_t::number_integer:
     case value_t::number_unsigned:
     case value_t::number_float:
-      return fmt::format("a number ({})", shown(v.dump()));
+      return fmt::format("a number ({})", shown(json_text(v)));
     case value_t::null:
       return "null";
     case value_t::binary:

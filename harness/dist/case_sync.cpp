@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/core/json_input.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/world.hpp"
 
@@ -27,7 +28,7 @@ std::vector<Row> gather_rows(World& world, Row row, std::string_view title) {
   }
   std::vector<std::string> texts;
   try {
-    texts = world.gather(nlohmann::json(row).dump());
+    texts = world.gather(json_text(nlohmann::json(row)));
   } catch (const DistError& e) {
     throw DistError(fmt::format("case {}: {}", title, e.what()));
   }

@@ -4,6 +4,7 @@
 
 #include "harness/core/error.hpp"
 #include "harness/core/json_input.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/core/log.hpp"
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/nccl_comm.hpp"
@@ -43,7 +44,7 @@ nlohmann::json gather_environment(World& world, nlohmann::json local, const Devi
   local["rank"] = world.rank();
   local["local_rank"] = world.local_rank();
   local["device"] = {{"label", info.label()}, {"uuid", info.uuid}, {"pci_bus_id", bus_id}};
-  const std::vector<std::string> texts = world.gather(local.dump());
+  const std::vector<std::string> texts = world.gather(json_text(local));
   if (world.rank() != 0) {
     return nullptr;
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness/core/error.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/core/text_table.hpp"
 #include "harness/run/rank_summary.hpp"
 
@@ -126,7 +127,7 @@ std::string format_run(const RunRecord& run, OutputFormat format) {
     case OutputFormat::table:
       return format_table(run);
     case OutputFormat::json:
-      return run_json(run).dump(2) + "\n";
+      return json_text(run_json(run), 2) + "\n";
     case OutputFormat::csv:
       return format_csv(run);
   }

@@ -5,13 +5,16 @@
 #include <map>
 #include <vector>
 
+#include "harness/core/json_text.hpp"
+
 namespace memstress {
 namespace {
 
+// XML text: markup characters escaped, control characters and bytes that are not UTF-8 replaced.
 std::string escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (const char c : text) {
+  for (const char c : valid_utf8(std::string(text))) {
     switch (c) {
       case '&':
         out += "&amp;";

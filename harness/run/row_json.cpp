@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "harness/core/error.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/run/result.hpp"
 
 namespace memstress {
@@ -41,7 +42,7 @@ void from_json(const nlohmann::json& j, Row& row) {
   row.errors = j.at("verification").at("errors").get<std::uint64_t>();
   const auto verdict = verdict_from_string(j.at("verdict").get<std::string>());
   if (!verdict) {
-    throw InputError(fmt::format("row of {}: unknown verdict {}", row.workload, j.at("verdict").dump()));
+    throw InputError(fmt::format("row of {}: unknown verdict {}", row.workload, json_text(j.at("verdict"))));
   }
   row.verdict = *verdict;
   row.reason = j.at("reason").get<std::string>();
