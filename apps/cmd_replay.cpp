@@ -14,6 +14,8 @@
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/atomic_file.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/env/environment.hpp"
 #include "harness/memory/device_spec.hpp"
 #include "harness/replay/replay_trace.hpp"
@@ -44,12 +46,21 @@ int replay_command(const ReplayFlags& f) {
   allocator_spec.name = f.allocator;
   allocator_spec.conf = f.alloc_conf;
   validate(allocator_spec);
+  if (!f.out.empty()) {
+    check_output_path(f.out, "--out");
+  }
+  if (!f.timeline.empty()) {
+    check_output_path(f.timeline, "--timeline");
+  }
   std::optional<replay::ConvertedTrace> converted;  // a PyTorch snapshot or RMM log, converted first
   if (replay::input_kind(f.trace) != replay::InputKind::memstress_trace) {
     converted.emplace(f.trace);
   }
   const replay::ReplayTrace trace =
       replay::read_replay_trace(converted ? converted->trace() : std::filesystem::path(f.trace));
+  if (trace.events.empty()) {
+    throw InputError(fmt::format("trace '{}': no allocation events: nothing to replay", f.trace));
+  }
   replay::ReplayOptions options;
   options.device = f.trace_device;
   options.timeline_points = f.timeline_points;
@@ -78,13 +89,13 @@ int replay_command(const ReplayFlags& f) {
   nlohmann::json doc = replay::replay_document(trace, f.trace, run, sweep_doc);
   doc["environment"] = to_json(collect_environment());  // what it ran on: GPU, driver, CUDA, host
   if (!f.out.empty()) {
-    write_file_atomically(f.out, doc.dump(2) + "\n", "--out");
+    write_file_atomically(f.out, json_text(doc, 2) + "\n", "--out");
   }
   if (!f.timeline.empty()) {
     write_file_atomically(f.timeline, replay::timeline_csv(run.result), "--timeline");
   }
   if (f.format == "json") {
-    std::fputs((doc.dump(2) + "\n").c_str(), stdout);
+    std::fputs((json_text(doc, 2) + "\n").c_str(), stdout);
   } else {
     std::string text = replay::format_replay(trace, f.trace, run);
     if (f.sweep) {
@@ -118,9 +129,10 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--format", flags->format, "stdout format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  sub->add_option("-o,--out", flags->out, "Write the memstress.replay/1 JSON document here");
+  sub->add_option("-o,--out", flags->out, "Write the memstress.replay/1 JSON document here")->check(a_path());
   sub->add_option("--timeline", flags->timeline,
-                  "Write the timeline of allocated and reserved bytes here (CSV, at most ~2000 points)");
+                  "Write the timeline of allocated and reserved bytes here (CSV, at most ~2000 points)")
+      ->check(a_path());
   sub->add_option("--timeline-points", flags->timeline_points,
                   "At most this many timeline points (each the peaks over its stretch of events), in --out's "
                   "document and in --timeline's CSV")

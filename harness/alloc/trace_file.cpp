@@ -11,21 +11,12 @@
 #include "harness/core/error.hpp"
 
 namespace memstress {
-namespace {
-
-struct GzCloser {
-  void operator()(gzFile_s* file) const noexcept { gzclose_r(file); }
-};
-using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
-
-}  // namespace
 
 std::string read_trace_file(const std::filesystem::path& path, std::string_view what) {
   return read_trace_prefix(path, what, std::string::npos);
 }
 
-std::string read_trace_prefix(const std::filesystem::path& path, std::string_view what,
-                              std::size_t max_bytes) {
+GzFile open_trace_file(const std::filesystem::path& path, std::string_view what) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) {
@@ -35,10 +26,16 @@ std::string read_trace_prefix(const std::filesystem::path& path, std::string_vie
     throw InputError(fmt::format("{} '{}': not a regular file", what, path.string()));
   }
   // gzopen reads a file that is not gzip as it is ("transparent" mode), so one path serves both.
-  const GzFile file(gzopen(path.c_str(), "rb"));
+  GzFile file(gzopen(path.c_str(), "rb"));
   if (!file) {
     throw InputError(fmt::format("{} '{}': cannot open it for reading", what, path.string()));
   }
+  return file;
+}
+
+std::string read_trace_prefix(const std::filesystem::path& path, std::string_view what,
+                              std::size_t max_bytes) {
+  const GzFile file = open_trace_file(path, what);
   std::string content;
   std::array<char, 1 << 16> buffer{};
   while (content.size() < max_bytes) {

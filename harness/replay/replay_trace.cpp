@@ -7,7 +7,7 @@
 
 #include "harness/alloc/trace_event.hpp"
 #include "harness/alloc/trace_fields.hpp"
-#include "harness/alloc/trace_file.hpp"
+#include "harness/alloc/trace_lines.hpp"
 #include "harness/core/error.hpp"
 
 namespace memstress::replay {
@@ -35,7 +35,7 @@ class Parser {
  public:
   explicit Parser(std::string_view name) { trace_.name = std::string(name); }
 
-  ReplayTrace parse(std::string_view text) {
+  ReplayTrace parse(TraceLines& text) {
     std::string_view line;
     if (!next_line(text, line)) {
       fail("empty file: not a memstress trace (the first line must be '{}')", kTraceMagic);
@@ -62,19 +62,14 @@ class Parser {
                                  fmt::format(format, std::forward<Args>(args)...)));
   }
 
-  bool next_line(std::string_view& text, std::string_view& line) {
-    if (text.empty()) {
+  bool next_line(TraceLines& text, std::string_view& line) {
+    bool terminated = true;
+    if (!text.next(line, terminated)) {
       return false;
     }
     ++line_number_;
-    const std::size_t end = text.find('\n');
-    if (end == std::string_view::npos) {
+    if (!terminated) {
       fail("the line has no newline at its end: the trace was cut short");
-    }
-    line = text.substr(0, end);
-    text.remove_prefix(end + 1);
-    if (line.ends_with('\r')) {
-      line.remove_suffix(1);
     }
     return true;
   }
@@ -165,7 +160,8 @@ std::string_view to_string(Action action) noexcept {
 }
 
 ReplayTrace parse_replay_trace(std::string_view text, std::string_view name) {
-  return Parser(name).parse(text);
+  TraceLines lines(text, std::string(name));
+  return Parser(name).parse(lines);
 }
 
 std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted) {
@@ -192,7 +188,8 @@ std::string format_replay_trace(const ReplayTrace& trace, std::string_view comme
 }
 
 ReplayTrace read_replay_trace(const std::filesystem::path& path) {
-  return parse_replay_trace(read_trace_file(path, "trace"), path.string());
+  TraceLines lines(path, "trace");  // read as decompressed, never whole
+  return Parser(path.string()).parse(lines);
 }
 
 }  // namespace memstress::replay
