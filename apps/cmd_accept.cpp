@@ -16,6 +16,7 @@
 #include "harness/compare/results.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/core/version.hpp"
 #include "harness/dist/job.hpp"
 #include "harness/dist/nccl_comm.hpp"
@@ -183,7 +184,7 @@ std::string junit_of(const Profile& profile,
   std::string cases;
   const auto esc = [](const std::string& s) {
     std::string o;
-    for (const char c : s) {
+    for (const char c : valid_utf8(s)) {
       o += c == '&'   ? "&amp;"
            : c == '<' ? "&lt;"
            : c == '>' ? "&gt;"
@@ -243,6 +244,9 @@ int judge(const AcceptFlags& f, Profile& profile, const AcceptRows& rows, int ra
 }
 
 int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
+  if (!f.junit.empty()) {
+    check_output_path(f.junit, "--junit");  // before the run, not after it
+  }
   Profile profile = load_profile(f.profile);
   if (!f.from.empty()) {
     const RowsFrom from = rows_from(f.from);
@@ -275,9 +279,11 @@ Subcommand add_accept(CLI::App& app, std::vector<std::string> argv) {
                   "Judge these results (memstress run --out files) instead of running");
   sub->add_flag("--train", flags->train, "Write the measured values into the profile as its golden values");
   sub->add_option("--write", flags->write,
-                  "With --train: write the trained profile here instead of --profile");
-  sub->add_option("-o,--out", flags->out, "Write the run's results (memstress.run/1) to FILE");
-  sub->add_option("--junit", flags->junit, "Also write the checks as JUnit XML to FILE");
+                  "With --train: write the trained profile here instead of --profile")
+      ->check(a_path());
+  sub->add_option("-o,--out", flags->out, "Write the run's results (memstress.run/1) to FILE")
+      ->check(a_path());
+  sub->add_option("--junit", flags->junit, "Also write the checks as JUnit XML to FILE")->check(a_path());
   sub->add_flag("--any-gpu", flags->any_gpu, "Judge a device other than the profile's GPU model");
   sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
   sub->add_option("--timeout", flags->timeout_s,

@@ -15,6 +15,7 @@
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/data_dir.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/core/subprocess.hpp"
 #include "harness/core/units.hpp"
 #include "harness/doctor/doctor.hpp"
@@ -57,6 +58,9 @@ std::vector<std::uint64_t> parse_capacities(const std::string& text) {
 }
 
 int doctor_command(const DoctorFlags& f) {
+  if (!f.out.empty()) {
+    check_output_path(f.out, "--out");  // before the replays, not after them
+  }
   doctor::DoctorOptions options;
   if (!f.capacity.empty()) {
     options.capacities = parse_capacities(f.capacity);
@@ -74,14 +78,14 @@ int doctor_command(const DoctorFlags& f) {
   if (f.format == "html") {
     const TempDir dir("doctor");
     const std::filesystem::path json = dir.path() / "doctor.json";
-    write_file_atomically(json, doc.dump() + "\n", "the doctor's document");
+    write_file_atomically(json, json_text(doc) + "\n", "the doctor's document");
     const std::filesystem::path script = data_path("scripts/report", "memstress doctor --format html");
     return run_program(script, {json.string(), "-o", f.out}, "memstress doctor --format html");
   }
   if (!f.out.empty()) {
-    write_file_atomically(f.out, doc.dump(2) + "\n", "--out");
+    write_file_atomically(f.out, json_text(doc, 2) + "\n", "--out");
   }
-  const std::string text = f.format == "json" ? doc.dump(2) + "\n" : doctor::format_doctor(report);
+  const std::string text = f.format == "json" ? json_text(doc, 2) + "\n" : doctor::format_doctor(report);
   std::fputs(text.c_str(), stdout);
   return 0;
 }
@@ -112,7 +116,8 @@ Subcommand add_doctor(CLI::App& app) {
   sub->add_option("--format", flags->format, "table, json (memstress.doctor/1) or html (with -o)")
       ->check(CLI::IsMember({"table", "json", "html"}))
       ->capture_default_str();
-  sub->add_option("-o,--out", flags->out, "Write the JSON document here (the HTML page with --format html)");
+  sub->add_option("-o,--out", flags->out, "Write the JSON document here (the HTML page with --format html)")
+      ->check(a_path());
   sub->add_option("--top", flags->top, "Sites shown at the peak")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();

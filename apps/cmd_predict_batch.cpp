@@ -15,6 +15,7 @@
 #include "apps/commands.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/core/text_table.hpp"
 #include "harness/core/units.hpp"
 #include "harness/doctor/batch_format.hpp"
@@ -64,6 +65,9 @@ std::pair<std::uint64_t, std::uint64_t> parse_batches(const std::string& text) {
 
 int predict_command(const PredictFlags& f) {
   const auto [batch_a, batch_b] = parse_batches(f.batch);
+  if (!f.out.empty()) {
+    check_output_path(f.out, "--out");  // before the replays, not after them
+  }
   std::optional<std::uint64_t> capacity;
   if (!f.capacity.empty()) {
     capacity = parse_bytes(f.capacity, "--capacity");
@@ -118,9 +122,9 @@ int predict_command(const PredictFlags& f) {
                              &b,           &model,       &answer, origin,  f.max_batch};
   const nlohmann::json doc = doctor::batch_document(report);
   if (!f.out.empty()) {
-    write_file_atomically(f.out, doc.dump(2) + "\n", "--out");
+    write_file_atomically(f.out, json_text(doc, 2) + "\n", "--out");
   }
-  const std::string out = f.format == "json" ? doc.dump(2) + "\n" : doctor::format_batch(report);
+  const std::string out = f.format == "json" ? json_text(doc, 2) + "\n" : doctor::format_batch(report);
   std::fputs(out.c_str(), stdout);
   return 0;
 }
@@ -146,9 +150,10 @@ Subcommand add_predict_batch(CLI::App& app) {
   sub->add_option("--format", flags->format, "table or json (memstress.predict-batch/1)")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  sub->add_option("-o,--out", flags->out, "Write the JSON document here");
+  sub->add_option("-o,--out", flags->out, "Write the JSON document here")->check(a_path());
   sub->add_option("--write-trace", flags->write_trace,
-                  "BATCH:FILE: also write the predicted trace at that batch (a memstress trace to replay)");
+                  "BATCH:FILE: also write the predicted trace at that batch (a memstress trace to replay)")
+      ->check(a_path());
   return {sub, [flags] { return predict_command(*flags); }};
 }
 

@@ -15,6 +15,16 @@ struct Subcommand {
   std::function<int()> run;  // returns the exit code
 };
 
+// For options that name a file: an empty value is refused (exit 2, naming the option), not taken for "none".
+inline const CLI::Validator& a_path() {
+  static const CLI::Validator validator(
+      [](const std::string& value) {
+        return value.empty() ? std::string("an empty path; name a file") : std::string();
+      },
+      "PATH");
+  return validator;
+}
+
 Subcommand add_compare(CLI::App& app);
 Subcommand add_devices(CLI::App& app);
 Subcommand add_doctor(CLI::App& app);

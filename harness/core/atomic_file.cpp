@@ -2,69 +2,144 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <utility>
+#include <string>
+#include <system_error>
 
 #include "harness/core/error.hpp"
 
 namespace memstress {
 namespace {
 
-// Closes a POSIX descriptor on scope exit.
-class Descriptor {
- public:
-  explicit Descriptor(int fd) noexcept : fd_(fd) {}
-  ~Descriptor() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
+std::string_view kind_of(std::filesystem::file_type type) noexcept {
+  switch (type) {
+    case std::filesystem::file_type::directory:
+      return "a directory";
+    case std::filesystem::file_type::character:
+      return "a character device";
+    case std::filesystem::file_type::block:
+      return "a block device";
+    case std::filesystem::file_type::fifo:
+      return "a FIFO";
+    case std::filesystem::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
   }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  Descriptor(Descriptor&&) = delete;
-  Descriptor& operator=(Descriptor&&) = delete;
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
+}
 
- private:
-  int fd_;
-};
+// The file a write to `path` replaces: `path` itself, or the file its symbolic links lead to.
+std::filesystem::path resolve_target(const std::filesystem::path& path, std::string_view what) {
+  if (path.empty()) {
+    throw InputError(fmt::format("{}: an empty path; name a file", what));
+  }
+  std::error_code ec;
+  const std::filesystem::file_status link = std::filesystem::symlink_status(path, ec);
+  if (ec || link.type() == std::filesystem::file_type::not_found) {
+    return path;
+  }
+  if (link.type() == std::filesystem::file_type::symlink) {
+    const std::filesystem::file_status st = std::filesystem::status(path, ec);
+    if (ec || st.type() == std::filesystem::file_type::not_found) {
+      throw InputError(fmt::format("{} {}: a symbolic link to nothing; name a file", what, path.string()));
+    }
+    if (st.type() != std::filesystem::file_type::regular) {
+      throw InputError(
+          fmt::format("{} {}: leads to {}, not a regular file; memstress writes a results file "
+                      "whole and renames it into place, and will not replace it",
+                      what, path.string(), kind_of(st.type())));
+    }
+    return std::filesystem::canonical(path);
+  }
+  if (link.type() != std::filesystem::file_type::regular) {
+    throw InputError(
+        fmt::format("{} {}: exists and is {}, not a regular file; memstress writes a file "
+                    "whole and renames it into place, and will not replace it",
+                    what, path.string(), kind_of(link.type())));
+  }
+  return path;
+}
 
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view content,
-                           std::string_view what) {
-  const auto fail = [&](std::string_view step) {
-    throw InputError(fmt::format("{} {}: cannot {}: {}", what, path.string(), step, std::strerror(errno)));
-  };
-  const std::filesystem::path tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
-  Descriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) {
+void check_output_path(const std::filesystem::path& path, std::string_view what) {
+  const std::filesystem::path target = resolve_target(path, what);
+  const std::filesystem::path dir = std::filesystem::absolute(target).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0) {
+    throw InputError(fmt::format("{} {}: the directory {} does not exist or is not writable", what,
+                                 path.string(), dir.string()));
+  }
+}
+
+AtomicFileWriter::AtomicFileWriter(const std::filesystem::path& path, std::string_view what)
+    : target_(resolve_target(path, what)), what_(what) {
+  tmp_ = target_.string() + fmt::format(".tmp.{}", ::getpid());
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0) {
     fail("create a temporary file");
   }
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicFileWriter::fail(std::string_view step) const {
+  throw InputError(fmt::format("{} {}: cannot {}: {}", what_, target_.string(), step, std::strerror(errno)));
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
   std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) {
         continue;
       }
-      ::unlink(tmp.c_str());
       fail("write");
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0) {
-    ::unlink(tmp.c_str());
+}
+
+void AtomicFileWriter::commit() {
+  if (::fsync(fd_) != 0) {
     fail("flush");
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    ::unlink(tmp_.c_str());
+    fail("flush");
+  }
+  // The target may have been replaced by something else during the run.
+  try {
+    static_cast<void>(resolve_target(target_, what_));
+  } catch (const InputError&) {
+    ::unlink(tmp_.c_str());
+    throw;
+  }
+  if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(tmp_.c_str());
+    errno = saved;
     fail("rename the temporary file into place");
   }
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content,
+                           std::string_view what) {
+  AtomicFileWriter writer(path, what);
+  writer.write(content);
+  writer.commit();
 }
 
 }  // namespace memstress
