@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,8 @@
 #include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/interrupt.hpp"
+#include "harness/core/json_text.hpp"
 #include "harness/core/log.hpp"
 #include "harness/core/units.hpp"
 #include "harness/core/version.hpp"
@@ -37,6 +40,23 @@
 
 namespace memstress::app {
 namespace {
+
+// A plan larger than this is refused unless --max-cases says otherwise: a typo in an axis (a step of 1 byte)
+// should not start a run of a million cases. The largest shipped job (--full) has a few hundred.
+constexpr std::size_t kDefaultMaxCases = 10'000;
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return fmt::format("signal {}", signal);
+  }
+}
 
 struct RunFlags {
   std::vector<std::string> workloads;
@@ -63,6 +83,7 @@ struct RunFlags {
   std::string inject_fault;
   std::string host_memory = "pinned";
   std::vector<std::string> in_turn;
+  std::size_t max_cases = kDefaultMaxCases;
 };
 
 std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
@@ -103,20 +124,6 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
 
 // --memory-summary (stderr, so stdout stays parseable) and --snapshot, after the run.
 // With several allocators, each snapshot goes to FILE with the allocator's name before the extension.
-// --junit FILE: its directory must be writable before anything runs, so that a typo is a usage error at
-// once and not after a long run.
-void check_junit_path(const RunFlags& f) {
-  if (f.junit.empty()) {
-    return;
-  }
-  const std::filesystem::path dir = std::filesystem::absolute(f.junit).parent_path();
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), W_OK) != 0) {
-    throw InputError(fmt::format("--junit '{}': the directory {} does not exist or is not writable", f.junit,
-                                 dir.string()));
-  }
-}
-
 void write_junit(const RunFlags& f, const RunRecord& record) {
   if (!f.junit.empty()) {
     write_file_atomically(f.junit, format_junit(record), "--junit");
@@ -132,6 +139,14 @@ std::filesystem::path rank_path(const std::filesystem::path& path, const World& 
   return p.replace_extension(fmt::format(".rank{}{}", world.rank(), path.extension().string()));
 }
 
+std::filesystem::path snapshot_path(const RunFlags& f, std::string_view allocator, bool several) {
+  std::filesystem::path path = f.snapshot;
+  if (several) {
+    path.replace_extension(fmt::format(".{}{}", allocator, path.extension().string()));
+  }
+  return path;
+}
+
 void report_allocator(const RunFlags& f, const Allocator& allocator, bool several, const World& world) {
   if (f.memory_summary) {
     std::fputs(memory_summary(allocator.memory_stats(),
@@ -145,11 +160,8 @@ void report_allocator(const RunFlags& f, const Allocator& allocator, bool severa
       note("--snapshot: the {} allocator keeps no segments to show; nothing written", allocator.name());
       return;
     }
-    std::filesystem::path path = f.snapshot;
-    if (several) {
-      path.replace_extension(fmt::format(".{}{}", allocator.name(), path.extension().string()));
-    }
-    write_file_atomically(rank_path(path, world), snap.dump(1) + "\n", "--snapshot");
+    write_file_atomically(rank_path(snapshot_path(f, allocator.name(), several), world),
+                          json_text(snap, 1) + "\n", "--snapshot");
   }
 }
 
@@ -163,7 +175,8 @@ struct RunInput {
 };
 
 // Runs the planned cases on this rank; rank 0 writes the results and prints them.
-int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const RunInput& in, World& world) {
+int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const RunInput& in, World& world,
+              InterruptWatch& interrupts) {
   const std::unique_ptr<DeviceBackend> backend = make_backend(rank_device(f.device, world));
 
   RunRecord header;
@@ -200,11 +213,25 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   PinnedHostAllocator host(make_host_memory_source(
       backend->info().kind == BackendKind::cuda && f.host_memory == "pinned" ? "cuda" : "plain"));
   const auto report = [&] {
-    if (writer) {
-      write_junit(f, sink.record());
+    if (!writer) {
+      return;
+    }
+    write_junit(f, sink.record());
+    if (in.format == OutputFormat::json) {
+      sink.write_document([](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
+    } else {
       std::fputs(format_run(sink.record(), in.format).c_str(), stdout);
     }
   };
+  // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted document, and JUnit, before the process ends.
+  const InterruptWatch::Handler on_signal = interrupts.on_interrupt([&](int signal) {
+    const std::string why =
+        fmt::format("interrupted by {} after {} finished row(s)", signal_name(signal), sink.rows());
+    if (sink.finish(RunStatus::aborted, why) && writer) {
+      write_junit(f, sink.record());
+      note("{}{}", why, f.out.empty() ? std::string() : fmt::format("; the results so far are in {}", f.out));
+    }
+  });
   int failures = 0;
   try {
     for (AllocatorSpec a : in.allocators) {
@@ -271,10 +298,28 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   if (in.allocators.size() > 1 && !f.alloc_trace.empty()) {
     throw InputError("--alloc-trace records one allocator's calls: name a single --allocator with it");
   }
-  check_junit_path(f);
+  // Every output is checked before anything runs: a typo is a usage error at once, not after a long run.
+  if (!f.junit.empty()) {
+    check_output_path(f.junit, "--junit");
+  }
+  if (!f.snapshot.empty()) {
+    for (const AllocatorSpec& a : in.allocators) {
+      check_output_path(snapshot_path(f, a.name, in.allocators.size() > 1), "--snapshot");
+    }
+  }
+  const std::size_t planned = in.cases.size() * in.allocators.size();
+  if (planned > f.max_cases) {
+    throw InputError(
+        fmt::format("the plan has {} cases (workloads x axes x allocators), more than --max-cases {}; "
+                    "narrow the axes, or raise --max-cases if you mean it",
+                    planned, f.max_cases));
+  }
 
+  // Before MPI, CUDA or any thread exists (Note [Interrupted runs]).
+  InterruptWatch interrupts;
   // After an error in a job of several ranks, rank 0 has already finished the results document as aborted.
-  return run_as_job(f.timeout_s, "--timeout", [&](World& world) { return run_ranks(f, argv, in, world); });
+  return run_as_job(f.timeout_s, "--timeout",
+                    [&](World& world) { return run_ranks(f, argv, in, world, interrupts); });
 }
 
 }  // namespace
@@ -302,11 +347,12 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       "(default: $MEMSTRESS_ALLOC_CONF)");
   sub->add_option("--alloc-limit", flags->alloc_limit,
                   "Cap the bytes allocated through the allocator (e.g. 40G)");
-  sub->add_option("--alloc-trace", flags->alloc_trace, "Write every allocation and free to this trace file");
+  sub->add_option("--alloc-trace", flags->alloc_trace, "Write every allocation and free to this trace file")
+      ->check(a_path());
   sub->add_flag("--memory-summary", flags->memory_summary,
                 "Print the allocator's memory summary after the run");
-  sub->add_option("--snapshot", flags->snapshot,
-                  "Write the allocator's memory snapshot (JSON) after the run");
+  sub->add_option("--snapshot", flags->snapshot, "Write the allocator's memory snapshot (JSON) after the run")
+      ->check(a_path());
   sub->add_option("-n,--repetitions", flags->repetitions, "Timed repetitions per case")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
@@ -317,12 +363,17 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--format", flags->format, "stdout format: table, json or csv")
       ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
-  sub->add_option(
-      "-o,--out", flags->out,
-      "Write the results document here (rows stream to the same name with .jsonl as they finish)");
+  sub->add_option("-o,--out", flags->out,
+                  "Write the results document here (rows stream to the same name with .jsonl as they finish)")
+      ->check(a_path());
+  sub->add_option("--max-cases", flags->max_cases,
+                  "Refuse a plan of more cases than this (workloads x axes x allocators)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))
+      ->capture_default_str();
   sub->add_flag("--full", flags->full, "The long version of each workload's axes");
   sub->add_flag("-q,--quiet", flags->quiet, "No per-case progress on stderr");
-  sub->add_option("--junit", flags->junit, "Also write the results as JUnit XML to FILE (for CI systems)");
+  sub->add_option("--junit", flags->junit, "Also write the results as JUnit XML to FILE (for CI systems)")
+      ->check(a_path());
   sub->add_option(
          "--timeout", flags->timeout_s,
          "Under mpirun: seconds a rank waits for the others at a step (a case, a rank's turn, an NCCL "

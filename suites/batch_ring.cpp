@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "harness/core/error.hpp"
+#include "harness/core/interrupt.hpp"
 #include "kernels/pattern_word.hpp"
 
 namespace memstress::suites {
@@ -123,11 +125,15 @@ void BatchRing::wait_ready(std::uint64_t batch) const {
   std::uint64_t* ready = counter(2 + 2 * (batch % depth_));
   if (!poll([&] { return atomic(ready).load(std::memory_order_acquire) == batch + 1; }, counter(0),
             deadline_)) {
-    throw Error(
-        ExitCode::check_failed,
-        fmt::format("dataloader: batch {} was not produced within {} ms (a producer died, hung or was "
-                    "stopped)",
-                    batch, deadline_.count()));
+    const bool aborted = atomic(counter(0)).load(std::memory_order_acquire) != 0;
+    throw Error(ExitCode::check_failed,
+                aborted
+                    ? fmt::format("dataloader: batch {} was not produced: a producer process ended before "
+                                  "its share was done (killed or failed)",
+                                  batch)
+                    : fmt::format("dataloader: batch {} was not produced within {} ms (a producer hung or "
+                                  "was stopped)",
+                                  batch, deadline_.count()));
   }
 }
 
@@ -171,6 +177,7 @@ ProducerGroup::ProducerGroup(Kind kind, std::size_t count, const BatchRing& ring
           [&ring, w, count, seed, batches] { produce_share(ring, w, count, seed, batches); });
       continue;
     }
+    const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
       ring_.abort();
@@ -178,11 +185,22 @@ ProducerGroup::ProducerGroup(Kind kind, std::size_t count, const BatchRing& ring
           fmt::format("dataloader: fork of producer {} failed: {}", w, std::strerror(errno)));
     }
     if (pid == 0) {
-      // The child: only the ring and the stack, no allocation, no CUDA; then straight out.
+      // The child: only the ring and the stack, no allocation, no CUDA; then straight out. It dies with
+      // its parent however the parent ends (killed, interrupted, crashed), and takes SIGINT/SIGTERM itself
+      // though the parent blocks them in every thread (Note [Interrupted runs], harness/core/interrupt.hpp).
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) {  // the parent died before the line above
+        _exit(1);
+      }
+      InterruptWatch::unblock_in_child();
       produce_share(ring, w, count, seed, batches);
       _exit(0);
     }
     children_.push_back(pid);
+  }
+  if (!children_.empty()) {
+    statuses_.assign(children_.size(), 0);
+    watcher_ = std::jthread([this] { watch_children(); });
   }
 }
 
@@ -196,15 +214,44 @@ ProducerGroup::~ProducerGroup() {
   }
 }
 
+void ProducerGroup::watch_children() {
+  constexpr auto kTick = std::chrono::milliseconds(2);
+  std::size_t left = children_.size();
+  std::vector<bool> ended(children_.size(), false);
+  while (left > 0) {
+    for (std::size_t i = 0; i < children_.size(); ++i) {
+      if (ended[i]) {
+        continue;
+      }
+      int status = 0;
+      const pid_t r = waitpid(children_[i], &status, WNOHANG);
+      if (r == children_[i] || (r < 0 && errno != EINTR)) {
+        ended[i] = true;
+        --left;
+        statuses_[i] = r < 0 ? -1 : status;
+        if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+          ring_.abort();
+        }
+      }
+    }
+    if (left > 0) {
+      std::this_thread::sleep_for(kTick);
+    }
+  }
+}
+
 void ProducerGroup::join() {
   threads_.clear();  // jthread joins
+  if (watcher_.joinable()) {
+    watcher_.join();
+  }
   std::string failed;
-  for (const pid_t pid : children_) {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      failed += fmt::format(" {} ({})", pid,
+  for (std::size_t i = 0; i < children_.size(); ++i) {
+    const int status = statuses_[i];
+    if (status == -1) {
+      failed += fmt::format(" {} (lost)", children_[i]);
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failed += fmt::format(" {} ({})", children_[i],
                             WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
                                                 : fmt::format("exit {}", WEXITSTATUS(status)));
     }

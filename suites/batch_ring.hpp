@@ -71,7 +71,9 @@ class BatchRing {
 };
 
 // Producer workers: `count` threads or forked processes, worker w writing batches w, w + count, ... of a
-// pass of `batches`. The destructor aborts the ring and joins (or waits for) every worker.
+// pass of `batches`. The destructor aborts the ring and joins (or waits for) every worker. Worker processes
+// are watched as they run: one that dies (killed, crashed) aborts the ring at once, so the consumer stops
+// waiting for its batches now, not after the ring's deadline.
 class ProducerGroup {
  public:
   enum class Kind { thread, process };
@@ -87,9 +89,15 @@ class ProducerGroup {
   void join();
 
  private:
+  // Reaps the worker processes as they end (their wait statuses into statuses_); aborts the ring when one
+  // ends other than by exit 0.
+  void watch_children();
+
   const BatchRing& ring_;
   std::vector<std::jthread> threads_;
   std::vector<pid_t> children_;
+  std::vector<int> statuses_;  // written by watcher_ only, read after it is joined
+  std::jthread watcher_;
 };
 
 }  // namespace memstress::suites

@@ -37,7 +37,7 @@ TEST(Runner, WarmupIsNotMeasuredAndStatsAreSummarized) {
   opt.repetitions = 3;
   opt.quiet = true;
   EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 0);
-  const Row& row = f.sink.record().rows.at(0);
+  const Row row = f.sink.full_rows().at(0);
   EXPECT_EQ(row.verdict, Verdict::pass);
   ASSERT_EQ(row.metrics.size(), 1U);
   EXPECT_EQ(row.metrics[0].samples, (std::vector<double>{2, 3, 4}));
@@ -55,8 +55,8 @@ TEST(Runner, DataErrorsFailTheCase) {
   RunOptions opt;
   opt.quiet = true;
   EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 1);
-  EXPECT_EQ(f.sink.record().rows[0].verdict, Verdict::fail);
-  EXPECT_NE(f.sink.record().rows[0].reason.find("wrong"), std::string::npos);
+  EXPECT_EQ(f.sink.full_rows()[0].verdict, Verdict::fail);
+  EXPECT_NE(f.sink.full_rows()[0].reason.find("wrong"), std::string::npos);
 }
 
 TEST(Runner, ExceptionsBecomeErrorRowsAndTheRunGoesOn) {
@@ -70,7 +70,7 @@ TEST(Runner, ExceptionsBecomeErrorRowsAndTheRunGoesOn) {
   RunOptions opt;
   opt.quiet = true;
   EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 1);
-  const auto& rows = f.sink.record().rows;
+  const std::vector<Row> rows = f.sink.full_rows();
   ASSERT_EQ(rows.size(), 2U);
   EXPECT_EQ(rows[0].verdict, Verdict::error);
   EXPECT_NE(rows[0].reason.find("out of memory"), std::string::npos) << rows[0].reason;
@@ -90,7 +90,7 @@ TEST(Runner, RealGpuWorkloadsAreSkippedWithAReasonOnTheSimulatedDevice) {
   RunOptions opt;
   opt.quiet = true;
   EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 0);
-  const auto& rows = f.sink.record().rows;
+  const std::vector<Row> rows = f.sink.full_rows();
   EXPECT_EQ(rows[0].verdict, Verdict::skip);
   EXPECT_EQ(rows[0].reason, "needs a real GPU (running on the simulated device sim:1G)");
   EXPECT_EQ(rows[1].verdict, Verdict::skip);
@@ -106,7 +106,7 @@ TEST(Runner, ACaseThatFindsAtRunTimeThatItCannotRunIsSkippedNotFailed) {
   RunOptions opt;
   opt.quiet = true;
   EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 0);
-  const Row& row = f.sink.record().rows.at(0);
+  const Row row = f.sink.full_rows().at(0);
   EXPECT_EQ(row.verdict, Verdict::skip);
   EXPECT_EQ(row.reason, "measured by local rank 0 alone");
 }
@@ -132,7 +132,7 @@ TEST(Runner, UnitMismatchIsAProgrammingError) {
   opt.quiet = true;
   opt.warmup = 0;
   EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 1);
-  EXPECT_NE(f.sink.record().rows[0].reason.find("recorded with unit"), std::string::npos);
+  EXPECT_NE(f.sink.full_rows()[0].reason.find("recorded with unit"), std::string::npos);
 }
 
 }  // namespace

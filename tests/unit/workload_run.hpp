@@ -76,7 +76,7 @@ inline std::vector<Row> run_workload(Allocator& allocator, std::string_view work
   if (failures != nullptr) {
     *failures = failed;
   }
-  return sink.record().rows;
+  return sink.full_rows();
 }
 
 // One simulated device and one allocator from the factory, for repeated runs of one workload.
