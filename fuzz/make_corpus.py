@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora, fuzz/corpus/<target>/, from committed files (results, test data,
+shipped profiles, traces) and a few hand-written inputs. Run it again after changing what it picks; the
+seeds are committed, so CI needs no python for them. Seeds are kept small (a few KB each, a few hundred KB
+in all): libFuzzer's inputs grow no longer than its largest seed, and short inputs mutate fast.
+
+    fuzz/make_corpus.py
+"""
+
+from __future__ import annotations
+
+import shutil
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "fuzz" / "corpus"
+
+
+def lines(path: str, count: int) -> bytes:
+    """The first `count` lines of a text file (plain, or gzip even where it is cut short)."""
+    raw = (ROOT / path).read_bytes()
+    if path.endswith(".gz"):
+        raw = zlib.decompressobj(wbits=31).decompress(raw)  # what a truncated gzip still gives
+    return b"".join(raw.splitlines(keepends=True)[:count])
+
+
+def whole(path: str) -> bytes:
+    return (ROOT / path).read_bytes()
+
+
+RESULTS = {
+    "document.json": whole("tests/data/compare/base.json"),
+    "verdict-fail.json": whole("tests/data/compare/verdict-fail.json"),
+    "unknown-schema.json": whole("tests/data/compare/unknown-schema.json"),
+    "stream.jsonl": whole("tests/data/compare/base.jsonl"),
+    "gbench.json": whole("tests/data/compare/gbench-base.json"),
+    "replay-document.json": whole("results/h200/replay/cnn_train-caching-h200-580.159.04.json"),
+    # a real H100 stream: its header, one row and its footer; and the same cut short while writing a row
+    "h100-stream.jsonl": lines("results/h100/compare/base-h100-580.159.04.jsonl", 2)
+    + whole("results/h100/compare/base-h100-580.159.04.jsonl").splitlines(keepends=True)[-1],
+    "h100-stream-cut.jsonl": lines("results/h100/compare/base-h100-580.159.04.jsonl", 2)
+    + whole("results/h100/compare/base-h100-580.159.04.jsonl").splitlines(keepends=True)[2][:400],
+    # four ranks, aborted by a hung NCCL call
+    "h200x4-aborted.jsonl": lines("results/h200x4/fault-nccl-hang-h200x4-580.159.04.jsonl", 3),
+    "nan.json": b'{"benchmarks": [{"name": "a/1", "run_type": "iteration", "real_time": NaN, '
+    b'"cpu_time": -Infinity, "time_unit": "ns", "bytes_per_second": 1e9}]}',
+}
+
+JSON = {
+    **RESULTS,
+    "schema-rows.json": whole("results/schema/memstress-rows-1.schema.json"),
+    "devices.json": whole("results/h100/devices-h100-580.159.04.json"),
+    "scalars.json": b'[0, -1, 1.5e300, 18446744073709551615, -9223372036854775808, "\\u00e9\\ud83d\\ude00", '
+    b"true, null, {}]",
+}
+
+PROFILE = {
+    "h100.yaml": whole("profiles/h100.yaml"),
+    "h200.yaml": whole("profiles/h200.yaml"),
+    **{p.name: p.read_bytes() for p in sorted((ROOT / "tests" / "data" / "accept").glob("*.yaml"))},
+}
+
+TRACES = ["cnn_train", "kv_cache_infer", "multistream_loader", "transformer_train"]
+REPLAY_TRACE = {
+    "two_devices.trace.csv": whole("tests/data/replay/two_devices.trace.csv"),
+    "truncated.trace.csv": lines("tests/data/replay/truncated.trace.csv.gz", 30),
+    **{f"{t}.trace.csv": lines(f"results/traces/torch-2.11-h100/{t}.trace.csv.gz", 40) for t in TRACES},
+    "skipped-action.trace.csv": b"# memstress-trace v1\nseq,time_ns,action,id,bytes,stream,device,extra\r\n"
+    b"# a comment\n1,5,alloc,7,512,0,cuda:1,x\r\n2,6,segment_map,,2097152,0,cuda:1,\n"
+    b"3,7,future_action,9,1,0,cuda:1,\n4,8,oom,,1073741824,3,cuda:1,\n5,9,free,7,512,0,cuda:1,\n",
+}
+
+ALLOC_CONF = {
+    "pytorch.txt": b"max_split_size_mb:128, garbage_collection_threshold:0.8,expandable_segments:True,"
+    b"roundup_power2_divisions:4,per_process_memory_fraction:0.5,release_lock_on_cudamalloc:True",
+    "divisions.txt": b"roundup_power2_divisions:[256:1,512:2,>:8]",
+    "divisions-first.txt": b"roundup_power2_divisions:[>:4],max_non_split_rounding_mb:64",
+    "memstress.txt": b"release_threshold_mb:1024,per_process_memory_fraction:1,expandable_segments:false",
+    "pinned.txt": b"pinned_num_register_threads:8,pinned_use_cuda_host_register:True,backend:native",
+    "empty.txt": b"",
+}
+
+BYTES = {f"{i}.txt": s.encode() for i, s in enumerate(
+    ["512", "64K", "1M", "1.5G", "80GiB", "40GB", "8T", "100B", "1536KiB", "0", "18446744073709551615",
+     "0.5MB", "2TB", "3mib", ".5k"])}
+
+PARAMS = {
+    "default.txt": b"",
+    "overrides.txt": b"-p bytes=64M,1G\n-p alloc-smoke.count=1,2,4\n",
+    "sweep.txt": b"+alloc-smoke\n+transfers\n-b 1M\n-e 1G\n-f 4\n",
+    "increment.txt": b"+alloc-smoke\n-b 4K\n-e 64K\n-i 4K\n",
+    "full.txt": b"--full\n-p transfers.direction=h2d,d2d\n-p host=pinned,pageable\n~transfers\n",
+    "collectives.txt": b"+collectives\n-p op=all_gather\n-p warm=-5,5\n-p compute_us=0.5,1e3\n",
+    "integrity.txt": b"+integrity\n-p fraction=0.5\n-p patterns=a,b\n-p block=1G,2G\n",
+    "overlap.txt": b"+transfers\n-p overlap=yes,off,1\n",
+}
+
+TARGETS = {"results": RESULTS, "json_input": JSON, "profile": PROFILE, "replay_trace": REPLAY_TRACE,
+           "alloc_conf": ALLOC_CONF, "bytes": BYTES, "params": PARAMS}
+
+
+def main() -> None:
+    total = 0
+    for target, seeds in TARGETS.items():
+        out = CORPUS / target
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for name, data in seeds.items():
+            (out / name).write_bytes(data)
+            total += len(data)
+        print(f"fuzz/corpus/{target}: {len(seeds)} seeds, {sum(map(len, seeds.values()))} bytes")
+    print(f"in all: {total} bytes")
+
+
+if __name__ == "__main__":
+    main()
