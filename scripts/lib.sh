@@ -10,6 +10,8 @@
 #
 # Knobs (environment; a user sets none of them):
 #   MEMSTRESS_PRESET          cmake preset: gpu where an NVIDIA GPU is present, else cpu (asan, tsan too)
+#   MEMSTRESS_SANITIZE        1 (CI): scripts/test also runs the sanitizer presets and the fuzz step
+#                             (scripts/fuzz), so setup installs clang and libFuzzer too
 #   MEMSTRESS_WERROR          1: warnings are errors (.ci/run and developers set it; users' builds never
 #                             fail on a warning, since a newer compiler may warn where ours does not)
 #   MEMSTRESS_JOBS            build parallelism (default: nproc, capped at one job per 2 GiB available)
@@ -36,6 +38,20 @@ ms_die() {
 MS_APT_PACKAGES=(cmake ninja-build g++ libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev
   libyaml-cpp-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev)
 
+# Whether the fuzz step will run: scripts/fuzz (MS_WANT_FUZZ=1), or scripts/test with MEMSTRESS_SANITIZE=1 and
+# the cpu preset (CI). Only then are clang and libFuzzer needed: a plain scripts/run never asks for them.
+ms_fuzz_wanted() {
+  [[ "${MS_WANT_FUZZ:-0}" == 1 ]] || [[ "${MEMSTRESS_SANITIZE:-0}" == 1 && "${MEMSTRESS_PRESET:-cpu}" == cpu ]]
+}
+
+# The fuzz step's packages: clang, and the runtime holding libFuzzer for that clang's version (Debian 12:
+# clang 14, libclang-rt-14-dev; 14 where no clang is installed yet).
+ms_fuzz_packages() {
+  local major
+  major="$(clang++ --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -n 1 || true)"
+  printf '%s\n' clang "libclang-rt-${major:-14}-dev"
+}
+
 ms_pkg_installed() {
   # Build tools count as present when a usable one is on PATH, whoever installed it (the GPU images
   # carry CMake 4 from pip and their own compilers, not Debian's packages).
@@ -43,6 +59,7 @@ ms_pkg_installed() {
     cmake) ms_cmake_usable && return 0 ;;
     ninja-build) command -v ninja >/dev/null 2>&1 && return 0 ;;
     g++) command -v g++ >/dev/null 2>&1 && return 0 ;;
+    clang) command -v clang++ >/dev/null 2>&1 && return 0 ;;
   esac
   [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
 }
@@ -66,6 +83,9 @@ ms_ensure_packages() {
   local wanted=("${MS_APT_PACKAGES[@]}") missing=() pkg
   if ! ms_python_can_venv "${MEMSTRESS_PYTHON:-python3}"; then
     wanted+=(python3-venv)
+  fi
+  if ms_fuzz_wanted; then
+    mapfile -t -O "${#wanted[@]}" wanted < <(ms_fuzz_packages)
   fi
   if ! command -v dpkg-query >/dev/null 2>&1; then
     ms_warn "no dpkg-query (not Debian/Ubuntu): cannot check packages; make sure these are installed: ${wanted[*]}"
