@@ -52,7 +52,8 @@ int run(Parse&& parse) {
   } catch (const Error&) {
     // bad input, refused as promised
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "memstress fuzz: FINDING: %s escaped the parser: %s\n", type_name(e).c_str(), e.what());
+    std::fprintf(stderr, "memstress fuzz: FINDING: %s escaped the parser: %s\n", type_name(e).c_str(),
+                 e.what());
     std::abort();
   }
   return 0;

@@ -2,21 +2,24 @@
 // the promise behind `accept --train --write`: what to_yaml writes is a profile parse_profile reads back,
 // with the same runs and checks.
 
+#include "harness/accept/profile.hpp"
+
 #include <string>
 
 #include "fuzz/fuzz_target.hpp"
-#include "harness/accept/profile.hpp"
 
 namespace {
 
 bool same_shape(const memstress::Profile& a, const memstress::Profile& b) {
-  if (a.name != b.name || a.gpu != b.gpu || a.runs.size() != b.runs.size() || a.checks.size() != b.checks.size()) {
+  if (a.name != b.name || a.gpu != b.gpu || a.runs.size() != b.runs.size() ||
+      a.checks.size() != b.checks.size()) {
     return false;
   }
   for (std::size_t i = 0; i < a.runs.size(); ++i) {
     const memstress::ProfileRun& x = a.runs[i];
     const memstress::ProfileRun& y = b.runs[i];
-    if (x.workload != y.workload || x.params != y.params || x.min_ranks != y.min_ranks || x.in_turn != y.in_turn) {
+    if (x.workload != y.workload || x.params != y.params || x.min_ranks != y.min_ranks ||
+        x.in_turn != y.in_turn) {
       return false;
     }
   }
@@ -41,8 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   return fuzz::run([&] {
     const Profile profile = parse_profile(input, "fuzz.yaml");
     const std::string written = fuzz::must("to_yaml", [&] { return to_yaml(profile); });
-    const Profile back =
-        fuzz::must("to_yaml's profile does not read back", [&] { return parse_profile(written, "written.yaml"); });
-    fuzz::check(same_shape(profile, back), "to_yaml's profile reads back as another profile", written.c_str());
+    const Profile back = fuzz::must("to_yaml's profile does not read back",
+                                    [&] { return parse_profile(written, "written.yaml"); });
+    fuzz::check(same_shape(profile, back), "to_yaml's profile reads back as another profile",
+                written.c_str());
   });
 }

@@ -2,8 +2,9 @@
 // (harness/replay/replay_trace.hpp), and the promise of format_replay_trace that its text reads back as
 // the same events.
 
-#include "fuzz/fuzz_target.hpp"
 #include "harness/replay/replay_trace.hpp"
+
+#include "fuzz/fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace memstress;

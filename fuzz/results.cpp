@@ -2,8 +2,9 @@
 // (harness/compare/results.hpp) on a memstress .json document, a .jsonl stream (cut short or not) or
 // Google Benchmark JSON. Every field is read through JsonField, so nothing but InputError may get out.
 
-#include "fuzz/fuzz_target.hpp"
 #include "harness/compare/results.hpp"
+
+#include "fuzz/fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace memstress;
