@@ -44,7 +44,8 @@ nlohmann::json parse_json_input(std::string_view text) {
   check_json_depth(text);
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double ("1e400": error 406, not a parse_error)
     throw InputError(fmt::format("not JSON ({})", e.what()));
   }
 }

@@ -31,7 +31,8 @@ inline constexpr std::size_t kMaxJsonDepth = 128;
 // nest deeper than `limit` in `text`.
 void check_json_depth(std::string_view text, std::size_t limit = kMaxJsonDepth);
 
-// One JSON value, its depth checked first. Throws InputError: "nested more than ..." or "not JSON (...)".
+// One JSON value, its depth checked first. Throws InputError: "nested more than ..." or "not JSON (...)",
+// a number too large for a double ("1e400") included.
 // The message does not name the input: the caller, which knows its name, prefixes it.
 [[nodiscard]] nlohmann::json parse_json_input(std::string_view text);
 
