@@ -41,10 +41,6 @@
 namespace memstress::app {
 namespace {
 
-// A plan larger than this is refused unless --max-cases says otherwise: a typo in an axis (a step of 1 byte)
-// should not start a run of a million cases. The largest shipped job (--full) has a few hundred.
-constexpr std::size_t kDefaultMaxCases = 10'000;
-
 std::string signal_name(int signal) {
   switch (signal) {
     case SIGINT:
@@ -95,7 +91,7 @@ std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
   }
   const std::uint64_t increment = f.stepbytes.empty() ? 0 : parse_bytes(f.stepbytes, "-i/--stepbytes");
   return size_sweep(parse_bytes(f.minbytes, "-b/--minbytes"), parse_bytes(f.maxbytes, "-e/--maxbytes"),
-                    f.stepfactor, increment);
+                    f.stepfactor, increment, f.max_cases);
 }
 
 nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, const PlanRequest& request) {
@@ -261,6 +257,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   in.request.full = f.full;
   in.request.sizes = size_axis(f);
   in.request.in_turn = f.in_turn;
+  in.request.max_cases = f.max_cases;
   for (const std::string& p : f.params) {
     in.request.overrides.push_back(ParamOverride::parse(p));
   }

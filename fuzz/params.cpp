@@ -68,7 +68,12 @@ Registry stand_in_registry() {
       "transfers",
       std::vector<ParamSpec>{
           {"direction", ParamType::choice, {"h2d", "d2h"}, {}, {"h2d", "d2h", "d2d"}, "copy direction"},
-          {"host", ParamType::choice, {"pinned"}, {"pinned", "pageable"}, {"pinned", "pageable"}, "host memory"},
+          {"host",
+           ParamType::choice,
+           {"pinned"},
+           {"pinned", "pageable"},
+           {"pinned", "pageable"},
+           "host memory"},
           {"bytes", ParamType::bytes, {"256M"}, {"16M", "256M", "1G"}, {}, "copy size", 16},
           {"overlap", ParamType::boolean, {"false"}, {"false", "true"}, {}, "copies overlap"}},
       false, true));
@@ -81,10 +86,11 @@ Registry stand_in_registry() {
       false, true));
   r.add(std::make_unique<StandIn>(
       "collectives",
-      std::vector<ParamSpec>{{"op", ParamType::choice, {"all_reduce"}, {}, {"all_reduce", "all_gather"}, "op"},
-                             {"compute_us", ParamType::real, {"0"}, {"0", "500"}, {}, "compute per step"},
-                             {"bytes", ParamType::bytes, {"1M"}, {}, {}, "message size", 4, 1099511627776.0},
-                             {"warm", ParamType::integer, {"-1"}, {}, {}, "signed", -5, 5}},
+      std::vector<ParamSpec>{
+          {"op", ParamType::choice, {"all_reduce"}, {}, {"all_reduce", "all_gather"}, "op"},
+          {"compute_us", ParamType::real, {"0"}, {"0", "500"}, {}, "compute per step"},
+          {"bytes", ParamType::bytes, {"1M"}, {}, {}, "message size", 4, 1099511627776.0},
+          {"warm", ParamType::integer, {"-1"}, {}, {}, "signed", -5, 5}},
       true, false));
   return r;
 }
@@ -98,13 +104,15 @@ void check_canonical(const Registry& registry, const std::vector<PlannedCase>& c
     const std::vector<ParamSpec> specs = c.workload->params();
     for (const std::pair<std::string, std::string>& kv : c.params.values()) {
       const std::string& value = kv.second;  // (clang 14 cannot capture a structured binding)
-      const auto spec = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == kv.first; });
+      const auto spec =
+          std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == kv.first; });
       fuzz::check(spec != specs.end(), "a planned value of no axis", kv.first.c_str());
-      const std::string again =
-          fuzz::must("a canonical value is refused by its own axis", [&] { return spec->canonical(value, "again"); });
+      const std::string again = fuzz::must("a canonical value is refused by its own axis",
+                                           [&] { return spec->canonical(value, "again"); });
       fuzz::check(again == value, "a canonical value is not its own canonical form", value.c_str());
       if (spec->type == ParamType::bytes) {
-        fuzz::check(parse_bytes(again, "again") == parse_bytes(value, "value"), "a canonical size is another size");
+        fuzz::check(parse_bytes(again, "again") == parse_bytes(value, "value"),
+                    "a canonical size is another size");
       }
     }
     static_cast<void>(registry.get(c.workload->name()));
@@ -147,8 +155,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (minbytes && maxbytes) {
       const std::uint64_t increment = stepbytes ? parse_bytes(*stepbytes, "-i/--stepbytes") : 0;
-      request.sizes = size_sweep(parse_bytes(*minbytes, "-b/--minbytes"), parse_bytes(*maxbytes, "-e/--maxbytes"),
-                                 factor, increment);
+      request.sizes =
+          size_sweep(parse_bytes(*minbytes, "-b/--minbytes"), parse_bytes(*maxbytes, "-e/--maxbytes"), factor,
+                     increment, request.max_cases);
     }
     check_canonical(registry, plan_cases(registry, request));
   });

@@ -119,7 +119,7 @@ std::string human_bytes(std::uint64_t bytes) {
 }
 
 std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, double factor,
-                                      std::uint64_t increment) {
+                                      std::uint64_t increment, std::size_t max_sizes) {
   if (begin == 0) {
     throw InputError("-b/--minbytes: the first size must be at least 1 byte");
   }
@@ -132,6 +132,12 @@ std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, do
   }
   std::vector<std::uint64_t> sizes;
   for (std::uint64_t size = begin; size <= end;) {
+    if (sizes.size() == max_sizes) {
+      throw InputError(
+          fmt::format("-b/-e/-f: the sweep from {} to {} has more sizes than --max-cases {}; narrow "
+                      "it, or raise --max-cases if you mean it",
+                      format_bytes(begin), format_bytes(end), max_sizes));
+    }
     sizes.push_back(size);
     const std::uint64_t next =
         increment != 0 ? size + increment

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,9 +23,12 @@ std::string format_bytes(std::uint64_t bytes);
 std::string human_bytes(std::uint64_t bytes);
 
 // Geometric (factor > 1) or arithmetic (increment > 0) size sweep from begin to end inclusive, as
-// nccl-tests' -b/-e/-f/-i. Exactly one of factor/increment is used: increment wins when non-zero.
+// nccl-tests' -b/-e/-f/-i. Exactly one of factor/increment is used: increment wins when non-zero. A sweep of
+// more than `max_sizes` sizes (`memstress run --max-cases`) throws InputError before it is listed: `-b 1
+// -e 16E -i 1` is 2^64 sizes.
 std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, double factor,
-                                      std::uint64_t increment);
+                                      std::uint64_t increment,
+                                      std::size_t max_sizes = std::numeric_limits<std::size_t>::max());
 
 // GB/s as the project defines it: 1e9 bytes per second.
 constexpr double gb_per_s(double bytes, double seconds) noexcept {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <set>
 
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
@@ -85,14 +87,49 @@ std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, c
   if (chosen != nullptr) {
     raw = chosen->values;
   }
+  // In their order, each once (a set, not a search of the list: a -b/-e/-i sweep has thousands).
+  const std::string what = fmt::format("-p {}.{}", w.name(), spec.name);
   std::vector<std::string> values;
+  std::set<std::string, std::less<>> seen;
   for (const std::string& v : raw) {
-    std::string c = spec.canonical(v, fmt::format("-p {}.{}", w.name(), spec.name));
-    if (std::find(values.begin(), values.end(), c) == values.end()) {
+    std::string c = spec.canonical(v, what);
+    if (seen.insert(c).second) {
       values.push_back(std::move(c));
     }
   }
   return values;
+}
+
+// One workload's axes, each with its canonical values.
+using Axes = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+// The axes of every selected workload. Refuses a plan of more than request.max_cases combinations (before
+// those that do not apply are left out) while it is still a list of axes: their product can be far beyond
+// memory (five axes of a hundred values are 10^10 cases).
+std::vector<Axes> plan_axes(const std::vector<const Workload*>& selected, const PlanRequest& request) {
+  std::vector<Axes> axes;
+  std::size_t combinations = 0;  // up to max_cases + 1: beyond that the plan is refused anyway
+  const std::size_t cap = request.max_cases == std::numeric_limits<std::size_t>::max()
+                              ? request.max_cases
+                              : request.max_cases + 1;
+  for (const Workload* w : selected) {
+    Axes& mine = axes.emplace_back();
+    std::size_t product = 1;
+    for (const ParamSpec& spec : w->params()) {
+      std::vector<std::string> values = axis_values(*w, spec, request);
+      product =
+          values.empty() ? 0 : (product > cap / values.size() ? cap : std::min(cap, product * values.size()));
+      mine.emplace_back(spec.name, std::move(values));
+    }
+    combinations = std::min(cap, combinations + product);
+  }
+  if (combinations > request.max_cases) {
+    throw InputError(
+        fmt::format("the plan has more than --max-cases {} cases (workloads x axis values); narrow the axes, "
+                    "or raise --max-cases if you mean it",
+                    request.max_cases));
+  }
+  return axes;
 }
 
 // --in-turn names selected workloads whose ranks can work alone.
@@ -116,15 +153,17 @@ std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest&
   const std::vector<const Workload*> selected = select(registry, request.workloads);
   check_overrides_apply(selected, request);
   check_in_turn(selected, request);
+  const std::vector<Axes> axes = plan_axes(selected, request);
   std::vector<PlannedCase> cases;
-  for (const Workload* w : selected) {
+  for (std::size_t i = 0; i < selected.size(); ++i) {
+    const Workload* w = selected[i];
     std::vector<std::vector<std::pair<std::string, std::string>>> partial{{}};
-    for (const ParamSpec& spec : w->params()) {
+    for (const auto& [name, axis] : axes[i]) {
       std::vector<std::vector<std::pair<std::string, std::string>>> next;
       for (const auto& prefix : partial) {
-        for (const std::string& value : axis_values(*w, spec, request)) {
+        for (const std::string& value : axis) {
           auto extended = prefix;
-          extended.emplace_back(spec.name, value);
+          extended.emplace_back(name, value);
           next.push_back(std::move(extended));
         }
       }

@@ -98,6 +98,39 @@ TEST(Plan, BadInputIsRejectedBeforeAnythingRuns) {
           "--in-turn churn: not a workload this run selects");
 }
 
+// Found by fuzz/params.cpp (fuzz/regressions/params/): the plan was listed in full before --max-cases was
+// looked at, and each axis's values were computed again for every case before it, deduplicated by a search
+// of the list: `-b 4K -e 64K -i 4` (15,361 sizes) took 20 s to refuse, and a few axes of a hundred values
+// each would take more memory than there is.
+TEST(Plan, APlanAboveMaxCasesIsRefusedBeforeItIsListed) {
+  const Registry r = make_registry();
+  const auto values = [](int n) {
+    std::string text;
+    for (int i = 1; i <= n; ++i) {
+      text += (i > 1 ? "," : "") + std::to_string(i);
+    }
+    return text;
+  };
+  PlanRequest req;
+  req.workloads = {"copy"};
+  req.overrides = {ParamOverride::parse("bytes=" + values(100)),
+                   ParamOverride::parse("streams=" + values(100))};
+  req.max_cases = 10'000;
+  EXPECT_EQ(plan_cases(r, req).size(), 10'000U);
+  req.max_cases = 9'999;
+  try {
+    static_cast<void>(plan_cases(r, req));
+    ADD_FAILURE() << "a plan of 10,000 cases passed --max-cases 9999";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than --max-cases 9999"), std::string::npos) << e.what();
+  }
+  // 10^10 combinations: refused at once, by their count
+  req.max_cases = kDefaultMaxCases;
+  req.overrides = {ParamOverride::parse("bytes=" + values(100'000)),
+                   ParamOverride::parse("streams=" + values(100'000))};
+  EXPECT_THROW(static_cast<void>(plan_cases(r, req)), InputError);
+}
+
 TEST(Plan, InTurnMarksTheCasesOfItsWorkloadsOnly) {
   const Registry r = make_registry();
   PlanRequest req;

@@ -65,6 +65,18 @@ TEST(SizeSweep, RejectsBadRanges) {
   EXPECT_THROW(size_sweep(1, 10, 1.0, 0), InputError);
 }
 
+TEST(SizeSweep, RefusesMoreSizesThanAllowedBeforeListingThem) {
+  EXPECT_EQ(size_sweep(1, 10, 2.0, 1, 10).size(), 10U);
+  EXPECT_THROW(size_sweep(1, 11, 2.0, 1, 10), InputError);
+  // -b 1 -e 16E -i 1: 2^64 sizes (fuzz/regressions/params/)
+  try {
+    static_cast<void>(size_sweep(1, std::numeric_limits<std::uint64_t>::max(), 2.0, 1, 10'000));
+    ADD_FAILURE() << "a sweep of 2^64 sizes was listed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("more sizes than --max-cases 10000"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GbPerSecond, IsDecimal) {
   EXPECT_DOUBLE_EQ(gb_per_s(2e9, 0.5), 4.0);
 }
