@@ -63,6 +63,11 @@ TEST(AcceptProfile, BadProfilesNameTheFileAndTheProblem) {
   EXPECT_NE(message("name: x\ngpu: y\nruns: []\nchecks: [{name: c, workload: w, metric: m, golden: fast}]\n")
                 .find("`golden` must be a number"),
             std::string::npos);
+  // Text that is not UTF-8 came back from --train --write as U+FFFD (fuzz/regressions/profile/): refused.
+  EXPECT_EQ(message("name: a\xff\ngpu: y\nruns: []\nchecks: []\n"), "p.yaml: `name`: not UTF-8 text");
+  EXPECT_EQ(message("name: x\ngpu: y\nruns: [{workload: w, params: {bytes: \"1\xc3G\"}}]\nchecks: []\n"),
+            "p.yaml: runs[0].params.bytes: not UTF-8 text");
+  EXPECT_EQ(message("name: caf\xc3\xa9\ngpu: y\nruns: []\nchecks: []\n"), "no error");  // UTF-8 is fine
 }
 
 TEST(AcceptProfile, ChecksTakeTheWorstMatchedRowAndBothDirections) {
