@@ -33,7 +33,7 @@ BUILD = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1]
 README = ROOT / "README.md"
 FIRST_RUN = ROOT / "scripts" / "gpu-first-run"
 MULTI = ROOT / "scripts" / "gpu-readme-multi"
-COMMAND = re.compile(r"^(\$ )?(memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|cmake|ctest|cpack)\b")
+COMMAND = re.compile(r"^(\$ )?(memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|cmake|ctest|cpack)\b")
 
 # Run here: the command, and its expected exit code.
 CPU = {
@@ -93,6 +93,10 @@ NOT_RUN = {
                                      "scripts/gpu-compare-check's",
     "memstress run --out new.json": "the same illustration",
     "memstress compare base.json new.json": "the same illustration",
+    "scripts/fuzz": "CI runs it as scripts/test's fuzz step (MEMSTRESS_SANITIZE=1); it builds a preset of its own "
+                    "with clang, minutes of work that a test here would repeat",
+    "MEMSTRESS_FUZZ_SECONDS=300 scripts/fuzz results profile": "the same step, longer: 10 minutes",
+    "ctest --preset fuzz": "part of scripts/fuzz (needs the fuzz preset's build)",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 

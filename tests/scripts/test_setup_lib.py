@@ -1,7 +1,7 @@
 """scripts/lib.sh, the set-up behind scripts/run and scripts/test: the preset follows the machine (gpu where
 nvidia-smi lists a GPU, cpu otherwise, MEMSTRESS_PRESET above both, each said on stderr), and warnings are
-errors only when MEMSTRESS_WERROR=1 asks (CI), said to cmake explicitly either way. nvidia-smi and cmake
-are stand-ins on PATH, so this runs anywhere."""
+errors only when MEMSTRESS_WERROR=1 asks (CI), said to cmake explicitly either way; clang and libFuzzer are
+wanted only for the fuzz step. nvidia-smi, cmake and clang++ are stand-ins on PATH, so this runs anywhere."""
 
 from __future__ import annotations
 
@@ -59,6 +59,18 @@ class SetupChoices(unittest.TestCase):
             done = self.shell("ms_configure_build cpu", **env)
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertIn(f"cmake --preset cpu {expected}", done.stderr)
+
+    def test_clang_is_wanted_only_for_the_fuzz_step(self) -> None:
+        for env, wanted in (({}, "no"), ({"MEMSTRESS_SANITIZE": "1"}, "yes"), ({"MS_WANT_FUZZ": "1"}, "yes"),
+                            ({"MEMSTRESS_SANITIZE": "1", "MEMSTRESS_PRESET": "gpu"}, "no")):
+            done = self.shell("if ms_fuzz_wanted; then echo yes; else echo no; fi", **env)
+            self.assertEqual(done.stdout.strip(), wanted, env)
+
+    def test_the_libfuzzer_runtime_follows_the_clang_installed(self) -> None:
+        self.tool("clang++", 'echo "Ubuntu clang version 18.1.3 (1ubuntu1)"')
+        self.assertEqual(self.shell("ms_fuzz_packages").stdout.split(), ["clang", "libclang-rt-18-dev"])
+        (self.bin / "clang++").write_text("#!/bin/sh\nexit 127\n")  # none: Debian 12's
+        self.assertEqual(self.shell("ms_fuzz_packages").stdout.split(), ["clang", "libclang-rt-14-dev"])
 
 
 if __name__ == "__main__":
