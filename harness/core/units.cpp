@@ -139,9 +139,18 @@ std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, do
                       format_bytes(begin), format_bytes(end), max_sizes));
     }
     sizes.push_back(size);
-    const std::uint64_t next =
-        increment != 0 ? size + increment
-                       : static_cast<std::uint64_t>(std::ceil(static_cast<double>(size) * factor));
+    std::uint64_t next = 0;
+    if (increment != 0) {
+      next = size + increment;  // wraps past 2^64: caught below
+    } else {
+      // A product of 2^64 or more is past any end, and converting it would be undefined (-f 8e38 did;
+      // found by fuzz/params.cpp, fuzz/regressions/params/factor-8e38.txt).
+      const double scaled = std::ceil(static_cast<double>(size) * factor);
+      if (!(scaled < 18446744073709551616.0)) {
+        break;
+      }
+      next = static_cast<std::uint64_t>(scaled);
+    }
     if (next <= size) {
       break;  // overflow guard
     }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
 
@@ -63,6 +65,14 @@ TEST(SizeSweep, RejectsBadRanges) {
   EXPECT_THROW(size_sweep(0, 10, 2.0, 0), InputError);
   EXPECT_THROW(size_sweep(100, 10, 2.0, 0), InputError);
   EXPECT_THROW(size_sweep(1, 10, 1.0, 0), InputError);
+}
+
+TEST(SizeSweep, AFactorThatLeavesTheRangeOf64BitsEndsTheSweep) {
+  // The next size was converted from a double of 6.4e39: undefined (fuzz/regressions/params/factor-8e38.txt)
+  EXPECT_EQ(size_sweep(8, 64ULL << 20, 8e38, 0), (std::vector<std::uint64_t>{8}));
+  EXPECT_EQ(size_sweep(1ULL << 62, std::numeric_limits<std::uint64_t>::max(), 4.0, 0),
+            (std::vector<std::uint64_t>{1ULL << 62}));
+  EXPECT_EQ(size_sweep(1, 8, std::numeric_limits<double>::infinity(), 0), (std::vector<std::uint64_t>{1}));
 }
 
 TEST(SizeSweep, RefusesMoreSizesThanAllowedBeforeListingThem) {
