@@ -7,7 +7,8 @@
 // a line, as `memstress run` would be given them:
 //   -p TEXT    an override          +NAME    a selected workload      ~NAME   --in-turn NAME
 //   -b/-e/-i SIZE, -f FACTOR        --full
-// Promises checked: a canonical value is its own canonical form and, for sizes, the same size.
+// Promises checked: a canonical value is its own canonical form and, for sizes, the same size; the sizes
+// of -b/-e/-f are planned as they are (where no -p names the `bytes` axis).
 
 #include <algorithm>
 #include <charconv>
@@ -99,8 +100,22 @@ std::string_view after(std::string_view line, std::string_view prefix) {
   return line.substr(prefix.size());
 }
 
-void check_canonical(const Registry& registry, const std::vector<PlannedCase>& cases) {
+void check_canonical(const Registry& registry, const PlanRequest& request,
+                     const std::vector<PlannedCase>& cases) {
+  const bool swept =
+      request.sizes && std::none_of(request.overrides.begin(), request.overrides.end(),
+                                    [](const ParamOverride& o) { return o.name == kSizeAxis; });
   for (const PlannedCase& c : cases) {
+    if (swept) {
+      for (const std::pair<std::string, std::string>& kv : c.params.values()) {
+        if (kv.first == kSizeAxis) {
+          const std::uint64_t planned = parse_bytes(kv.second, "planned");
+          fuzz::check(
+              std::find(request.sizes->begin(), request.sizes->end(), planned) != request.sizes->end(),
+              "a size of -b/-e/-f is planned as another size", kv.second.c_str());
+        }
+      }
+    }
     const std::vector<ParamSpec> specs = c.workload->params();
     for (const std::pair<std::string, std::string>& kv : c.params.values()) {
       const std::string& value = kv.second;  // (clang 14 cannot capture a structured binding)
@@ -159,6 +174,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           size_sweep(parse_bytes(*minbytes, "-b/--minbytes"), parse_bytes(*maxbytes, "-e/--maxbytes"), factor,
                      increment, request.max_cases);
     }
-    check_canonical(registry, plan_cases(registry, request));
+    check_canonical(registry, request, plan_cases(registry, request));
   });
 }

@@ -104,6 +104,11 @@ std::string format_bytes(std::uint64_t bytes) {
   return fmt::format("{:.2f}{}", scaled, kUnits[big]);
 }
 
+std::string exact_bytes(std::uint64_t bytes) {
+  std::string text = format_bytes(bytes);
+  return text.find('.') == std::string::npos ? text : std::to_string(bytes);
+}
+
 std::string human_bytes(std::uint64_t bytes) {
   const auto b = static_cast<double>(bytes);
   if (bytes <= 1024) {

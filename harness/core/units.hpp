@@ -19,6 +19,11 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what);
 // decimals ("1.50G" is never produced for an exact 1536M). Round-trips through parse_bytes when exact.
 std::string format_bytes(std::uint64_t bytes);
 
+// The size as parse_bytes reads it back exactly: format_bytes's form where that is exact ("64M", "1536K",
+// "100B"), else the number of bytes ("1610612737", which format_bytes rounds to "1.50G"). Canonical forms of
+// sizes (`-p bytes=...`, -b/-e/-f) are written this way, so a case runs the size it was asked for.
+std::string exact_bytes(std::uint64_t bytes);
+
 // PyTorch's human form, for messages: "512 bytes", "1.50 KiB", "20.00 MiB", "79.19 GiB".
 std::string human_bytes(std::uint64_t bytes);
 

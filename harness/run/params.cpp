@@ -75,7 +75,9 @@ std::string ParamSpec::canonical(std::string_view value, std::string_view what) 
       throw InputError(fmt::format("{}: '{}' is not an integer", what, value));
     case ParamType::bytes: {
       const std::uint64_t v = parse_bytes(value, what);
-      return within_bounds(static_cast<double>(v), format_bytes(v));
+      // Not format_bytes: it rounds what it cannot write exactly, and "1.50G" is another size than
+      // 1610612737 ("1.15G" no size at all; found by fuzz/params.cpp, fuzz/regressions/params/).
+      return within_bounds(static_cast<double>(v), exact_bytes(v));
     }
     case ParamType::real:
       if (const auto v = parse_number<double>(value)) {

@@ -71,7 +71,7 @@ std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, c
   if (spec.name == kSizeAxis && request.sizes) {
     raw.clear();
     for (const std::uint64_t size : *request.sizes) {
-      raw.push_back(format_bytes(size));
+      raw.push_back(exact_bytes(size));  // -b 1000 -f 1.5 reaches 1478277, which format_bytes rounds
     }
   }
   // A scoped override (-p smoke.bytes=…) wins over an unscoped one (-p bytes=…); the last of each wins.

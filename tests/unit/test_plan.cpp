@@ -2,6 +2,7 @@
 
 #include "fake_workload.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/units.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/registry.hpp"
 #include "suites/registry.hpp"
@@ -77,6 +78,13 @@ TEST(Plan, SizeSweepReplacesBytesAxis) {
   req.sizes = std::vector<std::uint64_t>{1024, 2048};
   EXPECT_EQ(labels(plan_cases(r, req)),
             (std::vector<std::string>{"copy bytes=1K streams=1", "copy bytes=2K streams=1"}));
+  // -b 1000 -e 8G -f 1.5 reaches 1478277: it was "1.41M", refused as no whole number of bytes
+  req.sizes = size_sweep(1000, 2'000'000, 1.5, 0);
+  const std::vector<PlannedCase> cases = plan_cases(r, req);
+  ASSERT_EQ(cases.size(), req.sizes->size());
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(cases[i].params.bytes("bytes"), (*req.sizes)[i]) << cases[i].params.text("bytes");
+  }
 }
 
 TEST(Plan, BadInputIsRejectedBeforeAnythingRuns) {
