@@ -1,5 +1,6 @@
 #include "harness/alloc/trace_fields.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace memstress {
@@ -28,6 +29,13 @@ bool is_trace_action_name(std::string_view text) noexcept {
     }
   }
   return true;
+}
+
+bool has_control_character(std::string_view text) noexcept {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+  });
 }
 
 std::optional<std::uint64_t> parse_trace_number(std::string_view field, bool* too_large) noexcept {

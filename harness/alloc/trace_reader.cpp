@@ -131,6 +131,9 @@ class Parser {
     if (f[6].empty()) {
       fail("column 'device' is empty");
     }
+    if (has_control_character(f[6])) {
+      fail("column 'device': '{}' holds a control character", f[6]);
+    }
     event.device = std::string(f[6]);
     pair(event);
     trace_.events.push_back(std::move(event));

@@ -114,6 +114,9 @@ class Parser {
     if (f[6].empty()) {
       fail("column 'device' is empty");
     }
+    if (has_control_character(f[6])) {
+      fail("column 'device': '{}' holds a control character", f[6]);
+    }
     e.device = device_index(f[6]);
     trace_.events.push_back(e);
   }

@@ -67,6 +67,23 @@ TEST(ReplayTrace, RejectsWhatIsNotATrace) {
                InputError);  // the last line was cut short
 }
 
+TEST(ReplayTrace, ADeviceLabelWithAControlCharacterIsRefused) {
+  // With a column after `device`, a '\r' was kept in the label and lost when the trace was formatted again
+  // (fuzz/regressions/replay_trace/device-label-cr.trace.csv).
+  const std::string text =
+      "# memstress-trace v1\nseq,time_ns,action,id,bytes,stream,device,x\n1,0,alloc,1,8,0,dev\r,y\n";
+  try {
+    static_cast<void>(parse_replay_trace(text, "t.csv"));
+    ADD_FAILURE() << "accepted a device label with a carriage return";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "t.csv:3: column 'device': 'dev\r' holds a control character");
+  }
+  const ReplayTrace crlf = parse_replay_trace(
+      "# memstress-trace v1\r\nseq,time_ns,action,id,bytes,stream,device\r\n1,0,alloc,1,8,0,cuda:0\r\n",
+      "t.csv");
+  EXPECT_EQ(crlf.devices, (std::vector<std::string>{"cuda:0"}));  // a line's own \r\n is not the label's
+}
+
 TEST(ReplayTrace, ReadsGzipAndNamesATruncatedOne) {
   const testing::TempDir dir;
   const std::string text = trace_text({"alloc,0,100,0", "free,0,100,0"});

@@ -188,6 +188,7 @@ TEST(TraceReader, RejectsBadLinesNamingFileAndLine) {
       {"0,1,alloc,,1,0,sim:1G\n", "t.csv:3: column 'id': ''"},
       {"0,1,alloc,0,1,0\n", "t.csv:3: 6 fields where the header has 7 columns"},
       {"0,1,alloc,0,1,0,\n", "t.csv:3: column 'device' is empty"},
+      {"0,1,alloc,0,1,0,sim\t1G\n", "t.csv:3: column 'device': 'sim\t1G' holds a control character"},
       {"0,1,oom,4,1,0,sim:1G\n", "t.csv:3: an oom line has no id"},
       {"0,1,alloc,0,1,0,sim:1G\n1,1,free,5,1,0,sim:1G\n", "t.csv:4: free of id 5, which is not live"},
       {"0,1,alloc,0,1,0,sim:1G\n1,1,free,0,1,0,sim:1G\n2,1,free,0,1,0,sim:1G\n",
