@@ -139,7 +139,7 @@ std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, do
   for (std::uint64_t size = begin; size <= end;) {
     if (sizes.size() == max_sizes) {
       throw InputError(
-          fmt::format("-b/-e/-f: the sweep from {} to {} has more sizes than --max-cases {}; narrow "
+          fmt::format("-b/-e/-f: the sweep from {} to {} has more than --max-cases {} sizes; narrow "
                       "it, or raise --max-cases if you mean it",
                       format_bytes(begin), format_bytes(end), max_sizes));
     }
