@@ -15,13 +15,22 @@
 namespace memstress {
 namespace {
 
-// A scalar's text. YAML is Unicode, but yaml-cpp passes bytes that are not UTF-8 through, and its emitter
-// (to_yaml: `accept --train --write`) writes each as U+FFFD: a profile changed on its way through training
-// (found by fuzz/profile.cpp; fuzz/regressions/profile/). So such text is refused, naming where.
-std::string text(const YAML::Node& node, const std::string& what) {
+// A scalar's text, as to_yaml (`accept --train --write`) can write it back. YAML is Unicode, but yaml-cpp
+// passes bytes that are not UTF-8 through and its emitter writes each as U+FFFD; and it writes a control
+// character as it is in a plain scalar, where a trailing '\r' then reads as the end of the line. Either way
+// a profile changed on its way through training (found by fuzz/profile.cpp; fuzz/regressions/profile/), so
+// such text is refused, naming where. Tabs are text; line breaks only where `multiline` (description).
+std::string text(const YAML::Node& node, const std::string& what, bool multiline = false) {
   std::string s = node.as<std::string>();
   if (valid_utf8(s) != s) {
     throw InputError(fmt::format("{}: not UTF-8 text", what));
+  }
+  const auto control = [&](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && c != '\t' && !(multiline && c == '\n')) || byte == 0x7f;
+  };
+  if (std::any_of(s.begin(), s.end(), control)) {
+    throw InputError(fmt::format("{}: holds a control character", what));
   }
   return s;
 }
@@ -148,7 +157,7 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
   try {
     p.name = required(root, "name", name);
     p.gpu = required(root, "gpu", name);
-    p.description = root["description"] ? text(root["description"], name + ": `description`") : "";
+    p.description = root["description"] ? text(root["description"], name + ": `description`", true) : "";
     if (!root["runs"] || !root["runs"].IsSequence() || !root["checks"] || !root["checks"].IsSequence()) {
       throw InputError(fmt::format("{}: needs `runs` and `checks`, each a list", name));
     }

@@ -68,6 +68,24 @@ TEST(AcceptProfile, BadProfilesNameTheFileAndTheProblem) {
   EXPECT_EQ(message("name: x\ngpu: y\nruns: [{workload: w, params: {bytes: \"1\xc3G\"}}]\nchecks: []\n"),
             "p.yaml: runs[0].params.bytes: not UTF-8 text");
   EXPECT_EQ(message("name: caf\xc3\xa9\ngpu: y\nruns: []\nchecks: []\n"), "no error");  // UTF-8 is fine
+  // A trailing '\r' was written back plain and read as the end of its line: control characters are refused
+  // (tabs are text, and a description has lines).
+  EXPECT_EQ(
+      message("name: x\ngpu: y\nruns: []\nchecks: [{name: c, workload: w, metric: \"m\\r\", max: 0}]\n"),
+      "p.yaml: checks[0]: `metric`: holds a control character");
+  EXPECT_EQ(message("name: \"a\\tb\"\ngpu: y\ndescription: \"one\\ntwo\"\nruns: []\nchecks: []\n"),
+            "no error");
+}
+
+TEST(AcceptProfile, AProfileWithWindowsLineEndingsReadsTheSame) {
+  std::string crlf;
+  for (const char c : std::string(kProfile)) {
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  }
+  const Profile p = parse_profile(crlf, "t.yaml");
+  ASSERT_EQ(p.checks.size(), 4U);
+  EXPECT_EQ(p.checks[0].name, "h2d");
+  EXPECT_EQ(p.runs[0].params[0].second, "h2d,d2h");
 }
 
 TEST(AcceptProfile, ChecksTakeTheWorstMatchedRowAndBothDirections) {
