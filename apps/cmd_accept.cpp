@@ -16,7 +16,9 @@
 #include "harness/compare/results.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/interrupt.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/core/log.hpp"
 #include "harness/core/version.hpp"
 #include "harness/dist/job.hpp"
 #include "harness/dist/nccl_comm.hpp"
@@ -88,7 +90,7 @@ RowsFrom rows_from(const std::vector<std::string>& files) {
 // Runs the profile on this rank (under mpirun: on every rank, one GPU each, as `run` does) and returns
 // every rank's rows on rank 0 (none on the other ranks).
 AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv,
-                       World& world) {
+                       InterruptWatch& interrupts, World& world) {
   const Registry registry = suites::builtin_registry();
   std::vector<PlannedCase> cases;
   std::vector<std::string> in_turn;  // workloads run one rank at a time
@@ -155,6 +157,15 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
     out = f.out;
   }
   ResultSink sink(std::move(header), out);
+  // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted --out document (Note [Interrupted runs]).
+  const InterruptWatch::Handler on_signal = interrupts.on_interrupt([&](int signal) {
+    if (sink.finish(RunStatus::aborted, fmt::format("interrupted by {} after {} finished row(s)",
+                                                    signal_name(signal), sink.rows())) &&
+        writer) {
+      note("interrupted by {}: nothing judged{}", signal_name(signal),
+           f.out.empty() ? std::string() : fmt::format("; the rows so far are in {}", f.out));
+    }
+  });
   RunOptions options;
   options.quiet = f.quiet || !writer;
   options.world = &world;
@@ -259,8 +270,9 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
     return judge(f, profile, from.rows, from.ranks);
   }
   // Under mpirun every rank runs the profile on its GPU; rank 0 judges all ranks' rows.
+  InterruptWatch interrupts;  // before MPI, CUDA or any thread exists
   return run_as_job(f.timeout_s, "--timeout", [&](World& world) {
-    const AcceptRows rows = run_profile(f, profile, argv, world);
+    const AcceptRows rows = run_profile(f, profile, argv, interrupts, world);
     return world.rank() == 0 ? judge(f, profile, rows, world.size()) : 0;
   });
 }

@@ -45,19 +45,6 @@ namespace {
 // should not start a run of a million cases. The largest shipped job (--full) has a few hundred.
 constexpr std::size_t kDefaultMaxCases = 10'000;
 
-std::string signal_name(int signal) {
-  switch (signal) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return fmt::format("signal {}", signal);
-  }
-}
-
 struct RunFlags {
   std::vector<std::string> workloads;
   std::vector<std::string> params;
