@@ -26,7 +26,7 @@ TEST_F(SmokeTest, SmokeWorkloadsPassWithDataVerifiedOnTheDevice) {
   opt.repetitions = 3;
   opt.quiet = true;
   EXPECT_EQ(Runner(alloc, opt).run(cases, sink), 0);
-  for (const Row& row : sink.record().rows) {
+  for (const Row& row : sink.full_rows()) {  // samples included
     EXPECT_EQ(row.verdict, Verdict::pass) << row.workload << " " << row.case_label() << ": " << row.reason;
     EXPECT_GT(row.checked, 0U);
     EXPECT_EQ(row.errors, 0U);
