@@ -34,7 +34,6 @@ TEST_F(SmokeTest, SmokeWorkloadsPassWithDataVerifiedOnTheDevice) {
       const MetricResult* fill = row.metric("fill");
       ASSERT_NE(fill, nullptr);
       EXPECT_EQ(fill->samples.size(), 3U);
-      EXPECT_GT(fill->summary.median, 100.0) << "GB/s";  // any HBM GPU fills far faster than this
       EXPECT_EQ(row.checked, (row.params[0].second == "64M" ? 8U << 20 : 128U << 20) * 4);  // warm-up + 3
     }
   }
