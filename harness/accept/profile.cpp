@@ -26,6 +26,30 @@ std::string_view kind_of(const YAML::Node& node) {
   return node.IsMap() ? "a map" : node.IsSequence() ? "a list" : node.IsNull() ? "empty" : "a value";
 }
 
+// " (line 3: `gpu: *nowhere`)": the text of the line a parse error points at, so that an error yaml-cpp words
+// without a key (an alias to an anchor never defined) names the key too. Long lines are cut.
+std::string quoted_line(const std::string& yaml, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) {
+    return "";
+  }
+  std::size_t start = 0;
+  for (int line = 0; line < mark.line; ++line) {
+    start = yaml.find('\n', start);
+    if (start == std::string::npos) {
+      return "";
+    }
+    ++start;
+  }
+  std::string text = yaml.substr(start, yaml.find('\n', start) - start);
+  const std::size_t first = text.find_first_not_of(" \t");
+  text = first == std::string::npos ? std::string() : text.substr(first);
+  constexpr std::size_t kMaxShown = 80;
+  if (text.size() > kMaxShown) {
+    text = text.substr(0, kMaxShown) + "...";
+  }
+  return text.empty() ? "" : fmt::format(" (line {}: `{}`)", mark.line + 1, text);
+}
+
 // Note [Keys of a profile]. yaml-cpp keeps the first of two equal keys and ignores keys nobody asks for, so
 // a typo (`factr: 0.9`) or a key written twice would be judged with a value the user never meant. Every map
 // is read through check_keys: its keys must be single values, each at most once, and (`allowed` not
@@ -196,7 +220,7 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
     // file"; its mark is where its scanner stood, not where the nesting went too deep.
     throw InputError(fmt::format("{}: nested {} or more levels deep: refused", name, e.depth()));
   } catch (const YAML::Exception& e) {
-    throw InputError(fmt::format("{}: not YAML: {}", name, e.what()));
+    throw InputError(fmt::format("{}: not YAML: {}{}", name, e.what(), quoted_line(yaml, e.mark)));
   }
   if (!root.IsMap()) {
     throw InputError(fmt::format("{}: not an acceptance profile (a map with name, gpu, runs, checks)", name));

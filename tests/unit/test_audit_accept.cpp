@@ -74,10 +74,10 @@ TEST(AuditProfile, AliasesOfTheWrongKindNameTheKeyAndLine) {
   EXPECT_NE(e.find("p.yaml: runs[0].params: `bytes` must be a single value, not a list (line 3)"),
             std::string::npos)
       << e;
-  // An alias to an anchor never defined: yaml-cpp names the line.
+  // An alias to an anchor never defined: yaml-cpp names the line only; the line's text names the key.
   e = error_of("name: x\ngpu: *nowhere\nruns: []\nchecks: []\n");
   EXPECT_NE(e.find("p.yaml: not YAML"), std::string::npos) << e;
-  EXPECT_NE(e.find("line 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("(line 2: `gpu: *nowhere`)"), std::string::npos) << e;  // the key, with yaml-cpp's words
   EXPECT_EQ(e.find("internal"), std::string::npos) << e;
 }
 
