@@ -15,13 +15,24 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what);
 
 // Formats with binary suffixes, exact where it can ("64M", "1G", "1536K", "100B"), otherwise with two
 // decimals ("1.50G" is never produced for an exact 1536M). Round-trips through parse_bytes when exact.
+// For messages; where the value must survive, use exact_bytes.
 std::string format_bytes(std::uint64_t bytes);
+
+// Always exact: the largest binary suffix that divides the value ("64M", "1536K", "1050000B"), so that
+// parse_bytes(exact_bytes(v)) == v for every v. The canonical form of a size parameter.
+std::string exact_bytes(std::uint64_t bytes);
 
 // PyTorch's human form, for messages: "512 bytes", "1.50 KiB", "20.00 MiB", "79.19 GiB".
 std::string human_bytes(std::uint64_t bytes);
 
 // Geometric (factor > 1) or arithmetic (increment > 0) size sweep from begin to end inclusive, as
 // nccl-tests' -b/-e/-f/-i. Exactly one of factor/increment is used: increment wins when non-zero.
+// A geometric step is size x factor rounded down to a whole byte (as nccl-tests truncates; a product
+// within a billionth of a whole number counts as that number), and at least one byte larger than the step
+// before, so the sizes strictly increase (-b 1000 -e 1400 -f 1.1: 1000, 1100, 1210, 1331; -b 1 -f 1.5:
+// 1, 2, 3, 4, 6, 9).
+// Throws InputError naming -b, -e or -f for a first size of 0, an end below the beginning, or a factor
+// that is not a finite number greater than 1.
 std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, double factor,
                                       std::uint64_t increment);
 

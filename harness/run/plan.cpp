@@ -66,11 +66,14 @@ void check_overrides_apply(const std::vector<const Workload*>& selected, const P
 std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, const PlanRequest& request) {
   std::vector<std::string> raw =
       request.full && !spec.full_defaults.empty() ? spec.full_defaults : spec.defaults;
+  // Who gave the values, for messages: -b/-e/-f or -p (the defaults are valid).
+  std::string what = fmt::format("-p {}.{}", w.name(), spec.name);
   if (spec.name == kSizeAxis && request.sizes) {
     raw.clear();
     for (const std::uint64_t size : *request.sizes) {
-      raw.push_back(format_bytes(size));
+      raw.push_back(exact_bytes(size));
     }
+    what = fmt::format("-b/-e/-f (the sizes of {}.{})", w.name(), spec.name);
   }
   // A scoped override (-p smoke.bytes=…) wins over an unscoped one (-p bytes=…); the last of each wins.
   const ParamOverride* chosen = nullptr;
@@ -84,10 +87,11 @@ std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, c
   }
   if (chosen != nullptr) {
     raw = chosen->values;
+    what = fmt::format("-p {}.{}", w.name(), spec.name);
   }
   std::vector<std::string> values;
   for (const std::string& v : raw) {
-    std::string c = spec.canonical(v, fmt::format("-p {}.{}", w.name(), spec.name));
+    std::string c = spec.canonical(v, what);
     if (std::find(values.begin(), values.end(), c) == values.end()) {
       values.push_back(std::move(c));
     }
@@ -133,6 +137,11 @@ std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest&
     for (auto& values : partial) {
       ParamSet params(std::move(values));
       if (w->applies(params)) {
+        try {
+          w->validate(params);
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("-p {}: {}", w->name(), e.what()));
+        }
         const bool in_turn =
             std::find(request.in_turn.begin(), request.in_turn.end(), w->name()) != request.in_turn.end();
         cases.push_back(PlannedCase{w, std::move(params), in_turn});

@@ -31,7 +31,8 @@ struct PlanRequest {
 // Expands the selected workloads into cases (the Cartesian product of their axes, in declaration order).
 // Everything is validated first: an unknown workload, an axis no selected workload has, a value of the
 // wrong type, -b/-e/-f with no `bytes` axis, or an --in-turn workload that is not selected or whose ranks
-// work together throws InputError before any case runs.
+// work together, or a case whose values do not go together (Workload::validate: sizes' min_bytes above its
+// max_bytes) throws InputError before any case runs.
 std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest& request);
 
 }  // namespace memstress
