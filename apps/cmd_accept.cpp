@@ -2,6 +2,7 @@
 // or judge results already measured (--from), or write a profile's golden values from a run (--train).
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,7 +17,10 @@
 #include "harness/compare/results.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/exit_code.hpp"
+#include "harness/core/interrupt.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/core/log.hpp"
 #include "harness/core/version.hpp"
 #include "harness/dist/job.hpp"
 #include "harness/dist/nccl_comm.hpp"
@@ -88,7 +92,7 @@ RowsFrom rows_from(const std::vector<std::string>& files) {
 // Runs the profile on this rank (under mpirun: on every rank, one GPU each, as `run` does) and returns
 // every rank's rows on rank 0 (none on the other ranks).
 AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv,
-                       World& world) {
+                       InterruptWatch& interrupts, World& world) {
   const Registry registry = suites::builtin_registry();
   std::vector<PlannedCase> cases;
   std::vector<std::string> in_turn;  // workloads run one rank at a time
@@ -155,6 +159,15 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
     out = f.out;
   }
   ResultSink sink(std::move(header), out);
+  // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted --out document (Note [Interrupted runs]).
+  const InterruptWatch::Handler on_signal = interrupts.on_interrupt([&](int signal) {
+    if (sink.finish(RunStatus::aborted, fmt::format("interrupted by {} after {} finished row(s)",
+                                                    signal_name(signal), sink.rows())) &&
+        writer) {
+      note("interrupted by {}: nothing judged{}", signal_name(signal),
+           f.out.empty() ? std::string() : fmt::format("; the rows so far are in {}", f.out));
+    }
+  });
   RunOptions options;
   options.quiet = f.quiet || !writer;
   options.world = &world;
@@ -213,34 +226,56 @@ std::string junit_of(const Profile& profile,
 // Judges (or trains from) `rows`, produced by `ranks` ranks; prints a line per check and the verdict.
 int judge(const AcceptFlags& f, Profile& profile, const AcceptRows& rows, int ranks) {
   if (f.train) {
-    const std::vector<std::string> untrained = train(profile, rows);
+    const std::vector<Untrained> untrained = train(profile, rows);
     const std::string target = f.write.empty() ? f.profile : f.write;
     write_file_atomically(target, to_yaml(profile), "--write");
     fmt::print("trained the golden values of {} profile {} into {}\n", profile.name, profile.gpu, target);
-    for (const std::string& name : untrained) {
-      fmt::print("  not trained (no matching row in these results): {}\n", name);
+    for (const Untrained& u : untrained) {
+      fmt::print("  not trained ({}): {}\n", u.why, u.check);
     }
     return 0;
   }
   std::vector<std::pair<const AcceptCheck*, CheckOutcome>> results;
   int passed = 0;
   int skipped = 0;
+  int not_run = 0;  // skipped because their cases were (no real GPU, too few GPUs)
   for (const AcceptCheck& check : profile.checks) {
     results.emplace_back(&check, evaluate(check, rows, ranks));
     const CheckOutcome& o = results.back().second;
     passed += o.pass ? 1 : 0;
     skipped += o.skipped ? 1 : 0;
+    not_run += o.not_run ? 1 : 0;
     fmt::print("{}  {}: {}\n", o.skipped ? "SKIP" : o.pass ? "PASS" : "FAIL", check.name, o.detail);
   }
   const int judged = static_cast<int>(results.size()) - skipped;
-  const bool ok = passed == judged;
-  fmt::print("verdict: {} ({} of {} checks passed{}; profile {}, {}, {} rank{})\n", ok ? "PASS" : "FAIL",
-             passed, judged, skipped > 0 ? fmt::format(", {} skipped", skipped) : std::string(), profile.name,
-             profile.gpu, ranks, ranks == 1 ? "" : "s");
+  const std::string about =
+      fmt::format("profile {}, {}, {} rank{}", profile.name, profile.gpu, ranks, ranks == 1 ? "" : "s");
   if (!f.junit.empty()) {
     write_file_atomically(f.junit, junit_of(profile, results), "--junit");
   }
-  return ok ? 0 : 1;
+  // Note [Nothing judged is not a pass]: a pass needs at least one check judged and none that could not be
+  // judged for want of hardware; exit 1 when there is nothing to judge, 3 when the environment lacked it.
+  if (results.empty()) {
+    fmt::print("verdict: NOT JUDGED (the profile has no checks: nothing to judge; {})\n", about);
+    return to_int(ExitCode::check_failed);
+  }
+  if (passed < judged) {
+    fmt::print("verdict: FAIL ({} of {} checks passed{}; {})\n", passed, judged,
+               skipped > 0 ? fmt::format(", {} skipped", skipped) : std::string(), about);
+    return to_int(ExitCode::check_failed);
+  }
+  if (judged == 0 || not_run > 0) {
+    fmt::print(
+        "verdict: NOT JUDGED ({} of {} checks judged, {} skipped{}: this device or job lacks what they "
+        "need; {})\n",
+        judged, results.size(), skipped,
+        not_run > 0 ? fmt::format(", {} of them because their cases were skipped", not_run) : std::string(),
+        about);
+    return to_int(ExitCode::env_missing);
+  }
+  fmt::print("verdict: PASS ({} of {} checks passed{}; {})\n", passed, judged,
+             skipped > 0 ? fmt::format(", {} skipped", skipped) : std::string(), about);
+  return to_int(ExitCode::ok);
 }
 
 int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
@@ -250,17 +285,27 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
   Profile profile = load_profile(f.profile);
   if (!f.from.empty()) {
     const RowsFrom from = rows_from(f.from);
+    if (from.rows.empty() && !f.train) {
+      // A run that ended before its first case: nothing was measured, which is not a pass.
+      fmt::print(stderr,
+                 "memstress: --from {}: no rows (a run that ended before its first case?): nothing to "
+                 "judge\n",
+                 fmt::join(f.from, ", "));
+      return to_int(ExitCode::check_failed);
+    }
     if (!f.any_gpu && from.gpu != profile.gpu) {
       throw InputError(
           fmt::format("--profile {}: its thresholds are for {}, and the results are from {} (--any-gpu "
                       "to judge them anyway)",
-                      f.profile, profile.gpu, from.gpu));
+                      f.profile, profile.gpu,
+                      from.gpu.empty() ? std::string("an unknown GPU (they name none)") : from.gpu));
     }
     return judge(f, profile, from.rows, from.ranks);
   }
   // Under mpirun every rank runs the profile on its GPU; rank 0 judges all ranks' rows.
+  InterruptWatch interrupts;  // before MPI, CUDA or any thread exists
   return run_as_job(f.timeout_s, "--timeout", [&](World& world) {
-    const AcceptRows rows = run_profile(f, profile, argv, world);
+    const AcceptRows rows = run_profile(f, profile, argv, interrupts, world);
     return world.rank() == 0 ? judge(f, profile, rows, world.size()) : 0;
   });
 }
@@ -278,9 +323,9 @@ Subcommand add_accept(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--from", flags->from,
                   "Judge these results (memstress run --out files) instead of running");
   sub->add_flag("--train", flags->train, "Write the measured values into the profile as its golden values");
-  sub->add_option("--write", flags->write,
-                  "With --train: write the trained profile here instead of --profile")
-      ->check(a_path());
+  CLI::Option* write = sub->add_option("--write", flags->write,
+                                       "With --train: write the trained profile here instead of --profile")
+                           ->check(a_path());
   sub->add_option("-o,--out", flags->out, "Write the run's results (memstress.run/1) to FILE")
       ->check(a_path());
   sub->add_option("--junit", flags->junit, "Also write the checks as JUnit XML to FILE")->check(a_path());
@@ -289,7 +334,11 @@ Subcommand add_accept(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--timeout", flags->timeout_s,
                   "Under mpirun: seconds to wait for a late rank before the job is aborted")
       ->capture_default_str();
-  return {sub, [flags, argv = std::move(argv)] {
+  return {sub, [flags, write, argv = std::move(argv)] {
+            if (write->count() > 0 && !flags->train) {
+              throw InputError(fmt::format("--write {}: writes the trained profile, so it goes with --train",
+                                           flags->write));
+            }
             const ProfileChoice choice = choose_profile(flags->profile);
             if (choice.shipped && flags->train && flags->write.empty()) {
               throw InputError(

@@ -1,5 +1,6 @@
 // memstress compare BASE NEW: reads two results files, judges every metric's change and prints it
-// (harness/compare). Exit 1 on a regression (a metric WORSE, or a row pass -> fail/error), 2 on bad input.
+// (harness/compare). Exit 1 on a regression (a metric WORSE, or a row pass -> fail/error) or when either side
+// has no rows (nothing compared), 2 on bad input.
 
 #include <fmt/format.h>
 
@@ -31,7 +32,7 @@ int compare_command(const CompareFlags& f) {
   const std::string out =
       f.format == "json" ? json_text(compare::comparison_json(c), 2) + "\n" : compare::format_table(c);
   std::fputs(out.c_str(), stdout);
-  return to_int(c.regressed() ? ExitCode::check_failed : ExitCode::ok);
+  return to_int(c.failed() ? ExitCode::check_failed : ExitCode::ok);
 }
 
 }  // namespace

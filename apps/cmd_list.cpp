@@ -1,8 +1,9 @@
-// memstress list: the registered workloads, their axes with defaults, and what they need.
+// memstress list: the registered workloads, their axes with defaults and bounds, and what they need.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -25,18 +26,31 @@ std::string needs(const Requirements& req) {
   return parts.empty() ? "any device (the simulated one too)" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// An axis's bounds as `list` shows them: "1 to 32", "at least 16" (nothing for choices, text, booleans).
+std::string bounds_text(const ParamSpec& p) {
+  if (p.type != ParamType::integer && p.type != ParamType::bytes && p.type != ParamType::real) {
+    return "";
+  }
+  if (std::isfinite(p.maximum)) {
+    return fmt::format(", {} to {}", p.bound_text(p.minimum), p.bound_text(p.maximum));
+  }
+  return fmt::format(", at least {}", p.bound_text(p.minimum));
+}
+
 nlohmann::json list_json(const Registry& registry) {
   nlohmann::json workloads = nlohmann::json::array();
   for (const auto& w : registry.all()) {
     nlohmann::json params = nlohmann::json::array();
     for (const ParamSpec& p : w->params()) {
-      params.push_back({{"name", p.name},
-                        {"type", to_string(p.type)},
-                        {"defaults", p.defaults},
-                        {"full_defaults", p.full_defaults.empty() ? p.defaults : p.full_defaults},
-                        {"choices", p.choices},
-                        {"minimum", p.minimum},
-                        {"help", p.help}});
+      params.push_back(
+          {{"name", p.name},
+           {"type", to_string(p.type)},
+           {"defaults", p.defaults},
+           {"full_defaults", p.full_defaults.empty() ? p.defaults : p.full_defaults},
+           {"choices", p.choices},
+           {"minimum", p.minimum},
+           {"maximum", std::isfinite(p.maximum) ? nlohmann::json(p.maximum) : nlohmann::json(nullptr)},
+           {"help", p.help}});
     }
     const Requirements req = w->requirements();
     workloads.push_back({{"name", w->name()},
@@ -64,8 +78,8 @@ std::string list_text(const Registry& registry) {
         w->summary(), needs(w->requirements()));
     for (const ParamSpec& p : w->params()) {
       const auto& full = p.full_defaults.empty() ? p.defaults : p.full_defaults;
-      out += fmt::format("  -p {}={}  ({}; --full: {}){}{}\n", p.name, fmt::join(p.defaults, ","),
-                         to_string(p.type), fmt::join(full, ","),
+      out += fmt::format("  -p {}={}  ({}{}; --full: {}){}{}\n", p.name, fmt::join(p.defaults, ","),
+                         to_string(p.type), bounds_text(p), fmt::join(full, ","),
                          p.choices.empty() ? "" : fmt::format(" one of {}", fmt::join(p.choices, "|")),
                          p.help.empty() ? "" : "  " + p.help);
     }

@@ -6,10 +6,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -41,19 +44,6 @@
 namespace memstress::app {
 namespace {
 
-std::string signal_name(int signal) {
-  switch (signal) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return fmt::format("signal {}", signal);
-  }
-}
-
 struct RunFlags {
   std::vector<std::string> workloads;
   std::vector<std::string> params;
@@ -70,7 +60,7 @@ struct RunFlags {
   std::string out;
   int repetitions = 5;
   int warmup = 1;
-  std::uint64_t seed = 1;
+  std::string seed = "1";
   bool full = false;
   bool quiet = false;
   std::string junit;
@@ -90,8 +80,26 @@ std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
     throw InputError("-b/--minbytes and -e/--maxbytes go together");
   }
   const std::uint64_t increment = f.stepbytes.empty() ? 0 : parse_bytes(f.stepbytes, "-i/--stepbytes");
+  if (!f.stepbytes.empty() && increment == 0) {
+    throw InputError(fmt::format("-i/--stepbytes '{}': the step must be at least 1 byte", f.stepbytes));
+  }
   return size_sweep(parse_bytes(f.minbytes, "-b/--minbytes"), parse_bytes(f.maxbytes, "-e/--maxbytes"),
                     f.stepfactor, increment, f.max_cases);
+}
+
+// --seed: a whole number from 0 to 2^64 - 1, written in decimal digits (no sign, fraction or exponent: a
+// seed that does not fit is a usage error, never a silently different seed).
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t seed = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, seed);
+  const bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || ec != std::errc{} || ptr != end) {
+    throw InputError(fmt::format("--seed '{}': expected a whole number from 0 to {}", text,
+                                 std::numeric_limits<std::uint64_t>::max()));
+  }
+  return seed;
 }
 
 nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, const PlanRequest& request) {
@@ -111,7 +119,7 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
           {"host_memory", f.host_memory},
           {"repetitions", f.repetitions},
           {"warmup", f.warmup},
-          {"seed", f.seed},
+          {"seed", parse_seed(f.seed)},
           {"full", f.full},
           {"timeout_s", f.timeout_s},
           {"straggler_pct", f.straggler_pct},
@@ -197,7 +205,7 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   RunOptions options;
   options.repetitions = f.repetitions;
   options.warmup = f.warmup;
-  options.seed = f.seed;
+  options.seed = parse_seed(f.seed);
   options.quiet = f.quiet || !writer;
   options.world = &world;
   options.nccl = nccl.get();
@@ -256,6 +264,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   in.request.workloads = f.workloads;
   in.request.full = f.full;
   in.request.sizes = size_axis(f);
+  static_cast<void>(parse_seed(f.seed));
   in.request.in_turn = f.in_turn;
   in.request.max_cases = f.max_cases;
   for (const std::string& p : f.params) {
@@ -356,7 +365,9 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("-w,--warmup", flags->warmup, "Untimed repetitions before them")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
-  sub->add_option("--seed", flags->seed, "Seed for data patterns and random choices")->capture_default_str();
+  sub->add_option("--seed", flags->seed, "Seed for data patterns and random choices (0 to 2^64 - 1)")
+      ->type_name("UINT")
+      ->capture_default_str();
   sub->add_option("--format", flags->format, "stdout format: table, json or csv")
       ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();

@@ -11,7 +11,8 @@ allocation). With --record, the memstress recorder (python/memstress_torch.py) r
 first allocation, with Python stacks unless --stacks none, and writes the snapshot (at an OOM too). The
 result (--out, else stdout) is PyTorch's own account: torch.cuda.max_memory_reserved() and
 max_memory_allocated() over the whole run, and whether it ran out of memory. Exit 0 whether or not it ran
-out (that is a finding); 2 bad usage; 3 no CUDA.
+out (that is a finding); 2 bad usage (an --out that exists and is not a regular file: scripts/ms_output.py);
+3 no CUDA.
 
 Programs (each deterministic: fixed seeds, fixed shapes for a batch size):
   transformer_amp   encoder training (d_model 512, 6 layers, sequence 256), bf16 autocast, AdamW
@@ -32,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import ms_output  # noqa: E402
+
 PROGRAMS = ("transformer_amp", "cnn_train", "infer_varying", "gpt_checkpoint", "leak_train", "fixed_train")
 
 
@@ -167,6 +171,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--stacks", default="python", choices=("python", "none"))
     parser.add_argument("--out", help="write the result here (JSON)")
     args = parser.parse_args(argv)
+    try:
+        if args.out:
+            ms_output.check_target(args.out, "--out")  # before the program runs, not after
+    except ms_output.OutputError as e:
+        print(f"doctor_programs.py: {e}", file=sys.stderr)
+        return 2
     import torch
 
     if not torch.cuda.is_available():
@@ -202,7 +212,11 @@ def main(argv: list[str]) -> int:
         recorder.stop()
     text = json.dumps(result)
     if args.out:
-        Path(args.out).write_text(text + "\n")
+        try:
+            ms_output.write_text(args.out, "--out", text + "\n")
+        except ms_output.OutputError as e:
+            print(f"doctor_programs.py: {e}", file=sys.stderr)
+            return 2
     else:
         print(text)
     return 0

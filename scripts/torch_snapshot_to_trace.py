@@ -13,7 +13,12 @@ SNAPSHOT is either
 The kind is told from the content, not the name; either may be gzip-compressed. TRACE is a memstress
 trace v1 (``harness/alloc/trace_format.md``, whose section "Converted traces" is the contract this
 script keeps); a name ending in ``.gz`` is written gzip-compressed. A summary goes to stderr.
-Exit codes: 0 converted; 2 bad usage or input (the message names the file), never a traceback.
+Exit codes: 0 converted; 2 bad usage or input (the message names the file), never a traceback. Bad input
+includes a corrupt gzip, a field of the wrong type (``host_traces`` that is not a list, say), times that are
+not finite or beyond 2^53 microseconds, sizes and streams beyond 64 bits, and an output (``-o``, ``--facts``)
+that exists and is not a regular file (scripts/ms_output.py: ``-o /dev/null`` is refused, not replaced).
+Strings the snapshot holds that UTF-8 cannot encode (a file name's stray bytes in a frame) are written as
+U+FFFD; a ``--device`` label with such bytes is refused.
 
 Design
 ------
@@ -72,11 +77,11 @@ import gzip
 import io
 import json
 import math
-import os
 import pickle
 import re
+import reprlib
 import sys
-import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -85,6 +90,7 @@ from pathlib import Path
 from typing import IO, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ms_output  # noqa: E402
 from snapshot_sites import SiteTable, alloc_conf_of  # noqa: E402
 
 PROG = "torch_snapshot_to_trace"
@@ -95,6 +101,16 @@ TRACE_COLUMNS = "seq,time_ns,action,id,bytes,stream,device"
 RMM_HEADER = "Thread,Time,Action,Pointer,Size,Stream"
 GZIP_MAGIC = b"\x1f\x8b"
 U64 = (1 << 64) - 1
+I64_MIN = -(1 << 63)  # streams are pointers: PyTorch may record one as a negative int64 (written & U64)
+MAX_TIME_US = 1 << 53  # floats hold microseconds exactly to here (285 years); x1000 still fits 64 bits
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
+
+
+def show(value: Any) -> str:
+    """A short, safe repr for messages: a value from the input may be huge or nested 100,000 levels deep."""
+    return _REPR.repr(value)
 
 # PyTorch's block states (torch/csrc/cuda/memory_snapshot.cpp writes active_pending_free; the
 # docstring of torch.cuda.memory._snapshot calls the same state active_awaiting_free).
@@ -330,13 +346,14 @@ def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
     return alloc_sites, segment_addresses
 
 
-def open_output(path: Path) -> tuple[IO[str], Path]:
-    """A temporary file beside `path` (renamed over it once complete), gzip when the name ends in .gz."""
+def open_output(path: Path) -> tuple[IO[str], ms_output.AtomicFile]:
+    """A temporary file beside `path` (renamed over it by its commit()), gzip when the name ends in .gz; a
+    `path` that exists and is not a regular file is refused (ms_output)."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as e:
-        raise InputError(f"{path}: cannot write the trace: {e.strerror or e}") from None
-    raw = os.fdopen(fd, "wb")
+        atomic = ms_output.AtomicFile(path, "-o")
+    except ms_output.OutputError as e:
+        raise InputError(str(e)) from None
+    raw = atomic.file
     if path.name.endswith(".gz"):
         binary: IO[bytes] = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
     else:
@@ -345,7 +362,7 @@ def open_output(path: Path) -> tuple[IO[str], Path]:
     if binary is not raw:
         # Closing the text wrapper closes the GzipFile, which leaves the file it wraps open.
         text._memstress_raw = raw  # type: ignore[attr-defined]
-    return text, Path(tmp)
+    return text, atomic
 
 
 def close_output(text: IO[str]) -> None:
@@ -375,7 +392,7 @@ def read_input(path: Path) -> bytes:
     if data.startswith(GZIP_MAGIC):
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
+        except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; zlib.error is not
             raise InputError(f"{path}: broken gzip file: {e}") from None
     return data
 
@@ -404,7 +421,9 @@ def _field(entry: Any, key: str, where: str, path: Path, *, default: Any = ...) 
         raise InputError(f"{path}: {where}: no '{key}'")
     value = entry[key]
     if not _is_int(value):
-        raise InputError(f"{path}: {where}: '{key}' is {value!r}, not an integer")
+        raise InputError(f"{path}: {where}: '{key}' is {show(value)}, not an integer")
+    if not I64_MIN <= value <= U64:
+        raise InputError(f"{path}: {where}: '{key}' is {show(value)}, beyond 64 bits")
     return value
 
 
@@ -438,7 +457,10 @@ def _device_entries(trace: list, device: int, path: Path, summary: Summary) -> l
             summary.untimed += 1
             t = last if last is not None else 0
         elif not isinstance(t, (int, float)) or isinstance(t, bool):
-            raise InputError(f"{path}: {where}: 'time_us' is {t!r}, not a number")
+            raise InputError(f"{path}: {where}: 'time_us' is {show(t)}, not a number")
+        elif not (isinstance(t, int) or math.isfinite(t)) or abs(t) > MAX_TIME_US:
+            raise InputError(f"{path}: {where}: 'time_us' is {show(t)}, not a time (finite, at most 2^53 "
+                             "microseconds)")
         if last is not None and t < last:
             summary.clamped += 1
             summary.max_clamp_ns = max(summary.max_clamp_ns, round((last - t) * 1000))
@@ -460,16 +482,20 @@ def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilde
     missing = [key for key in ("segments", "device_traces") if key not in snapshot]
     if missing:
         named = " nor ".join(repr(k) for k in missing)
+        keys = sorted(show(k) if not isinstance(k, str) else k for k in list(snapshot)[:100])
         raise InputError(f"{path}: not a PyTorch memory snapshot: no {named} "
-                         f"(keys: {', '.join(sorted(map(str, snapshot)))[:200]})")
+                         f"(keys: {', '.join(keys)[:200]})")
     traces, segments = snapshot["device_traces"], snapshot["segments"]
     if not isinstance(traces, list) or not all(isinstance(t, list) for t in traces):
         raise InputError(f"{path}: 'device_traces' is not a list of lists (one per device)")
     if not isinstance(segments, list):
         raise InputError(f"{path}: 'segments' is not a list")
-    for key in ("host_traces", "host_segments"):
-        if snapshot.get(key):
-            summary.skipped[f"{key} (pinned host memory)"] += len(snapshot[key])
+    for key in ("host_traces", "host_segments"):  # pinned host memory: left out, but a snapshot's are lists
+        value = snapshot.get(key)
+        if value is not None and not isinstance(value, list):
+            raise InputError(f"{path}: '{key}' is {type(value).__name__} {show(value)}, not a list")
+        if value:
+            summary.skipped[f"{key} (pinned host memory)"] += len(value)
 
     per_device = [_device_entries(trace, d, path, summary) for d, trace in enumerate(traces)]
     timed = [e.time_us for entries in per_device for e in entries]
@@ -480,16 +506,17 @@ def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilde
     _apply_segments(builder, segments, path)
     builder.metadata["alloc_conf"] = alloc_conf_of(snapshot.get("allocator_settings"))
     recorder = snapshot.get("memstress")  # the recorder's notes: flat, and only scalars are kept
-    builder.metadata["recorder"] = {str(k): v for k, v in recorder.items()
-                                    if v is None or isinstance(v, (str, int, bool))
-                                    or (isinstance(v, float) and math.isfinite(v))} \
+    builder.metadata["recorder"] = {k: v for k, v in recorder.items()
+                                    if isinstance(k, str) and (v is None or isinstance(v, (str, bool))
+                                                               or (_is_int(v) and I64_MIN <= v <= U64)
+                                                               or (isinstance(v, float) and math.isfinite(v)))} \
         if isinstance(recorder, dict) else None
     return builder
 
 
 def _apply_entry(builder: TraceBuilder, item: _Entry, t0: float, path: Path, summary: Summary) -> None:
     entry, device = item.entry, f"cuda:{item.device_index}"
-    where = f"device_traces[{item.device_index}][{item.index}] ({entry['action']})"
+    where = f"device_traces[{item.device_index}][{item.index}] ({show(entry['action'])[1:-1]})"
     action = entry["action"]
     t = round((item.time_us - t0) * 1000)
     if action in ADDRESSED_ACTIONS:
@@ -523,7 +550,7 @@ def _apply_entry(builder: TraceBuilder, item: _Entry, t0: float, path: Path, sum
 def _apply_segments(builder: TraceBuilder, segments: list, path: Path) -> None:
     for s, segment in enumerate(segments):
         where = f"segments[{s}]"
-        device = f"cuda:{_field(segment, 'device', where, path)}"
+        device = f"cuda:{_nonneg(_field(segment, 'device', where, path), 'device', where, path)}"
         address = _field(segment, "address", where, path)
         stream = _field(segment, "stream", where, path, default=0)
         blocks = segment.get("blocks")
@@ -532,19 +559,20 @@ def _apply_segments(builder: TraceBuilder, segments: list, path: Path) -> None:
         offset = address
         for b, block in enumerate(blocks):
             bwhere = f"{where}.blocks[{b}]"
-            size = _field(block, "size", bwhere, path)
+            size = _nonneg(_field(block, "size", bwhere, path), "size", bwhere, path)
             state = block.get("state")
             addr = _field(block, "address", bwhere, path, default=offset)
             offset = addr + size
             if state == STATE_ALLOCATED or state in STATES_PENDING:
-                requested = _field(block, "requested_size", bwhere, path, default=size)
+                requested = _nonneg(_field(block, "requested_size", bwhere, path, default=size), "requested_size",
+                                    bwhere, path)
                 builder.live_block(device, addr, state, requested or size, stream, block.get("frames"))
             elif state != STATE_INACTIVE:
-                builder.summary.skipped[f"block state {state!r}"] += 1
+                builder.summary.skipped[f"block state {show(state)}"] += 1
         if segment.get("is_expandable"):
             builder.summary.notes["expandable segments: their mappings are not synthesized"] += 1
         else:
-            total = _field(segment, "total_size", where, path)
+            total = _nonneg(_field(segment, "total_size", where, path), "total_size", where, path)
             builder.live_segment(device, address, total, stream)
 
 
@@ -561,7 +589,10 @@ def _rmm_time_us(text: str) -> float:
         h, m, s, frac = match.groups()
         frac_us = int(frac.ljust(6, "0")[:6]) if frac else 0
         return ((int(h) * 60 + int(m)) * 60 + int(s)) * 1_000_000 + frac_us
-    return float(text) * 1_000_000
+    seconds = float(text)
+    if not math.isfinite(seconds) or abs(seconds) * 1_000_000 > MAX_TIME_US:
+        raise ValueError(f"time {text!r} is not finite, or beyond 2^53 microseconds")
+    return seconds * 1_000_000
 
 
 def _rmm_hex(text: str) -> int:
@@ -569,7 +600,10 @@ def _rmm_hex(text: str) -> int:
     text = text.strip()
     if text in ("", "(nil)", "nil", "nullptr", "NULL"):
         return 0
-    return int(text[2:] if text.lower().startswith("0x") else text, 16)
+    value = int(text[2:] if text.lower().startswith("0x") else text, 16)
+    if value > U64:
+        raise ValueError(f"{text[:40]!r} is beyond 64 bits")
+    return value
 
 
 def convert_rmm(text: str, path: Path, device: str, summary: Summary) -> TraceBuilder:
@@ -593,8 +627,10 @@ def convert_rmm(text: str, path: Path, device: str, summary: Summary) -> TraceBu
             ptr = _rmm_hex(pointer)
             size = int(size_text)
             stream = _rmm_hex(stream_text)
+            if size > U64:
+                raise ValueError(f"size {size_text[:40]!r} is beyond 64 bits")
         except ValueError as e:
-            raise InputError(f"{path}:{number}: cannot read {line!r}: {e}") from None
+            raise InputError(f"{path}:{number}: cannot read {show(line)}: {e}") from None
         if size < 0:
             raise InputError(f"{path}:{number}: negative size {size}")
         if last is not None and t < last:
@@ -646,17 +682,12 @@ def facts_document(builder: TraceBuilder, alloc_sites: list[int], segment_addres
 
 
 def write_facts(path: Path, document: dict[str, Any]) -> None:
+    """The facts as JSON, its strings made encodable first (a frame's file name may hold stray bytes: U+FFFD)."""
+    text = json.dumps(ms_output.clean(document), separators=(",", ":"), default=str, allow_nan=False)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as e:
-        raise InputError(f"{path}: cannot write the facts: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(document, f, separators=(",", ":"), default=str)
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError) as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"{path}: cannot write the facts: {e}") from None
+        ms_output.write_text(path, "--facts", text)
+    except ms_output.OutputError as e:
+        raise InputError(str(e)) from None
 
 
 def convert(source: Path, target: Path, device: str | None = None, facts: Path | None = None) -> Summary:
@@ -677,26 +708,26 @@ def convert(source: Path, target: Path, device: str | None = None, facts: Path |
                              "name their devices)")
         builder = convert_snapshot(load_pickle(data, source), source, summary)
 
-    comments = [f"converted from {summary.source_kind} {source.name} by scripts/torch_snapshot_to_trace.py "
+    name = ms_output.clean_text(source.name)  # a name's stray bytes as U+FFFD: the trace is UTF-8
+    comments = [f"converted from {summary.source_kind} {name} by scripts/torch_snapshot_to_trace.py "
                 "(harness/alloc/trace_format.md, 'Converted traces')"]
     if builder.prelude:
         comments.append(f"the first {len(builder.prelude)} lines (time 0) are synthesized: "
                         "blocks and segments that existed before the trace began")
     # Synthesized segments first, then synthesized blocks (each pending one's alloc and free together).
     prelude = sorted(builder.prelude, key=lambda line: line.action != "segment_alloc")
-    out, tmp = open_output(target)
+    out, atomic = open_output(target)
     try:
         alloc_sites, segment_addresses = write_trace(out, [*prelude, *builder.events], comments, summary)
         close_output(out)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it private; a trace is an ordinary file
-        os.replace(tmp, target)
+        atomic.commit()
+    except ms_output.OutputError as e:
+        raise InputError(str(e)) from None
     except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"{target}: cannot write the trace: {e.strerror or e}") from None
+        atomic.discard()
+        raise InputError(f"-o {target}: cannot write the trace: {e.strerror or e}") from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        atomic.discard()
         raise
     if facts is not None:
         write_facts(facts, facts_document(builder, alloc_sites, segment_addresses, summary))
@@ -751,9 +782,15 @@ def main(argv: list[str] | None = None) -> int:
     ms_pyenv.ensure(PROG, __file__, [])  # the project's .venv when there is one (stdlib only otherwise)
     if args.device is not None and not re.fullmatch(r"[^,\s]+", args.device):
         parser.error(f"--device '{args.device}': a label has no commas or spaces (e.g. cuda:0)")
+    if args.device is not None and ms_output.clean_text(args.device) != args.device:
+        parser.error(f"--device '{ms_output.clean_text(args.device)}': not UTF-8 text (a label is written into the "
+                     "trace)")
     try:
+        for flag, path in (("-o", args.output), ("--facts", args.facts)):
+            if path is not None:
+                ms_output.check_target(path, flag)  # before the work, not after it
         summary = convert(args.snapshot, args.output, args.device, args.facts)
-    except InputError as e:
+    except (InputError, ms_output.OutputError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     if not args.quiet:

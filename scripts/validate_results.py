@@ -3,18 +3,21 @@
 
     scripts/validate_results.py FILE...
 
-A FILE ending in .jsonl (or .ndjson) is a JSON Lines stream, checked line by line against
-memstress-rows-1.schema.json: a header line first, then row lines, then at most one footer line, last
-(a run that crashed has none). A document whose "schema" is "memstress.replay/1" (`memstress replay
---out`) is checked against memstress-replay-1.schema.json. Any other FILE is a whole run document,
-checked against memstress-run-1.schema.json. Beyond the schemas, the summary must count the rows' verdicts, no
-row may have more errors than checked items, or pass with errors, and a document's rank_summary (runs
-of several ranks) must be what its rows give: recomputed here, case by case, stragglers included.
+A FILE ending in .jsonl (or .ndjson), or whose first line is a stream's header line (as `memstress compare`
+tells them), is a JSON Lines stream, checked line by line against memstress-rows-1.schema.json: a header line
+first, then row lines, then at most one footer line, last (a run that crashed has none, and may have left its
+last line cut short: that line is left out and said so, as `memstress compare` does). A document whose
+"schema" is "memstress.replay/1" (`memstress replay --out`) is checked against memstress-replay-1.schema.json.
+Any other FILE is a whole run document, checked against memstress-run-1.schema.json. Beyond the schemas, the
+summary must count the rows' verdicts, no row may have more errors than checked items, or pass with errors,
+and a document's rank_summary (runs of several ranks) must be what its rows give: recomputed here, case by
+case, stragglers included.
 
 Prints one line per file, "FILE: ok (N rows)", or "FILE: invalid" followed by the first errors, each
-with its JSON path. Exit codes: 0 all valid; 1 some file invalid; 2 some file unreadable or not JSON
-(or nested more than 128 levels deep: scripts/ms_json.py)
-(or the schemas themselves); 77 the jsonschema package is missing (CTest: SKIP_RETURN_CODE 77).
+with its JSON path. Exit codes: 0 all valid; 1 some file invalid; 2 some file unreadable (missing, a
+directory, not UTF-8), not JSON, not a JSON object, or nested more than 128 levels deep (scripts/ms_json.py)
+(or the schemas themselves); 77 the jsonschema package is missing (CTest: SKIP_RETURN_CODE 77). What UTF-8
+cannot encode in a file's name is printed escaped (as \\udcff).
 The only dependency is jsonschema (>= 4.18, requirements.txt); the script runs under the project's
 .venv when it exists, whatever python started it (scripts/ms_pyenv.py).
 """
@@ -96,9 +99,16 @@ def load_schemas(jsonschema, referencing, schema_dir: Path):
     )
 
 
+MAX_MESSAGE = 300  # characters of one error: jsonschema's messages hold the instance, which may be huge
+
+
 def schema_errors(validator, instance: Any, prefix: str = "") -> list[str]:
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{prefix}{e.json_path}: {e.message}" for e in errors]
+    out = []
+    for e in errors:
+        line = f"{prefix}{e.json_path}: {e.message}"
+        out.append(line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE] + " ...")
+    return out
 
 
 def row_errors(row: Any, path: str) -> list[str]:
@@ -121,7 +131,8 @@ def summary_errors(summary: Any, rows: Iterable[Any], path: str) -> list[str]:
     if not isinstance(summary, dict):
         return []
     rows = list(rows)
-    counts = Counter(r.get("verdict") for r in rows if isinstance(r, dict))
+    # A row of a stream that does not match the schema is still counted (its errors are given already).
+    counts = Counter(r.get("verdict") for r in rows if isinstance(r, dict) and isinstance(r.get("verdict"), str))
     expected = {"rows": len(rows), **{v: counts.get(v, 0) for v in VERDICTS}}
     return [
         f"{path}.{key}: {summary[key]!r}, but the rows say {want}"
@@ -206,13 +217,21 @@ def plural_rows(n: int) -> str:
     return f"{n} row" if n == 1 else f"{n} rows"
 
 
-def check_document(path: Path, run_validator, replay_validator) -> tuple[list[str], str]:
+JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise Unreadable(f"cannot read: {e}") from None
+        return ms_json.read_text(path)
+    except ms_json.Unreadable as e:
+        raise Unreadable(str(e)) from None
+
+
+def check_document(path: Path, run_validator, replay_validator, text: str) -> tuple[list[str], str]:
     doc = parse_json(text, "")
-    if isinstance(doc, dict) and doc.get("schema") == "memstress.replay/1":
+    if not isinstance(doc, dict):
+        raise Unreadable(f"not a memstress document (a JSON {JSON_TYPES.get(type(doc), 'value')}, not an object)")
+    if doc.get("schema") == "memstress.replay/1":
         errors = schema_errors(replay_validator, doc)
         replay = doc.get("replay")
         if not errors and isinstance(replay, dict) and "timeline" in replay:
@@ -237,11 +256,7 @@ def check_document(path: Path, run_validator, replay_validator) -> tuple[list[st
     return errors, note
 
 
-def check_stream(path: Path, line_validator) -> tuple[list[str], str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise Unreadable(f"cannot read: {e}") from None
+def check_stream(path: Path, line_validator, text: str) -> tuple[list[str], str]:
     try:
         ms_json.check_depth(text)  # the whole stream, so the line named is the file's
     except ms_json.TooDeep as e:
@@ -255,12 +270,20 @@ def check_stream(path: Path, line_validator) -> tuple[list[str], str]:
     rows: list[Any] = []
     footer = None
     seen_header = False
+    cut_short = False
     for number, text in enumerate(lines, start=1):
         where = f"line {number}: "
         if not text.strip():
             errors.append(f"{where}empty line")
             continue
-        item = parse_json(text, where)
+        try:
+            item = parse_json(text, where)
+        except Unreadable:
+            # A run killed while writing a row leaves its last line cut short (memstress compare reads the rest).
+            if number == len(lines) > 1 and footer is None:
+                cut_short = True
+                continue
+            raise
         line_errors = schema_errors(line_validator, item, where)
         errors += line_errors
         kind = item.get("type") if isinstance(item, dict) else None
@@ -282,6 +305,8 @@ def check_stream(path: Path, line_validator) -> tuple[list[str], str]:
         note += ", no footer: the run did not finish"
     elif isinstance(footer[1], dict):
         errors += summary_errors(footer[1].get("summary"), rows, f"line {footer[0]}: $.summary")
+    if cut_short:
+        note += f"; its last line (line {len(lines)}) was cut short and is left out"
     return errors, note
 
 
@@ -294,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schema-dir", type=Path, default=SCHEMA_DIR, help="where the schemas are (default: %(default)s)")
     parser.add_argument("--max-errors", type=int, default=10, metavar="N", help="errors shown per file (default: %(default)s)")
     args = parser.parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")  # a file name's stray bytes: printed escaped, no traceback
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import ms_pyenv
@@ -313,10 +340,11 @@ def main(argv: list[str] | None = None) -> int:
     status = EXIT_OK
     for path in args.files:
         try:
-            if path.suffix in STREAM_SUFFIXES:
-                errors, note = check_stream(path, line_validator)
+            text = read_text(path)
+            if path.suffix in STREAM_SUFFIXES or ms_json.is_stream(text):
+                errors, note = check_stream(path, line_validator, text)
             else:
-                errors, note = check_document(path, run_validator, replay_validator)
+                errors, note = check_document(path, run_validator, replay_validator, text)
         except Unreadable as e:
             print(f"{path}: {e}")
             status = max(status, EXIT_UNREADABLE)

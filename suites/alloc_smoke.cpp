@@ -106,7 +106,7 @@ class AllocSmoke final : public Workload {
   [[nodiscard]] std::vector<ParamSpec> params() const override {
     return {
         {"bytes", ParamType::bytes, {"1M", "64M", "1G"}, {"512", "1M", "64M", "1G"}, {}, "buffer size", 1},
-        {"count", ParamType::integer, {"16"}, {"16", "64"}, {}, "buffers live at once", 1},
+        {"count", ParamType::integer, {"16"}, {"16", "64"}, {}, "buffers live at once", 1, 1'000'000},
     };
   }
   [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {

@@ -59,6 +59,7 @@ namespace {
 constexpr auto kDeadline = std::chrono::milliseconds(60'000);
 constexpr std::uint64_t kSampleElements = 3ULL * 224 * 224;  // one image, as a vision loader's sample
 constexpr std::int64_t kMaxWorkers = 64;
+constexpr std::int64_t kMaxPrefetch = 64;
 
 std::int64_t stat(const MemoryStats& stats, std::string_view key) {
   const auto it = stats.find(key);
@@ -410,15 +411,16 @@ class Dataloader final : public Workload {
          {"thread", "process"},
          {"thread", "process"},
          "producers are threads, or forked processes writing into shared memory"},
-        {"producers", ParamType::integer, {"4"}, {"1", "4", "8"}, {}, "producer workers", 1},
-        {"pin_threads", ParamType::integer, {"4"}, {"1", "4"}, {}, "pinning threads", 1},
+        {"producers", ParamType::integer, {"4"}, {"1", "4", "8"}, {}, "producer workers", 1, kMaxWorkers},
+        {"pin_threads", ParamType::integer, {"4"}, {"1", "4"}, {}, "pinning threads", 1, kMaxWorkers},
         {"prefetch",
          ParamType::integer,
          {"2"},
          {"2", "4"},
          {},
          "batches in flight per producer (PyTorch's prefetch_factor): ring slots = prefetch x producers",
-         1},
+         1,
+         kMaxPrefetch},
         {"bytes", ParamType::bytes, {"32M"}, {"8M", "32M", "128M"}, {}, "batch size in bytes", 4096},
         {"pin",
          ParamType::boolean,
@@ -432,8 +434,9 @@ class Dataloader final : public Workload {
          {"uint8", "fp32"},
          {"uint8", "fp16", "bf16", "fp32"},
          "sample element type (a sample is 3x224x224 elements): sets samples per batch"},
-        {"batches", ParamType::integer, {"64"}, {"256"}, {}, "batches per repetition", 1},
-        {"compute_us", ParamType::real, {"0"}, {"0", "500"}, {}, "compute per batch, microseconds"},
+        // Costs time, not memory: up to 10^9 (the signal tests run a case of 10^8 until they stop it).
+        {"batches", ParamType::integer, {"64"}, {"256"}, {}, "batches per repetition", 1, 1'000'000'000},
+        {"compute_us", ParamType::real, {"0"}, {"0", "500"}, {}, "compute per batch, microseconds", 0, 1e6},
     };
   }
   [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {

@@ -183,7 +183,7 @@ class Inplace final : public Workload {
   [[nodiscard]] std::vector<ParamSpec> params() const override {
     return {
         {"bytes", ParamType::bytes, {"256M"}, {"16M", "256M", "1G"}, {}, "size of x (fp32)", 16},
-        {"rounds", ParamType::integer, {"4"}, {"1", "4"}, {}, "times the chain is applied", 1},
+        {"rounds", ParamType::integer, {"4"}, {"1", "4"}, {}, "times the chain is applied", 1, 10'000},
     };
   }
   [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }

@@ -333,7 +333,7 @@ class Leak final : public Workload {
   }
   [[nodiscard]] std::vector<ParamSpec> params() const override {
     return {
-        {"epochs", ParamType::integer, {"20"}, {"100"}, {}, "epochs per repetition", 3},
+        {"epochs", ParamType::integer, {"20"}, {"100"}, {}, "epochs per repetition", 3, 10'000},
         {"per_epoch", ParamType::bytes, {"256M"}, {"256M", "1G"}, {}, "bytes allocated per epoch", 64 << 10},
         {"retained",
          ParamType::real,
@@ -342,7 +342,8 @@ class Leak final : public Workload {
          {},
          "fraction of each epoch's bytes kept until the repetition ends: 0, or enough for twice the growth "
          "threshold (at least 1% and 2 MiB per epoch)",
-         0},
+         0,
+         1},
     };
   }
   [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {

@@ -83,11 +83,11 @@ SizeDistribution::SizeDistribution(SizeDist dist, std::uint64_t min_bytes, std::
   }
   if (min_ == 0 || min_ > max_) {
     throw InputError(fmt::format("min_bytes ({}) must be at least 1 and at most max_bytes ({})",
-                                 format_bytes(min_), format_bytes(max_)));
+                                 exact_bytes(min_), exact_bytes(max_)));
   }
   if (dist_ == SizeDist::pow2 && ceil_log2(min_) > floor_log2(max_)) {
     throw InputError(fmt::format("dist=pow2: no power of two lies between min_bytes ({}) and max_bytes ({})",
-                                 format_bytes(min_), format_bytes(max_)));
+                                 exact_bytes(min_), exact_bytes(max_)));
   }
 }
 

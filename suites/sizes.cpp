@@ -362,8 +362,15 @@ class Sizes final : public Workload {
   [[nodiscard]] std::vector<ParamSpec> params() const override {
     std::vector<std::string> dists(size_dist_names().begin(), size_dist_names().end());
     return {
-        {"ops", ParamType::integer, {"20000"}, {"100000"}, {}, "allocate/free operations in the plan", 1},
-        {"alloc_prob", ParamType::real, {"0.55"}, {}, {}, "probability that an operation allocates", 0},
+        {"ops",
+         ParamType::integer,
+         {"20000"},
+         {"100000"},
+         {},
+         "allocate/free operations in the plan",
+         1,
+         10'000'000},
+        {"alloc_prob", ParamType::real, {"0.55"}, {}, {}, "probability that an operation allocates", 0, 1},
         {"dist",
          ParamType::choice,
          {"uniform", "log_uniform", "bimodal"},
@@ -379,8 +386,13 @@ class Sizes final : public Workload {
          {},
          "cap on live bytes (at most 80% of the device)",
          1},
-        {"streams", ParamType::integer, {"1"}, {"1", "4"}, {}, "streams the blocks are allocated on", 1},
+        {"streams", ParamType::integer, {"1"}, {"1", "4"}, {}, "streams the blocks are allocated on", 1, 32},
     };
+  }
+  // min_bytes against max_bytes (and dist=pow2's power of two between them): a usage error at plan time.
+  void validate(const ParamSet& p) const override {
+    static_cast<void>(SizeDistribution(parse_size_dist(p.text("dist"), "sizes.dist"), p.bytes("min_bytes"),
+                                       p.bytes("max_bytes")));
   }
   [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
     const PlanSpec spec = plan_spec(ctx);

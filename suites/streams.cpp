@@ -259,17 +259,18 @@ class Streams final : public Workload {
          {"1", "4", "16"},
          {"1", "2", "4", "8", "16", "32"},
          {},
-         "streams, one host thread each (1-32)",
-         1},
+         "streams, one host thread each",
+         1,
+         kMaxStreams},
         {"bytes", ParamType::bytes, {"1M"}, {"64K", "1M", "16M"}, {}, "block size", 256},
-        {"ops", ParamType::integer, {"200"}, {"1000"}, {}, "rounds per thread and repetition", 1},
+        {"ops", ParamType::integer, {"200"}, {"1000"}, {}, "rounds per thread and repetition", 1, 1'000'000},
         {"cross",
          ParamType::boolean,
          {"true"},
          {"true", "false"},
          {},
          "check each block on the next stream (record_stream) rather than its own"},
-        {"spin_us", ParamType::real, {"20"}, {"20"}, {}, "compute kernel per round, microseconds"},
+        {"spin_us", ParamType::real, {"20"}, {"20"}, {}, "compute kernel per round, microseconds", 0, 1e6},
     };
   }
   [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {

@@ -1,12 +1,14 @@
 #include "harness/accept/profile.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 
 #include "harness/core/error.hpp"
@@ -15,57 +17,151 @@
 namespace memstress {
 namespace {
 
-// A scalar's text, as to_yaml (`accept --train --write`) can write it back. YAML is Unicode, but yaml-cpp
-// passes bytes that are not UTF-8 through and its emitter writes each as U+FFFD; and it writes a control
-// character as it is in a plain scalar, where a trailing '\r' then reads as the end of the line. Either way
-// a profile changed on its way through training (found by fuzz/profile.cpp; fuzz/regressions/profile/), so
-// such text is refused, naming where. Tabs are text; line breaks only where `multiline` (description).
-std::string text(const YAML::Node& node, const std::string& what, bool multiline = false) {
-  std::string s = node.as<std::string>();
-  if (valid_utf8(s) != s) {
-    throw InputError(fmt::format("{}: not UTF-8 text", what));
+// " (line 7)" where yaml-cpp knows where the node is.
+std::string line_of(const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  return mark.is_null() ? std::string() : fmt::format(" (line {})", mark.line + 1);
+}
+
+std::string_view kind_of(const YAML::Node& node) {
+  return node.IsMap() ? "a map" : node.IsSequence() ? "a list" : node.IsNull() ? "empty" : "a value";
+}
+
+// " (line 3: `gpu: *nowhere`)": the text of the line a parse error points at, so that an error yaml-cpp words
+// without a key (an alias to an anchor never defined) names the key too. Long lines are cut.
+std::string quoted_line(const std::string& yaml, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) {
+    return "";
+  }
+  std::size_t start = 0;
+  for (int line = 0; line < mark.line; ++line) {
+    start = yaml.find('\n', start);
+    if (start == std::string::npos) {
+      return "";
+    }
+    ++start;
+  }
+  std::string text = yaml.substr(start, yaml.find('\n', start) - start);
+  const std::size_t first = text.find_first_not_of(" \t");
+  text = first == std::string::npos ? std::string() : text.substr(first);
+  constexpr std::size_t kMaxShown = 80;
+  if (text.size() > kMaxShown) {
+    text = text.substr(0, kMaxShown) + "...";
+  }
+  return text.empty() ? "" : fmt::format(" (line {}: `{}`)", mark.line + 1, text);
+}
+
+// Note [Keys of a profile]. yaml-cpp keeps the first of two equal keys and ignores keys nobody asks for, so
+// a typo (`factr: 0.9`) or a key written twice would be judged with a value the user never meant. Every map
+// is read through check_keys: its keys must be single values, each at most once, and (`allowed` not
+// empty) among those a profile knows. Every value is read through the helpers below, which name the key
+// and its line when it is of the wrong kind (an alias to a map where a value belongs, say).
+void check_keys(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
+                const std::string& what) {
+  if (!map.IsMap()) {
+    throw InputError(
+        fmt::format("{}: must be a map of keys to values, not {}{}", what, kind_of(map), line_of(map)));
+  }
+  std::vector<std::pair<std::string, YAML::Mark>> seen;
+  for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) {
+      throw InputError(
+          fmt::format("{}: a key must be a name, not {}{}", what, kind_of(kv.first), line_of(kv.first)));
+    }
+    const std::string key = kv.first.Scalar();
+    const auto before = std::find_if(seen.begin(), seen.end(), [&](const auto& k) { return k.first == key; });
+    if (before != seen.end()) {
+      throw InputError(fmt::format("{}: key `{}` is given twice (lines {} and {})", what, key,
+                                   before->second.line + 1, kv.first.Mark().line + 1));
+    }
+    seen.emplace_back(key, kv.first.Mark());
+    if (allowed.size() > 0 && std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      throw InputError(fmt::format("{}: unknown key `{}`{}; expected {}", what, key, line_of(kv.first),
+                                   fmt::join(allowed, ", ")));
+    }
+  }
+}
+
+// Text as to_yaml (`accept --train --write`) can write it back. YAML is Unicode, but yaml-cpp passes bytes
+// that are not UTF-8 through and its emitter writes each as U+FFFD; and it writes a control character as
+// it is in a plain scalar, where a trailing '\r' then reads as the end of the line. Either way a profile
+// changed on its way through training (found by fuzz/profile.cpp; fuzz/regressions/profile/), so such text
+// is refused, naming where. Tabs are text; line breaks only where `multiline` (the description).
+std::string checked_text(std::string text, const std::string& where, bool multiline = false) {
+  if (valid_utf8(text) != text) {
+    throw InputError(fmt::format("{}: not UTF-8 text", where));
   }
   const auto control = [&](char c) {
     const auto byte = static_cast<unsigned char>(c);
     return (byte < 0x20 && c != '\t' && !(multiline && c == '\n')) || byte == 0x7f;
   };
-  if (std::any_of(s.begin(), s.end(), control)) {
-    throw InputError(fmt::format("{}: holds a control character", what));
+  if (std::any_of(text.begin(), text.end(), control)) {
+    throw InputError(fmt::format("{}: holds a control character", where));
   }
-  return s;
+  return text;
 }
 
-std::vector<std::pair<std::string, std::string>> string_map(const YAML::Node& node, const std::string& what) {
+// The value of `key` as text (checked_text); nullopt when absent. Throws InputError naming the key for a
+// map or a list.
+std::optional<std::string> scalar(const YAML::Node& node, const char* key, const std::string& what,
+                                  bool multiline = false) {
+  const YAML::Node value = node[key];
+  if (!value) {
+    return std::nullopt;
+  }
+  if (!value.IsScalar()) {
+    throw InputError(
+        fmt::format("{}: `{}` must be a single value, not {}{}", what, key, kind_of(value), line_of(value)));
+  }
+  return checked_text(value.Scalar(), fmt::format("{}: `{}`", what, key), multiline);
+}
+
+std::vector<std::pair<std::string, std::string>> string_map(const YAML::Node& node, const char* key,
+                                                            const std::string& what) {
   std::vector<std::pair<std::string, std::string>> out;
-  if (!node) {
+  const YAML::Node map = node[key];
+  if (!map) {
     return out;
   }
-  if (!node.IsMap()) {
-    throw InputError(fmt::format("{}: must be a map of names to values", what));
-  }
-  for (const auto& kv : node) {
-    std::string key = text(kv.first, what);
-    out.emplace_back(key, text(kv.second, fmt::format("{}.{}", what, key)));
+  const std::string where = fmt::format("{}.{}", what, key);
+  check_keys(map, {}, where);
+  for (const auto& kv : map) {
+    if (!kv.second.IsScalar()) {
+      throw InputError(fmt::format("{}: `{}` must be a single value, not {}{}", where, kv.first.Scalar(),
+                                   kind_of(kv.second), line_of(kv.second)));
+    }
+    std::string name = checked_text(kv.first.Scalar(), where);
+    std::string value = checked_text(kv.second.Scalar(), fmt::format("{}.{}", where, name));
+    out.emplace_back(std::move(name), std::move(value));
   }
   return out;
 }
 
 std::string required(const YAML::Node& node, const char* key, const std::string& what) {
-  if (!node[key] || !node[key].IsScalar()) {
+  if (!node[key] || node[key].IsNull()) {
     throw InputError(fmt::format("{}: needs `{}`", what, key));
   }
-  return text(node[key], fmt::format("{}: `{}`", what, key));
+  return scalar(node, key, what).value();
 }
 
+// A finite number; nullopt when absent or null (`golden: null`: to be trained).
 std::optional<double> number(const YAML::Node& node, const char* key, const std::string& what) {
-  if (!node[key] || node[key].IsNull()) {  // `golden: null`: to be trained
+  if (!node[key] || node[key].IsNull()) {
     return std::nullopt;
   }
+  const std::string text = scalar(node, key, what).value();
+  double value = 0;
   try {
-    return node[key].as<double>();
+    value = node[key].as<double>();
   } catch (const YAML::Exception&) {
-    throw InputError(fmt::format("{}: `{}` must be a number", what, key));
+    throw InputError(
+        fmt::format("{}: `{}` must be a number, not '{}'{}", what, key, text, line_of(node[key])));
   }
+  if (!std::isfinite(value)) {
+    throw InputError(
+        fmt::format("{}: `{}` must be a finite number, not '{}'{}", what, key, text, line_of(node[key])));
+  }
+  return value;
 }
 
 int min_ranks(const YAML::Node& node, const std::string& what) {
@@ -80,13 +176,13 @@ int min_ranks(const YAML::Node& node, const std::string& what) {
 }
 
 bool in_turn(const YAML::Node& node, const std::string& what) {
-  if (!node["in_turn"]) {
+  if (!scalar(node, "in_turn", what)) {
     return false;
   }
   try {
     return node["in_turn"].as<bool>();
   } catch (const YAML::Exception&) {
-    throw InputError(fmt::format("{}: `in_turn` must be true or false", what));
+    throw InputError(fmt::format("{}: `in_turn` must be true or false{}", what, line_of(node["in_turn"])));
   }
 }
 
@@ -148,33 +244,37 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
     // file"; its mark is where its scanner stood, not where the nesting went too deep.
     throw InputError(fmt::format("{}: nested {} or more levels deep: refused", name, e.depth()));
   } catch (const YAML::Exception& e) {
-    throw InputError(fmt::format("{}: not YAML: {}", name, e.what()));
+    throw InputError(fmt::format("{}: not YAML: {}{}", name, e.what(), quoted_line(yaml, e.mark)));
   }
   if (!root.IsMap()) {
     throw InputError(fmt::format("{}: not an acceptance profile (a map with name, gpu, runs, checks)", name));
   }
   Profile p;
   try {
+    check_keys(root, {"name", "gpu", "description", "runs", "checks"}, name);
     p.name = required(root, "name", name);
     p.gpu = required(root, "gpu", name);
-    p.description = root["description"] ? text(root["description"], name + ": `description`", true) : "";
+    p.description = scalar(root, "description", name, /*multiline=*/true).value_or("");
     if (!root["runs"] || !root["runs"].IsSequence() || !root["checks"] || !root["checks"].IsSequence()) {
       throw InputError(fmt::format("{}: needs `runs` and `checks`, each a list", name));
     }
     for (std::size_t i = 0; i < root["runs"].size(); ++i) {
       const YAML::Node r = root["runs"][i];
       const std::string what = fmt::format("{}: runs[{}]", name, i);
-      p.runs.push_back({required(r, "workload", what), string_map(r["params"], what + ".params"),
-                        min_ranks(r, what), in_turn(r, what)});
+      check_keys(r, {"workload", "params", "min_ranks", "in_turn"}, what);
+      p.runs.push_back({required(r, "workload", what), string_map(r, "params", what), min_ranks(r, what),
+                        in_turn(r, what)});
     }
     for (std::size_t i = 0; i < root["checks"].size(); ++i) {
       const YAML::Node c = root["checks"][i];
       const std::string what = fmt::format("{}: checks[{}]", name, i);
+      check_keys(c, {"name", "workload", "where", "metric", "golden", "factor", "min", "max", "min_ranks"},
+                 what);
       AcceptCheck check;
       check.name = required(c, "name", what);
       check.workload = required(c, "workload", what);
       check.metric = required(c, "metric", what);
-      check.where = string_map(c["where"], what + ".where");
+      check.where = string_map(c, "where", what);
       check.golden = number(c, "golden", what);
       check.factor = number(c, "factor", what).value_or(0.75);
       check.min = number(c, "min", what);
@@ -182,6 +282,11 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
       check.min_ranks = min_ranks(c, what);
       if (!(check.factor > 0 && check.factor <= 1)) {
         throw InputError(fmt::format("{} ({}): factor must be in (0, 1]", what, check.name));
+      }
+      // A golden value of 0 (or below) passes everything higher-is-better and nothing lower-is-better.
+      if (check.golden && !(*check.golden > 0)) {
+        throw InputError(fmt::format("{} ({}): golden must be a number above 0, not {}{} (train it: --train)",
+                                     what, check.name, *check.golden, line_of(c["golden"])));
       }
       if (!check.golden && !check.min && !check.max && !(c["golden"] && c["golden"].IsNull())) {
         throw InputError(fmt::format("{} ({}): needs golden (with factor), min or max", what, check.name));
@@ -210,6 +315,26 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
     out.skipped = true;
     out.detail = fmt::format("needs {} ranks (the run had {}): run it under mpirun -np {}", check.min_ranks,
                              ranks, check.min_ranks);
+    return out;
+  }
+  // Rows it matched, all skipped by the harness: nothing to judge (not a pass, and not the GPU's fault).
+  std::size_t matched = 0;
+  const compare::ResultRow* skipped_row = nullptr;
+  std::size_t skipped_rows = 0;
+  for (const compare::ResultRow& row : rows) {
+    if (matches(row, check)) {
+      ++matched;
+      if (row.verdict == Verdict::skip) {
+        skipped_rows += 1;
+        skipped_row = skipped_row != nullptr ? skipped_row : &row;
+      }
+    }
+  }
+  if (matched > 0 && skipped_rows == matched) {
+    out.skipped = true;
+    out.not_run = true;
+    out.detail = fmt::format("not judged: its {} row(s) were skipped ({})", matched,
+                             skipped_row->reason.substr(0, skipped_row->reason.find('\n')));
     return out;
   }
   const std::optional<Measured> m = measure(check, rows);
@@ -245,17 +370,21 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
   return out;
 }
 
-std::vector<std::string> train(Profile& profile, const AcceptRows& rows) {
-  std::vector<std::string> untrained;
+std::vector<Untrained> train(Profile& profile, const AcceptRows& rows) {
+  std::vector<Untrained> untrained;
   for (AcceptCheck& check : profile.checks) {
     if (!check.golden && (check.min || check.max)) {
       continue;
     }
     const std::optional<Measured> m = measure(check, rows);
-    if (m) {
-      check.golden = m->value;
+    if (!m) {
+      untrained.push_back({check.name, "no matching row in these results"});
+    } else if (!(m->value > 0) || !std::isfinite(m->value)) {
+      untrained.push_back({check.name, fmt::format("measured {}: a golden value must be above 0 (give the "
+                                                   "check a min or max instead)",
+                                                   m->value)});
     } else {
-      untrained.push_back(check.name);
+      check.golden = m->value;
     }
   }
   return untrained;

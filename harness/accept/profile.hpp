@@ -22,7 +22,11 @@
 // >= factor x golden and a lower-is-better one at <= golden / factor; `min` and `max` are absolute bounds
 // and may stand alone or beside a golden value. `verification.errors` is the sum of the rows' data errors
 // and `verdict` the number of rows that did not pass; both want `max: 0`. A check that matches no row
-// fails: a profile whose run did not produce what it checks is not a pass.
+// fails: a profile whose run did not produce what it checks is not a pass. A check whose matched rows were
+// all skipped (their cases need a real GPU, more GPUs) is skipped, not judged. `accept` passes only when
+// it judged something and all it judged passed: a profile with no checks exits 1, and one where a check
+// could not be judged for want of ranks or hardware (every check skipped, or one whose cases were
+// skipped) exits 3.
 
 #include <filesystem>
 #include <optional>
@@ -69,7 +73,10 @@ struct Profile {
 
 struct CheckOutcome {
   bool pass = false;
-  bool skipped = false;  // the check needs more ranks than the run had: neither pass nor fail
+  // Neither pass nor fail: the check needs more ranks than the run had, or (not_run) every row it matched
+  // was skipped by the harness (its case needs a real GPU, more GPUs: the environment lacked it).
+  bool skipped = false;
+  bool not_run = false;
   std::optional<double> measured;
   std::string detail;  // "52.6 >= 39.5 (0.75 x golden 52.6)", "no row matched"
 };
@@ -82,8 +89,15 @@ using AcceptRows = std::vector<compare::ResultRow>;
 // larger min_ranks is skipped). Rows of every rank count: a check takes the worst matched row, so one
 // slow GPU fails it.
 [[nodiscard]] CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int ranks = 1);
+// A check train() left as it was, and why.
+struct Untrained {
+  std::string check;
+  std::string why;  // "no matching row in these results", "measured 0: a golden value must be above 0"
+};
+
 // Sets every check's golden value to what `rows` measured (checks with no golden value and only absolute
-// bounds are left alone). Returns the names of the checks that matched no row: they keep what they had.
-[[nodiscard]] std::vector<std::string> train(Profile& profile, const AcceptRows& rows);
+// bounds are left alone). Returns the checks that matched no row, or measured a value that cannot be a
+// golden value (0 or less: the profile would not load again): they keep what they had.
+[[nodiscard]] std::vector<Untrained> train(Profile& profile, const AcceptRows& rows);
 
 }  // namespace memstress

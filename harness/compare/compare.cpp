@@ -205,6 +205,16 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
       ++c.new_only;
     }
   }
+  const auto no_rows = [](const Results& r, std::string_view side) {
+    return fmt::format("{} '{}' has no rows (a run that ended before its first case?)", side,
+                       r.path.string());
+  };
+  if (base.rows.empty() || next.rows.empty()) {
+    c.nothing_compared = base.rows.empty() && next.rows.empty()
+                             ? fmt::format("{}; {}", no_rows(base, "BASE"), no_rows(next, "NEW"))
+                         : base.rows.empty() ? no_rows(base, "BASE")
+                                             : no_rows(next, "NEW");
+  }
   if (c.rows_matched == 0 && !base.rows.empty() && !next.rows.empty()) {
     c.notes.emplace_back(
         "no row of BASE matched a row of NEW: rows match by workload, case, parameters, allocator and GPU "

@@ -58,7 +58,13 @@ struct Comparison {
   OutcomeCounts metrics;  // the metrics of matched rows (one on one side only: not judged)
   int rows_matched = 0, rows_regressed = 0, rows_improved = 0, base_only = 0, new_only = 0;
 
+  // Set when BASE or NEW has no rows (a run that ended before its first case, a document whose rows are
+  // empty): nothing was compared, which is not "no regression". Says which side.
+  std::string nothing_compared;
+
   [[nodiscard]] bool regressed() const noexcept { return metrics.worse > 0 || rows_regressed > 0; }
+  // The command's verdict: a regression, or nothing compared (exit 1 either way).
+  [[nodiscard]] bool failed() const noexcept { return regressed() || !nothing_compared.empty(); }
 };
 
 // Throws InputError when the two are of different kinds.

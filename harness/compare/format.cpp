@@ -253,6 +253,9 @@ std::string format_table(const Comparison& c) {
       "rows: {} matched, {} regressed, {} improved, {} only in BASE, {} only in NEW\n",
       c.options.threshold_pct, c.options.alpha, c.options.min_samples, m.same, m.better, m.worse, m.unsure,
       m.not_judged, c.rows_matched, c.rows_regressed, c.rows_improved, c.base_only, c.new_only);
+  if (!c.nothing_compared.empty() && !c.regressed()) {
+    return out + fmt::format("result: NOTHING COMPARED ({})\n", c.nothing_compared);
+  }
   if (!c.regressed()) {
     return out + "result: no regression\n";
   }
@@ -301,7 +304,9 @@ nlohmann::json comparison_json(const Comparison& c) {
               {"improved", c.rows_improved},
               {"base_only", c.base_only},
               {"new_only", c.new_only}}}}},
-          {"regression", c.regressed()}};
+          {"regression", c.regressed()},
+          {"nothing_compared",
+           c.nothing_compared.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.nothing_compared)}};
 }
 
 }  // namespace memstress::compare

@@ -38,6 +38,19 @@ sigset_t watched() noexcept {
 
 }  // namespace
 
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "signal " + std::to_string(signal);
+  }
+}
+
 InterruptWatch::InterruptWatch() {
   const sigset_t set = watched();
   pthread_sigmask(SIG_BLOCK, &set, &previous_);

@@ -18,9 +18,13 @@
 #include <csignal>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace memstress {
+
+// "SIGINT", "SIGTERM", "SIGHUP", else "signal N".
+[[nodiscard]] std::string signal_name(int signal);
 
 class InterruptWatch {
  public:

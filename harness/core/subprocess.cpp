@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,8 +38,17 @@ int run_program(const std::filesystem::path& program, const std::vector<std::str
                 std::string_view what) {
   const std::string path = program.string();
   std::vector<char*> argv = make_argv(path, args);
+  // The child starts with no signal blocked, whatever the caller blocks (an InterruptWatch blocks SIGINT and
+  // SIGTERM in every thread): Ctrl-C must reach the helper program too.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, path.c_str(), nullptr, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     throw EnvironmentError(fmt::format("{}: cannot start {}: {}", what, path, std::strerror(rc)));
   }

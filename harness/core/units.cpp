@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -62,20 +63,48 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
   if (digits_end == 0) {
     return fail("no number");
   }
-  double number = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + digits_end, number);
-  if (ec != std::errc{} || ptr != text.data() + digits_end) {
+  // Exact integer arithmetic, so that every size up to 2^64 - 1 is the size written (a double would turn
+  // 9007199254740993 into ...992): the whole part, and the fraction's digits over a power of ten.
+  const std::string_view number = text.substr(0, digits_end);
+  const std::size_t dot = number.find('.');
+  const std::string_view whole = number.substr(0, dot);
+  std::string_view fraction = dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
+  if ((whole.empty() && fraction.empty()) || fraction.find('.') != std::string_view::npos) {
     return fail("bad number");
+  }
+  while (!fraction.empty() && fraction.back() == '0') {
+    fraction.remove_suffix(1);
+  }
+  __extension__ using Wide = unsigned __int128;  // GCC and Clang: room for whole x scale and fraction x scale
+  constexpr Wide kMax = std::numeric_limits<std::uint64_t>::max();
+  Wide whole_value = 0;
+  for (const char c : whole) {
+    whole_value = whole_value * 10 + static_cast<unsigned>(c - '0');
+    if (whole_value > kMax) {
+      return fail("too large");
+    }
+  }
+  constexpr std::size_t kMaxFractionDigits = 24;  // beyond: never whole for these scales
+  if (fraction.size() > kMaxFractionDigits) {
+    return fail("not a whole number of bytes");
+  }
+  Wide fraction_value = 0;
+  Wide tenth_power = 1;
+  for (const char c : fraction) {
+    fraction_value = fraction_value * 10 + static_cast<unsigned>(c - '0');
+    tenth_power *= 10;
   }
   const std::string_view suffix = text.substr(digits_end);
   for (const Suffix& s : kSuffixes) {
     if (iequals(suffix, s.text)) {
-      const double bytes = number * s.scale;
-      if (bytes >= static_cast<double>(std::numeric_limits<std::uint64_t>::max())) {
-        return fail("too large");
-      }
-      if (bytes != std::floor(bytes)) {
+      const auto scale = static_cast<Wide>(s.scale);
+      const Wide scaled_fraction = fraction_value * scale;
+      if (scaled_fraction % tenth_power != 0) {
         return fail("not a whole number of bytes");
+      }
+      const Wide bytes = whole_value * scale + scaled_fraction / tenth_power;
+      if (bytes > kMax) {
+        return fail("too large");
       }
       return static_cast<std::uint64_t>(bytes);
     }
@@ -105,8 +134,14 @@ std::string format_bytes(std::uint64_t bytes) {
 }
 
 std::string exact_bytes(std::uint64_t bytes) {
-  std::string text = format_bytes(bytes);
-  return text.find('.') == std::string::npos ? text : std::to_string(bytes);
+  constexpr std::array<std::string_view, 5> kUnits{"B", "K", "M", "G", "T"};
+  std::size_t unit = 0;
+  std::uint64_t value = bytes;
+  while (unit + 1 < kUnits.size() && value >= 1024 && value % 1024 == 0) {
+    value /= 1024;
+    ++unit;
+  }
+  return fmt::format("{}{}", value, kUnits[unit]);
 }
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -132,9 +167,11 @@ std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, do
     throw InputError(fmt::format("-e/--maxbytes ({}) is smaller than -b/--minbytes ({})", format_bytes(end),
                                  format_bytes(begin)));
   }
-  if (increment == 0 && !(factor > 1.0)) {
-    throw InputError(fmt::format("-f/--stepfactor must be greater than 1, not {}", factor));
+  if (increment == 0 && (!(factor > 1.0) || !std::isfinite(factor))) {
+    throw InputError(fmt::format("-f/--stepfactor must be a finite number greater than 1, not {}", factor));
   }
+  // 2^64 as a double: a step at or past it ends the sweep (it is past any end).
+  constexpr double kPastLast = 18446744073709551616.0;
   std::vector<std::uint64_t> sizes;
   for (std::uint64_t size = begin; size <= end;) {
     if (sizes.size() == max_sizes) {
@@ -146,18 +183,24 @@ std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, do
     sizes.push_back(size);
     std::uint64_t next = 0;
     if (increment != 0) {
-      next = size + increment;  // wraps past 2^64: caught below
-    } else {
-      // A product of 2^64 or more is past any end, and converting it would be undefined (-f 8e38 did;
-      // found by fuzz/params.cpp, fuzz/regressions/params/factor-8e38.txt).
-      const double scaled = std::ceil(static_cast<double>(size) * factor);
-      if (!(scaled < 18446744073709551616.0)) {
+      if (increment > std::numeric_limits<std::uint64_t>::max() - size) {
         break;
       }
-      next = static_cast<std::uint64_t>(scaled);
+      next = size + increment;
+    } else {
+      // Rounded down to a whole byte as nccl-tests does, where a product within a billionth of a whole
+      // number is that number (100 x 1.15 is 114.99999999999999 in doubles: 115, not 114).
+      const double product = static_cast<double>(size) * factor;
+      const double nearest = std::round(product);
+      const double whole = std::fabs(product - nearest) <= product * 1e-9 ? nearest : std::floor(product);
+      if (whole >= kPastLast) {
+        break;
+      }
+      // At least one byte more than this step (a factor barely above 1), so the sizes strictly increase.
+      next = std::max(static_cast<std::uint64_t>(whole), size + 1);
     }
     if (next <= size) {
-      break;  // overflow guard
+      break;  // size was 2^64 - 1
     }
     size = next;
   }

@@ -17,20 +17,25 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what);
 
 // Formats with binary suffixes, exact where it can ("64M", "1G", "1536K", "100B"), otherwise with two
 // decimals ("1.50G" is never produced for an exact 1536M). Round-trips through parse_bytes when exact.
+// For messages; where the value must survive, use exact_bytes.
 std::string format_bytes(std::uint64_t bytes);
 
-// The size as parse_bytes reads it back exactly: format_bytes's form where that is exact ("64M", "1536K",
-// "100B"), else the number of bytes ("1610612737", which format_bytes rounds to "1.50G"). Canonical forms of
-// sizes (`-p bytes=...`, -b/-e/-f) are written this way, so a case runs the size it was asked for.
+// Always exact: the largest binary suffix that divides the value ("64M", "1536K", "1050000B"), so that
+// parse_bytes(exact_bytes(v)) == v for every v. The canonical form of a size parameter.
 std::string exact_bytes(std::uint64_t bytes);
 
 // PyTorch's human form, for messages: "512 bytes", "1.50 KiB", "20.00 MiB", "79.19 GiB".
 std::string human_bytes(std::uint64_t bytes);
 
 // Geometric (factor > 1) or arithmetic (increment > 0) size sweep from begin to end inclusive, as
-// nccl-tests' -b/-e/-f/-i. Exactly one of factor/increment is used: increment wins when non-zero. A sweep of
-// more than `max_sizes` sizes (`memstress run --max-cases`) throws InputError before it is listed: `-b 1
-// -e 16E -i 1` is 2^64 sizes.
+// nccl-tests' -b/-e/-f/-i. Exactly one of factor/increment is used: increment wins when non-zero.
+// A geometric step is size x factor rounded down to a whole byte (as nccl-tests truncates; a product
+// within a billionth of a whole number counts as that number), and at least one byte larger than the step
+// before, so the sizes strictly increase (-b 1000 -e 1400 -f 1.1: 1000, 1100, 1210, 1331; -b 1 -f 1.5:
+// 1, 2, 3, 4, 6, 9).
+// Throws InputError naming -b, -e or -f for a first size of 0, an end below the beginning, or a factor
+// that is not a finite number greater than 1; and for a sweep of more than `max_sizes` sizes (`memstress
+// run --max-cases`) before it is listed (`-b 1 -e 16E -i 1` is 2^64 sizes).
 std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, double factor,
                                       std::uint64_t increment,
                                       std::size_t max_sizes = std::numeric_limits<std::size_t>::max());

@@ -75,7 +75,7 @@ MpiWorld::~MpiWorld() {
 }
 
 std::chrono::milliseconds MpiWorld::patience() const noexcept {
-  return rank_ == 0 ? timeout_ : 2 * timeout_;
+  return rank_ == 0 ? timeout_ : timeout_ + std::min(timeout_, kRankZeroGrace);
 }
 
 void MpiWorld::wait(MPI_Request& request, std::string_view what) const {

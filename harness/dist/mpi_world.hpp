@@ -6,9 +6,12 @@
 // collective here blocks: each posts non-blocking MPI and polls it (MPI_Test, MPI_Improbe) until a
 // deadline, then throws DistError. Rank 0 waits `timeout` (the per-case timeout, --timeout): gather and
 // barrier collect from each rank by point-to-point messages, so rank 0 knows, and names, the ranks that
-// did not arrive. The other ranks wait for rank 0 twice as long, so that when a rank fails it is rank 0,
-// the one that writes the results, that notices first; the runner adds the case to the message, rank 0
-// finishes the results document as aborted and ends the job (MPI_Abort). Requests left pending after a
+// did not arrive. The other ranks wait for rank 0 a little longer, `timeout` plus a grace of at most
+// kRankZeroGrace (2 s; no more than `timeout` itself), so that when a rank fails it is rank 0, the one
+// that writes the results, that notices first; the runner adds the case to the message, rank 0 finishes
+// the results document as aborted and ends the job (MPI_Abort). The grace is what rank 0 needs to write
+// the document and abort, not another timeout: when rank 0 itself is dead (and the launcher lets the job
+// run on), the others give up one timeout (and the grace) later, not two. Requests left pending after a
 // timeout are not freed: the job is about to be aborted, and a later collective on this World is a bug.
 // Works on a duplicate of MPI_COMM_WORLD whose errors come back as codes (MEMSTRESS_MPI_TRY).
 
@@ -22,6 +25,9 @@
 namespace memstress {
 
 class MpiSession;
+
+// How much longer than rank 0 the other ranks wait (Note [Collectives with a deadline]).
+inline constexpr std::chrono::milliseconds kRankZeroGrace{2000};
 
 class MpiWorld final : public World {
  public:
@@ -50,7 +56,7 @@ class MpiWorld final : public World {
   std::vector<std::string> collect(const std::string& text, int tag);
   // Polls `request` until it completes; throws DistError naming `what` at the deadline.
   void wait(MPI_Request& request, std::string_view what) const;
-  // How long this rank waits: `timeout` on rank 0, twice that elsewhere (see the design note).
+  // How long this rank waits: `timeout` on rank 0, `timeout` plus the grace elsewhere (see the design note).
   [[nodiscard]] std::chrono::milliseconds patience() const noexcept;
 
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 #include "harness/core/error.hpp"
@@ -12,7 +13,12 @@
 namespace memstress {
 namespace {
 
+// Saturates: a value within `multiple` of 2^64 rounds to 2^64 - 1, which no device holds (it wrapped to 0,
+// and a request of 2^64 - 1 bytes "fitted" in no memory at all).
 std::uint64_t round_up(std::uint64_t value, std::uint64_t multiple) noexcept {
+  if (value > std::numeric_limits<std::uint64_t>::max() - (multiple - 1)) {
+    return std::numeric_limits<std::uint64_t>::max();
+  }
   return (value + multiple - 1) / multiple * multiple;
 }
 
@@ -49,7 +55,7 @@ std::uint64_t take_range(std::map<std::uint64_t, std::uint64_t>& free, std::uint
       }
     } else {
       start = round_up(range_start, alignment);
-      if (start + length > end) {
+      if (start > end || length > end - start) {  // not start + length > end: it can wrap
         return std::uint64_t{0};
       }
     }

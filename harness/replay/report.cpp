@@ -14,6 +14,11 @@ std::string bytes_cell(std::int64_t bytes) {
                      human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0))));
 }
 
+// A request's size is a count of bytes: shown unsigned, whatever its size (2^64 - 1 is not "-1").
+std::string bytes_cell(std::uint64_t bytes) {
+  return fmt::format("{} ({})", bytes, human_bytes(bytes));
+}
+
 nlohmann::json oom_json(const OomPoint& p) {
   return {
       {"event_index", p.event_index},
@@ -151,7 +156,7 @@ std::string format_replay(const ReplayTrace& trace, const std::string& path, con
     out += fmt::format(
         "\nfirst OOM: event {} (seq {}), a request of {} on stream {}; largest free block {}, reserved {}, "
         "allocated {}\n  {}\n",
-        p.event_index, p.seq, bytes_cell(static_cast<std::int64_t>(p.request_bytes)), p.stream,
+        p.event_index, p.seq, bytes_cell(p.request_bytes), p.stream,
         p.largest_free_block ? bytes_cell(*p.largest_free_block) : "-", bytes_cell(p.reserved),
         bytes_cell(p.allocated), p.message);
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <stdexcept>
 
 #include "harness/core/error.hpp"
@@ -57,30 +58,50 @@ std::string_view to_string(ParamType type) noexcept {
   return "text";
 }
 
+std::string ParamSpec::bound_text(double bound) const {
+  if (type == ParamType::bytes && bound >= 0 && bound < 18446744073709551616.0) {
+    return exact_bytes(static_cast<std::uint64_t>(bound));
+  }
+  return fmt::format("{}", bound);
+}
+
 std::string ParamSpec::canonical(std::string_view value, std::string_view what) const {
   const auto within_bounds = [&](double v, std::string text) {
     if (v < minimum) {
-      throw InputError(fmt::format("{}: '{}' is below the minimum {}", what, value, minimum));
+      throw InputError(fmt::format("{}: '{}' is below the minimum {}", what, value, bound_text(minimum)));
     }
     if (v > maximum) {
-      throw InputError(fmt::format("{}: '{}' is above the maximum {}", what, value, maximum));
+      throw InputError(fmt::format("{}: '{}' is above the maximum {}", what, value, bound_text(maximum)));
     }
     return text;
   };
   switch (type) {
-    case ParamType::integer:
+    case ParamType::integer: {
       if (const auto v = parse_number<std::int64_t>(value)) {
         return within_bounds(static_cast<double>(*v), std::to_string(*v));
       }
+      // Digits beyond what 64 bits hold: out of range, not "not an integer".
+      const std::string_view digits = !value.empty() && value.front() == '-' ? value.substr(1) : value;
+      if (!digits.empty() &&
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        throw InputError(
+            value.front() == '-'
+                ? fmt::format("{}: '{}' is below the minimum {}", what, value, bound_text(minimum))
+            : std::isfinite(maximum)
+                ? fmt::format("{}: '{}' is above the maximum {}", what, value, bound_text(maximum))
+                : fmt::format("{}: '{}' is too large for a 64-bit integer", what, value));
+      }
       throw InputError(fmt::format("{}: '{}' is not an integer", what, value));
+    }
     case ParamType::bytes: {
       const std::uint64_t v = parse_bytes(value, what);
-      // Not format_bytes: it rounds what it cannot write exactly, and "1.50G" is another size than
-      // 1610612737 ("1.15G" no size at all; found by fuzz/params.cpp, fuzz/regressions/params/).
       return within_bounds(static_cast<double>(v), exact_bytes(v));
     }
     case ParamType::real:
       if (const auto v = parse_number<double>(value)) {
+        if (!std::isfinite(*v)) {
+          throw InputError(fmt::format("{}: '{}' is not a finite number", what, value));
+        }
         return within_bounds(*v, fmt::format("{}", *v));
       }
       throw InputError(fmt::format("{}: '{}' is not a number", what, value));

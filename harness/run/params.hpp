@@ -26,10 +26,16 @@ struct ParamSpec {
   std::vector<std::string> choices;        // for ParamType::choice
   std::string help;
   double minimum = 0;  // smallest value for integer, bytes and real axes
-  double maximum = std::numeric_limits<double>::infinity();  // largest value for them
+  // Largest value for them. Every integer axis has a finite one (a count of buffers, operations or
+  // epochs past it would run out of host memory or run for days); `memstress list` shows both bounds.
+  double maximum = std::numeric_limits<double>::infinity();
 
-  // Canonical form of `value`; throws InputError naming `what` when it does not fit the type.
+  // Canonical form of `value`; throws InputError naming `what` when it does not fit the type, is not
+  // finite (a number axis: nan, inf) or lies outside [minimum, maximum]. A size's canonical form is exact
+  // (exact_bytes): the case runs the bytes asked for.
   [[nodiscard]] std::string canonical(std::string_view value, std::string_view what) const;
+  // A bound as the axis's values are written ("16", "4K", "0.99").
+  [[nodiscard]] std::string bound_text(double bound) const;
 };
 
 // The name of the axis that -b/-e/-f sweep.

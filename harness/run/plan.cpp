@@ -68,11 +68,14 @@ void check_overrides_apply(const std::vector<const Workload*>& selected, const P
 std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, const PlanRequest& request) {
   std::vector<std::string> raw =
       request.full && !spec.full_defaults.empty() ? spec.full_defaults : spec.defaults;
+  // Who gave the values, for messages: -b/-e/-f or -p (the defaults are valid).
+  std::string what = fmt::format("-p {}.{}", w.name(), spec.name);
   if (spec.name == kSizeAxis && request.sizes) {
     raw.clear();
     for (const std::uint64_t size : *request.sizes) {
-      raw.push_back(exact_bytes(size));  // -b 1000 -f 1.5 reaches 1478277, which format_bytes rounds
+      raw.push_back(exact_bytes(size));
     }
+    what = fmt::format("-b/-e/-f (the sizes of {}.{})", w.name(), spec.name);
   }
   // A scoped override (-p smoke.bytes=…) wins over an unscoped one (-p bytes=…); the last of each wins.
   const ParamOverride* chosen = nullptr;
@@ -86,9 +89,9 @@ std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, c
   }
   if (chosen != nullptr) {
     raw = chosen->values;
+    what = fmt::format("-p {}.{}", w.name(), spec.name);
   }
   // In their order, each once (a set, not a search of the list: a -b/-e/-i sweep has thousands).
-  const std::string what = fmt::format("-p {}.{}", w.name(), spec.name);
   std::vector<std::string> values;
   std::set<std::string, std::less<>> seen;
   for (const std::string& v : raw) {
@@ -172,6 +175,11 @@ std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest&
     for (auto& values : partial) {
       ParamSet params(std::move(values));
       if (w->applies(params)) {
+        try {
+          w->validate(params);
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("-p {}: {}", w->name(), e.what()));
+        }
         const bool in_turn =
             std::find(request.in_turn.begin(), request.in_turn.end(), w->name()) != request.in_turn.end();
         cases.push_back(PlannedCase{w, std::move(params), in_turn});

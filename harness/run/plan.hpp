@@ -38,7 +38,8 @@ struct PlanRequest {
 // Expands the selected workloads into cases (the Cartesian product of their axes, in declaration order).
 // Everything is validated first: an unknown workload, an axis no selected workload has, a value of the
 // wrong type, -b/-e/-f with no `bytes` axis, or an --in-turn workload that is not selected or whose ranks
-// work together throws InputError before any case runs. So does a plan whose axes make more than
+// work together, or a case whose values do not go together (Workload::validate: sizes' min_bytes above its
+// max_bytes) throws InputError before any case runs. So does a plan whose axes make more than
 // request.max_cases combinations, before they are listed.
 std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest& request);
 

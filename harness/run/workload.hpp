@@ -70,6 +70,11 @@ class Workload {
   // device-to-device copy). Combinations that do not apply are left out of the plan, not skipped.
   [[nodiscard]] virtual bool applies(const ParamSet& /*params*/) const { return true; }
 
+  // Checks values that must go together (one axis against another: min_bytes at most max_bytes) when the
+  // plan is made, so a bad combination is a usage error (exit 2) before anything runs, not an error row.
+  // Throws InputError naming the axes and their values. Each axis alone is already within its bounds.
+  virtual void validate(const ParamSet& /*params*/) const {}
+
   [[nodiscard]] virtual std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const = 0;
 };
 

@@ -26,7 +26,7 @@ TEST_F(SmokeTest, SmokeWorkloadsPassWithDataVerifiedOnTheDevice) {
   opt.repetitions = 3;
   opt.quiet = true;
   EXPECT_EQ(Runner(alloc, opt).run(cases, sink), 0);
-  for (const Row& row : sink.record().rows) {
+  for (const Row& row : sink.full_rows()) {  // samples included
     EXPECT_EQ(row.verdict, Verdict::pass) << row.workload << " " << row.case_label() << ": " << row.reason;
     EXPECT_GT(row.checked, 0U);
     EXPECT_EQ(row.errors, 0U);
@@ -34,7 +34,6 @@ TEST_F(SmokeTest, SmokeWorkloadsPassWithDataVerifiedOnTheDevice) {
       const MetricResult* fill = row.metric("fill");
       ASSERT_NE(fill, nullptr);
       EXPECT_EQ(fill->samples.size(), 3U);
-      EXPECT_GT(fill->summary.median, 100.0) << "GB/s";  // any HBM GPU fills far faster than this
       EXPECT_EQ(row.checked, (row.params[0].second == "64M" ? 8U << 20 : 128U << 20) * 4);  // warm-up + 3
     }
   }

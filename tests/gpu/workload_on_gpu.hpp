@@ -37,12 +37,13 @@ inline std::vector<Row> run_on_gpu(const std::string& workload, const std::vecto
   opt.quiet = true;
   EXPECT_EQ(Runner(*alloc, opt, &host).run(plan_cases(suites::builtin_registry(), request), sink), 0);
   EXPECT_EQ(alloc->memory_stats().at("allocated_bytes.all.current"), 0);
-  for (const Row& row : sink.record().rows) {
+  std::vector<Row> rows = sink.full_rows();  // samples and allocator statistics included
+  for (const Row& row : rows) {
     EXPECT_EQ(row.verdict, Verdict::pass) << workload << " " << row.case_label() << ": " << row.reason;
     EXPECT_GT(row.checked, 0U) << row.case_label();
     EXPECT_EQ(row.errors, 0U) << row.case_label();
   }
-  return sink.record().rows;
+  return rows;
 }
 
 }  // namespace memstress::testing

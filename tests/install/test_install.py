@@ -65,7 +65,7 @@ class Installed(unittest.TestCase):
         for path in ("bin/memstress", "share/memstress/scripts/report",
                      "share/memstress/scripts/torch_snapshot_to_trace.py",
                      "share/memstress/scripts/validate_results.py", "share/memstress/scripts/ms_pyenv.py",
-                     "share/memstress/scripts/ms_json.py",
+                     "share/memstress/scripts/ms_json.py", "share/memstress/scripts/ms_output.py",
                      "share/memstress/profiles/h100.yaml", "share/memstress/profiles/h200.yaml",
                      "share/memstress/results/schema/memstress-run-1.schema.json", "share/doc/memstress/README.md"):
             self.assertTrue((self.prefix / path).is_file(), path)

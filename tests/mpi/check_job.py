@@ -11,7 +11,9 @@ the earlier rows), hang (rank 1 hangs: as exit), nccl_hang (on two real GPUs: ra
 waits in an NCCL all_reduce; rank 0's NCCL wait gives up at --timeout and aborts the communicator, its
 error row is kept, and the job aborts naming rank 1 and the case), in_turn (`--in-turn sizes`: the ranks run
 each sizes case one after the other, never at once), in_turn_hang (as hang, with the cases in turn: rank 1
-hangs in its turn; rank 0's row of that case is kept). Exit codes: 0 pass, 1 fail, 77 skipped
+hangs in its turn; rank 0's row of that case is kept), rank0_exit (rank 0 exits mid-run under a launcher that
+lets the job run on: rank 1 gives up after one --timeout and a short grace, not two timeouts; issue 21).
+Exit codes: 0 pass, 1 fail, 77 skipped
 (no mpiexec; for nccl_hang, fewer than two GPUs).
 """
 
@@ -172,6 +174,23 @@ def aborted(args, work: Path, kind: str, env_extra: dict[str, str], final_docume
     validate(out, out.with_suffix(".jsonl"))
 
 
+def rank0_exit(args, work: Path, env_extra: dict[str, str]) -> None:
+    """Rank 0, which rank 1 waits for at every step, dies: rank 1 waits one timeout (and the grace), not two."""
+    out = work / "rank0-exit.json"
+    timeout_s = 10
+    done, seconds = run_job(args, out, ["--inject-fault", f"0:{FAULT_CASE}:exit", "--timeout", str(timeout_s)],
+                            env_extra, timeout=120)
+    check(done.returncode != 0, "the job fails")
+    check("rank 1" in done.stderr and "rank 0" in done.stderr, "rank 1 says it gave up waiting for rank 0")
+    grace = 2  # kRankZeroGrace (harness/dist/mpi_world.hpp)
+    check(f"within {timeout_s + grace} s" in done.stderr, f"rank 1 waited --timeout + {grace} s")
+    # Twice the timeout (the old patience) plus the launcher's start is well above this; one timeout, the grace
+    # and the start are below it.
+    check(seconds < 2 * timeout_s - 2, f"the job ended after {seconds:.1f} s: rank 1 waited about two timeouts")
+    earlier = [r for r in stream_rows(out) if r["params"]["bytes"] == CASES[0]]
+    check({r["rank"] for r in earlier} == {0, 1}, "the stream keeps both ranks' rows of the case before the fault")
+
+
 def iso_seconds(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
@@ -226,7 +245,8 @@ def nccl_hung(args, work: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang", "nccl_hang", "in_turn", "in_turn_hang"])
+    parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang", "nccl_hang", "in_turn",
+                                             "in_turn_hang", "rank0_exit"])
     parser.add_argument("--mpiexec", default="")
     parser.add_argument("--memstress", required=True)
     parser.add_argument("--workdir", type=Path, required=True)
@@ -253,6 +273,8 @@ def main() -> int:
             nccl_hung(args, args.workdir)
         elif args.scenario == "in_turn":
             in_turn(args, args.workdir)
+        elif args.scenario == "rank0_exit":
+            rank0_exit(args, args.workdir, survive)
         elif args.scenario == "in_turn_hang":
             aborted(args, args.workdir, "hang", {}, final_document=True, extra=["--in-turn", "alloc-smoke"])
         else:

@@ -115,7 +115,7 @@ TEST(AcceptProfile, TrainingSetsGoldenValuesAndRoundTrips) {
   Profile p = parse_profile(kProfile, "t.yaml");
   const AcceptRows rows = {row("transfers", {{"direction", "h2d"}}, 52),
                            row("transfers", {{"direction", "d2h"}}, 48)};
-  const std::vector<std::string> untrained = train(p, rows);
+  const std::vector<Untrained> untrained = train(p, rows);
   EXPECT_TRUE(untrained.empty());
   EXPECT_EQ(p.checks[0].golden, 52);
   EXPECT_EQ(p.checks[3].golden, 48);  // the worst row

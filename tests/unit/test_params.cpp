@@ -10,11 +10,11 @@ TEST(ParamSpec, CanonicalFormsMakeEqualCasesEqual) {
   const ParamSpec bytes{"bytes", ParamType::bytes, {"64M"}, {}, {}, "", 1};
   EXPECT_EQ(bytes.canonical("67108864", "-p bytes"), "64M");
   EXPECT_EQ(bytes.canonical("64M", "-p bytes"), "64M");
-  // A size format_bytes cannot write exactly stays in bytes: it was "1.50G" (1610612736) and "1.15G" (no
+  // A size format_bytes cannot write exactly stays exact: it was "1.50G" (1610612736) and "1.15G" (no
   // whole size; fuzz/regressions/params/canonical-*.txt; "-p block=1GB" was "953.67M").
-  EXPECT_EQ(bytes.canonical("1610612737", "-p bytes"), "1610612737");
-  EXPECT_EQ(bytes.canonical("1234567890", "-p bytes"), "1234567890");
-  EXPECT_EQ(bytes.canonical("1GB", "-p bytes"), "1000000000");
+  EXPECT_EQ(bytes.canonical("1610612737", "-p bytes"), "1610612737B");
+  EXPECT_EQ(bytes.canonical("1234567890", "-p bytes"), "1234567890B");
+  EXPECT_EQ(bytes.canonical("1GB", "-p bytes"), "1000000000B");
   EXPECT_EQ(bytes.canonical("1.5G", "-p bytes"), "1536M");
   const ParamSpec flag{"pin", ParamType::boolean, {"true"}, {}, {}, ""};
   EXPECT_EQ(flag.canonical("yes", "-p pin"), "true");

@@ -72,7 +72,7 @@ TEST(SizeSweep, AFactorThatLeavesTheRangeOf64BitsEndsTheSweep) {
   EXPECT_EQ(size_sweep(8, 64ULL << 20, 8e38, 0), (std::vector<std::uint64_t>{8}));
   EXPECT_EQ(size_sweep(1ULL << 62, std::numeric_limits<std::uint64_t>::max(), 4.0, 0),
             (std::vector<std::uint64_t>{1ULL << 62}));
-  EXPECT_EQ(size_sweep(1, 8, std::numeric_limits<double>::infinity(), 0), (std::vector<std::uint64_t>{1}));
+  EXPECT_THROW(size_sweep(1, 8, std::numeric_limits<double>::infinity(), 0), InputError);  // not finite
 }
 
 TEST(SizeSweep, RefusesMoreSizesThanAllowedBeforeListingThem) {
