@@ -96,6 +96,8 @@ NOT_RUN = {
     "scripts/fuzz": "CI runs it as scripts/test's fuzz step (MEMSTRESS_SANITIZE=1); it builds a preset of its own "
                     "with clang, minutes of work that a test here would repeat",
     "MEMSTRESS_FUZZ_SECONDS=300 scripts/fuzz results profile": "the same step, longer: 10 minutes",
+    "MEMSTRESS_FUZZ_RUNS=1000000 MEMSTRESS_FUZZ_SECONDS=3600 scripts/fuzz --record results/fuzz/run.md":
+    "the recorded long run: about an hour (results/fuzz/)",
     "ctest --preset fuzz": "part of scripts/fuzz (needs the fuzz preset's build)",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
