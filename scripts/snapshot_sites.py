@@ -56,7 +56,8 @@ def short_where(filename: str, line: int, name: str) -> str:
 
 def _well_formed(f: Any) -> bool:
     return (isinstance(f, dict) and isinstance(f.get("filename"), str) and isinstance(f.get("name"), str)
-            and isinstance(f.get("line"), int) and not isinstance(f.get("line"), bool))
+            and isinstance(f.get("line"), int) and not isinstance(f.get("line"), bool)
+            and -(1 << 63) <= f["line"] < (1 << 63))  # the facts' readers take int64 (str() refuses 4300 digits)
 
 
 USER, INTERNAL_PYTHON, INTERNAL = 2, 1, 0
@@ -135,7 +136,7 @@ def alloc_conf_of(settings: Any) -> str | None:
     if isinstance(split, int) and 0 < split < (1 << 62):
         parts.append(f"max_split_size_mb:{split >> 20}")
     gc = settings.get("garbage_collection_threshold")
-    if isinstance(gc, (int, float)) and not isinstance(gc, bool) and gc > 0:
+    if isinstance(gc, (int, float)) and not isinstance(gc, bool) and 0 < gc < (1 << 62):  # PyTorch: (0, 1)
         parts.append(f"garbage_collection_threshold:{gc}")
     if settings.get("expandable_segments") is True:
         parts.append("expandable_segments:True")

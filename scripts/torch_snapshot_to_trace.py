@@ -104,7 +104,14 @@ U64 = (1 << 64) - 1
 I64_MIN = -(1 << 63)  # streams are pointers: PyTorch may record one as a negative int64 (written & U64)
 MAX_TIME_US = 1 << 53  # floats hold microseconds exactly to here (285 years); x1000 still fits 64 bits
 
-_REPR = reprlib.Repr()
+
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        # repr() refuses integers beyond sys.get_int_max_str_digits() (4300 digits) with a ValueError.
+        return f"<an integer of {x.bit_length()} bits>" if x.bit_length() > 1000 else super().repr_int(x, level)
+
+
+_REPR = _ShortRepr()
 _REPR.maxstring = _REPR.maxother = 80
 
 
@@ -379,8 +386,11 @@ class _DataOnlyUnpickler(pickle.Unpickler):
     """Loads plain data only: any global (class, function) is refused before it is looked up."""
 
     def find_class(self, module: str, name: str) -> Any:
+        asked = f"{module}.{name}"
+        if not asked.isprintable():  # STACK_GLOBAL's names are any strings: a line break would split the message
+            asked = show(asked)
         raise pickle.UnpicklingError(
-            f"the pickle asks for {module}.{name}; a memory snapshot holds only plain data "
+            f"the pickle asks for {asked}; a memory snapshot holds only plain data "
             "(dicts, lists, strings, numbers), so it was refused without running anything")
 
 
@@ -482,7 +492,7 @@ def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilde
     missing = [key for key in ("segments", "device_traces") if key not in snapshot]
     if missing:
         named = " nor ".join(repr(k) for k in missing)
-        keys = sorted(show(k) if not isinstance(k, str) else k for k in list(snapshot)[:100])
+        keys = sorted(k if isinstance(k, str) and k.isprintable() else show(k) for k in list(snapshot)[:100])
         raise InputError(f"{path}: not a PyTorch memory snapshot: no {named} "
                          f"(keys: {', '.join(keys)[:200]})")
     traces, segments = snapshot["device_traces"], snapshot["segments"]
@@ -624,6 +634,9 @@ def convert_rmm(text: str, path: Path, device: str, summary: Summary) -> TraceBu
             if last is not None and t < last - _DAY_US / 2:  # the clock passed midnight
                 day += _DAY_US
                 t += _DAY_US
+            if t > MAX_TIME_US:  # midnights added up (times alternating far apart): time_ns would pass 2^64
+                raise ValueError(f"time {time_text[:40]!r} after {day // _DAY_US} midnights is beyond 2^53 "
+                                 "microseconds")
             ptr = _rmm_hex(pointer)
             size = int(size_text)
             stream = _rmm_hex(stream_text)
