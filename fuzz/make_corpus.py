@@ -96,8 +96,15 @@ PARAMS = {
     "overlap.txt": b"+transfers\n-p overlap=yes,off,1\n",
 }
 
+# The file reader's seeds: the same traces, plus gzip streams (whole, and cut short) that it must decompress
+# as it reads.
+_gzip = zlib.compressobj(9, zlib.DEFLATED, 31)
+_TRACE_GZ = _gzip.compress(REPLAY_TRACE["two_devices.trace.csv"]) + _gzip.flush()
+TRACE_FILE = {**REPLAY_TRACE, "two_devices.trace.csv.gz": _TRACE_GZ,
+              "cut-short.trace.csv.gz": _TRACE_GZ[: len(_TRACE_GZ) // 2]}
+
 TARGETS = {"results": RESULTS, "json_input": JSON, "profile": PROFILE, "replay_trace": REPLAY_TRACE,
-           "alloc_conf": ALLOC_CONF, "bytes": BYTES, "params": PARAMS}
+           "alloc_conf": ALLOC_CONF, "bytes": BYTES, "params": PARAMS, "trace_file": TRACE_FILE}
 
 
 def main() -> None:
