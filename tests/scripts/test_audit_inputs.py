@@ -45,6 +45,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 import ms_output  # noqa: E402
 import snapshot_fixtures as fx  # noqa: E402
+from value_paths import paths_of  # noqa: E402
 
 DEEP = "[" * 100_000 + "]" * 100_000
 # A UTF-8 locale whose stdout is strict (what en_US.UTF-8 gives): a name's stray bytes must not make it raise.
@@ -655,18 +656,6 @@ class ConverterSweep(TempDir):
 
 
 # --- the mutation sweep's pieces ------------------------------------------------------------------------------
-
-
-def paths_of(value: Any) -> list[tuple]:
-    """Every path to a value inside `value` (keys and indices), the root left out. Iterative."""
-    out, todo = [], [(value, ())]
-    while todo:
-        node, path = todo.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, child in items:
-            out.append(path + (key,))
-            todo.append((child, path + (key,)))
-    return out
 
 
 SENTINEL = "@@deep@@"  # in a JSON text, replaced by an array 100,000 levels deep (json.dumps could not write it)

@@ -70,6 +70,7 @@ sys.path.insert(0, str(SCRIPTS))
 import snapshot_fixtures as fx  # noqa: E402
 import torch_snapshot_to_trace as converter  # noqa: E402
 from trace_check import Trace, parse_trace  # noqa: E402
+from value_paths import paths_of  # noqa: E402
 
 try:
     from hypothesis import HealthCheck, assume, example, given, settings
@@ -514,18 +515,6 @@ def rmm_program(ops: list, start_us: int, form: str) -> tuple[list[str], Counter
 
 
 # --- strategies: valid snapshots, broken ----------------------------------------------------------------------
-
-
-def paths_of(value: Any) -> list[tuple]:
-    """Every path (keys and indices) to a value inside the dicts and lists of `value`, the root left out."""
-    out, todo = [], [(value, ())]
-    while todo:
-        node, path = todo.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, child in items:
-            out.append(path + (key,))
-            todo.append((child, path + (key,)))
-    return out
 
 
 RETYPES: tuple[tuple[str, Callable[[Any], Any]], ...] = (
