@@ -40,6 +40,8 @@ struct Event {
   std::uint64_t stream = 0;
   std::uint32_t device = 0;  // index into ReplayTrace::devices
   Action action = Action::alloc;
+
+  bool operator==(const Event&) const = default;
 };
 
 struct ReplayTrace {
