@@ -2,8 +2,9 @@
 //
 // Design. Two searches (axis `search`), each run fresh or after fragmenting the allocator (axis `state`):
 //   largest_single — the largest single allocation, by bisection to 1 MiB between 0 and the device's free
-//     memory plus what the allocator caches; ratio = largest / the device's free memory at the start
-//     (the target on a GPU: >= 0.999).
+//     memory plus what the allocator caches; ratio = largest / what was allocatable at the start: the
+//     device's free memory, or what --alloc-limit leaves where that is less (the target on a GPU:
+//     >= 0.999). Under --alloc-limit the profile and every bound see the cap as the device's capacity.
 //   batch — the largest batch a model-like profile fits (oom_search.hpp's BatchProfile: parameters once,
 //     six activation tensors per batch and a workspace), found as users find it: from a batch that needs
 //     twice the memory there is, halve until one fits, then bisect. Every trial frees everything but the
@@ -57,7 +58,7 @@ class OomRun final : public CaseRun {
   explicit OomRun(const CaseContext& ctx)
       : search_(ctx.params().text("search") == "batch" ? Search::batch : Search::largest_single),
         state_(ctx.params().text("state") == "fragmented" ? State::fragmented : State::fresh),
-        profile_(BatchProfile::fit(ctx.device().info().capacity, ctx.params().real("params_frac"),
+        profile_(BatchProfile::fit(allocator_capacity(ctx.allocator()), ctx.params().real("params_frac"),
                                    ctx.params().bytes("per_sample"), ctx.params().bytes("workspace"))),
         held_(ctx.allocator(), true),
         trial_(ctx.allocator(), false) {}
@@ -100,13 +101,15 @@ class OomRun final : public CaseRun {
   void largest_single(CaseContext& ctx, SearchLog& log) {
     Allocator& allocator = ctx.allocator();
     const std::uint64_t free_at_start = ctx.device().mem_info().free;
+    const std::uint64_t allocatable_at_start = allocatable_bound(allocator);  // the cache is empty here
     fragment_if_asked(allocator);
     const HostTimer timer;
     const std::uint64_t largest = largest_allocatable(allocator, allocatable_bound(allocator), kStep, log);
     const double seconds = timer.seconds();
     ctx.record("largest", "bytes", Better::higher, static_cast<double>(largest));
     ctx.record("ratio", "ratio", Better::higher,
-               free_at_start == 0 ? 0.0 : static_cast<double>(largest) / static_cast<double>(free_at_start));
+               allocatable_at_start == 0 ? 0.0
+                                         : static_cast<double>(largest) / static_cast<double>(allocatable_at_start));
     ctx.record("free_at_start", "bytes", Better::none, static_cast<double>(free_at_start));
     ctx.record("probes", "count", Better::none, static_cast<double>(log.probes));
     ctx.record("search_time", "s", Better::lower, seconds);

@@ -64,7 +64,21 @@ std::uint64_t allocatable_bound(const Allocator& allocator) {
   const MemoryStats stats = allocator.memory_stats();
   const std::int64_t cached =
       stat(stats, "reserved_bytes.all.current") - stat(stats, "allocated_bytes.all.current");
-  return allocator.backend().mem_info().free + static_cast<std::uint64_t>(std::max<std::int64_t>(cached, 0));
+  const std::uint64_t bound =
+      allocator.backend().mem_info().free + static_cast<std::uint64_t>(std::max<std::int64_t>(cached, 0));
+  if (stats.find("limit_bytes") == stats.end()) {
+    return bound;
+  }
+  const std::int64_t left = stat(stats, "limit_bytes") - stat(stats, "limit_allocated_bytes.all.current");
+  return std::min(bound, static_cast<std::uint64_t>(std::max<std::int64_t>(left, 0)));
+}
+
+std::uint64_t allocator_capacity(const Allocator& allocator) {
+  const std::uint64_t capacity = allocator.backend().info().capacity;
+  const MemoryStats stats = allocator.memory_stats();
+  const auto limit = stats.find("limit_bytes");
+  return limit == stats.end() ? capacity
+                              : std::min(capacity, static_cast<std::uint64_t>(std::max<std::int64_t>(limit->second, 0)));
 }
 
 std::uint64_t largest_allocatable(Allocator& allocator, std::uint64_t limit, std::uint64_t step,

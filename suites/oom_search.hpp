@@ -42,8 +42,11 @@ struct SearchLog {
 };
 
 // The device's free memory plus what the allocator caches (reserved - allocated): no single allocation
-// can be larger.
+// can be larger. Under a cap (--alloc-limit: the limit_bytes statistic), at most what is left under it.
 std::uint64_t allocatable_bound(const Allocator& allocator);
+
+// The device's capacity as the allocator sees it: the cap (limit_bytes) where that is smaller.
+std::uint64_t allocator_capacity(const Allocator& allocator);
 
 // The largest multiple of `step` in [0, limit] that `allocator` hands out as one block.
 std::uint64_t largest_allocatable(Allocator& allocator, std::uint64_t limit, std::uint64_t step,

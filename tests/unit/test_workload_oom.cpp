@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/alloc/adaptors.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/error.hpp"
 #include "harness/memory/sim_backend.hpp"
@@ -73,6 +74,24 @@ TEST(OomWorkload, AMemoryFractionCapsTheLargestAllocation) {
   EXPECT_EQ(row.verdict, Verdict::pass) << row.reason;
   EXPECT_NEAR(median(row, "ratio"), 0.5, 0.001);
   EXPECT_GT(median(row, "oom_count"), 0);
+}
+
+// Under --alloc-limit (the limiting adaptor) every search sizes itself to the cap, not to the device: on an
+// H100 the fragmented state asked for 30% of 80 GB through a 2 GiB cap and ended in an error row.
+TEST(OomWorkload, EverySearchRespectsAnAllocationLimit) {
+  OomRun f(16 * kGiB, spec("caching"));
+  f.allocator = make_limiting_allocator(std::move(f.allocator), 2 * kGiB);
+  const std::vector<Row>& rows = f.run({"search=largest_single,batch", "state=fresh,fragmented"}, 1);
+  ASSERT_EQ(rows.size(), 4U);
+  for (const Row& row : rows) {
+    EXPECT_EQ(row.verdict, Verdict::pass) << row.case_label() << ": " << row.reason;
+    EXPECT_EQ(row.errors, 0U) << row.case_label();
+  }
+  EXPECT_EQ(median(find(rows, "largest_single", "fresh"), "largest"), static_cast<double>(2 * kGiB));
+  EXPECT_NEAR(median(find(rows, "largest_single", "fresh"), "ratio"), 1.0, 0.001);  // of what the cap allows
+  EXPECT_LT(median(find(rows, "largest_single", "fragmented"), "largest"), static_cast<double>(2 * kGiB));
+  EXPECT_GE(median(find(rows, "batch", "fresh"), "max_batch"), 8);  // the profile is scaled to the cap
+  EXPECT_EQ(f.failures, 0);
 }
 
 TEST(OomWorkload, FragmentingLowersTheLargestSingleAllocation) {
