@@ -227,6 +227,19 @@ def read_text(path: Path) -> str:
         raise Unreadable(str(e)) from None
 
 
+def readable(path: Path) -> None:
+    """Raises Unreadable unless `path` reads, is JSON (a document, or a stream's lines but a cut-short last one)
+    and is nested no deeper than ms_json allows."""
+    text = read_text(path)
+    if path.suffix in STREAM_SUFFIXES or ms_json.is_stream(text):
+        try:
+            ms_json.check_depth(text)
+        except ms_json.TooDeep as e:
+            raise Unreadable(str(e)) from None
+    else:
+        parse_json(text, "")
+
+
 def check_document(path: Path, run_validator, replay_validator, text: str) -> tuple[list[str], str]:
     doc = parse_json(text, "")
     if not isinstance(doc, dict):
@@ -328,8 +341,17 @@ def main(argv: list[str] | None = None) -> int:
     ms_pyenv.ensure("validate_results.py", __file__, ["jsonschema", "referencing"], exit_if_missing=False)
     modules = import_jsonschema()
     if modules is None:
+        # What needs no schema is still checked: a file that cannot be read, is not JSON or is nested too deep
+        # is exit 2 with or without jsonschema (GPU images often have no package index to install it from).
+        status = EXIT_SKIP
+        for path in args.files:
+            try:
+                readable(path)
+            except Unreadable as e:
+                print(f"{path}: {e}")
+                status = EXIT_UNREADABLE
         print("jsonschema not installed (pip install -r requirements.txt, or run scripts/setup)", file=sys.stderr)
-        return EXIT_SKIP
+        return status
     jsonschema, referencing = modules
     try:
         run_validator, line_validator, replay_validator = load_schemas(jsonschema, referencing, args.schema_dir)

@@ -57,7 +57,7 @@ TEST_F(WorkloadsOnGpu, DataloaderDeliversEveryBatchFromThreadsAndProcesses) {
 // integrity tests the share of free memory it is asked for, to the 2 MiB page (its last block is the
 // remainder), so the acceptance profiles' fraction 0.95 of free covers at least 90% of a fresh GPU's memory.
 // Suite WholeGpu: label `gpu-whole` (it fills the GPU; compute-sanitizer runs integrity on a small share).
-class WholeGpu : public testing::GpuTest {};
+using testing::WholeGpu;
 
 TEST_F(WholeGpu, IntegrityCoversTheShareOfFreeMemoryItIsAskedFor) {
   const MemInfo before = CudaBackend(0).mem_info();

@@ -429,6 +429,24 @@ class ValidateInput(TempDir):
         middle = self.write("middle.jsonl", "\n".join([lines[0], lines[1][:100], *lines[2:]]) + "\n")
         self.assert_refused(run(VALIDATE, middle), f"{middle}: line 2: not JSON")
 
+    def test_bad_files_exit_2_without_jsonschema_too(self) -> None:
+        # The GPU image had no jsonschema (and no package index): what needs no schema must still be judged.
+        import contextlib
+        import unittest.mock
+
+        import validate_results
+
+        deep = self.write("deep.json", DEEP)
+        good = COMPARE_DATA / "base.json"
+        for files, code, said in (([good], 77, ""), ([good, deep], 2, f"{deep}: nested more than 128 levels deep")):
+            with self.subTest(code=code):
+                out, err = io.StringIO(), io.StringIO()
+                with unittest.mock.patch.dict(sys.modules, {"jsonschema": None, "referencing": None}), \
+                        contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    self.assertEqual(validate_results.main([str(f) for f in files]), code)
+                self.assertIn(said, out.getvalue())
+                self.assertIn("jsonschema not installed", err.getvalue())
+
     def test_a_non_utf8_name_is_printed_escaped(self) -> None:
         path = self.write("b\udcffase.json", (COMPARE_DATA / "base.json").read_bytes())
         done = run(VALIDATE, path)  # stdout strict UTF-8 (STRICT_ENV): no UnicodeEncodeError
