@@ -108,8 +108,9 @@ class OomRun final : public CaseRun {
     const double seconds = timer.seconds();
     ctx.record("largest", "bytes", Better::higher, static_cast<double>(largest));
     ctx.record("ratio", "ratio", Better::higher,
-               allocatable_at_start == 0 ? 0.0
-                                         : static_cast<double>(largest) / static_cast<double>(allocatable_at_start));
+               allocatable_at_start == 0
+                   ? 0.0
+                   : static_cast<double>(largest) / static_cast<double>(allocatable_at_start));
     ctx.record("free_at_start", "bytes", Better::none, static_cast<double>(free_at_start));
     ctx.record("probes", "count", Better::none, static_cast<double>(log.probes));
     ctx.record("search_time", "s", Better::lower, seconds);

@@ -77,8 +77,9 @@ std::uint64_t allocator_capacity(const Allocator& allocator) {
   const std::uint64_t capacity = allocator.backend().info().capacity;
   const MemoryStats stats = allocator.memory_stats();
   const auto limit = stats.find("limit_bytes");
-  return limit == stats.end() ? capacity
-                              : std::min(capacity, static_cast<std::uint64_t>(std::max<std::int64_t>(limit->second, 0)));
+  return limit == stats.end()
+             ? capacity
+             : std::min(capacity, static_cast<std::uint64_t>(std::max<std::int64_t>(limit->second, 0)));
 }
 
 std::uint64_t largest_allocatable(Allocator& allocator, std::uint64_t limit, std::uint64_t step,
