@@ -1,6 +1,6 @@
 // memstress compare BASE NEW: reads two results files, judges every metric's change and prints it
-// (harness/compare). Exit 1 on a regression (a metric WORSE, or a row pass -> fail/error) or when either side
-// has no rows (nothing compared), 2 on bad input.
+// (harness/compare). Exit 1 on a regression (a metric WORSE, or a row pass -> fail/error) or when nothing was
+// compared (either side has no rows, or no row matched: it says why), 2 on bad input.
 
 #include <fmt/format.h>
 
@@ -21,11 +21,13 @@ struct CompareFlags {
   std::string next;
   std::string threshold = "5";
   std::string format = "table";
+  bool match_any_gpu = false;
 };
 
 int compare_command(const CompareFlags& f) {
   compare::CompareOptions options;
   options.threshold_pct = compare::parse_threshold(f.threshold, "--threshold");
+  options.match_any_gpu = f.match_any_gpu;
   const compare::Results base = compare::load_results(f.base, "BASE");
   const compare::Results next = compare::load_results(f.next, "NEW");
   const compare::Comparison c = compare::compare_results(base, next, options);
@@ -46,6 +48,9 @@ Subcommand add_compare(CLI::App& app) {
   sub->add_option("--threshold", flags->threshold,
                   "Smallest change of a median that counts, in percent (smaller ones are SAME)")
       ->capture_default_str();
+  sub->add_flag(
+      "--match-any-gpu", flags->match_any_gpu,
+      "Match rows whatever their GPU model (by default an H100 row is compared only with an H100 row)");
   sub->add_option("--format", flags->format, "stdout format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

@@ -1,10 +1,13 @@
 #include "harness/compare/compare.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <compare>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "harness/core/error.hpp"
@@ -22,8 +25,59 @@ struct MatchKey {
   auto operator<=>(const MatchKey&) const = default;
 };
 
-MatchKey key_of(const ResultRow& row) {
-  return {row.workload, row.case_label, row.params, row.allocator, row.device};
+MatchKey key_of(const ResultRow& row, const CompareOptions& options) {
+  return {row.workload, row.case_label, row.params, row.allocator, options.match_any_gpu ? "" : row.device};
+}
+
+// The distinct values of one field over the rows, "a, b" (at most four, then "and N more").
+std::string values_of(const std::vector<ResultRow>& rows, std::string ResultRow::*field) {
+  std::set<std::string> seen;
+  for (const ResultRow& row : rows) {
+    seen.insert(row.*field);
+  }
+  constexpr std::size_t kShown = 4;
+  std::vector<std::string> shown;
+  for (const std::string& v : seen) {
+    if (shown.size() == kShown) {
+      shown.push_back(fmt::format("and {} more", seen.size() - kShown));
+      break;
+    }
+    shown.push_back(v.empty() ? "(none)" : v);
+  }
+  return fmt::format("{}", fmt::join(shown, ", "));
+}
+
+bool disjoint(const std::vector<ResultRow>& a, const std::vector<ResultRow>& b,
+              std::string ResultRow::*field) {
+  std::set<std::string> in_a;
+  for (const ResultRow& row : a) {
+    in_a.insert(row.*field);
+  }
+  return std::none_of(b.begin(), b.end(), [&](const ResultRow& row) { return in_a.contains(row.*field); });
+}
+
+// Why no row of BASE matched one of NEW, the first reason that holds: GPU models, workloads, allocators, then
+// the cases (parameters).
+std::string why_nothing_matched(const Results& base, const Results& next, const CompareOptions& options) {
+  const auto sides = [&](std::string_view what, std::string ResultRow::*field) {
+    return fmt::format("the {} differ: BASE has {}, NEW {}", what, values_of(base.rows, field),
+                       values_of(next.rows, field));
+  };
+  if (!options.match_any_gpu && disjoint(base.rows, next.rows, &ResultRow::device)) {
+    return sides("GPU models", &ResultRow::device) +
+           "; rows match by GPU model too (--match-any-gpu compares across models on purpose)";
+  }
+  if (disjoint(base.rows, next.rows, &ResultRow::workload)) {
+    return sides("workloads", &ResultRow::workload);
+  }
+  if (disjoint(base.rows, next.rows, &ResultRow::allocator)) {
+    return sides("allocators", &ResultRow::allocator);
+  }
+  return fmt::format(
+      "the parameters differ: BASE's first case is `{} {}`, NEW's `{} {}`; rows match by workload, "
+      "case, parameters, allocator{}",
+      base.rows.front().workload, base.rows.front().case_label, next.rows.front().workload,
+      next.rows.front().case_label, options.match_any_gpu ? "" : " and GPU model");
 }
 
 bool ranks_agree(const ResultRow& a, const ResultRow& b) {
@@ -172,12 +226,12 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
 
   std::map<MatchKey, std::vector<std::size_t>> candidates;
   for (std::size_t j = 0; j < next.rows.size(); ++j) {
-    candidates[key_of(next.rows[j])].push_back(j);
+    candidates[key_of(next.rows[j], options)].push_back(j);
   }
   std::vector<bool> used(next.rows.size(), false);
   for (const ResultRow& row : base.rows) {
     std::optional<std::size_t> match;
-    if (const auto it = candidates.find(key_of(row)); it != candidates.end()) {
+    if (const auto it = candidates.find(key_of(row, options)); it != candidates.end()) {
       for (const std::size_t j : it->second) {
         if (!used[j] && ranks_agree(row, next.rows[j])) {
           match = j;
@@ -216,9 +270,12 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
                                              : no_rows(next, "NEW");
   }
   if (c.rows_matched == 0 && !base.rows.empty() && !next.rows.empty()) {
-    c.notes.emplace_back(
-        "no row of BASE matched a row of NEW: rows match by workload, case, parameters, allocator and GPU "
-        "model");
+    c.nothing_compared = "no rows matched: " + why_nothing_matched(base, next, options);
+  } else if (options.match_any_gpu && c.rows_matched > 0 &&
+             values_of(base.rows, &ResultRow::device) != values_of(next.rows, &ResultRow::device)) {
+    c.notes.push_back(
+        fmt::format("rows matched across GPU models (--match-any-gpu): BASE ran on {}, NEW on {}",
+                    values_of(base.rows, &ResultRow::device), values_of(next.rows, &ResultRow::device)));
   }
   return c;
 }

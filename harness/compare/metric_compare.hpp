@@ -49,6 +49,7 @@ struct CompareOptions {
   double threshold_pct = 5.0;   // smallest change (of the median, percent) that counts
   double alpha = 0.01;          // significance level of the two-sided test
   std::size_t min_samples = 3;  // per side, for a verdict beyond the threshold
+  bool match_any_gpu = false;   // rows match whatever their GPU model (--match-any-gpu)
 };
 
 // "5", "2.5", "5%": a positive, finite percentage; anything else throws InputError naming `what`.

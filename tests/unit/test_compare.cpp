@@ -271,8 +271,47 @@ TEST(CompareResults, RowsMatchByEveryPartOfTheKey) {
                                        results({other_gpu, other_allocator, other_params}), {});
   EXPECT_EQ(c.rows_matched, 0);
   EXPECT_EQ(c.new_only, 3);
-  ASSERT_EQ(c.notes.size(), 1U);
-  EXPECT_NE(c.notes[0].find("GPU model"), std::string::npos);
+  // Nothing matched is nothing compared, never "no regression": exit 1, saying why.
+  EXPECT_TRUE(c.failed());
+  EXPECT_EQ(
+      c.nothing_compared.rfind("no rows matched: the parameters differ: BASE's first case is `smoke 64M`", 0),
+      0U)
+      << c.nothing_compared;
+  EXPECT_NE(c.nothing_compared.find("allocator and GPU model"), std::string::npos);
+  EXPECT_NE(format_table(c).find("result: NOTHING COMPARED (no rows matched: "), std::string::npos);
+}
+
+// The H100 job against the H200 one matched 0 rows and printed "no regression", exit 0 (issue 19).
+TEST(CompareResults, NoRowMatchedSaysWhyAndFails) {
+  ResultRow h100 = row("smoke", "64M", {});
+  h100.device = "NVIDIA H100 80GB HBM3";
+  ResultRow h200 = row("smoke", "64M", {});
+  h200.device = "NVIDIA H200";
+  const Comparison models = compare_results(results({h100}), results({h200}), {});
+  EXPECT_TRUE(models.failed());
+  EXPECT_EQ(models.nothing_compared,
+            "no rows matched: the GPU models differ: BASE has NVIDIA H100 80GB HBM3, NEW NVIDIA H200; rows "
+            "match by "
+            "GPU model too (--match-any-gpu compares across models on purpose)");
+
+  CompareOptions any_gpu;
+  any_gpu.match_any_gpu = true;
+  const Comparison across = compare_results(results({h100}), results({h200}), any_gpu);
+  EXPECT_EQ(across.rows_matched, 1);
+  EXPECT_FALSE(across.failed());
+  ASSERT_EQ(across.notes.size(), 1U);
+  EXPECT_EQ(across.notes[0],
+            "rows matched across GPU models (--match-any-gpu): BASE ran on NVIDIA H100 80GB HBM3, "
+            "NEW on NVIDIA H200");
+
+  const Comparison workloads =
+      compare_results(results({row("smoke", "64M", {})}), results({row("oom", "x", {})}), {});
+  EXPECT_EQ(workloads.nothing_compared, "no rows matched: the workloads differ: BASE has smoke, NEW oom");
+  ResultRow direct = row("smoke", "64M", {});
+  direct.allocator = "direct";
+  const Comparison allocators = compare_results(results({row("smoke", "64M", {})}), results({direct}), {});
+  EXPECT_NE(allocators.nothing_compared.find("the allocators differ: BASE has "), std::string::npos)
+      << allocators.nothing_compared;
 }
 
 TEST(CompareResults, RanksMatchWhereBothHaveThem) {
