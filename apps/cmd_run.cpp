@@ -70,7 +70,41 @@ struct RunFlags {
   std::string host_memory = "pinned";
   std::vector<std::string> in_turn;
   std::size_t max_cases = kDefaultMaxCases;
+  bool require_gpu = false;  // --require-gpu, or MEMSTRESS_REQUIRE_GPU=1
+  bool fail_on_skip = false;
 };
+
+// GPU CI (Note in README "In GPU CI"): --require-gpu makes `auto` mean `cuda`, so a machine without a usable
+// GPU exits 3 instead of falling back to the simulated device and skipping every GPU case.
+std::string resolved_device(const RunFlags& f) {
+  if (!f.require_gpu) {
+    return f.device;
+  }
+  const DeviceSpec spec = DeviceSpec::parse(f.device);
+  if (spec.kind == DeviceSpec::Kind::sim) {
+    throw InputError(fmt::format("--require-gpu with --device {}: the simulated device is no GPU", f.device));
+  }
+  return spec.kind == DeviceSpec::Kind::automatic ? "cuda" : f.device;
+}
+
+// --fail-on-skip: a skipped case fails the run (exit 1), each named with its reason (the first few).
+int skipped_cases(const RunRecord& run) {
+  constexpr int kNamed = 5;
+  int skipped = 0;
+  for (const Row& row : run.rows) {
+    if (row.verdict != Verdict::skip) {
+      continue;
+    }
+    if (++skipped <= kNamed) {
+      note("--fail-on-skip: skipped: {} {} [{}]: {}", row.workload, row.case_label(), row.allocator,
+           row.reason);
+    }
+  }
+  if (skipped > 0) {
+    note("--fail-on-skip: {} case(s) skipped: the run fails", skipped);
+  }
+  return skipped;
+}
 
 std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
   if (f.minbytes.empty() && f.maxbytes.empty() && f.stepbytes.empty()) {
@@ -181,7 +215,16 @@ struct RunInput {
 // Runs the planned cases on this rank; rank 0 writes the results and prints them.
 int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const RunInput& in, World& world,
               InterruptWatch& interrupts) {
-  const std::unique_ptr<DeviceBackend> backend = make_backend(rank_device(f.device, world));
+  const std::unique_ptr<DeviceBackend> backend = [&] {
+    try {
+      return make_backend(rank_device(resolved_device(f), world));
+    } catch (const EnvironmentError& e) {
+      if (f.require_gpu) {
+        throw EnvironmentError(fmt::format("--require-gpu: {}", e.what()));
+      }
+      throw;
+    }
+  }();
 
   RunRecord header;
   const VersionInfo version = version_info();
@@ -254,6 +297,9 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   }
   sink.finish(RunStatus::complete);
   report();
+  if (f.fail_on_skip && writer && skipped_cases(sink.record()) > 0) {
+    return 1;
+  }
   return failures == 0 ? 0 : 1;
 }
 
@@ -272,7 +318,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   }
   const Registry registry = suites::builtin_registry();
   in.cases = plan_cases(registry, in.request);
-  static_cast<void>(DeviceSpec::parse(f.device));
+  static_cast<void>(DeviceSpec::parse(resolved_device(f)));
   if (!f.inject_fault.empty()) {
     in.fault = FaultInjection::parse(f.inject_fault);
   }
@@ -343,6 +389,11 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("-i,--stepbytes", flags->stepbytes, "…or adding this many bytes instead");
   sub->add_option("-d,--device", flags->device, "auto, cuda, cuda:N, sim or sim:CAPACITY (e.g. sim:80GiB)")
       ->capture_default_str();
+  sub->add_flag("--require-gpu", flags->require_gpu,
+                "GPU CI: no usable GPU is exit 3, never the simulated device (`auto` means `cuda`); also "
+                "MEMSTRESS_REQUIRE_GPU=1");
+  sub->add_flag("--fail-on-skip", flags->fail_on_skip,
+                "GPU CI: any skipped case fails the run (exit 1), each named with its reason");
   sub->add_option("-a,--allocator", flags->allocator,
                   "The shared allocator: caching (PyTorch's rules), expandable, direct (cudaMalloc), async "
                   "(cudaMallocAsync); several, comma-separated, run every case under each")
@@ -409,6 +460,9 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
               if (const char* env = std::getenv("MEMSTRESS_ALLOC_CONF")) {  // NOLINT(concurrency-mt-unsafe)
                 flags->alloc_conf = env;
               }
+            }
+            if (const char* env = std::getenv("MEMSTRESS_REQUIRE_GPU")) {  // NOLINT(concurrency-mt-unsafe)
+              flags->require_gpu = flags->require_gpu || std::string_view(env) == "1";
             }
             return run_command(*flags, argv);
           }};

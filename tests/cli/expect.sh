@@ -3,7 +3,7 @@
 # Runs COMMAND and passes when it exits with CODE and its output (stdout + stderr) matches every REGEX
 # (grep -E). --json-stdout: stdout alone must parse as JSON. --skip-if-gpu: exit 77 (CTest: skipped) on a
 # machine with an NVIDIA GPU, for behaviour that only exists without one; --needs-gpu: exit 77 on a machine
-# without one.
+# without one (exit 1 where MEMSTRESS_REQUIRE_GPU=1).
 set -uo pipefail
 matches=() stdout_matches=() json=0
 while [[ $# -gt 0 ]]; do
@@ -15,6 +15,8 @@ while [[ $# -gt 0 ]]; do
       shift ;;
     --needs-gpu)
       if ! { [[ -e /dev/nvidia0 ]] || compgen -G "/dev/nvidia[0-9]*" >/dev/null; }; then
+        # GPU CI sets MEMSTRESS_REQUIRE_GPU=1: there a missing GPU fails the test, never skips it.
+        [[ "${MEMSTRESS_REQUIRE_GPU:-}" == 1 ]] && { echo "FAIL: MEMSTRESS_REQUIRE_GPU=1 and no CUDA device"; exit 1; }
         echo "skipped: needs a CUDA device"; exit 77
       fi
       shift ;;
