@@ -128,6 +128,15 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
     }
   }
   const std::unique_ptr<DeviceBackend> backend = make_backend(rank_device(f.device, world));
+  if (!f.any_gpu && backend->info().name != profile.gpu &&
+      DeviceSpec::parse(f.device).kind == DeviceSpec::Kind::automatic &&
+      backend->info().kind == BackendKind::sim) {
+    // No GPU here at all (auto fell back to the simulated device): the environment is missing, not the usage.
+    throw EnvironmentError(
+        fmt::format("--profile {}: its thresholds are for {}, and no CUDA device was found "
+                    "here (no NVIDIA driver or no GPU)",
+                    f.profile, profile.gpu));
+  }
   if (!f.any_gpu && backend->info().name != profile.gpu) {
     throw InputError(
         fmt::format("--profile {}: its thresholds are for {}, and this device is {} (--any-gpu to run "
