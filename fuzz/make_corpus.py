@@ -9,7 +9,11 @@ in all): libFuzzer's inputs grow no longer than its largest seed, and short inpu
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -103,8 +107,31 @@ _TRACE_GZ = _gzip.compress(REPLAY_TRACE["two_devices.trace.csv"]) + _gzip.flush(
 TRACE_FILE = {**REPLAY_TRACE, "two_devices.trace.csv.gz": _TRACE_GZ,
               "cut-short.trace.csv.gz": _TRACE_GZ[: len(_TRACE_GZ) // 2]}
 
+def snapshot_facts() -> dict[str, bytes]:
+    """The converter's facts of the committed doctor snapshots (with and without frames, with an OOM, with a
+    leak), each cut to a few sites and allocations so the seeds stay small."""
+    out: dict[str, bytes] = {}
+    snapshots = ROOT / "results" / "h100" / "doctor-580.159.04" / "snapshots"
+    with tempfile.TemporaryDirectory() as tmp:
+        for snap in sorted(snapshots.glob("*.snapshot.pickle.gz")):
+            name = snap.name.removesuffix(".snapshot.pickle.gz")
+            facts = Path(tmp) / f"{name}.facts.json"
+            subprocess.run([sys.executable, str(ROOT / "scripts" / "torch_snapshot_to_trace.py"), str(snap), "-o",
+                            str(Path(tmp) / f"{name}.trace.csv.gz"), "--facts", str(facts), "--quiet"], check=True)
+            doc = json.loads(facts.read_text())
+            doc["sites"] = doc["sites"][:4]
+            for site in doc["sites"]:
+                site["stack"] = site["stack"][:2]
+            doc["alloc_sites"] = [min(s, len(doc["sites"]) - 1) for s in doc["alloc_sites"][:24]]
+            doc["segment_addresses"] = doc.get("segment_addresses", [])[:4]
+            doc["ooms"] = [{**o, "site": min(o["site"], len(doc["sites"]) - 1)} for o in doc["ooms"][:2]]
+            out[f"{name}.facts.json"] = json.dumps(doc, indent=1).encode()
+    return out
+
+
 TARGETS = {"results": RESULTS, "json_input": JSON, "profile": PROFILE, "replay_trace": REPLAY_TRACE,
-           "alloc_conf": ALLOC_CONF, "bytes": BYTES, "params": PARAMS, "trace_file": TRACE_FILE}
+           "alloc_conf": ALLOC_CONF, "bytes": BYTES, "params": PARAMS, "trace_file": TRACE_FILE,
+           "snapshot_facts": snapshot_facts()}
 
 
 def main() -> None:

@@ -97,6 +97,9 @@ SnapshotFacts read_facts(const std::filesystem::path& path, const std::string& n
       o.device_free = r.get<std::uint64_t>(ooms[i], "device_free", where);
     }
     o.site = r.get<std::int32_t>(ooms[i], "site", where);
+    if (o.site < kBeforeRecording || o.site >= static_cast<std::int64_t>(f.sites.size())) {
+      r.fail(where, fmt::format("site {} is not one of the {} sites", o.site, f.sites.size()));
+    }
     f.ooms.push_back(std::move(o));
   }
   if (const auto it = doc.find("alloc_conf"); it != doc.end() && !it->is_null()) {

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "harness/core/error.hpp"
 #include "harness/doctor/doctor.hpp"
+#include "harness/doctor/facts.hpp"
 #include "harness/doctor/format.hpp"
 #include "harness/doctor/growth.hpp"
 
@@ -272,7 +275,8 @@ TEST(DoctorSettings, TheRecordedSettingIsTakenFromTheSnapshotOrTheFlag) {
   ASSERT_TRUE(r.settings.recorded.has_value());  // not of the grid: added to it
   EXPECT_EQ(r.settings.rows.size(), 50U);
   EXPECT_EQ(setting_from_pytorch_conf("backend:cudaMallocAsync", "x").allocator, "async");
-  EXPECT_EQ(pytorch_conf(setting_from_pytorch_conf("backend:cudaMallocAsync", "x")), "backend:cudaMallocAsync");
+  EXPECT_EQ(pytorch_conf(setting_from_pytorch_conf("backend:cudaMallocAsync", "x")),
+            "backend:cudaMallocAsync");
   DoctorOptions bad;
   bad.alloc_conf = "max_split_size_mb:lots";
   EXPECT_THROW((void)diagnose(input, bad), InputError);
@@ -286,6 +290,42 @@ TEST(DoctorDocument, HasEverySection) {
     EXPECT_TRUE(doc.contains(key)) << key;
   }
   EXPECT_EQ(doc["oom"]["cause"], "fragmentation");
+}
+
+// The converter's facts, read as input (fuzz/snapshot_facts.cpp holds the same promise): every site handed
+// out is one of the file's sites or a marker, so the doctor's tables index nothing out of range.
+std::filesystem::path facts_file(const std::string& name, const std::string& text) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / ("memstress-test-" + name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+const std::string kOneSite =
+    R"({"schema": "memstress.snapshot-facts/1", "source": "PyTorch memory snapshot", "frames_recorded": true,
+        "sites": [{"where": "train.py:3 in f", "filename": "train.py", "line": 3, "function": "f",
+                   "user_code": true, "stack": []}],
+        "alloc_sites": [0, -1, -2], "ooms": [{"device": "cuda:0", "bytes": 512, "site": SITE}]})";
+
+std::string with_oom_site(const std::string& site) {
+  std::string text = kOneSite;
+  text.replace(text.find("SITE"), 4, site);
+  return text;
+}
+
+TEST(DoctorFacts, SitesOutOfRangeAreRefusedNamingTheFile) {
+  const SnapshotFacts ok = read_facts(facts_file("ok.json", with_oom_site("0")), "ok.pickle");
+  EXPECT_EQ(ok.site_of(0), 0);
+  EXPECT_EQ(ok.site_of(2), kBeforeRecording);
+  EXPECT_EQ(ok.ooms.at(0).site, 0);
+  for (const std::string site : {"1", "-3"}) {
+    try {
+      static_cast<void>(read_facts(facts_file("bad.json", with_oom_site(site)), "bad.pickle"));
+      ADD_FAILURE() << "an OOM at site " << site << " of 1 was read";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "bad.pickle: the converter's facts: ooms[0]: site " + site + " is not one of the 1 sites");
+    }
+  }
 }
 
 }  // namespace
