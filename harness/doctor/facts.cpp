@@ -2,38 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "harness/core/error.hpp"
+#include "harness/core/json_field.hpp"
 #include "harness/core/json_input.hpp"
 #include "harness/core/text_file.hpp"
 
 namespace memstress::doctor {
 namespace {
 
-// The converter wrote this file moments ago, but it is still input: every field is checked.
-class Reader {
- public:
-  explicit Reader(std::string name) : name_(std::move(name)) {}
-
-  template <typename T>
-  T get(const nlohmann::json& object, const char* key, const std::string& where) const {
-    const auto it = object.find(key);
-    if (it == object.end()) {
-      fail(where, fmt::format("no '{}'", key));
-    }
-    try {
-      return it->get<T>();
-    } catch (const nlohmann::json::exception&) {
-      fail(where, fmt::format("'{}' has the wrong type ({})", key, it->type_name()));
-    }
-  }
-
-  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
-    throw InputError(fmt::format("{}: the converter's facts: {}: {}", name_, where, what));
-  }
-
- private:
-  std::string name_;
-};
+// A site index of the file: one of its sites, kNoFrames or kBeforeRecording.
+std::int32_t site_index(const JsonField& field, std::size_t sites) {
+  return static_cast<std::int32_t>(field.integer(kBeforeRecording, static_cast<std::int64_t>(sites) - 1));
+}
 
 }  // namespace
 
@@ -49,66 +31,70 @@ std::optional<std::uint64_t> SnapshotFacts::recorded_number(const char* key) con
 }
 
 SnapshotFacts read_facts(const std::filesystem::path& path, const std::string& name) {
-  const Reader r(name);
+  // The converter wrote this file moments ago, but from a pickle of another machine: every field is checked
+  // (JsonField: a wrong type or a number out of range is InputError, never an nlohmann exception or UB).
+  const auto fail = [&](const std::string& what) -> InputError {
+    return InputError(fmt::format("{}: the converter's facts: {}", name, what));
+  };
   const std::optional<std::string> text = read_text_file(path);
   if (!text) {
-    r.fail("file", fmt::format("cannot read {}", path.string()));
+    throw fail(fmt::format("file: cannot read {}", path.string()));
   }
   nlohmann::json doc;
   try {
     doc = parse_json_input(*text);  // Note [Bounded JSON input]
   } catch (const InputError& e) {
-    r.fail("file", e.what());
+    throw fail(fmt::format("file: {}", e.what()));
   }
   if (!doc.is_object() || doc.value("schema", "") != "memstress.snapshot-facts/1") {
-    r.fail("file", "not a memstress.snapshot-facts/1 document");
+    throw fail("file: not a memstress.snapshot-facts/1 document");
   }
-  SnapshotFacts f;
-  f.source = r.get<std::string>(doc, "source", "top level");
-  f.frames_recorded = r.get<bool>(doc, "frames_recorded", "top level");
-  const auto sites = r.get<std::vector<nlohmann::json>>(doc, "sites", "top level");
-  for (std::size_t i = 0; i < sites.size(); ++i) {
-    const std::string where = fmt::format("sites[{}]", i);
-    Site s;
-    s.where = r.get<std::string>(sites[i], "where", where);
-    s.filename = r.get<std::string>(sites[i], "filename", where);
-    s.line = r.get<std::int64_t>(sites[i], "line", where);
-    s.function = r.get<std::string>(sites[i], "function", where);
-    s.user_code = r.get<bool>(sites[i], "user_code", where);
-    s.stack = r.get<std::vector<std::string>>(sites[i], "stack", where);
-    f.sites.push_back(std::move(s));
-  }
-  f.alloc_sites = r.get<std::vector<std::int32_t>>(doc, "alloc_sites", "top level");
-  for (const std::int32_t s : f.alloc_sites) {
-    if (s < kBeforeRecording || s >= static_cast<std::int64_t>(f.sites.size())) {
-      r.fail("alloc_sites", fmt::format("site {} is not one of the {} sites", s, f.sites.size()));
+  try {
+    const JsonField top(doc);
+    SnapshotFacts f;
+    f.source = top["source"].string();
+    f.frames_recorded = top["frames_recorded"].boolean();
+    for (const JsonField& site : top["sites"].elements()) {
+      Site s;
+      s.where = site["where"].string();
+      s.filename = site["filename"].string();
+      s.line = site["line"].integer(std::numeric_limits<std::int64_t>::min(),
+                                    std::numeric_limits<std::int64_t>::max());
+      s.function = site["function"].string();
+      s.user_code = site["user_code"].boolean();
+      for (const JsonField& frame : site["stack"].elements()) {
+        s.stack.push_back(frame.string());
+      }
+      f.sites.push_back(std::move(s));
     }
-  }
-  if (doc.contains("segment_addresses")) {
-    f.segment_addresses = r.get<std::vector<std::uint64_t>>(doc, "segment_addresses", "top level");
-  }
-  const auto ooms = r.get<std::vector<nlohmann::json>>(doc, "ooms", "top level");
-  for (std::size_t i = 0; i < ooms.size(); ++i) {
-    const std::string where = fmt::format("ooms[{}]", i);
-    OomFact o;
-    o.device = r.get<std::string>(ooms[i], "device", where);
-    o.bytes = r.get<std::uint64_t>(ooms[i], "bytes", where);
-    if (const auto it = ooms[i].find("device_free"); it != ooms[i].end() && !it->is_null()) {
-      o.device_free = r.get<std::uint64_t>(ooms[i], "device_free", where);
+    for (const JsonField& site : top["alloc_sites"].elements()) {
+      f.alloc_sites.push_back(site_index(site, f.sites.size()));
     }
-    o.site = r.get<std::int32_t>(ooms[i], "site", where);
-    if (o.site < kBeforeRecording || o.site >= static_cast<std::int64_t>(f.sites.size())) {
-      r.fail(where, fmt::format("site {} is not one of the {} sites", o.site, f.sites.size()));
+    if (const std::optional<JsonField> segments = top.find("segment_addresses")) {
+      for (const JsonField& address : segments->elements()) {
+        f.segment_addresses.push_back(address.count());
+      }
     }
-    f.ooms.push_back(std::move(o));
+    for (const JsonField& oom : top["ooms"].elements()) {
+      OomFact o;
+      o.device = oom["device"].string();
+      o.bytes = oom["bytes"].count();
+      if (const std::optional<JsonField> free = oom.find("device_free"); free && !free->is_null()) {
+        o.device_free = free->count();
+      }
+      o.site = site_index(oom["site"], f.sites.size());
+      f.ooms.push_back(std::move(o));
+    }
+    if (const std::optional<JsonField> conf = top.find("alloc_conf"); conf && !conf->is_null()) {
+      f.alloc_conf = conf->string();
+    }
+    if (const auto it = doc.find("recorder"); it != doc.end() && it->is_object()) {
+      f.recorder = *it;
+    }
+    return f;
+  } catch (const InputError& e) {
+    throw fail(e.what());
   }
-  if (const auto it = doc.find("alloc_conf"); it != doc.end() && !it->is_null()) {
-    f.alloc_conf = r.get<std::string>(doc, "alloc_conf", "top level");
-  }
-  if (const auto it = doc.find("recorder"); it != doc.end() && it->is_object()) {
-    f.recorder = *it;
-  }
-  return f;
 }
 
 }  // namespace memstress::doctor

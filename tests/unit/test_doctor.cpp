@@ -323,9 +323,16 @@ TEST(DoctorFacts, SitesOutOfRangeAreRefusedNamingTheFile) {
       ADD_FAILURE() << "an OOM at site " << site << " of 1 was read";
     } catch (const InputError& e) {
       EXPECT_EQ(std::string(e.what()),
-                "bad.pickle: the converter's facts: ooms[0]: site " + site + " is not one of the 1 sites");
+                "bad.pickle: the converter's facts: field ooms[0].site: expected a whole "
+                "number from -2 to 0, found a number (" +
+                    site + ")");
     }
   }
+  // The fuzzer's first finding: a byte count as a float beyond 2^64 was converted anyway (undefined
+  // behaviour).
+  std::string huge = with_oom_site("0");
+  huge.replace(huge.find("\"bytes\": 512"), 13, "\"bytes\": 1.4e24");
+  EXPECT_THROW(static_cast<void>(read_facts(facts_file("huge.json", huge), "huge.pickle")), InputError);
 }
 
 }  // namespace
