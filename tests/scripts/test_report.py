@@ -54,6 +54,18 @@ class Report(unittest.TestCase):
             self.assertIn("NVIDIA H100 80GB HBM3", page)
             self.assertIn("GPU-bc77140b-bfae-2969-9cbc-988b5f9e0d5e", page)  # the devices document's GPU
 
+    def test_a_comparison_shows_base_new_change_and_verdict(self) -> None:
+        # Issue 19: base and new printed None (the section read base_median; compare writes base.median), the
+        # change printed as -85.39096363060537.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "report.html"
+            result = run(str(H100 / "compare" / "compare-slowed-h100-580.159.04.json"), "-o", str(out))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            page = out.read_text()
+            self.assertIn("<b>REGRESSION</b>; 8 change(s) beyond SAME.", page)
+            self.assertIn("<td>GB/s</td><td>54.86 GB/s</td><td>8.014 GB/s</td><td>-85.4%</td><td>WORSE</td>", page)
+            self.assertNotIn("None", page)
+
     def test_the_readme_command_reads_every_committed_h100_file(self) -> None:
         """README's "Reports with plots" command, as written (a devices document among the inputs)."""
         with tempfile.TemporaryDirectory() as tmp:
