@@ -297,6 +297,15 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   }
   sink.finish(RunStatus::complete);
   report();
+  if (writer && !f.quiet) {
+    // One line on where the results are, or how to keep them (the table above is all a run without --out
+    // keeps).
+    if (f.out.empty()) {
+      note("results not kept: add --out FILE.json to keep them (compare, accept --from and report read it)");
+    } else {
+      note("results: {} (and its stream, {})", f.out, ResultSink::stream_path(f.out).string());
+    }
+  }
   if (f.fail_on_skip && writer && skipped_cases(sink.record()) > 0) {
     return 1;
   }
