@@ -120,8 +120,10 @@ double JsonField::real() const {
 std::int64_t JsonField::integer(std::int64_t min, std::int64_t max) const {
   const std::string wanted = fmt::format("a whole number from {} to {}", min, max);
   if (value_->is_number_unsigned()) {
+    // nlohmann::json parses every non-negative integer as unsigned: compared as such only where max >= 0 (a
+    // negative max, cast, would let every value through), and against min too.
     const auto v = value_->get<std::uint64_t>();
-    if (v > static_cast<std::uint64_t>(max)) {
+    if (max < 0 || v > static_cast<std::uint64_t>(max) || (min > 0 && v < static_cast<std::uint64_t>(min))) {
       wrong_type(wanted);
     }
     return static_cast<std::int64_t>(v);

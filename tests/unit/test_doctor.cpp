@@ -328,6 +328,18 @@ TEST(DoctorFacts, SitesOutOfRangeAreRefusedNamingTheFile) {
                     site + ")");
     }
   }
+  // The fuzzer's second finding: a file with no sites, and an allocation at site 1.
+  const std::string no_sites =
+      R"({"schema": "memstress.snapshot-facts/1", "source": "PyTorch memory snapshot", "frames_recorded": false,
+          "sites": [], "alloc_sites": [1, -1], "ooms": []})";
+  try {
+    static_cast<void>(read_facts(facts_file("no-sites.json", no_sites), "no-sites.pickle"));
+    ADD_FAILURE() << "an allocation at site 1 of none was read: " << no_sites;
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "no-sites.pickle: the converter's facts: field alloc_sites[0]: expected a whole "
+              "number from -2 to -1, found a number (1)");
+  }
   // The fuzzer's first finding: a byte count as a float beyond 2^64 was converted anyway (undefined
   // behaviour).
   std::string huge = with_oom_site("0");

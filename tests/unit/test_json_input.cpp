@@ -89,6 +89,13 @@ TEST(JsonField, ReadsEachTypeAndNamesTheFieldOfAWrongOne) {
             "field u: expected a whole number from 0 to 5, found a number (7)");
   EXPECT_EQ(error_of([&] { static_cast<void>(root["n"].integer(0, 5)); }),
             "field n: expected a whole number from 0 to 5, found a number (1.5)");
+  // A range below zero, or above it, against a non-negative value (nlohmann::json holds those unsigned): the
+  // snapshot_facts fuzz target's second finding (an allocation at site 1 of a file with no sites).
+  EXPECT_EQ(error_of([&] { static_cast<void>(root["u"].integer(-2, -1)); }),
+            "field u: expected a whole number from -2 to -1, found a number (7)");
+  EXPECT_EQ(error_of([&] { static_cast<void>(root["u"].integer(8, 10)); }),
+            "field u: expected a whole number from 8 to 10, found a number (7)");
+  EXPECT_EQ(root["i"].integer(-3, -3), -3);
   EXPECT_EQ(error_of([&] { static_cast<void>(root.string_or("b", "")); }),
             "field b: expected a string, found a boolean (true)");
   EXPECT_EQ(error_of([&] { static_cast<void>(root.elements()); }), "expected an array, found an object");
