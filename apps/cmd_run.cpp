@@ -70,7 +70,8 @@ struct RunFlags {
   std::string host_memory = "pinned";
   std::vector<std::string> in_turn;
   std::size_t max_cases = kDefaultMaxCases;
-  bool require_gpu = false;  // --require-gpu, or MEMSTRESS_REQUIRE_GPU=1
+  bool require_gpu = false;      // --require-gpu, or MEMSTRESS_REQUIRE_GPU=1 (then require_gpu_env too)
+  bool require_gpu_env = false;  // from MEMSTRESS_REQUIRE_GPU alone: an explicit --device sim still wins
   bool fail_on_skip = false;
 };
 
@@ -81,6 +82,9 @@ std::string resolved_device(const RunFlags& f) {
     return f.device;
   }
   const DeviceSpec spec = DeviceSpec::parse(f.device);
+  if (spec.kind == DeviceSpec::Kind::sim && f.require_gpu_env) {
+    return f.device;  // asked for by name in a job that exports MEMSTRESS_REQUIRE_GPU=1 (its CPU tests)
+  }
   if (spec.kind == DeviceSpec::Kind::sim) {
     throw InputError(fmt::format("--require-gpu with --device {}: the simulated device is no GPU", f.device));
   }
@@ -297,7 +301,7 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   }
   sink.finish(RunStatus::complete);
   report();
-  if (writer && !f.quiet) {
+  if (writer && !f.quiet && in.format == OutputFormat::table) {
     // One line on where the results are, or how to keep them (the table above is all a run without --out
     // keeps).
     if (f.out.empty()) {
@@ -471,7 +475,10 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
               }
             }
             if (const char* env = std::getenv("MEMSTRESS_REQUIRE_GPU")) {  // NOLINT(concurrency-mt-unsafe)
-              flags->require_gpu = flags->require_gpu || std::string_view(env) == "1";
+              if (!flags->require_gpu && std::string_view(env) == "1") {
+                flags->require_gpu = true;
+                flags->require_gpu_env = true;
+              }
             }
             return run_command(*flags, argv);
           }};

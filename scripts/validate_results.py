@@ -236,8 +236,24 @@ def readable(path: Path) -> None:
             ms_json.check_depth(text)
         except ms_json.TooDeep as e:
             raise Unreadable(str(e)) from None
+        lines = text.split("\n")
+        while lines and not lines[-1].strip():
+            lines.pop()
+        if not lines:
+            raise Unreadable("empty: no header line")
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue  # an empty line is invalid, not unreadable (check_stream says so with the schema)
+            try:
+                parse_json(line, f"line {number}: ")
+            except Unreadable:
+                if number == len(lines) > 1:
+                    continue  # a run killed while writing its last row: read without it, as check_stream does
+                raise
     else:
-        parse_json(text, "")
+        doc = parse_json(text, "")
+        if not isinstance(doc, dict):
+            raise Unreadable(f"not a memstress document (a JSON {JSON_TYPES.get(type(doc), 'value')}, not an object)")
 
 
 def check_document(path: Path, run_validator, replay_validator, text: str) -> tuple[list[str], str]:

@@ -183,7 +183,7 @@ class Oom final : public Workload {
   // GiB), and a second one finds the same threshold.
   [[nodiscard]] int max_repetitions() const noexcept override { return 1; }
   [[nodiscard]] std::string_view summary() const noexcept override {
-    return "OOM thresholds: the largest single allocation by bisection (vs free memory) and the largest "
+    return "OOM thresholds: the largest single allocation by bisection (vs what is allocatable: free memory, or --alloc-limit) and the largest "
            "batch of a model-like profile (halve, then bisect), fresh or after fragmenting; OOMs are "
            "counted, not errors; for a memory-fraction cap pass --alloc-conf per_process_memory_fraction:F";
   }

@@ -29,12 +29,17 @@ MatchKey key_of(const ResultRow& row, const CompareOptions& options) {
   return {row.workload, row.case_label, row.params, row.allocator, options.match_any_gpu ? "" : row.device};
 }
 
-// The distinct values of one field over the rows, "a, b" (at most four, then "and N more").
-std::string values_of(const std::vector<ResultRow>& rows, std::string ResultRow::*field) {
+std::set<std::string> distinct(const std::vector<ResultRow>& rows, std::string ResultRow::*field) {
   std::set<std::string> seen;
   for (const ResultRow& row : rows) {
     seen.insert(row.*field);
   }
+  return seen;
+}
+
+// The distinct values of one field over the rows, "a, b" (at most four, then "and N more").
+std::string values_of(const std::vector<ResultRow>& rows, std::string ResultRow::*field) {
+  const std::set<std::string> seen = distinct(rows, field);
   constexpr std::size_t kShown = 4;
   std::vector<std::string> shown;
   for (const std::string& v : seen) {
@@ -272,7 +277,7 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
   if (c.rows_matched == 0 && !base.rows.empty() && !next.rows.empty()) {
     c.nothing_compared = "no rows matched: " + why_nothing_matched(base, next, options);
   } else if (options.match_any_gpu && c.rows_matched > 0 &&
-             values_of(base.rows, &ResultRow::device) != values_of(next.rows, &ResultRow::device)) {
+             distinct(base.rows, &ResultRow::device) != distinct(next.rows, &ResultRow::device)) {
     c.notes.push_back(
         fmt::format("rows matched across GPU models (--match-any-gpu): BASE ran on {}, NEW on {}",
                     values_of(base.rows, &ResultRow::device), values_of(next.rows, &ResultRow::device)));

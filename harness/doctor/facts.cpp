@@ -46,7 +46,8 @@ SnapshotFacts read_facts(const std::filesystem::path& path, const std::string& n
   } catch (const InputError& e) {
     throw fail(fmt::format("file: {}", e.what()));
   }
-  if (!doc.is_object() || doc.value("schema", "") != "memstress.snapshot-facts/1") {
+  const auto schema = doc.is_object() ? doc.find("schema") : doc.end();
+  if (schema == doc.end() || !schema->is_string() || *schema != "memstress.snapshot-facts/1") {
     throw fail("file: not a memstress.snapshot-facts/1 document");
   }
   try {

@@ -438,7 +438,14 @@ class ValidateInput(TempDir):
 
         deep = self.write("deep.json", DEEP)
         good = COMPARE_DATA / "base.json"
-        for files, code, said in (([good], 77, ""), ([good, deep], 2, f"{deep}: nested more than 128 levels deep")):
+        lines = (COMPARE_DATA / "base.jsonl").read_text().splitlines()
+        middle = self.write("middle.jsonl", "\n".join([lines[0], lines[1][:100], *lines[2:]]) + "\n")
+        killed = self.write("killed.jsonl", "\n".join(lines[:-2]) + "\n" + lines[-2][:300])
+        array = self.write("array.json", "[1, 2]")
+        for files, code, said in (([good, killed], 77, ""),
+                                  ([good, deep], 2, f"{deep}: nested more than 128 levels deep"),
+                                  ([middle], 2, f"{middle}: line 2: not JSON"),
+                                  ([array], 2, f"{array}: not a memstress document (a JSON array, not an object)")):
             with self.subTest(code=code):
                 out, err = io.StringIO(), io.StringIO()
                 with unittest.mock.patch.dict(sys.modules, {"jsonschema": None, "referencing": None}), \

@@ -3,11 +3,14 @@
 // OOM's cause and the settings that grant it, the settings x capacities table and the recommended setting.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "harness/core/error.hpp"
 #include "harness/doctor/doctor.hpp"
@@ -294,11 +297,29 @@ TEST(DoctorDocument, HasEverySection) {
 
 // The converter's facts, read as input (fuzz/snapshot_facts.cpp holds the same promise): every site handed
 // out is one of the file's sites or a marker, so the doctor's tables index nothing out of range.
-std::filesystem::path facts_file(const std::string& name, const std::string& text) {
-  const std::filesystem::path path = std::filesystem::temp_directory_path() / ("memstress-test-" + name);
-  std::ofstream(path) << text;
-  return path;
-}
+// A file of the test's own (the process id in its name), removed when the test's files go.
+class FactsFiles {
+ public:
+  FactsFiles() = default;
+  FactsFiles(const FactsFiles&) = delete;
+  FactsFiles& operator=(const FactsFiles&) = delete;
+  ~FactsFiles() {
+    for (const std::filesystem::path& p : paths_) {
+      std::error_code ignored;
+      std::filesystem::remove(p, ignored);
+    }
+  }
+  std::filesystem::path write(const std::string& name, const std::string& text) {
+    const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                       ("memstress-test-" + std::to_string(::getpid()) + "-" + name);
+    std::ofstream(path) << text;
+    paths_.push_back(path);
+    return path;
+  }
+
+ private:
+  std::vector<std::filesystem::path> paths_;
+};
 
 const std::string kOneSite =
     R"({"schema": "memstress.snapshot-facts/1", "source": "PyTorch memory snapshot", "frames_recorded": true,
@@ -313,6 +334,10 @@ std::string with_oom_site(const std::string& site) {
 }
 
 TEST(DoctorFacts, SitesOutOfRangeAreRefusedNamingTheFile) {
+  FactsFiles files;
+  const auto facts_file = [&](const std::string& name, const std::string& text) {
+    return files.write(name, text);
+  };
   const SnapshotFacts ok = read_facts(facts_file("ok.json", with_oom_site("0")), "ok.pickle");
   EXPECT_EQ(ok.site_of(0), 0);
   EXPECT_EQ(ok.site_of(2), kBeforeRecording);
@@ -340,11 +365,24 @@ TEST(DoctorFacts, SitesOutOfRangeAreRefusedNamingTheFile) {
               "no-sites.pickle: the converter's facts: field alloc_sites[0]: expected a whole "
               "number from -2 to -1, found a number (1)");
   }
-  // The fuzzer's first finding: a byte count as a float beyond 2^64 was converted anyway (undefined
-  // behaviour).
-  std::string huge = with_oom_site("0");
-  huge.replace(huge.find("\"bytes\": 512"), 13, "\"bytes\": 1.4e24");
-  EXPECT_THROW(static_cast<void>(read_facts(facts_file("huge.json", huge), "huge.pickle")), InputError);
+  // The fuzzer's first finding: a float beyond 2^64 where a whole number of bytes is read was converted
+  // anyway (undefined behaviour), in segment_addresses and in an OOM's bytes alike.
+  const std::string bytes_text = "\"bytes\": 512";
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{bytes_text, "\"bytes\": 1.4e24"},
+                                 {"\"alloc_sites\"", "\"segment_addresses\": [1.4e24], \"alloc_sites\""}}) {
+    std::string huge = with_oom_site("0");
+    huge.replace(huge.find(from), from.size(), to);
+    try {
+      static_cast<void>(read_facts(facts_file("huge.json", huge), "huge.pickle"));
+      ADD_FAILURE() << "read: " << huge;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("expected a whole number, 0 or more, found a number (1.4e+24)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(static_cast<void>(read_facts(facts_file("schema.json", R"({"schema": 1})"), "schema.pickle")),
+               InputError);
 }
 
 }  // namespace
