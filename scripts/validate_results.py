@@ -232,15 +232,7 @@ def readable(path: Path) -> None:
     and is nested no deeper than ms_json allows."""
     text = read_text(path)
     if path.suffix in STREAM_SUFFIXES or ms_json.is_stream(text):
-        try:
-            ms_json.check_depth(text)
-        except ms_json.TooDeep as e:
-            raise Unreadable(str(e)) from None
-        lines = text.split("\n")
-        while lines and not lines[-1].strip():
-            lines.pop()
-        if not lines:
-            raise Unreadable("empty: no header line")
+        lines = stream_lines(text)
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue  # an empty line is invalid, not unreadable (check_stream says so with the schema)
@@ -251,15 +243,34 @@ def readable(path: Path) -> None:
                     continue  # a run killed while writing its last row: read without it, as check_stream does
                 raise
     else:
-        doc = parse_json(text, "")
-        if not isinstance(doc, dict):
-            raise Unreadable(f"not a memstress document (a JSON {JSON_TYPES.get(type(doc), 'value')}, not an object)")
+        parse_document(text)
 
 
-def check_document(path: Path, run_validator, replay_validator, text: str) -> tuple[list[str], str]:
+def parse_document(text: str) -> dict:
+    """A run or replay document: JSON (parse_json) and an object, else Unreadable."""
     doc = parse_json(text, "")
     if not isinstance(doc, dict):
         raise Unreadable(f"not a memstress document (a JSON {JSON_TYPES.get(type(doc), 'value')}, not an object)")
+    return doc
+
+
+def stream_lines(text: str) -> list[str]:
+    """A stream's lines, trailing blank ones left out, its nesting bounded over the whole file (so the line
+    named is the file's); Unreadable when too deep or empty."""
+    try:
+        ms_json.check_depth(text)
+    except ms_json.TooDeep as e:
+        raise Unreadable(str(e)) from None
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise Unreadable("empty: no header line")
+    return lines
+
+
+def check_document(path: Path, run_validator, replay_validator, text: str) -> tuple[list[str], str]:
+    doc = parse_document(text)
     if doc.get("schema") == "memstress.replay/1":
         errors = schema_errors(replay_validator, doc)
         replay = doc.get("replay")
@@ -286,15 +297,7 @@ def check_document(path: Path, run_validator, replay_validator, text: str) -> tu
 
 
 def check_stream(path: Path, line_validator, text: str) -> tuple[list[str], str]:
-    try:
-        ms_json.check_depth(text)  # the whole stream, so the line named is the file's
-    except ms_json.TooDeep as e:
-        raise Unreadable(str(e)) from None
-    lines = text.split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines:
-        raise Unreadable("empty: no header line")
+    lines = stream_lines(text)
     errors: list[str] = []
     rows: list[Any] = []
     footer = None
