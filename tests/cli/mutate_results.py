@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "scripts"))
+from value_paths import paths_of  # noqa: E402  (the sweeps of tests/scripts share it)
 PROFILE = ROOT / "profiles" / "h100.yaml"
 SENTINEL = "@@deep@@"
 DEPTHS = (2, 20, 128, 129, 1000, 60_000, 100_000)
@@ -40,18 +42,6 @@ def sources() -> list[Path]:
     compare = sorted((ROOT / "tests" / "data" / "compare").glob("*.json"))
     h100 = sorted((ROOT / "results" / "h100").glob("*.json")) + sorted((ROOT / "results" / "h100").glob("*.jsonl"))
     return [p for p in compare + h100 if "devices-" not in p.name and "unknown-schema" not in p.name]
-
-
-def paths_of(value: Any, prefix: tuple = ()) -> list[tuple]:
-    """Every path to a value inside `value` (keys and indices), the root left out."""
-    out, todo = [], [(value, prefix)]
-    while todo:
-        node, path = todo.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, child in items:
-            out.append(path + (key,))
-            todo.append((child, path + (key,)))
-    return out
 
 
 def other_value(rng: random.Random, old: Any) -> Any:

@@ -1,5 +1,6 @@
 """Where the values inside a parsed document (dicts and lists) lie: what the mutation sweeps
-(test_audit_inputs.py) and the property tests (test_converter_properties.py) pick from."""
+(test_audit_inputs.py, tests/cli/mutate_results.py) and the property tests (test_converter_properties.py) pick
+from."""
 
 from __future__ import annotations
 
