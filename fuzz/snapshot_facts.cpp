@@ -7,41 +7,14 @@
 // Each input is written to a file in a directory of this process's own under the system's temporary
 // directory, removed when the process ends.
 
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "fuzz/fuzz_target.hpp"
+#include "fuzz/scratch.hpp"
 #include "harness/doctor/facts.hpp"
 
 namespace {
-
-namespace fs = std::filesystem;
-
-class ScratchFile {
- public:
-  ScratchFile() : dir_(fs::temp_directory_path() / ("memstress-fuzz-facts-" + std::to_string(::getpid()))) {
-    fs::create_directories(dir_);
-  }
-  ScratchFile(const ScratchFile&) = delete;
-  ScratchFile& operator=(const ScratchFile&) = delete;
-  ~ScratchFile() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  [[nodiscard]] fs::path write(std::string_view bytes) const {
-    const fs::path path = dir_ / "facts.json";
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    memstress::fuzz::check(out.good(), "cannot write the fuzz input's file");
-    return path;
-  }
-
- private:
-  fs::path dir_;
-};
 
 bool known_site(std::int32_t site, std::size_t sites) {
   using memstress::doctor::kBeforeRecording;
@@ -52,8 +25,9 @@ bool known_site(std::int32_t site, std::size_t sites) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace memstress;
-  static const ScratchFile scratch;
-  const fs::path path = scratch.write(fuzz::text(data, size));
+  static const fuzz::Scratch scratch("facts");
+  const std::filesystem::path path = scratch.file("facts.json");
+  fuzz::write_file(path, fuzz::text(data, size));
   return fuzz::run([&] {
     const doctor::SnapshotFacts facts = doctor::read_facts(path, "fuzz.facts.json");
     for (std::size_t id = 0; id < facts.alloc_sites.size(); ++id) {

@@ -8,45 +8,20 @@
 // Each input is written to two files in a directory of this process's own under the system's temporary
 // directory, removed when the process ends.
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "fuzz/fuzz_target.hpp"
+#include "fuzz/scratch.hpp"
 #include "harness/replay/replay_trace.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// The directory of this process's files: made on first use, removed at exit.
-class Scratch {
- public:
-  Scratch() : dir_(fs::temp_directory_path() / ("memstress-fuzz-trace-" + std::to_string(::getpid()))) {
-    fs::create_directories(dir_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  [[nodiscard]] fs::path file(const char* name) const { return dir_ / name; }
-
- private:
-  fs::path dir_;
-};
-
-void write_plain(const fs::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  memstress::fuzz::check(out.good(), "cannot write the fuzz input's file");
-}
 
 struct GzWriteCloser {
   void operator()(gzFile_s* file) const noexcept { gzclose_w(file); }
@@ -81,12 +56,13 @@ bool same(const memstress::replay::ReplayTrace& a, const memstress::replay::Repl
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace memstress;
-  static const Scratch scratch;  // one directory for the process's life (libFuzzer calls us in one thread)
+  static const fuzz::Scratch scratch(
+      "trace");  // one directory for the process's life (libFuzzer calls us in one thread)
   const std::string_view input = fuzz::text(data, size);
   return fuzz::run([&] {
     const fs::path plain = scratch.file("input.trace.csv");
     const fs::path gzip = scratch.file("input.trace.csv.gz");
-    write_plain(plain, input);
+    fuzz::write_file(plain, input);
     write_gzip(gzip, input);
 
     const auto in_memory = reading([&] { return replay::parse_replay_trace(input, "fuzz.trace.csv"); });
