@@ -27,6 +27,7 @@
 #include "harness/dist/rank_setup.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/env/environment.hpp"
+#include "harness/env/health.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
 #include "harness/run/plan.hpp"
@@ -162,6 +163,9 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
   header.ranks = world.size();
   header.environment = gather_environment(world, to_json(collect_environment()), *backend);
   const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
+  // From the start of the run: XID events and throttle time are counted from here (the `health` workload).
+  const std::unique_ptr<HealthWatch> health =
+      run_health_watch(backend->info().kind == BackendKind::cuda, backend->info().uuid);
   const bool writer = world.rank() == 0;
   std::optional<std::filesystem::path> out;
   if (!f.out.empty() && writer) {
@@ -181,6 +185,7 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
   options.quiet = f.quiet || !writer;
   options.world = &world;
   options.nccl = nccl.get();
+  options.health = health.get();
   Progress progress(cases.size(), options.quiet);
   options.progress = &progress;
   try {

@@ -256,7 +256,8 @@ std::string with_unit(double v, const std::string& unit) {
                              : std::abs(v) >= 1e6 ? fmt::format("{:.4g}M", v / 1e6)
                              : std::abs(v) >= 1e5 ? fmt::format("{:.4g}k", v / 1e3)
                                                   : fmt::format("{:.4g}", v);
-  return unit.empty() || unit == "ratio" || unit == "share" ? number : fmt::format("{} {}", number, unit);
+  const bool plain = unit.empty() || unit == "ratio" || unit == "share" || unit == "count" || unit == "flag";
+  return plain ? number : fmt::format("{} {}", number, unit);
 }
 
 // The bounds a value must meet, each as [lower or upper, value, how it was set].
@@ -287,6 +288,23 @@ std::vector<Bound> bounds_of(const AcceptCheck& check, const Measured& m) {
 bool meets(double v, const std::vector<Bound>& bounds) {
   return std::all_of(bounds.begin(), bounds.end(),
                      [&](const Bound& b) { return b.at_least ? v >= b.value : v <= b.value; });
+}
+
+// Why a matched row could not measure the check's metric ("nvlink.errors (no NVLink is active on this GPU)"),
+// from its kNotMeasured note; nullopt when no matched row says so.
+std::optional<std::string> not_measured(const AcceptCheck& check, const AcceptRows& rows) {
+  const std::string prefix = fmt::format("{}{} ", kNotMeasured, check.metric);
+  for (const compare::ResultRow& row : rows) {
+    if (!matches(row, check)) {
+      continue;
+    }
+    for (const std::string& note : row.notes) {
+      if (note.rfind(prefix, 0) == 0) {
+        return note.substr(kNotMeasured.size());
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 bool on_one_gpu(const compare::ResultRow& a, const compare::ResultRow& b) {
@@ -430,6 +448,11 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
   }
   const std::optional<Measured> m = measure(check, rows);
   if (!m) {
+    if (const std::optional<std::string> why = not_measured(check, rows)) {
+      out.skipped = true;  // this GPU does not give the figure (no NVLink, a query NVML lacks): not its fault
+      out.detail = fmt::format("not measured on this GPU: {}", *why);
+      return out;
+    }
     out.detail = fmt::format("no {} row with metric {} matched", check.workload, check.metric);
     return out;
   }

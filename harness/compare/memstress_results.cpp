@@ -114,6 +114,11 @@ ResultRow read_row(const JsonField& j) {
   for (const auto& [name, metric] : j["metrics"].members()) {
     row.metrics.push_back(read_metric(metric, name));
   }
+  if (const std::optional<JsonField> notes = j.find("notes")) {
+    for (const JsonField& n : notes->elements()) {
+      row.notes.push_back(n.string());
+    }
+  }
   return row;
 }
 
@@ -249,6 +254,7 @@ ResultRow result_row(const Row& row) {
   r.checked = row.checked;
   r.errors = row.errors;
   r.metrics = row.metrics;
+  r.notes = row.notes;
   return r;
 }
 

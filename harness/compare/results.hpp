@@ -57,6 +57,7 @@ struct ResultRow {
   std::uint64_t checked = 0;          // data items verified on the device (0 where the format has none)
   std::uint64_t errors = 0;           // of those, wrong
   std::vector<MetricResult> metrics;  // samples empty where the file kept none
+  std::vector<std::string> notes;     // the row's notes (kNotMeasured ones name metrics it could not measure)
 
   [[nodiscard]] const MetricResult* metric(std::string_view name) const { return find_metric(metrics, name); }
 };
