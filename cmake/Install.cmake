@@ -9,6 +9,8 @@
 #   P/share/memstress/profiles/     the shipped acceptance profiles (memstress accept --profile h100)
 #   P/share/memstress/results/schema/  the results schemas
 #   P/share/doc/memstress/README.md
+#   P/lib/cmake/memstress/          memstressConfig.cmake (+ version): find_package(memstress) gives
+#                                   memstress::memstress and memstress_add_test() (MemstressTest.cmake)
 #
 # The binary finds P/share/memstress from its own location (Note [Where memstress finds its files] in
 # harness/core/data_dir.hpp). MEMSTRESS_DATA_SUBDIR and MEMSTRESS_DATA_RELDIR are set in
@@ -18,7 +20,7 @@ install(TARGETS memstress RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET memstress_bench)
   install(TARGETS memstress_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-install(PROGRAMS scripts/report scripts/validate_results.py scripts/torch_snapshot_to_trace.py
+install(PROGRAMS scripts/report scripts/validate_results.py scripts/torch_snapshot_to_trace.py scripts/ctest-junit-reasons
         DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
 install(FILES scripts/ms_pyenv.py scripts/ms_json.py scripts/ms_output.py scripts/snapshot_sites.py
               scripts/report_doctor.py DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
@@ -27,6 +29,18 @@ install(DIRECTORY profiles/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/profiles FILES_
 install(DIRECTORY results/schema/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/results/schema FILES_MATCHING
         PATTERN "*.json")
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# The CMake package another project's tests find memstress by.
+include(CMakePackageConfigHelpers)
+set(_memstress_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/memstress)
+configure_package_config_file(cmake/package/memstressConfig.cmake.in
+                              ${CMAKE_BINARY_DIR}/package/memstressConfig.cmake
+                              INSTALL_DESTINATION ${_memstress_cmake_dir} PATH_VARS CMAKE_INSTALL_BINDIR)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/package/memstressConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/package/memstressConfig.cmake
+              ${CMAKE_BINARY_DIR}/package/memstressConfigVersion.cmake cmake/package/MemstressTest.cmake
+        DESTINATION ${_memstress_cmake_dir})
 
 # An installed binary keeps the run paths of libraries outside the system's (NCCL in the CUDA toolkit,
 # Open MPI's own directory), so it starts without LD_LIBRARY_PATH as the build tree's does.

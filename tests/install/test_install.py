@@ -126,6 +126,39 @@ class Installed(unittest.TestCase):
         missing = self.memstress("report", "nothing.json", "-o", "report.html")
         self.assertIn(missing.returncode, (2, 3))
 
+    def test_another_project_registers_memstress_tests_with_memstress_add_test(self) -> None:
+        """find_package(memstress) and memstress_add_test(): a run, an acceptance and a comparison as CTest
+        tests; a GPU run on a machine without a GPU is reported skipped, or failed with REQUIRE_GPU."""
+        project = self.cwd / "consumer"
+        project.mkdir()
+        accept = H100_ACCEPT.as_posix()
+        (project / "CMakeLists.txt").write_text(f"""
+cmake_minimum_required(VERSION 3.20)
+project(consumer NONE)
+enable_testing()
+find_package(memstress 0.1 REQUIRED)
+memstress_add_test(NAME sim_run RUN alloc-smoke DEVICE sim:1G LABELS quick ARGS -n 1 -p bytes=1M)
+memstress_add_test(NAME gpu_run RUN alloc-smoke ARGS -n 1 -p bytes=1M)
+memstress_add_test(NAME gpu_run_required RUN alloc-smoke REQUIRE_GPU ARGS -n 1 -p bytes=1M)
+memstress_add_test(NAME accept_from ACCEPT h100 ARGS --from {accept})
+memstress_add_test(NAME compare_same COMPARE {accept} {accept})
+memstress_add_test(NAME compare_missing COMPARE {accept} missing.json)
+""")
+        env = {k: v for k, v in os.environ.items() if k != "MEMSTRESS_REQUIRE_GPU"}
+        configure = run(["cmake", "-S", str(project), "-B", str(project / "build"),
+                         f"-DCMAKE_PREFIX_PATH={self.prefix}"], cwd=self.cwd, env=env)
+        self.assertEqual(configure.returncode, 0, configure.stdout + configure.stderr)
+        tests = run(["ctest", "--test-dir", str(project / "build"), "-V"], cwd=self.cwd, env=env)
+        status = dict(re.findall(r"Test +#\d+: (\w+) \.+ *(?:\*\*\*)?(Passed|Skipped|Failed|Not Run)", tests.stdout))
+        gpu = any(Path("/dev").glob("nvidia[0-9]*"))
+        self.assertEqual(status, {"sim_run": "Passed", "gpu_run": "Passed" if gpu else "Skipped",
+                                  "gpu_run_required": "Passed" if gpu else "Failed", "accept_from": "Passed",
+                                  "compare_same": "Passed", "compare_missing": "Failed"}, tests.stdout)
+        self.assertIn('"run" "alloc-smoke" "-d" "sim:1G" "-q" "-n" "1" "-p" "bytes=1M"', tests.stdout)
+        self.assertIn('"-d" "cuda" "-q" "--fail-on-skip"', tests.stdout)  # a GPU run with a skipped case is not a pass
+        labels = run(["ctest", "--test-dir", str(project / "build"), "-N", "-L", "quick"], cwd=self.cwd, env=env)
+        self.assertIn("Total Tests: 1", labels.stdout)
+
     def test_the_install_is_relocatable(self) -> None:
         moved = self.tmp / "moved"
         shutil.copytree(self.prefix, moved, symlinks=True)

@@ -72,6 +72,7 @@ GPU_FIRST_RUN = [
     "cmake --build build/gpu --target uninstall",
     "cpack --config build/gpu/CPackConfig.cmake",
     "ctest --preset gpu -L gpu --output-junit gpu-tests.xml",
+    "scripts/ctest-junit-reasons build/gpu/gpu-tests.xml",
     "build/gpu/apps/memstress run --require-gpu --junit memstress.xml --out run.json",
     "memstress accept --profile h100 --junit accept.xml --out accept.json",
     "memstress accept --profile my.yaml --train --write trained.yaml",
