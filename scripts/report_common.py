@@ -1,0 +1,225 @@
+"""What every section of scripts/report shares: the rows of a run, numbers with their units, series colours
+and the embedded figure. Imported by scripts/report and its section modules (report_runs.py,
+report_accept.py); scripts/report owns the page, the inputs and the errors.
+
+Note [Numbers on the page]
+--------------------------
+One rule for every number a person reads, in tables, labels and annotations: three significant digits,
+but no integer digit is ever rounded away (2957 GB/s stays 2,957; 55.11 is 55.1; 0.9626 is 0.963).
+Bytes take binary prefixes (KiB, MiB, GiB: 1.28 MiB); counts and rates of things (ops/s, samples/s) of a
+million or more take SI ones (2.05 M ops/s); GB/s is 1e9 bytes/s as everywhere in memstress. A metric's
+spread (p10-p90) is shown only where the row has more than one sample: the spread of one sample is no
+spread.
+
+Note [Series colours]
+---------------------
+A series (an allocator, a copy direction, a collective, a p2p path) has one colour on the whole page,
+chosen by its name, never by the order it was drawn in: `caching` is the same blue in the OOM bars, the
+fragmentation bars and the sizes bars. Names every page may hold have fixed colours (KNOWN); any other
+name takes the next colour of a palette the fixed ones do not use, the first time the page asks for it,
+and keeps it. One Colours object serves one page.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+
+BYTE_UNITS = {"bytes": 1, "B": 1, "KiB": KIB, "MiB": MIB, "GiB": GIB}
+COUNTED_UNITS = {"ops/s", "samples/s", "count", "words", "items/s"}  # SI prefixes from a million up
+UNITLESS = {"ratio", "share", "share of total", "count"}  # shown as bare numbers
+
+
+def digits(x: float, significant: int = 3) -> str:
+    """Note [Numbers on the page]: `significant` digits, integer digits kept, thousands separated."""
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    whole = math.floor(math.log10(abs(x))) + 1  # digits before the point
+    decimals = max(0, significant - whole)
+    return f"{x:,.{decimals}f}"
+
+
+def size_text(n: float) -> str:
+    """Bytes with a binary prefix: 512 B, 4 KiB, 1.28 MiB, 80 GiB (a whole number of the unit as a whole
+    number: a size someone asked for, 256 MiB, is not 256.0 MiB)."""
+    for unit, div in (("TiB", 1 << 40), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB), ("B", 1)):
+        if abs(n) >= div or div == 1:
+            value = n / div
+            return f"{value:,.0f} {unit}" if value == int(value) else f"{digits(value)} {unit}"
+    raise AssertionError("unreachable")
+
+
+def si_text(x: float) -> str:
+    """A count or a rate of things: 937, 76,500, 2.05 M, 1.2 G."""
+    for prefix, div in (("G", 1e9), ("M", 1e6)):
+        if abs(x) >= div:
+            return f"{digits(x / div)} {prefix}"
+    return digits(x)
+
+
+def quantity(value: float, unit: str = "") -> str:
+    """A metric's value as a person reads it, with its unit (Note [Numbers on the page])."""
+    unit = unit or ""
+    base, _, per = unit.partition("/") if unit.startswith("bytes/") else (unit, "", "")
+    if base in BYTE_UNITS:
+        return size_text(value * BYTE_UNITS[base]) + (f"/{per}" if per else "")
+    number = si_text(value) if unit in COUNTED_UNITS else digits(value)
+    return number if unit in UNITLESS else f"{number} {unit}".rstrip()
+
+
+def metric(row: dict, name: str) -> dict | None:
+    """A row's metric, where it was measured (a finite median)."""
+    m = (row.get("metrics") or {}).get(name)
+    if not isinstance(m, dict) or not isinstance(m.get("median"), (int, float)) or isinstance(m["median"], bool):
+        return None
+    return m if math.isfinite(m["median"]) else None
+
+
+def several_samples(m: dict) -> bool:
+    n = m.get("n")
+    return isinstance(n, int) and n > 1
+
+
+def spread(m: dict) -> tuple[float, float] | None:
+    """(p10, p90) of a metric with more than one sample; None for one sample, where there is no spread."""
+    low, high = m.get("p10"), m.get("p90")
+    if not several_samples(m) or not isinstance(low, (int, float)) or not isinstance(high, (int, float)):
+        return None
+    return float(low), float(high)
+
+
+def metric_text(m: dict) -> str:
+    """`55.1 GB/s (p10-p90 54.9-55.2)`, or `55.1 GB/s` for a single sample."""
+    unit = str(m.get("unit") or "")
+    text = quantity(m["median"], unit)
+    band = spread(m)
+    if band and band[0] != band[1]:
+        low, high = quantity(band[0], unit), quantity(band[1], unit)
+        low_number, _, low_unit = low.partition(" ")
+        high_unit = high.partition(" ")[2]
+        text += f" (p10-p90 {low_number if low_unit == high_unit else low}-{high})"
+    return text
+
+
+def parse_size(text: str) -> float:
+    """A size as memstress writes it in parameters: 4096, 4K, 256M, 512B."""
+    text = text.strip().rstrip("B")
+    mult = {"K": KIB, "M": MIB, "G": GIB, "T": 1 << 40}
+    if text and text[-1] in mult:
+        return float(text[:-1]) * mult[text[-1]]
+    return float(text)
+
+
+def short_name(name: str) -> str:
+    """`results/h100/transfers-h100-580.159.04.json` -> `transfers (h100)`,
+    `transfers-in-turn-h200x4-580.159.04.json` -> `transfers-in-turn (h200x4)`: a legend-sized run name."""
+    stem = Path(name).name.removesuffix(".json").removesuffix(".jsonl")
+    tagged = re.match(r"^(.+)-([A-Za-z0-9]+)-(\d+(?:\.\d+)+)$", stem)  # <what>-<gpu>-<driver>
+    return f"{tagged[1]} ({tagged[2]})" if tagged else stem
+
+
+def rows_of(runs: list[tuple[str, dict]], workload: str) -> list[tuple[str, dict]]:
+    """The rows of `workload`, each with its run's name; rows of a run of several ranks also name the rank."""
+    out = []
+    for n, d in runs:
+        rows = d.get("rows", [])
+        several = len({r.get("rank", 0) for r in rows}) > 1
+        for r in rows:
+            if r.get("workload") == workload:
+                out.append((short_name(n) + (f" rank {r.get('rank', 0)}" if several else ""), r))
+    return out
+
+
+def runs_with(runs: list[tuple[str, dict]], workload: str) -> list[tuple[str, list[dict]]]:
+    """Each run that has rows of `workload`: its short name and those rows (every rank's)."""
+    out = []
+    for n, d in runs:
+        rows = [r for r in d.get("rows", []) if r.get("workload") == workload]
+        if rows:
+            out.append((short_name(n), rows))
+    return out
+
+
+# Note [Series colours]: the fixed ones, from matplotlib's tab10; series of one kind never share a colour.
+KNOWN = {
+    # allocators (and the benchmark's peers)
+    "caching": "#1f77b4", "expandable": "#ff7f0e", "direct": "#2ca02c", "async": "#d62728", "torch": "#9467bd",
+    # copy directions
+    "h2d": "#1f77b4", "d2h": "#ff7f0e", "bidir": "#2ca02c", "d2d": "#d62728",
+    # collectives, as nccl-tests names them
+    "all_reduce": "#1f77b4", "all_gather": "#ff7f0e", "reduce_scatter": "#2ca02c", "broadcast": "#d62728",
+    "alltoall": "#9467bd", "sendrecv": "#8c564b",
+    # memory over time (as report_doctor draws it)
+    "reserved": "#1f77b4", "allocated": "#ff7f0e",
+    # sizes' distributions
+    "fixed": "#8c564b", "uniform": "#1f77b4", "log_uniform": "#ff7f0e", "pow2": "#2ca02c", "bimodal": "#d62728",
+}
+# For every other name: colours none of KNOWN uses (Dark2, then tab20b's darker half).
+SPARE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+         "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#8ca252", "#bd9e39",
+         "#ad494a", "#a55194", "#17becf", "#bcbd22", "#e377c2", "#7f7f7f"]
+
+
+class Colours:
+    """A page's colour per series name (Note [Series colours])."""
+
+    def __init__(self) -> None:
+        self._given: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        if name in KNOWN:
+            return KNOWN[name]
+        if name not in self._given:
+            self._given[name] = SPARE[len(self._given) % len(SPARE)]
+        return self._given[name]
+
+
+def figure_html(fig: Any, alt: str) -> str:
+    """The figure as an embedded PNG (the page stands alone); the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def bytes_labels(axis: Any) -> None:
+    """An axis of bytes labelled 512 MiB, 1 GiB."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: size_text(v)))
+
+
+def bytes_axis(ax: Any, ticks: list[float] | None = None, which: str = "x") -> None:
+    """A log2 axis of sizes (x or y) labelled 4 KiB, 1 MiB, 1 GiB (at `ticks`, where given)."""
+    getattr(ax, f"set_{which}scale")("log", base=2)
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    if ticks:
+        axis.set_ticks(ticks)
+    bytes_labels(axis)
+
+
+def table(head: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
+    """An HTML table of text cells (escaped here); `classes` marks rows (pass, fail, skip)."""
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = ""
+    for i, row in enumerate(rows):
+        mark = f" class='{html.escape(classes[i])}'" if classes and classes[i] else ""
+        body += f"<tr{mark}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+    return f"<table><tr>{th}</tr>{body}</table>"
+
+
+def section(title: str, sentence: str, body: str) -> str:
+    """A section of the page: a short title, one plain sentence of what it shows, then its figures."""
+    return f"<h2>{html.escape(title)}</h2><p class='what'>{html.escape(sentence)}</p>{body}"
