@@ -194,11 +194,41 @@ def figure_html(fig: Any, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
+def size_tick(n: float) -> str:
+    """A tick's size: 512 MiB, 1.5 GiB (its digits as few as it needs)."""
+    div, unit = next(((d, u) for d, u in ((1 << 40, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB"))
+                      if abs(n) >= d), (1, "B"))
+    return f"{n / div:g} {unit}"
+
+
 def bytes_labels(axis: Any) -> None:
-    """An axis of bytes labelled 512 MiB, 1 GiB."""
+    """A linear axis of bytes with ticks at multiples of a power of two (0, 512 MiB, 1 GiB, 1.5 GiB): matplotlib's
+    locators step by powers of ten."""
+    from matplotlib.ticker import FuncFormatter, Locator
+
+    class BinaryLocator(Locator):
+        def __call__(self) -> list[float]:
+            return self.tick_values(*self.axis.get_view_interval())
+
+        def tick_values(self, vmin: float, vmax: float) -> list[float]:
+            step = 2.0 ** math.ceil(math.log2(max(vmax - vmin, 1.0) / 6))
+            first = math.floor(vmin / step)
+            return [(first + i) * step for i in range(int((vmax - vmin) / step) + 2)]
+
+    axis.set_major_locator(BinaryLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _: size_tick(v)))
+
+
+def value_labels(axis: Any, unit: str) -> None:
+    """A linear axis of a metric's values, labelled as the page writes them (bytes in KiB-GiB, 2 M for ops/s)."""
     from matplotlib.ticker import FuncFormatter
 
-    axis.set_major_formatter(FuncFormatter(lambda v, _: size_text(v)))
+    if unit in BYTE_UNITS and unit != "bytes":
+        unit = "bytes"  # drawn in bytes: see quantity
+    if unit == "bytes":
+        bytes_labels(axis)
+    elif unit in COUNTED_UNITS:
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:g} M" if abs(v) >= 1e6 else f"{v:,g}"))
 
 
 def bytes_axis(ax: Any, ticks: list[float] | None = None, which: str = "x") -> None:

@@ -1,10 +1,14 @@
 """scripts/report on committed real results: every section it should draw is there, images are embedded,
-and bad input exits 2 naming the file."""
+and bad input exits 2 naming the file. Sections are also drawn from small documents cut from committed
+results (a few of their rows), and a series' colour is checked across the panels of a page."""
 
 from __future__ import annotations
 
+import html
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -19,6 +23,34 @@ H100 = ROOT / "results" / "h100"
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     """scripts/report as a user types it (it picks its own python: scripts/ms_pyenv.py)."""
     return subprocess.run([str(REPORT), *args], capture_output=True, text=True, check=False)
+
+
+def small_run(tmp: str, source: Path, keep, edit=None) -> Path:
+    """A run document (named as `source`, in `tmp`) with the rows of `source` that `keep` keeps; `edit` may
+    change it further."""
+    doc = json.loads(source.read_text())
+    doc["rows"] = [r for r in doc["rows"] if keep(r)]
+    if edit:
+        edit(doc)
+    path = Path(tmp) / source.name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def render(tmp: str, *inputs: Path) -> str:
+    """The page scripts/report writes from `inputs` (the test fails where it does not exit 0)."""
+    out = Path(tmp) / "report.html"
+    result = run(*map(str, inputs), "-o", str(out))
+    if result.returncode != 0:
+        raise AssertionError(f"scripts/report exited {result.returncode}: {result.stderr}")
+    return out.read_text()
+
+
+def section_of(page: str, title: str) -> str:
+    """The HTML of the section titled `title`, up to the next section ("" where there is none), its text unescaped
+    and its images' data cut short (an assertion's message stays readable)."""
+    found = re.search(f"<h2>{re.escape(html.escape(title))}</h2>(.*?)(?=<h2>|</body>)", page, re.S)
+    return html.unescape(re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,...", found[1])) if found else ""
 
 
 def matplotlib_reachable() -> bool:
@@ -129,6 +161,100 @@ class Report(unittest.TestCase):
                 self.assertEqual(result.returncode, 2, result.stderr)
                 self.assertIn(f"{path}: nested more than 128 levels deep (line ", result.stderr)
                 self.assertNotIn("Traceback", result.stderr)
+
+
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class MemorySections(unittest.TestCase):
+    """Fragmentation, leak and sizes, each from a few rows of a committed run."""
+
+    def test_fragmentation_draws_its_figures_per_pattern_and_allocator(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = small_run(tmp, H100 / "fragmentation-h100-580.159.04.json",
+                            lambda r: r["params"]["pattern"] in ("kv_cache", "interleaved"))
+            page = render(tmp, doc)
+        found = section_of(page, "Fragmentation")
+        self.assertIn("utilization (GMLake's metric, higher is better)", found)
+        self.assertIn('<img alt="fragmentation by pattern and allocator" src="data:image/png;base64,...">', found)
+        for other in ("Leak", "Sizes: allocation churn", "Transfers: bandwidth by size"):
+            self.assertNotIn(f"<h2>{other}</h2>", page)  # no rows of theirs: left out
+
+    def default_job_section(self, workload: str, title: str) -> str:
+        """The section `title` of a page drawn from the rows of `workload` in the committed H100 default job."""
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = small_run(tmp, H100 / "default-h100-580.159.04.json", lambda r: r["workload"] == workload)
+            page = render(tmp, rows)
+        return section_of(page, title)
+
+    def test_leak_draws_growth_against_the_threshold_and_says_what_each_case_found(self) -> None:
+        found = self.default_job_section("leak", "Leak")
+        self.assertIn("against the detector's threshold", found)
+        self.assertIn('<img alt="leak: growth per epoch"', found)
+        self.assertIn("<td>default (h100): caching epochs=20 per_epoch=256M retained=0.05</td><td>allocated memory "
+                      "grows by 13.33 MiB per epoch (R² = 1.000): flagged as a leak, as expected", found)
+
+    def test_sizes_draws_throughput_per_distribution(self) -> None:
+        found = self.default_job_section("sizes", "Sizes: allocation churn")
+        self.assertIn("per size distribution and allocator: operations per second", found)
+        self.assertIn('<img alt="sizes: throughput by distribution"', found)
+
+
+def figure_colours(module, draw) -> list[dict[str, str]]:
+    """What `draw()` (a call of a section of `module`) drew: for each panel, the colour of each series in its
+    legend, as #rrggbb."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    matplotlib.use("Agg")
+    panels: list[dict[str, str]] = []
+
+    def keep(fig, alt: str) -> str:
+        for ax in fig.axes:
+            colours = {}
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                patch = handle.patches[0] if hasattr(handle, "patches") else handle
+                colours[label] = to_hex(patch.get_facecolor() if hasattr(patch, "get_facecolor") and not
+                                        hasattr(patch, "get_color") else patch.get_color())
+            panels.append(colours)
+        plt.close(fig)
+        return ""
+
+    drawn, module.figure_html = module.figure_html, keep
+    try:
+        draw()
+    finally:
+        module.figure_html = drawn
+    return panels
+
+
+@unittest.skipUnless(importlib.util.find_spec("matplotlib"), "skipped: needs matplotlib (requirements.txt)")
+class SeriesColours(unittest.TestCase):
+    """report_common's Note [Series colours]: a series is one colour on the whole page, chosen by its name."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        sys.path.insert(0, str(ROOT / "scripts"))
+
+    def test_an_allocator_has_one_colour_in_every_panel(self) -> None:
+        import report_common
+        import report_memory
+
+        frag = json.loads((H100 / "fragmentation-h100-580.159.04.json").read_text())
+        sizes = json.loads((H100 / "default-h100-580.159.04.json").read_text())
+        # Sizes under expandable alone: drawn first there, where the fragmentation figure draws it second (after
+        # caching), so a colour given by plotting order would differ.
+        sizes["rows"] = [{**r, "allocator": "expandable"} for r in sizes["rows"] if r["workload"] == "sizes"]
+        colours = report_common.Colours()
+        runs = [("fragmentation-h100-580.159.04.json", frag), ("sizes-h100-580.159.04.json", sizes)]
+        panels = (figure_colours(report_memory, lambda: report_memory.section_fragmentation(runs[:1], colours))
+                  + figure_colours(report_memory, lambda: report_memory.section_sizes(runs[1:], colours)))
+        seen = {label.split(",")[0] for panel in panels for label in panel}
+        self.assertEqual(seen, {"caching", "expandable"})
+        for allocator in seen:
+            found = {c for panel in panels for label, c in panel.items() if label.split(",")[0] == allocator}
+            self.assertEqual(len(found), 1, f"{allocator} is drawn in {found}")
+        self.assertNotEqual(*[next(c for panel in panels for label, c in panel.items() if label == a)
+                              for a in ("caching", "expandable")])
 
 
 if __name__ == "__main__":
