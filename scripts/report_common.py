@@ -110,6 +110,11 @@ def metric_text(m: dict) -> str:
     return text
 
 
+def natural(text: str) -> list:
+    """A sort key that puts streams=4 before streams=16."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
 def parse_size(text: str) -> float:
     """A size as memstress writes it in parameters: 4096, 4K, 256M, 512B."""
     text = text.strip().rstrip("B")
@@ -233,11 +238,32 @@ def value_labels(axis: Any, unit: str) -> None:
 
 def bytes_axis(ax: Any, ticks: list[float] | None = None, which: str = "x") -> None:
     """A log2 axis of sizes (x or y) labelled 4 KiB, 1 MiB, 1 GiB (at `ticks`, where given)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
     getattr(ax, f"set_{which}scale")("log", base=2)
     axis = ax.xaxis if which == "x" else ax.yaxis
     if ticks:
         axis.set_ticks(ticks)
-    bytes_labels(axis)
+    axis.set_major_formatter(FuncFormatter(lambda v, _: size_tick(v)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+Point = tuple[float, float, "tuple[float, float] | None"]  # x, median, (p10, p90) where several samples
+
+
+def draw_lines(ax: Any, label: str, points: list[Point], colour: str, **style: Any) -> None:
+    """One series: its medians joined, and its p10-p90 band where the points had several samples."""
+    points = sorted(points, key=lambda p: p[0])
+    ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3, label=label, color=colour, **style)
+    banded = [p for p in points if p[2] is not None]
+    if banded:
+        ax.fill_between([p[0] for p in banded], [p[2][0] for p in banded], [p[2][1] for p in banded],
+                        alpha=0.2, color=colour, linewidth=0)
+
+
+def size_ticks(ax: Any, sizes: set[float]) -> None:
+    bytes_axis(ax, sorted(sizes))
+    ax.tick_params(axis="x", labelrotation=45, labelsize=7)
 
 
 def table(head: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
@@ -253,3 +279,35 @@ def table(head: list[str], rows: list[list[str]], classes: list[str] | None = No
 def section(title: str, sentence: str, body: str) -> str:
     """A section of the page: a short title, one plain sentence of what it shows, then its figures."""
     return f"<h2>{html.escape(title)}</h2><p class='what'>{html.escape(sentence)}</p>{body}"
+
+
+# Note [Headline metrics]. A run document does not say which of a row's metrics is its headline (each row holds
+# every metric its workload measured, by name), so the page chooses, per workload: the figure its section draws
+# and a person quotes first. The first of a workload's names that the row measured is its headline; a workload
+# not listed here takes its first higher-is-better rate (a unit per second), else its first metric by name.
+HEADLINE = {
+    "smoke": ("fill",),  # GB/s of the fill kernel
+    "alloc-smoke": ("alloc",),  # us per allocation
+    "sizes": ("ops",),  # allocator ops/s
+    "fragmentation": ("utilization",),  # peak allocated / peak reserved
+    "oom": ("ratio", "max_batch"),  # largest single allocation / free; the largest batch
+    "leak": ("growth_per_epoch",),
+    "streams": ("ops/s",),
+    "transfers": ("GB/s",),
+    "inplace": ("inplace_GB/s",),
+    "dataloader": ("samples/s",),
+    "integrity": ("coverage",),  # share of total memory tested (its errors are the verdict's)
+    "collectives": ("busbw",),  # nccl-tests' bus bandwidth
+    "p2p": ("GB/s min", "latency_us max"),  # the slowest pair, or the slowest peer load
+}
+
+
+def headline(row: dict) -> tuple[str, dict] | None:
+    """(name, metric) of a row's headline metric (Note [Headline metrics]); None where it measured nothing."""
+    metrics = {name: m for name in sorted(row.get("metrics") or {}) if (m := metric(row, name))}
+    for name in HEADLINE.get(str(row.get("workload")), ()):
+        if name in metrics:
+            return name, metrics[name]
+    rates = [n for n, m in metrics.items() if m.get("better") == "higher" and "/s" in str(m.get("unit"))]
+    first = rates[0] if rates else next(iter(metrics), None)
+    return (first, metrics[first]) if first else None

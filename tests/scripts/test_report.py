@@ -198,6 +198,46 @@ class MemorySections(unittest.TestCase):
         self.assertIn('<img alt="sizes: throughput by distribution"', found)
 
 
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class LinkSections(unittest.TestCase):
+    """Collectives, p2p and size sweeps, each from a few rows of a committed run."""
+
+    def test_collectives_draw_busbw_by_size_and_nccl_tests_columns(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = small_run(tmp, ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json",
+                            lambda r: r["params"]["collective"] in ("all_reduce", "broadcast")
+                            and r["params"]["bytes"] in ("1M", "256M"))
+            found = section_of(render(tmp, doc), "Collectives: bus bandwidth by size")
+        self.assertIn("bus bandwidth (nccl-tests' busbw) against size, a line per collective", found)
+        self.assertIn('<img alt="collectives busbw by size"', found)
+        self.assertIn("<th>size</th><th>type</th><th>place</th><th>time (us)</th><th>algbw (GB/s)</th>"
+                      "<th>busbw (GB/s)</th><th>vs plain cudaMalloc</th><th>#wrong</th>", found)
+        # all_reduce at 256 MiB on rank 0, as results/README.md quotes it (299.8 GB/s), to three digits.
+        self.assertRegex(found, r"<tr class='pass'><td>all_reduce</td><td>none</td><td>256 MiB</td><td>float</td>"
+                                r"<td>out</td><td>[\d.,]+</td><td>300</td><td>300</td><td>[\d.]+</td><td>0</td></tr>")
+
+    def test_p2p_draws_the_matrix_and_the_slowest_pair(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = small_run(tmp, ROOT / "results" / "h200x2" / "p2p-h200x2-580.159.04.json",
+                            lambda r: r["params"]["bytes"] in ("1M", "1G"))
+            found = section_of(render(tmp, doc), "P2P: copies between the GPUs of a node")
+        self.assertIn("<h3>p2p (h200x2)</h3>", found)
+        self.assertIn('<img alt="p2p bandwidth matrix"', found)
+        self.assertIn('<img alt="p2p bandwidth of the slowest pair by size"', found)
+
+    def test_a_size_sweep_draws_the_headline_metric_against_size(self) -> None:
+        def swept(doc: dict) -> None:
+            doc["config"]["sizes"] = [1 << 20, 64 << 20, 1 << 30]  # as `-b 1M -e 1G -f 64` records them
+
+        with tempfile.TemporaryDirectory() as tmp:
+            source = H100 / "default-h100-580.159.04.json"
+            page = render(tmp, small_run(tmp, source, lambda r: r["workload"] == "alloc-smoke", swept))
+            self.assertIn("its headline metric against the size", section_of(page, "Size sweeps"))
+            self.assertIn('<img alt="size sweep"', section_of(page, "Size sweeps"))
+            unswept = render(tmp, small_run(tmp, source, lambda r: r["workload"] == "alloc-smoke"))
+            self.assertNotIn("<h2>Size sweeps</h2>", unswept)  # sizes of its own, not a -b/-e/-f sweep
+
+
 def figure_colours(module, draw) -> list[dict[str, str]]:
     """What `draw()` (a call of a section of `module`) drew: for each panel, the colour of each series in its
     legend, as #rrggbb."""
@@ -255,6 +295,22 @@ class SeriesColours(unittest.TestCase):
             self.assertEqual(len(found), 1, f"{allocator} is drawn in {found}")
         self.assertNotEqual(*[next(c for panel in panels for label, c in panel.items() if label == a)
                               for a in ("caching", "expandable")])
+
+    def test_a_collective_has_one_colour_in_every_run_panel(self) -> None:
+        import report_common
+        import report_links
+
+        two = json.loads((ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json").read_text())
+        four = json.loads((ROOT / "results" / "h200x4" / "collectives-h200x4-580.159.04.json").read_text())
+        four["rows"] = [r for r in four["rows"] if r["params"]["collective"] in ("all_reduce", "broadcast")]
+        runs = [("collectives-h200x2-580.159.04.json", two), ("collectives-h200x4-580.159.04.json", four)]
+        panels = figure_colours(report_links,
+                                lambda: report_links.section_collectives(runs, report_common.Colours()))
+        self.assertEqual(len(panels), 2)
+        self.assertEqual(set(panels[1]), {"all_reduce", "broadcast"})
+        for name in panels[1]:
+            self.assertEqual(panels[0][name], panels[1][name], name)
+        self.assertEqual(len(set(panels[0].values())), 6)  # six collectives, six colours
 
 
 if __name__ == "__main__":
