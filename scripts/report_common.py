@@ -6,10 +6,10 @@ Note [Numbers on the page]
 --------------------------
 One rule for every number a person reads, in tables, labels and annotations: three significant digits,
 but no integer digit is ever rounded away (2957 GB/s stays 2,957; 55.11 is 55.1; 0.9626 is 0.963).
-Bytes take binary prefixes (KiB, MiB, GiB: 1.28 MiB); counts and rates of things (ops/s, samples/s) of a
-million or more take SI ones (2.05 M ops/s); GB/s is 1e9 bytes/s as everywhere in memstress. A metric's
-spread (p10-p90) is shown only where the row has more than one sample: the spread of one sample is no
-spread.
+Bytes take binary prefixes (KiB, MiB, GiB: 1.28 MiB); counts and rates of things (ops/s, samples/s) of ten
+thousand or more take SI ones (76.5 k samples/s, 2.05 M ops/s); GB/s is 1e9 bytes/s as everywhere in
+memstress. A metric's spread (p10-p90) is shown only where the row has more than one sample: the spread of
+one sample is no spread.
 
 Note [Series colours]
 ---------------------
@@ -33,7 +33,7 @@ from typing import Any
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 BYTE_UNITS = {"bytes": 1, "B": 1, "KiB": KIB, "MiB": MIB, "GiB": GIB}
-COUNTED_UNITS = {"ops/s", "samples/s", "count", "words", "items/s"}  # SI prefixes from a million up
+COUNTED_UNITS = {"ops/s", "samples/s", "count", "words", "items/s"}  # SI prefixes from ten thousand up
 UNITLESS = {"ratio", "share", "share of total", "count"}  # shown as bare numbers
 
 
@@ -59,9 +59,9 @@ def size_text(n: float) -> str:
 
 
 def si_text(x: float) -> str:
-    """A count or a rate of things: 937, 76,500, 2.05 M, 1.2 G."""
-    for prefix, div in (("G", 1e9), ("M", 1e6)):
-        if abs(x) >= div:
+    """A count or a rate of things: 937, 9,812, 76.5 k, 2.05 M, 1.20 G."""
+    for prefix, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= max(div, 1e4):
             return f"{digits(x / div)} {prefix}"
     return digits(x)
 

@@ -238,6 +238,56 @@ class LinkSections(unittest.TestCase):
             self.assertNotIn("<h2>Size sweeps</h2>", unswept)  # sizes of its own, not a -b/-e/-f sweep
 
 
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class Acceptance(unittest.TestCase):
+    """An accept run's checks, judged again against its shipped profile (report_accept.py)."""
+
+    def accept_section(self, *inputs: Path) -> str:
+        """The Acceptance section of the page drawn from `inputs`; the test is skipped where the python the report
+        runs under has no PyYAML to read the profile (failed under MEMSTRESS_REQUIRE_PYDEPS=1, CI)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            found = section_of(render(tmp, *inputs), "Acceptance")
+        if "reading the profile needs PyYAML" in found and not SCHEMAS_REQUIRED:
+            self.skipTest("needs PyYAML (requirements.txt)")
+        return found
+
+    def test_each_check_shows_its_measured_value_bound_and_verdict(self) -> None:
+        found = self.accept_section(H100 / "accept-h100-580.159.04.json")
+        self.assertIn("<b>PASS (11 of 11 checks passed; profile h100, NVIDIA H100 80GB HBM3, 1 rank)</b>", found)
+        self.assertIn("<th>check</th><th>measured (worst matched row)</th><th>bound</th><th>rows</th><th>verdict</th>",
+                      found)
+        for line in ("<td>memory coverage (share of total memory tested)</td><td>0.937</td><td>>= 0.900</td>"
+                     "<td>1</td><td>PASS</td>",
+                     "<td>pinned H2D 256 MiB</td><td>55.1 GB/s</td><td>>= 41.3 GB/s (0.75 x golden 55.0 GB/s)</td>"
+                     "<td>1</td><td>PASS</td>",
+                     "<td>allocator ops/s (uniform sizes)</td><td>2.05 M ops/s</td>"
+                     "<td>>= 791 k ops/s (0.5 x golden 1.58 M ops/s)</td><td>1</td><td>PASS</td>",
+                     "<td>every data check passed</td><td>0 bad words</td><td><= 0 bad words</td><td>3</td>"
+                     "<td>PASS</td>"):
+            self.assertIn(line, found)
+
+    def test_a_failed_check_and_skipped_ones(self) -> None:
+        # 4 H200s copying at once (results/README.md): vs_ref 0.940 < 0.95 failed; one rank skips the NCCL checks.
+        together = ROOT / "results" / "h200x4" / "accept-order" / "together" / "accept-h200x4-580.159.04.jsonl"
+        found = self.accept_section(together, ROOT / "results" / "h200" / "accept-h200-580.159.04.json")
+        self.assertIn("<b>FAIL (14 of 15 checks passed; profile h200, NVIDIA H200, 4 ranks)</b>", found)
+        self.assertIn("<tr class='fail'><td>pinned copies match a plain cudaMemcpyAsync loop</td><td>0.940</td>"
+                      "<td>>= 0.950</td><td>12</td><td>FAIL</td></tr>", found)
+        self.assertIn("<b>PASS (11 of 11 checks passed, 4 skipped; profile h200, NVIDIA H200, 1 rank)</b>", found)
+        self.assertIn("<tr class='skip'><td>NCCL all_reduce busbw 256 MiB</td><td>-</td><td>-</td><td>0</td>"
+                      "<td>SKIP: needs 2 ranks (the run had 1)</td></tr>", found)
+
+    def test_a_profile_that_is_not_shipped_is_named(self) -> None:
+        def renamed(doc: dict) -> None:
+            doc["config"]["profile"] = "my-lab"
+
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = small_run(tmp, H100 / "accept-h100-580.159.04.json", lambda r: True, renamed)
+            found = section_of(render(tmp, doc), "Acceptance")
+        self.assertIn("profile 'my-lab' is not a shipped one", found)
+        self.assertIn("memstress accept --from FILE --profile YOURS.yaml", found)
+
+
 def figure_colours(module, draw) -> list[dict[str, str]]:
     """What `draw()` (a call of a section of `module`) drew: for each panel, the colour of each series in its
     legend, as #rrggbb."""
