@@ -72,7 +72,8 @@ def quantity(value: float, unit: str = "") -> str:
     base, _, per = unit.partition("/") if unit.startswith("bytes/") else (unit, "", "")
     if base in BYTE_UNITS:
         return size_text(value * BYTE_UNITS[base]) + (f"/{per}" if per else "")
-    number = si_text(value) if unit in COUNTED_UNITS else digits(value)
+    whole = unit in COUNTED_UNITS and value == int(value) and abs(value) < 1e4  # 12 probes, not 12.0
+    number = f"{int(value):,}" if whole else si_text(value) if unit in COUNTED_UNITS else digits(value)
     return number if unit in UNITLESS else f"{number} {unit}".rstrip()
 
 
@@ -102,8 +103,8 @@ def metric_text(m: dict) -> str:
     unit = str(m.get("unit") or "")
     text = quantity(m["median"], unit)
     band = spread(m)
-    if band and band[0] != band[1]:
-        low, high = quantity(band[0], unit), quantity(band[1], unit)
+    low, high = (quantity(band[0], unit), quantity(band[1], unit)) if band else ("", "")
+    if low != high:  # as written: a spread narrower than the digits shown is no spread to the reader
         low_number, _, low_unit = low.partition(" ")
         high_unit = high.partition(" ")[2]
         text += f" (p10-p90 {low_number if low_unit == high_unit else low}-{high})"

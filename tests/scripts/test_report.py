@@ -288,6 +288,31 @@ class Acceptance(unittest.TestCase):
         self.assertIn("memstress accept --from FILE --profile YOURS.yaml", found)
 
 
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class EveryRow(unittest.TestCase):
+    """The table of every row: each row's headline metric with its unit, spread only where it had samples."""
+
+    def test_each_row_shows_its_headline_metric(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = ("ops=20000 alloc_prob=0.55 dist=uniform min_bytes=512B max_bytes=64M max_live=4G streams=1",
+                     "search=largest_single state=fragmented params_frac=0.25 per_sample=64M workspace=256M",
+                     "direction=h2d host=pinned engine=ce streams=1 bytes=256M")
+            doc = small_run(tmp, H100 / "default-h100-580.159.04.json", lambda r: r["case"] in cases)
+            collectives = small_run(tmp, ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json",
+                                    lambda r: r["params"]["collective"] == "all_reduce" and r["case"].endswith("=4G"))
+            found = section_of(render(tmp, doc, collectives), "Every row")
+        self.assertIn("<th>verdict</th><th>headline metric</th><th>other metrics (up to six)</th>", found)
+        self.assertIn("<th>allocator</th><th>rank</th><th>verdict</th>", found)  # the run of two ranks
+        # allocator ops/s, 5 repetitions: median and spread, in M
+        self.assertRegex(found, r"<td>pass</td><td>ops: 1\.58 M ops/s \(p10-p90 1\.\d\d-1\.\d\d M ops/s\)</td>")
+        self.assertRegex(found, r"<td>pass</td><td>GB/s: 55\.0 GB/s \(p10-p90 54\.\d-55\.\d GB/s\)</td>")
+        # the OOM search ran once: one sample, no spread; its counts are whole
+        self.assertIn("<td>pass</td><td>ratio: 0.700</td><td>free_at_start 78.7 GiB, largest 55.1 GiB, oom_count 6, "
+                      "probes 16, search_time 2.09 s</td>", found)
+        # nccl-tests' bus bandwidth, 344.2 GB/s at 4 GiB (results/README.md), on each rank
+        self.assertRegex(found, r"<td>1</td><td>pass</td><td>busbw: 344 GB/s \(p10-p90 \d+-\d+ GB/s\)</td>")
+
+
 def figure_colours(module, draw) -> list[dict[str, str]]:
     """What `draw()` (a call of a section of `module`) drew: for each panel, the colour of each series in its
     legend, as #rrggbb."""
