@@ -45,6 +45,8 @@ def digits(x: float, significant: int = 3) -> str:
         return "0"
     whole = math.floor(math.log10(abs(x))) + 1  # digits before the point
     decimals = max(0, significant - whole)
+    if decimals and abs(round(x, decimals)) >= 10.0 ** whole:
+        decimals -= 1  # rounded up to the next power of ten: 0.9999 is 1.00, not 1.000
     return f"{x:,.{decimals}f}"
 
 
@@ -169,10 +171,11 @@ KNOWN = {
     # sizes' distributions
     "fixed": "#8c564b", "uniform": "#1f77b4", "log_uniform": "#ff7f0e", "pow2": "#2ca02c", "bimodal": "#d62728",
 }
-# For every other name: colours none of KNOWN uses (Dark2, then tab20b's darker half).
-SPARE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
-         "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#8ca252", "#bd9e39",
-         "#ad494a", "#a55194", "#17becf", "#bcbd22", "#e377c2", "#7f7f7f"]
+# For every other name: colours none of KNOWN uses (Dark2, then tab10's and tab20b's others), the most distinct
+# first.
+SPARE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#17becf", "#666666", "#a6761d",
+         "#bcbd22", "#393b79", "#e377c2", "#637939", "#843c39", "#7b4173", "#5254a3", "#8ca252", "#bd9e39",
+         "#ad494a", "#a55194", "#7f7f7f", "#8c6d31"]
 
 
 class Colours:
@@ -207,6 +210,19 @@ def size_tick(n: float) -> str:
     return f"{n / div:g} {unit}"
 
 
+def si_tick(v: float) -> str:
+    """A tick's number: 1, 10, 1,000, 500 k, 2.5 M (its digits as few as it needs)."""
+    prefix, div = next(((p, d) for p, d in (("G", 1e9), ("M", 1e6), ("k", 1e3)) if abs(v) >= max(d, 1e4)), ("", 1))
+    return f"{v / div:,g}{' ' + prefix if prefix else ''}"
+
+
+def log_labels(axis: Any) -> None:
+    """A log axis labelled 1, 10, 1,000, 100 k, 10 M rather than 10^0, 10^1."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: si_tick(v)))
+
+
 def bytes_labels(axis: Any) -> None:
     """A linear axis of bytes with ticks at multiples of a power of two (0, 512 MiB, 1 GiB, 1.5 GiB): matplotlib's
     locators step by powers of ten."""
@@ -234,7 +250,7 @@ def value_labels(axis: Any, unit: str) -> None:
     if unit == "bytes":
         bytes_labels(axis)
     elif unit in COUNTED_UNITS:
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:g} M" if abs(v) >= 1e6 else f"{v:,g}"))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: si_tick(v)))
 
 
 def bytes_axis(ax: Any, ticks: list[float] | None = None, which: str = "x") -> None:

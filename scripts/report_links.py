@@ -90,23 +90,36 @@ def nccl_table(rows: list[dict]) -> str:
                   "vs plain cudaMalloc", "#wrong"], lines, marks)
 
 
-def section_collectives(runs: list[tuple[str, dict]], colours: Colours) -> str:
+def collectives_figure(found: list[tuple[str, list[dict]]], colours: Colours) -> str:
+    """A panel per run that measured more than one size (three to a line)."""
     import matplotlib.pyplot as plt
 
+    curves = [(run, rows) for run, rows in found
+              if len({p[0] for points in collective_series(rows).values() for p in points}) > 1]
+    if not curves:
+        return ""
+    columns = min(3, len(curves))
+    lines = (len(curves) + columns - 1) // columns
+    fig, axes = plt.subplots(lines, columns, figsize=(6.5 * columns, 4.6 * lines), squeeze=False)
+    for ax in axes.flat[len(curves):]:
+        ax.set_visible(False)
+    for ax, (run, rows) in zip(axes.flat, curves):
+        collectives_panel(ax, run, rows, colours)
+    fig.tight_layout()
+    return figure_html(fig, "collectives busbw by size")
+
+
+def section_collectives(runs: list[tuple[str, dict]], colours: Colours) -> str:
     found = [(run, rows) for run, rows in runs_with(runs, "collectives") if collective_series(rows)]
     if not found:
         return ""
-    fig, axes = plt.subplots(1, len(found), figsize=(6.5 * len(found), 4.6), squeeze=False)
-    for ax, (run, rows) in zip(axes[0], found):
-        collectives_panel(ax, run, rows, colours)
-    fig.tight_layout()
     tables = "".join(f"<details><summary>{html.escape(run)}: nccl-tests' columns (rank "
                      f"{min(r.get('rank', 0) for r in rows)})</summary>{nccl_table(rows)}</details>"
                      for run, rows in found)
     return section("Collectives: bus bandwidth by size", "NCCL collectives over the shared allocator's buffers: bus "
                    "bandwidth (nccl-tests' busbw) against size, a line per collective, dashed where another thread "
-                   "churned the allocator meanwhile; the median over the ranks.",
-                   figure_html(fig, "collectives busbw by size") + tables)
+                   "churned the allocator meanwhile; the median over the ranks. Runs that measured one size only "
+                   "are in the tables below.", collectives_figure(found, colours) + tables)
 
 
 PAIR = re.compile(r"^(GB/s|latency_us) (\d+)->(\d+)$")
