@@ -20,6 +20,7 @@ used. PyYAML reads it, with every value as text (BaseLoader), as yaml-cpp gives 
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,8 @@ class Outcome:
 
 def load_profile(name: str) -> tuple[dict | None, str]:
     """(the profile, its path) of the shipped profile `name`, or (None, why not)."""
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):  # a name, not a path out of profiles/
+        return None, f"profile {name[:80]!r} is not the name of a shipped profile"
     path = PROFILES / f"{name}.yaml"
     try:
         import yaml

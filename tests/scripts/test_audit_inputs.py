@@ -357,7 +357,7 @@ class ReportSweep(TempDir):
     broken one thing at a time: each must load and draw, or raise BadInput (exit 2 naming the file), nothing
     else."""
 
-    CASES = 60
+    CASES = 90
     CHILD = "MEMSTRESS_AUDIT_SWEEP_CHILD"
 
     def test_mutations(self) -> None:
@@ -380,6 +380,9 @@ class ReportSweep(TempDir):
         sources = [COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl", COMPARE_DATA / "gbench-base.json",
                    H100 / "replay" / "cnn_train-caching-h100-580.159.04.json", H100 / "devices-h100-580.159.04.json"]
         sources += sorted((H100 / "compare").glob("*.json"))[:1]
+        # the sections of report_accept, report_memory and report_links (the accept run judged against its profile)
+        sources += [H100 / "accept-h100-580.159.04.json", H100 / "fragmentation-h100-580.159.04.json",
+                    ROOT / "results" / "h200x2" / "p2p-h200x2-580.159.04.json"]
         outcomes = sweep(self, sources, self.CASES, self.check_one)
         self.assertGreater(outcomes["drawn"], 0)
         self.assertGreater(outcomes["refused"], 0)

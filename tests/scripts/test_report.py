@@ -287,6 +287,15 @@ class Acceptance(unittest.TestCase):
         self.assertIn("profile 'my-lab' is not a shipped one", found)
         self.assertIn("memstress accept --from FILE --profile YOURS.yaml", found)
 
+    def test_a_profile_name_is_not_a_path(self) -> None:
+        def renamed(doc: dict) -> None:
+            doc["config"]["profile"] = "../results/schema/x"
+
+        with tempfile.TemporaryDirectory() as tmp:
+            found = section_of(render(tmp, small_run(tmp, H100 / "accept-h100-580.159.04.json", lambda r: True,
+                                                     renamed)), "Acceptance")
+        self.assertIn("profile '../results/schema/x' is not the name of a shipped profile", found)
+
 
 @unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
 class EveryRow(unittest.TestCase):
