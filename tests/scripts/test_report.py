@@ -351,7 +351,7 @@ def figure_colours(module, draw) -> list[dict[str, str]]:
     return panels
 
 
-@unittest.skipUnless(importlib.util.find_spec("matplotlib"), "skipped: needs matplotlib (requirements.txt)")
+@unittest.skipUnless(importlib.util.find_spec("matplotlib"), "needs matplotlib (requirements.txt)")
 class SeriesColours(unittest.TestCase):
     """report_common's Note [Series colours]: a series is one colour on the whole page, chosen by its name."""
 
