@@ -35,8 +35,11 @@ def across_ranks(rows: list[dict], name: str) -> tuple[float, "tuple[float, floa
 
 
 def collective_label(p: dict, varying: set[str]) -> str:
-    """`all_reduce`, with the dtype, in-place and pressure where they vary in the run."""
-    extra = [str(p[k]) if k != "place" else f"{p[k]} of place" for k in ("dtype", "place") if k in varying]
+    """`all_reduce`, with the dtype and the place (in place, out of place) where they vary in the run (the
+    pressure is said by the caller)."""
+    places = {"in": "in place", "out": "out of place"}
+    extra = [str(p[k]) if k != "place" else places.get(str(p[k]), str(p[k])) for k in ("dtype", "place")
+             if k in varying]
     return str(p.get("collective", "?")) + (f" ({', '.join(extra)})" if extra else "")
 
 
