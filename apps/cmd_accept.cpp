@@ -27,6 +27,7 @@
 #include "harness/dist/rank_setup.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/env/environment.hpp"
+#include "harness/env/health.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
 #include "harness/run/plan.hpp"
@@ -162,6 +163,9 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
   header.ranks = world.size();
   header.environment = gather_environment(world, to_json(collect_environment()), *backend);
   const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
+  // From the start of the run: XID events and throttle time are counted from here (the `health` workload).
+  const std::unique_ptr<HealthWatch> health =
+      run_health_watch(backend->info().kind == BackendKind::cuda, backend->info().uuid);
   const bool writer = world.rank() == 0;
   std::optional<std::filesystem::path> out;
   if (!f.out.empty() && writer) {
@@ -181,6 +185,7 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
   options.quiet = f.quiet || !writer;
   options.world = &world;
   options.nccl = nccl.get();
+  options.health = health.get();
   Progress progress(cases.size(), options.quiet);
   options.progress = &progress;
   try {
@@ -195,6 +200,7 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
     for (const Row& row : sink.record().rows) {
       rows.push_back(compare::result_row(row));
     }
+    compare::add_gpu_identity(rows, sink.record().environment);  // host and PCI bus id of every rank's GPU
   }
   return rows;
 }
@@ -218,11 +224,26 @@ std::string junit_of(const Profile& profile,
   for (const auto& [check, outcome] : results) {
     failures += outcome.pass || outcome.skipped ? 0 : 1;
     skipped += outcome.skipped ? 1 : 0;
+    // The same line as the text output, plus its parts as properties, for CI systems that show them.
+    std::string properties;
+    const auto property = [&](const char* name, const std::string& value) {
+      if (!value.empty()) {
+        properties += fmt::format("        <property name=\"{}\" value=\"{}\"/>\n", name, esc(value));
+      }
+    };
+    property("workload", check->workload);
+    property("metric", check->metric);
+    property("measured", outcome.measured ? fmt::format("{}", *outcome.measured) : std::string());
+    property("unit", outcome.unit);
+    property("bound", outcome.bound);
+    property("gpu", outcome.where);
     const std::string body = outcome.skipped ? fmt::format("<skipped message=\"{}\"/>", esc(outcome.detail))
-                             : outcome.pass  ? std::string()
+                             : outcome.pass  ? fmt::format("<system-out>{}</system-out>", esc(outcome.detail))
                                              : fmt::format("<failure message=\"{}\"/>", esc(outcome.detail));
-    cases += fmt::format("    <testcase classname=\"memstress.accept.{}\" name=\"{}\">{}</testcase>\n",
-                         esc(profile.name), esc(check->name), body);
+    cases += fmt::format(
+        "    <testcase classname=\"memstress.accept.{}\" name=\"{}\">\n      <properties>\n{}      "
+        "</properties>\n      {}\n    </testcase>\n",
+        esc(profile.name), esc(check->name), properties, body);
   }
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memstress\">\n  <testsuite "

@@ -30,6 +30,7 @@
 #include "harness/dist/nccl_comm.hpp"
 #include "harness/dist/rank_setup.hpp"
 #include "harness/env/environment.hpp"
+#include "harness/env/health.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
 #include "harness/run/format.hpp"
@@ -242,6 +243,9 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   header.straggler_threshold = f.straggler_pct / 100.0;
   header.environment = gather_environment(world, to_json(collect_environment()), *backend);
   const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
+  // From the start of the run: XID events and throttle time are counted from here (the `health` workload).
+  const std::unique_ptr<HealthWatch> health =
+      run_health_watch(backend->info().kind == BackendKind::cuda, backend->info().uuid);
 
   const bool writer = world.rank() == 0;  // the one results file, the table, the JUnit file
   std::optional<std::filesystem::path> out;
@@ -256,6 +260,7 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   options.quiet = f.quiet || !writer;
   options.world = &world;
   options.nccl = nccl.get();
+  options.health = health.get();
   options.fault = in.fault;
   Progress progress(in.cases.size() * in.allocators.size(), options.quiet);
   options.progress = &progress;

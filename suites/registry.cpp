@@ -17,6 +17,7 @@ Registry builtin_registry() {
   registry.add(make_integrity());
   registry.add(make_collectives());
   registry.add(make_p2p());
+  registry.add(make_health());
   return registry;
 }
 

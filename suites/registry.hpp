@@ -22,5 +22,6 @@ std::unique_ptr<Workload> make_fragmentation();
 std::unique_ptr<Workload> make_oom();
 std::unique_ptr<Workload> make_collectives();
 std::unique_ptr<Workload> make_p2p();
+std::unique_ptr<Workload> make_health();
 
 }  // namespace memstress::suites

@@ -13,6 +13,7 @@
 
 #include "harness/core/error.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/core/units.hpp"
 
 namespace memstress {
 namespace {
@@ -197,40 +198,148 @@ bool matches(const compare::ResultRow& row, const AcceptCheck& check) {
                      });
 }
 
+// One matched row's value for a check: its metric's median, or its own share of a count (data errors; 1 for a
+// row that did not pass).
+struct RowValue {
+  const compare::ResultRow* row = nullptr;
+  double value = 0;
+};
+
 struct Measured {
   double value = 0;
   bool higher_better = true;
+  bool is_sum = false;  // verification.errors and verdict add their rows up
+  std::string unit;
   std::size_t rows = 0;
+  std::vector<RowValue> values;  // the rows that gave a value
 };
 
 std::optional<Measured> measure(const AcceptCheck& check, const AcceptRows& rows) {
   Measured m;
-  bool any = false;
   for (const compare::ResultRow& row : rows) {
     if (!matches(row, check)) {
       continue;
     }
     ++m.rows;
-    if (check.metric == "verification.errors") {
+    if (check.metric == "verification.errors" || check.metric == "verdict") {
       m.higher_better = false;
-      m.value += static_cast<double>(row.errors);
-      any = true;
-    } else if (check.metric == "verdict") {
-      m.higher_better = false;
-      m.value += row.verdict == Verdict::pass ? 0.0 : 1.0;
-      any = true;
+      m.is_sum = true;
+      const bool errors = check.metric == "verification.errors";
+      m.unit = errors ? "data errors" : "rows not passed";
+      const double v = errors ? static_cast<double>(row.errors) : (row.verdict == Verdict::pass ? 0.0 : 1.0);
+      m.value += v;
+      m.values.push_back({&row, v});
     } else if (const MetricResult* metric = row.metric(check.metric)) {
       if (std::isnan(metric->summary.median)) {  // written as null: not measured
         continue;
       }
       const double v = metric->summary.median;
       const bool higher = metric->better != Better::lower;
-      m.value = !any ? v : (higher ? std::min(m.value, v) : std::max(m.value, v));
+      m.value = m.values.empty() ? v : (higher ? std::min(m.value, v) : std::max(m.value, v));
       m.higher_better = higher;
-      any = true;
+      m.unit = metric->unit;
+      m.values.push_back({&row, v});
     }
   }
-  return any ? std::optional<Measured>(m) : std::nullopt;
+  return m.values.empty() ? std::nullopt : std::optional<Measured>(m);
+}
+
+// "55.1 GB/s", "1.5 GiB" (a byte count in human units), "0 data errors", "0.9369" (a ratio or share).
+std::string with_unit(double v, const std::string& unit) {
+  if (v == 1 && (unit == "data errors" || unit == "rows not passed")) {
+    return unit == "data errors" ? "1 data error" : "1 row not passed";
+  }
+  if ((unit == "bytes" || unit == "bytes/epoch") && v >= 0 && v < 1.8e19) {
+    return human_bytes(static_cast<std::uint64_t>(v)) + (unit == "bytes" ? "" : "/epoch");
+  }
+  const std::string number = std::abs(v) >= 1e9   ? fmt::format("{:.4g}G", v / 1e9)
+                             : std::abs(v) >= 1e6 ? fmt::format("{:.4g}M", v / 1e6)
+                             : std::abs(v) >= 1e5 ? fmt::format("{:.4g}k", v / 1e3)
+                                                  : fmt::format("{:.4g}", v);
+  const bool plain = unit.empty() || unit == "ratio" || unit == "share" || unit == "count" || unit == "flag";
+  return plain ? number : fmt::format("{} {}", number, unit);
+}
+
+// The bounds a value must meet, each as [lower or upper, value, how it was set].
+struct Bound {
+  bool at_least = true;
+  double value = 0;
+  std::string from;  // "0.75 x golden 55.03 GB/s", "" for an absolute bound
+};
+
+std::vector<Bound> bounds_of(const AcceptCheck& check, const Measured& m) {
+  std::vector<Bound> out;
+  if (check.golden) {
+    const std::string golden = with_unit(*check.golden, m.unit);
+    out.push_back(m.higher_better ? Bound{true, check.factor * *check.golden,
+                                          fmt::format("{} x golden {}", check.factor, golden)}
+                                  : Bound{false, *check.golden / check.factor,
+                                          fmt::format("golden {} / {}", golden, check.factor)});
+  }
+  if (check.min) {
+    out.push_back({true, *check.min, ""});
+  }
+  if (check.max) {
+    out.push_back({false, *check.max, ""});
+  }
+  return out;
+}
+
+bool meets(double v, const std::vector<Bound>& bounds) {
+  return std::all_of(bounds.begin(), bounds.end(),
+                     [&](const Bound& b) { return b.at_least ? v >= b.value : v <= b.value; });
+}
+
+// Why a matched row could not measure the check's metric ("nvlink.errors (no NVLink is active on this GPU)"),
+// from its kNotMeasured note; nullopt when no matched row says so.
+std::optional<std::string> not_measured(const AcceptCheck& check, const AcceptRows& rows) {
+  const std::string prefix = fmt::format("{}{} ", kNotMeasured, check.metric);
+  for (const compare::ResultRow& row : rows) {
+    if (!matches(row, check)) {
+      continue;
+    }
+    for (const std::string& note : row.notes) {
+      if (note.rfind(prefix, 0) == 0) {
+        return note.substr(kNotMeasured.size());
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool on_one_gpu(const compare::ResultRow& a, const compare::ResultRow& b) {
+  return a.rank == b.rank && a.gpu.uuid == b.gpu.uuid && a.gpu.index == b.gpu.index &&
+         a.gpu.host == b.gpu.host;
+}
+
+// The rows to name in the line: on a fail, those that fail the bounds on their own (for a count, the rows
+// that have any), else the worst one. Several rows of one GPU are named once, with their worst value.
+std::vector<RowValue> named_rows(const Measured& m, const std::vector<Bound>& bounds, bool pass) {
+  std::vector<RowValue> out;
+  const auto worse = [&](double a, double b) { return m.higher_better ? a < b : a > b; };
+  for (const RowValue& rv : m.values) {
+    const bool bad = m.is_sum ? rv.value > 0 : !meets(rv.value, bounds);
+    if (pass || !bad) {
+      continue;
+    }
+    const auto same_gpu =
+        std::find_if(out.begin(), out.end(), [&](const RowValue& o) { return on_one_gpu(*o.row, *rv.row); });
+    if (same_gpu == out.end()) {
+      out.push_back(rv);
+    } else if (m.is_sum) {
+      same_gpu->value += rv.value;
+    } else if (worse(rv.value, same_gpu->value)) {
+      *same_gpu = rv;
+    }
+  }
+  if (out.empty()) {  // a pass, or a sum over the bound that no row exceeds alone: the worst row
+    const auto worst =
+        std::min_element(m.values.begin(), m.values.end(), [&](const RowValue& a, const RowValue& b) {
+          return worse(a.value, b.value) || (m.is_sum && a.value > b.value);
+        });
+    out.push_back(*worst);
+  }
+  return out;
 }
 
 }  // namespace
@@ -339,34 +448,44 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
   }
   const std::optional<Measured> m = measure(check, rows);
   if (!m) {
+    if (const std::optional<std::string> why = not_measured(check, rows)) {
+      out.skipped = true;  // this GPU does not give the figure (no NVLink, a query NVML lacks): not its fault
+      out.detail = fmt::format("not measured on this GPU: {}", *why);
+      return out;
+    }
     out.detail = fmt::format("no {} row with metric {} matched", check.workload, check.metric);
     return out;
   }
   out.measured = m->value;
-  out.pass = true;
+  out.unit = m->unit;
+  const std::vector<Bound> bounds = bounds_of(check, *m);
   std::vector<std::string> parts;
-  if (check.golden) {
-    const double bound = m->higher_better ? check.factor * *check.golden : *check.golden / check.factor;
-    const bool ok = m->higher_better ? m->value >= bound : m->value <= bound;
-    out.pass = out.pass && ok;
-    parts.push_back(
-        fmt::format("{:.4g} {} {:.4g} ({} x golden {:.4g})", m->value, m->higher_better ? ">=" : "<=", bound,
-                    m->higher_better ? fmt::format("{}", check.factor) : fmt::format("1/{}", check.factor),
-                    *check.golden));
+  for (const Bound& b : bounds) {
+    parts.push_back(fmt::format("{} {}{}", b.at_least ? ">=" : "<=", with_unit(b.value, m->unit),
+                                b.from.empty() ? std::string() : fmt::format(" ({})", b.from)));
   }
-  if (check.min) {
-    out.pass = out.pass && m->value >= *check.min;
-    parts.push_back(fmt::format("{:.4g} >= {:.4g}", m->value, *check.min));
+  out.pass = !bounds.empty() && meets(m->value, bounds);
+  out.bound =
+      bounds.empty() ? "none (train the profile: --train)" : fmt::format("{}", fmt::join(parts, " and "));
+  const std::vector<RowValue> named = named_rows(*m, bounds, out.pass);
+  // One GPU gave every row (a one-GPU run): it is named once, without a value of its own.
+  const bool one_row = std::all_of(m->values.begin(), m->values.end(), [&](const RowValue& rv) {
+    return on_one_gpu(*rv.row, *named.front().row);
+  });
+  std::vector<std::string> gpus;
+  for (const RowValue& rv : named) {
+    const std::string gpu = compare::describe(rv.row->gpu, rv.row->rank);
+    gpus.push_back(one_row ? gpu : fmt::format("{} on {}", with_unit(rv.value, m->unit), gpu));
   }
-  if (check.max) {
-    out.pass = out.pass && m->value <= *check.max;
-    parts.push_back(fmt::format("{:.4g} <= {:.4g}", m->value, *check.max));
-  }
-  if (parts.empty()) {
-    out.pass = false;
-    parts.push_back(fmt::format("{:.4g}, no threshold (train the profile: --train)", m->value));
-  }
-  out.detail = fmt::format("{} over {} row(s)", fmt::join(parts, " and "), m->rows);
+  out.where = fmt::format("{}", fmt::join(gpus, "; "));
+  const std::string rows_text = fmt::format("{} row{}", m->rows, m->rows == 1 ? "" : "s");
+  const std::string which = m->is_sum ? fmt::format("total of {}", rows_text)
+                            : m->values.size() == 1
+                                ? rows_text
+                                : fmt::format("{} of {}", m->higher_better ? "lowest" : "highest", rows_text);
+  const std::string on = one_row ? "on" : out.pass ? "worst:" : "failing:";
+  out.detail = fmt::format("measured {} ({}), needs {}; {} {}", with_unit(m->value, m->unit), which,
+                           out.bound, on, out.where);
   return out;
 }
 

@@ -78,7 +78,10 @@ struct CheckOutcome {
   bool skipped = false;
   bool not_run = false;
   std::optional<double> measured;
-  std::string detail;  // "52.6 >= 39.5 (0.75 x golden 52.6)", "no row matched"
+  std::string unit;    // the metric's ("GB/s"); "data errors" and "rows not passed" for the two counts
+  std::string bound;   // ">= 41.27 GB/s (0.75 x golden 55.03 GB/s)", "<= 0 data errors"
+  std::string where;   // the GPU the worst row ran on (compare::describe), or the GPUs that failed the bound
+  std::string detail;  // the whole line after the check's name: measured, bound, rows, GPU
 };
 
 // The rows a profile judges: from this run (compare::result_row) or from results files, read and their

@@ -10,7 +10,8 @@
 // median}, change_pct, p_value (null where there is none), verdict and note; notes[]; summary {metrics
 // {same, better, worse, unsure, not_judged}, rows {matched, regressed, improved, base_only, new_only}};
 // regression (a metric WORSE or a row from pass to fail or error); and nothing_compared (null, or why
-// nothing was compared: which side has no rows, or why no row matched). The command exits 1 when regression is true or nothing_compared is not null.
+// nothing was compared: which side has no rows, or why no row matched). The command exits 1 when regression
+// is true or nothing_compared is not null.
 
 #include <nlohmann/json.hpp>
 #include <string>

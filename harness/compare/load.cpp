@@ -71,7 +71,8 @@ bool is_stream(const std::vector<std::string_view>& lines) {
 }
 
 void check_schema(const JsonField& header) {
-  const nlohmann::json schema = header["schema"].json();  // a copy: g++ 13 cannot tell the reference outlives the field
+  const nlohmann::json schema =
+      header["schema"].json();  // a copy: g++ 13 cannot tell the reference outlives the field
   if (!schema.is_string() || schema.get<std::string>() != kSchemaId) {
     throw InputError(fmt::format("unknown schema {}: this memstress reads {}", json_text(schema), kSchemaId));
   }

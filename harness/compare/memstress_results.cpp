@@ -2,6 +2,7 @@
 // environment of every rank flattened to the facts a driver comparison cares about.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 
@@ -92,7 +93,13 @@ ResultRow read_row(const JsonField& j) {
   }
   row.allocator = j["allocator"].string();
   row.rank = static_cast<int>(j["rank"].integer(0, kMaxRank));
-  row.device = j["device"]["name"].string();
+  const JsonField device = j["device"];
+  row.device = device["name"].string();
+  row.gpu.label = device.string_or("label", "");
+  row.gpu.uuid = device.string_or("uuid", "");
+  if (const std::optional<JsonField> ordinal = device.find("ordinal")) {
+    row.gpu.index = static_cast<int>(ordinal->integer(0, kMaxRank));
+  }
   const JsonField verdict = j["verdict"];
   const std::optional<Verdict> v = verdict_from_string(verdict.string());
   if (!v) {
@@ -106,6 +113,11 @@ ResultRow read_row(const JsonField& j) {
   row.errors = verification["errors"].count();
   for (const auto& [name, metric] : j["metrics"].members()) {
     row.metrics.push_back(read_metric(metric, name));
+  }
+  if (const std::optional<JsonField> notes = j.find("notes")) {
+    for (const JsonField& n : notes->elements()) {
+      row.notes.push_back(n.string());
+    }
   }
   return row;
 }
@@ -161,7 +173,69 @@ Results memstress_results(const nlohmann::json& header, const std::vector<nlohma
       throw InputError(fmt::format("row {}: {}", i + 1, e.what()));
     }
   }
+  if (header.contains("environment")) {
+    add_gpu_identity(r.rows, header.at("environment"));
+  }
   return r;
+}
+
+void add_gpu_identity(std::vector<ResultRow>& rows, const nlohmann::json& environment) {
+  // Read leniently: the environment is descriptive, and a field of another type only leaves a part unknown.
+  const auto text_at = [](const nlohmann::json& j, const char* pointer) {
+    const nlohmann::json::json_pointer at(pointer);
+    return j.is_object() && j.contains(at) && j.at(at).is_string() ? j.at(at).get<std::string>()
+                                                                   : std::string();
+  };
+  if (!environment.is_object() || !environment.contains("ranks") || !environment.at("ranks").is_array()) {
+    return;
+  }
+  for (const nlohmann::json& rank : environment.at("ranks")) {
+    if (!rank.is_object() || !rank.contains("rank") || !rank.at("rank").is_number_integer()) {
+      continue;
+    }
+    const int number = rank.at("rank").get<int>();
+    for (ResultRow& row : rows) {
+      if (row.rank.value_or(0) != number) {
+        continue;
+      }
+      row.gpu.host = text_at(rank, "/host/name");
+      const nlohmann::json& gpus = rank.contains("gpus") ? rank.at("gpus") : nlohmann::json();
+      for (const nlohmann::json& gpu : gpus.is_array() ? gpus : nlohmann::json::array()) {
+        if (!row.gpu.uuid.empty() && text_at(gpu, "/uuid") == row.gpu.uuid) {
+          row.gpu.pci_bus_id = text_at(gpu, "/pci_bus_id");
+        }
+      }
+      if (row.gpu.pci_bus_id.empty() && !row.gpu.uuid.empty() &&
+          text_at(rank, "/device/uuid") == row.gpu.uuid) {
+        row.gpu.pci_bus_id = text_at(rank, "/device/pci_bus_id");
+      }
+    }
+  }
+}
+
+std::string describe(const GpuIdentity& gpu, std::optional<int> rank) {
+  std::vector<std::string> parts;
+  if (!gpu.host.empty()) {
+    parts.push_back("host " + gpu.host);
+  }
+  if (rank) {
+    parts.push_back(fmt::format("rank {}", *rank));
+  }
+  std::vector<std::string> ids;
+  if (!gpu.uuid.empty()) {
+    ids.push_back(gpu.uuid);
+  }
+  if (!gpu.pci_bus_id.empty()) {
+    ids.push_back("PCI " + gpu.pci_bus_id);
+  }
+  std::string which = gpu.index >= 0      ? fmt::format("GPU {}", gpu.index)
+                      : gpu.label.empty() ? "GPU ?"
+                                          : gpu.label;
+  if (!ids.empty()) {
+    which += fmt::format(" ({})", fmt::join(ids, ", "));
+  }
+  parts.push_back(std::move(which));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 ResultRow result_row(const Row& row) {
@@ -172,11 +246,15 @@ ResultRow result_row(const Row& row) {
   r.allocator = row.allocator;
   r.device = row.device.name;
   r.rank = row.rank;
+  r.gpu.label = row.device.label;
+  r.gpu.index = row.device.ordinal;
+  r.gpu.uuid = row.device.uuid;
   r.verdict = row.verdict;
   r.reason = row.reason;
   r.checked = row.checked;
   r.errors = row.errors;
   r.metrics = row.metrics;
+  r.notes = row.notes;
   return r;
 }
 

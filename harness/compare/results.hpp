@@ -29,6 +29,19 @@ namespace memstress::compare {
 enum class ResultsKind { memstress, google_benchmark };
 std::string_view to_string(ResultsKind kind) noexcept;  // "memstress results", "Google Benchmark JSON"
 
+// Which GPU a row ran on, as an operator finds it in a rack: the host, the rank, the GPU's index on its host
+// (its CUDA ordinal), its UUID and PCI bus id. Fields a file does not hold are empty (index -1).
+struct GpuIdentity {
+  std::string host;
+  std::string label;  // "cuda:2", "sim:80G"
+  int index = -1;
+  std::string uuid;
+  std::string pci_bus_id;
+};
+
+// "host node7, rank 2, GPU 2 (GPU-4a2c6244-..., PCI 0000:1b:00.0)": the parts known, in that order.
+std::string describe(const GpuIdentity& gpu, std::optional<int> rank);
+
 // A row as read back. Not a Row: a Row keeps its parameters in axis order and derives its case label
 // from them, while a file's `params` object comes back sorted by name; the case label is kept as written.
 struct ResultRow {
@@ -38,11 +51,13 @@ struct ResultRow {
   std::string allocator;
   std::string device;       // GPU model (device name), "NVIDIA H200"; rows match by it
   std::optional<int> rank;  // absent where the format has none
+  GpuIdentity gpu;          // label, index and UUID from the row; host and PCI bus id from the environment
   Verdict verdict = Verdict::pass;
   std::string reason;                 // why skipped, failed or errored
   std::uint64_t checked = 0;          // data items verified on the device (0 where the format has none)
   std::uint64_t errors = 0;           // of those, wrong
   std::vector<MetricResult> metrics;  // samples empty where the file kept none
+  std::vector<std::string> notes;     // the row's notes (kNotMeasured ones name metrics it could not measure)
 
   [[nodiscard]] const MetricResult* metric(std::string_view name) const { return find_metric(metrics, name); }
 };
@@ -71,6 +86,9 @@ Results parse_results(std::string_view text);
 
 // A row of this process's run as a results file would give it back (accept judges both alike).
 ResultRow result_row(const Row& row);
+// Fills each row's host and PCI bus id from a run's environment ({"ranks": [...]}: the rank's host name, and
+// the PCI bus id of the rank's GPU whose UUID is the row's). What the environment lacks stays empty.
+void add_gpu_identity(std::vector<ResultRow>& rows, const nlohmann::json& environment);
 
 // The parts of load_results, by kind, on parsed JSON (for tests).
 Results memstress_results(const nlohmann::json& header, const std::vector<nlohmann::json>& rows);

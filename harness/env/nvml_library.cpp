@@ -54,6 +54,20 @@ std::string_view resolve_all(void* handle, NvmlApi& api) noexcept {
   resolve(handle, "nvmlDeviceGetVbiosVersion", api.device_get_vbios_version);
   resolve(handle, "nvmlDeviceGetSerial", api.device_get_serial);
   resolve(handle, "nvmlDeviceGetEccMode", api.device_get_ecc_mode);
+  resolve(handle, "nvmlDeviceGetTotalEccErrors", api.device_get_total_ecc_errors);
+  resolve(handle, "nvmlDeviceGetRetiredPages", api.device_get_retired_pages);
+  resolve(handle, "nvmlDeviceGetRetiredPagesPendingStatus", api.device_get_retired_pages_pending_status);
+  resolve(handle, "nvmlDeviceGetRemappedRows", api.device_get_remapped_rows);
+  resolve(handle, "nvmlDeviceGetMaxPcieLinkGeneration", api.device_get_max_pcie_link_generation);
+  resolve(handle, "nvmlDeviceGetMaxPcieLinkWidth", api.device_get_max_pcie_link_width);
+  resolve(handle, "nvmlDeviceGetNvLinkState", api.device_get_nvlink_state);
+  resolve(handle, "nvmlDeviceGetNvLinkErrorCounter", api.device_get_nvlink_error_counter);
+  resolve(handle, "nvmlDeviceGetCurrentClocksEventReasons", api.device_get_current_clocks_event_reasons);
+  resolve(handle, "nvmlDeviceGetViolationStatus", api.device_get_violation_status);
+  resolve(handle, "nvmlEventSetCreate", api.event_set_create);
+  resolve(handle, "nvmlDeviceRegisterEvents", api.device_register_events);
+  resolve(handle, "nvmlEventSetWait_v2", api.event_set_wait_v2);
+  resolve(handle, "nvmlEventSetFree", api.event_set_free);
   return missing;
 }
 

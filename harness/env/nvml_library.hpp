@@ -37,6 +37,23 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetVbiosVersion) device_get_vbios_version = nullptr;
   decltype(&::nvmlDeviceGetSerial) device_get_serial = nullptr;
   decltype(&::nvmlDeviceGetEccMode) device_get_ecc_mode = nullptr;
+  // Health (harness/env/health.hpp), each optional too.
+  decltype(&::nvmlDeviceGetTotalEccErrors) device_get_total_ecc_errors = nullptr;
+  decltype(&::nvmlDeviceGetRetiredPages) device_get_retired_pages = nullptr;
+  decltype(&::nvmlDeviceGetRetiredPagesPendingStatus) device_get_retired_pages_pending_status = nullptr;
+  decltype(&::nvmlDeviceGetRemappedRows) device_get_remapped_rows = nullptr;
+  decltype(&::nvmlDeviceGetMaxPcieLinkGeneration) device_get_max_pcie_link_generation = nullptr;
+  decltype(&::nvmlDeviceGetMaxPcieLinkWidth) device_get_max_pcie_link_width = nullptr;
+  decltype(&::nvmlDeviceGetNvLinkState) device_get_nvlink_state = nullptr;
+  decltype(&::nvmlDeviceGetNvLinkErrorCounter) device_get_nvlink_error_counter = nullptr;
+  decltype(&::nvmlDeviceGetCurrentClocksEventReasons) device_get_current_clocks_event_reasons = nullptr;
+  // Deprecated in NVML 13 (cumulative throttle time by cause; no successor yet): typed by hand.
+  nvmlReturn_t (*device_get_violation_status)(nvmlDevice_t, nvmlPerfPolicyType_t,
+                                              nvmlViolationTime_t*) = nullptr;
+  decltype(&::nvmlEventSetCreate) event_set_create = nullptr;
+  decltype(&::nvmlDeviceRegisterEvents) device_register_events = nullptr;
+  decltype(&::nvmlEventSetWait_v2) event_set_wait_v2 = nullptr;
+  decltype(&::nvmlEventSetFree) event_set_free = nullptr;
 };
 
 class NvmlLibrary {

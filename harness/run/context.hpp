@@ -13,6 +13,7 @@ namespace memstress {
 
 class Allocator;
 class DeviceBackend;
+class HealthWatch;
 class NcclComm;
 class PinnedHostAllocator;
 class World;
@@ -42,6 +43,9 @@ class CaseContext {
   [[nodiscard]] World& world() const noexcept { return *world_; }
   // The NCCL communicator over all ranks, or null (a workload that needs it skips with that reason).
   [[nodiscard]] NcclComm* nccl() const noexcept { return nccl_; }
+  // The run's GPU health watch (the `health` workload), or null where the run has none.
+  [[nodiscard]] HealthWatch* health() const noexcept { return health_; }
+  void set_health(HealthWatch* health) noexcept { health_ = health; }
   // Derived from the run's --seed and the case's identity: the same case always gets the same seed.
   [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
   // False during warm-up repetitions.
@@ -70,6 +74,7 @@ class CaseContext {
   std::unique_ptr<World> own_world_;  // when the run passed none
   World* world_;
   NcclComm* nccl_;
+  HealthWatch* health_ = nullptr;
   bool measuring_ = false;
   int iteration_ = 0;
   std::vector<MetricResult> metrics_;

@@ -12,6 +12,7 @@
 namespace memstress {
 
 class Allocator;
+class HealthWatch;
 class NcclComm;
 class PinnedHostAllocator;
 class World;
@@ -28,6 +29,8 @@ struct RunOptions {
       nullptr;               // the run's progress (shared by its allocators); null: one of the runner's own
   World* world = nullptr;    // the run's ranks (null: a world of one)
   NcclComm* nccl = nullptr;  // the communicator over them, for workloads that need one (null: none)
+  HealthWatch* health =
+      nullptr;  // the GPU's health since the run began, for the `health` workload (null: none)
   std::optional<FaultInjection> fault;  // tests only: --inject-fault
 };
 

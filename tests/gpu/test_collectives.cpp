@@ -59,13 +59,16 @@ TEST_F(CollectivesTest, CheckKernelCatchesAPlantedErrorInEveryDtype) {
 }
 
 TEST_F(CollectivesTest, OneRankRunPassesEveryCollectiveWithItsDataVerified) {
-  // Under compute-sanitizer (testing::sanitizer_sizes): the same 80 cases, at smaller sizes, once each.
+  // Under compute-sanitizer (testing::sanitizer_sizes): every collective, in and out of place, quiet and
+  // under churn, in one dtype at 64 KiB, once each. Each NCCL kernel is instrumented as it first runs, and
+  // racecheck did not get through the five dtypes' kernels at any size in 320 s
+  // (results/h100/sanitize-580.159.04/).
   const bool small = testing::sanitizer_sizes();
   const auto rows = testing::run_on_gpu("collectives",
-                                        {"dtype=float,bfloat16", "place=out,in", "pressure=none,churn",
-                                         small ? "bytes=64K,256K" : "bytes=1M,64M"},
+                                        {small ? "dtype=float" : "dtype=float,bfloat16", "place=out,in",
+                                         "pressure=none,churn", small ? "bytes=64K" : "bytes=1M,64M"},
                                         small ? 1 : 2);
-  EXPECT_EQ(rows.size(), 10U * 2U * 2U * 2U);
+  EXPECT_EQ(rows.size(), small ? 20U : 80U);  // the combinations that apply
   for (const Row& row : rows) {
     const MetricResult* algbw = row.metric("algbw");
     ASSERT_NE(algbw, nullptr) << row.case_label();

@@ -20,7 +20,7 @@
 namespace memstress::testing {
 
 inline std::vector<Row> run_on_gpu(const std::string& workload, const std::vector<std::string>& overrides,
-                                   int repetitions = 3) {
+                                   int repetitions = 3, HealthWatch* health = nullptr) {
   CudaBackend dev(0);
   AllocatorSpec s;
   s.name = "caching";
@@ -35,6 +35,7 @@ inline std::vector<Row> run_on_gpu(const std::string& workload, const std::vecto
   RunOptions opt;
   opt.repetitions = repetitions;
   opt.quiet = true;
+  opt.health = health;
   EXPECT_EQ(Runner(*alloc, opt, &host).run(plan_cases(suites::builtin_registry(), request), sink), 0);
   EXPECT_EQ(alloc->memory_stats().at("allocated_bytes.all.current"), 0);
   std::vector<Row> rows = sink.full_rows();  // samples and allocator statistics included

@@ -1,6 +1,9 @@
 // Acceptance profiles: parsing (and its errors), judging checks against rows, training golden values.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/accept/profile.hpp"
 #include "harness/core/error.hpp"
@@ -109,6 +112,72 @@ TEST(AcceptProfile, ChecksTakeTheWorstMatchedRowAndBothDirections) {
   AcceptCheck latency{"lat", "transfers", {}, "GB/s", 10.0, 0.5, {}, {}};
   EXPECT_TRUE(evaluate(latency, {row("transfers", {}, 19, Better::lower)}).pass);
   EXPECT_FALSE(evaluate(latency, {row("transfers", {}, 21, Better::lower)}).pass);
+}
+
+// Note [Acceptance lines an operator can act on]: what was measured with its unit, the bound it had to meet
+// and how that bound was set, and on which GPU (host, rank, index, UUID, PCI bus id): on a fail, every GPU
+// that failed the bound on its own, with its value.
+compare::ResultRow on_gpu(compare::ResultRow r, int rank, const char* host) {
+  r.rank = rank;
+  r.gpu = {host, fmt::format("cuda:{}", rank % 2), rank % 2, fmt::format("GPU-{}", rank),
+           fmt::format("0000:1{}:00.0", rank)};
+  r.metrics[0].unit = "GB/s";
+  return r;
+}
+
+TEST(AcceptProfile, ALineNamesMeasuredValueUnitBoundAndTheGpusThatFailed) {
+  const Profile p = parse_profile(kProfile, "t.yaml");
+  AcceptRows rows;
+  for (int rank = 0; rank < 4; ++rank) {
+    rows.push_back(
+        on_gpu(row("transfers", {{"direction", "h2d"}}, rank == 2 ? 26.85 : 52), rank, rank < 2 ? "a" : "b"));
+  }
+  const CheckOutcome fail = evaluate(p.checks[0], rows, 4);
+  EXPECT_FALSE(fail.pass);
+  EXPECT_EQ(fail.unit, "GB/s");
+  EXPECT_EQ(fail.bound, ">= 40 GB/s (0.8 x golden 50 GB/s)");
+  EXPECT_EQ(fail.where, "26.85 GB/s on host b, rank 2, GPU 0 (GPU-2, PCI 0000:12:00.0)");
+  EXPECT_EQ(
+      fail.detail,
+      "measured 26.85 GB/s (lowest of 4 rows), needs >= 40 GB/s (0.8 x golden 50 GB/s); failing: 26.85 GB/s "
+      "on host b, rank 2, GPU 0 (GPU-2, PCI 0000:12:00.0)");
+  // A pass names the worst GPU; data errors name each GPU that had any, with its count.
+  rows[2].metrics[0].summary.median = 51;
+  rows[1].errors = 3;
+  rows[3].errors = 1;
+  const CheckOutcome pass = evaluate(p.checks[0], rows, 4);
+  EXPECT_TRUE(pass.pass);
+  EXPECT_NE(pass.detail.find("worst: 51 GB/s on host b, rank 2"), std::string::npos) << pass.detail;
+  const CheckOutcome errors = evaluate(p.checks[2], rows, 4);
+  EXPECT_FALSE(errors.pass);
+  EXPECT_EQ(
+      errors.detail,
+      "measured 4 data errors (total of 4 rows), needs <= 0 data errors; failing: 3 data errors on host a, "
+      "rank 1, GPU 1 (GPU-1, PCI 0000:11:00.0); 1 data error on host b, rank 3, GPU 1 (GPU-3, PCI "
+      "0000:13:00.0)");
+  // One GPU: named once, without a value of its own.
+  const CheckOutcome one = evaluate(p.checks[0], {rows[0], rows[0]}, 1);
+  EXPECT_EQ(one.detail,
+            "measured 52 GB/s (lowest of 2 rows), needs >= 40 GB/s (0.8 x golden 50 GB/s); on host a, rank "
+            "0, GPU 0 "
+            "(GPU-0, PCI 0000:10:00.0)");
+}
+
+TEST(AcceptProfile, HostAndPciBusIdComeFromTheRanksEnvironment) {
+  std::vector<compare::ResultRow> rows(2);
+  rows[0].rank = 0;
+  rows[0].gpu.uuid = "GPU-x";
+  rows[1].rank = 1;
+  rows[1].gpu.uuid = "GPU-y";
+  const auto env = nlohmann::json::parse(R"({"ranks": [
+    {"rank": 0, "host": {"name": "n0"}, "gpus": [{"uuid": "GPU-x", "pci_bus_id": "0000:01:00.0"}]},
+    {"rank": 1, "host": {"name": "n1"}, "device": {"uuid": "GPU-y", "pci_bus_id": "0000:02:00.0"}, "gpus": 7}]})");
+  compare::add_gpu_identity(rows, env);
+  EXPECT_EQ(compare::describe(rows[0].gpu, rows[0].rank), "host n0, rank 0, GPU ? (GPU-x, PCI 0000:01:00.0)");
+  EXPECT_EQ(rows[1].gpu.host, "n1");
+  EXPECT_EQ(rows[1].gpu.pci_bus_id, "0000:02:00.0");  // from the rank's device where gpus is not a list
+  compare::add_gpu_identity(rows, nlohmann::json::parse(R"({"ranks": "none"})"));  // lenient: left as it was
+  EXPECT_EQ(rows[1].gpu.host, "n1");
 }
 
 TEST(AcceptProfile, TrainingSetsGoldenValuesAndRoundTrips) {

@@ -1,0 +1,136 @@
+// The health figures and injected health readings (see health.hpp); NVML's reading is in health_nvml.cpp.
+
+#include "harness/env/health.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+
+#include "harness/core/error.hpp"
+#include "harness/core/json_field.hpp"
+#include "harness/core/json_input.hpp"
+#include "harness/core/text_file.hpp"
+
+namespace memstress {
+namespace {
+
+constexpr std::array kFigures = {
+    HealthFigure{"ecc.volatile.uncorrected", "count", true},
+    HealthFigure{"ecc.volatile.corrected", "count", true},
+    HealthFigure{"ecc.aggregate.uncorrected", "count", true},
+    HealthFigure{"ecc.aggregate.corrected", "count", true},
+    HealthFigure{"retired_pages.single_bit", "count", true},
+    HealthFigure{"retired_pages.double_bit", "count", true},
+    HealthFigure{"retired_pages.pending", "flag", true},
+    HealthFigure{"remapped_rows.correctable", "count", true},
+    HealthFigure{"remapped_rows.uncorrectable", "count", true},
+    HealthFigure{"remapped_rows.pending", "flag", true},
+    HealthFigure{"remapped_rows.failed", "flag", true},
+    HealthFigure{"xid.events", "count", true},
+    HealthFigure{"pcie.gen", "gen", false},
+    HealthFigure{"pcie.gen_max", "gen", false},
+    HealthFigure{"pcie.gen_below_max", "gen", true},
+    HealthFigure{"pcie.width", "lanes", false},
+    HealthFigure{"pcie.width_max", "lanes", false},
+    HealthFigure{"pcie.width_below_max", "lanes", true},
+    HealthFigure{"nvlink.active_links", "links", false},
+    HealthFigure{"nvlink.errors", "count", true},
+    HealthFigure{"throttle.power_ms", "ms", true},
+    HealthFigure{"throttle.thermal_ms", "ms", true},
+    HealthFigure{"throttle.sync_boost_ms", "ms", true},
+    HealthFigure{"throttle.board_limit_ms", "ms", true},
+    HealthFigure{"throttle.reliability_ms", "ms", true},
+    HealthFigure{"clocks.hw_slowdown", "flag", true},
+    HealthFigure{"clocks.sw_thermal_slowdown", "flag", true},
+};
+
+bool known(std::string_view name) {
+  return std::any_of(kFigures.begin(), kFigures.end(), [&](const HealthFigure& f) { return f.name == name; });
+}
+
+class InjectedHealth final : public HealthWatch {
+ public:
+  explicit InjectedHealth(GpuHealth health) : health_(std::move(health)) {}
+  [[nodiscard]] std::string unavailable() const override { return {}; }
+  [[nodiscard]] GpuHealth read() override { return health_; }
+
+ private:
+  GpuHealth health_;
+};
+
+GpuHealth parse_injected(const JsonField& root) {
+  std::vector<std::pair<std::string, double>> given;
+  for (const auto& [name, value] : root["figures"].members()) {
+    if (!known(name)) {
+      throw InputError(fmt::format("figures: unknown figure `{}` (see harness/env/health.cpp)", name));
+    }
+    const double v = value.real();
+    if (!(v >= 0) || !std::isfinite(v)) {
+      throw InputError(fmt::format("figures.{}: must be a number of 0 or more", name));
+    }
+    given.emplace_back(name, v);
+  }
+  GpuHealth h;
+  if (const std::optional<JsonField> not_measured = root.find("not_measured")) {
+    for (const auto& [name, why] : not_measured->members()) {
+      if (!known(name)) {
+        throw InputError(fmt::format("not_measured: unknown figure `{}`", name));
+      }
+      h.not_measured.emplace_back(name, why.string());
+    }
+  }
+  double xids = 0;
+  if (const std::optional<JsonField> xid = root.find("xid")) {
+    for (const JsonField& code : xid->elements()) {
+      h.notes.push_back(fmt::format("XID {} during the run", code.integer(0, 1'000'000)));
+      xids += 1;
+    }
+  }
+  for (const HealthFigure& f : kFigures) {  // in the figures' order, whatever the file's
+    const auto it =
+        std::find_if(given.begin(), given.end(), [&](const auto& g) { return g.first == f.name; });
+    if (it != given.end()) {
+      h.figures.emplace_back(it->first, it->second + (f.name == "xid.events" ? xids : 0));
+    } else if (f.name == "xid.events" && root.find("xid")) {
+      h.figures.emplace_back(f.name, xids);
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+std::span<const HealthFigure> health_figures() noexcept {
+  return kFigures;
+}
+
+std::unique_ptr<HealthWatch> injected_health_watch(std::string_view json, const std::string& name) {
+  try {
+    const nlohmann::json document = parse_json_input(json);
+    return std::make_unique<InjectedHealth>(parse_injected(JsonField(document)));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", name, e.what()));
+  }
+}
+
+std::unique_ptr<HealthWatch> run_health_watch(bool cuda_gpu, const std::string& uuid) {
+  if (cuda_gpu) {
+    return nvml_health_watch("", uuid);
+  }
+  const char* file = std::getenv("MEMSTRESS_INJECT_HEALTH");  // NOLINT(concurrency-mt-unsafe): before threads
+  return file == nullptr || *file == '\0' ? nullptr : injected_health_watch(std::filesystem::path(file));
+}
+
+std::unique_ptr<HealthWatch> injected_health_watch(const std::filesystem::path& file) {
+  const std::string name = fmt::format("MEMSTRESS_INJECT_HEALTH '{}'", file.string());
+  const std::optional<std::string> text = read_text_file(file);
+  if (!text) {
+    throw InputError(fmt::format("{}: cannot be read", name));
+  }
+  return injected_health_watch(*text, name);
+}
+
+}  // namespace memstress

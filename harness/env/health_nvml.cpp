@@ -1,0 +1,281 @@
+// A GPU's health read through NVML (see health.hpp, Note [Health figures]).
+
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+#include <optional>
+
+#include "harness/env/health.hpp"
+#include "harness/env/nvml_library.hpp"
+
+namespace memstress {
+namespace {
+
+// NVML's clock event reasons (nvml.h spells these with the deprecated "Throttle" names).
+constexpr unsigned long long kHwSlowdown = 0x8ULL;
+constexpr unsigned long long kSwThermalSlowdown = 0x20ULL;
+constexpr unsigned long long kHwThermalSlowdown = 0x40ULL;
+constexpr unsigned long long kHwPowerBrakeSlowdown = 0x80ULL;
+
+struct Policy {
+  nvmlPerfPolicyType_t type;
+  const char* figure;
+};
+constexpr std::array kPolicies = {
+    Policy{NVML_PERF_POLICY_POWER, "throttle.power_ms"},
+    Policy{NVML_PERF_POLICY_THERMAL, "throttle.thermal_ms"},
+    Policy{NVML_PERF_POLICY_SYNC_BOOST, "throttle.sync_boost_ms"},
+    Policy{NVML_PERF_POLICY_BOARD_LIMIT, "throttle.board_limit_ms"},
+    Policy{NVML_PERF_POLICY_RELIABILITY, "throttle.reliability_ms"},
+};
+
+class NvmlHealth final : public HealthWatch {
+ public:
+  NvmlHealth(const std::string& pci_bus_id, const std::string& uuid) {
+    if (!nvml_.usable()) {
+      why_ = fmt::format("NVML: {}", nvml_.status());
+      return;
+    }
+    const NvmlApi& api = nvml_.api();
+    if (!(!pci_bus_id.empty() &&
+          api.device_get_handle_by_pci_bus_id_v2(pci_bus_id.c_str(), &device_) == NVML_SUCCESS) &&
+        !(!uuid.empty() && api.device_get_handle_by_uuid(uuid.c_str(), &device_) == NVML_SUCCESS)) {
+      why_ = fmt::format("NVML has no GPU of PCI bus id '{}' or UUID '{}'", pci_bus_id, uuid);
+      return;
+    }
+    start_events();
+    for (const Policy& p : kPolicies) {
+      if (const std::optional<unsigned long long> ns = violation_ns(p.type)) {
+        baseline_ns_[p.figure] = *ns;
+      }
+    }
+  }
+  ~NvmlHealth() override {
+    if (events_ != nullptr && nvml_.api().event_set_free != nullptr) {
+      nvml_.api().event_set_free(events_);
+    }
+  }
+  NvmlHealth(const NvmlHealth&) = delete;
+  NvmlHealth& operator=(const NvmlHealth&) = delete;
+  NvmlHealth(NvmlHealth&&) = delete;
+  NvmlHealth& operator=(NvmlHealth&&) = delete;
+
+  [[nodiscard]] std::string unavailable() const override { return why_; }
+
+  [[nodiscard]] GpuHealth read() override {
+    GpuHealth h;
+    if (!why_.empty()) {
+      return h;
+    }
+    read_ecc(h);
+    read_retired_pages(h);
+    read_remapped_rows(h);
+    read_xid(h);
+    read_pcie(h);
+    read_nvlink(h);
+    read_throttle(h);
+    return h;
+  }
+
+ private:
+  const NvmlApi& api() const { return nvml_.api(); }
+
+  // Records `figure`, or why it is not measured (an absent entry point, NVML's answer).
+  // NVML_ERROR_FUNCTION_NOT_FOUND stands for an entry point this driver's library lacks.
+  void put(GpuHealth& h, const char* figure, nvmlReturn_t result, double value) const {
+    if (result == NVML_ERROR_FUNCTION_NOT_FOUND) {
+      h.not_measured.emplace_back(figure, "this driver's NVML lacks the query");
+    } else if (result != NVML_SUCCESS) {
+      h.not_measured.emplace_back(figure, fmt::format("NVML: {}", nvml_.error_text(result)));
+    } else {
+      h.figures.emplace_back(figure, value);
+    }
+  }
+
+  void read_ecc(GpuHealth& h) const {
+    const auto fn = api().device_get_total_ecc_errors;
+    const auto one = [&](const char* figure, nvmlMemoryErrorType_t type, nvmlEccCounterType_t counter) {
+      unsigned long long n = 0;
+      const nvmlReturn_t r = fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn(device_, type, counter, &n);
+      put(h, figure, r, static_cast<double>(n));
+    };
+    one("ecc.volatile.uncorrected", NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC);
+    one("ecc.volatile.corrected", NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC);
+    one("ecc.aggregate.uncorrected", NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC);
+    one("ecc.aggregate.corrected", NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC);
+  }
+
+  void read_retired_pages(GpuHealth& h) const {
+    const auto fn = api().device_get_retired_pages;
+    const auto one = [&](const char* figure, nvmlPageRetirementCause_t cause) {
+      unsigned count = 0;  // 0 with no buffer: NVML answers the count (INSUFFICIENT_SIZE when there are some)
+      nvmlReturn_t r = fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn(device_, cause, &count, nullptr);
+      r = r == NVML_ERROR_INSUFFICIENT_SIZE ? NVML_SUCCESS : r;
+      put(h, figure, r, count);
+    };
+    one("retired_pages.single_bit", NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+    one("retired_pages.double_bit", NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+    const auto pending = api().device_get_retired_pages_pending_status;
+    nvmlEnableState_t state = NVML_FEATURE_DISABLED;
+    put(h, "retired_pages.pending",
+        pending == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : pending(device_, &state),
+        state == NVML_FEATURE_ENABLED ? 1 : 0);
+  }
+
+  void read_remapped_rows(GpuHealth& h) const {
+    const auto fn = api().device_get_remapped_rows;
+    unsigned correctable = 0;
+    unsigned uncorrectable = 0;
+    unsigned pending = 0;
+    unsigned failed = 0;
+    const nvmlReturn_t r = fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND
+                                         : fn(device_, &correctable, &uncorrectable, &pending, &failed);
+    put(h, "remapped_rows.correctable", r, correctable);
+    put(h, "remapped_rows.uncorrectable", r, uncorrectable);
+    put(h, "remapped_rows.pending", r, pending != 0 ? 1 : 0);
+    put(h, "remapped_rows.failed", r, failed != 0 ? 1 : 0);
+  }
+
+  void start_events() {
+    const NvmlApi& a = api();
+    if (a.event_set_create == nullptr || a.device_register_events == nullptr ||
+        a.event_set_wait_v2 == nullptr || a.event_set_free == nullptr) {
+      events_why_ = "this driver's NVML lacks event sets";
+      return;
+    }
+    if (const nvmlReturn_t r = a.event_set_create(&events_); r != NVML_SUCCESS) {
+      events_ = nullptr;
+      events_why_ = fmt::format("NVML: {}", nvml_.error_text(r));
+      return;
+    }
+    if (const nvmlReturn_t r = a.device_register_events(device_, nvmlEventTypeXidCriticalError, events_);
+        r != NVML_SUCCESS) {
+      events_why_ = fmt::format("NVML: {}", nvml_.error_text(r));
+    }
+  }
+
+  void read_xid(GpuHealth& h) {
+    if (!events_why_.empty()) {
+      h.not_measured.emplace_back("xid.events", events_why_);
+      return;
+    }
+    for (;;) {  // every event waiting, without blocking
+      nvmlEventData_t data{};
+      if (api().event_set_wait_v2(events_, &data, 0) != NVML_SUCCESS) {
+        break;
+      }
+      if ((data.eventType & nvmlEventTypeXidCriticalError) != 0) {
+        xids_.push_back(data.eventData);
+      }
+    }
+    for (const unsigned long long xid : xids_) {
+      h.notes.push_back(fmt::format("XID {} during the run", xid));
+    }
+    h.figures.emplace_back("xid.events", static_cast<double>(xids_.size()));
+  }
+
+  void read_pcie(GpuHealth& h) const {
+    const auto get = [&](const char* figure, auto fn) -> std::optional<unsigned> {
+      unsigned v = 0;
+      const nvmlReturn_t r = fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn(device_, &v);
+      put(h, figure, r, v);
+      return r == NVML_SUCCESS ? std::optional<unsigned>(v) : std::nullopt;
+    };
+    const std::optional<unsigned> gen = get("pcie.gen", api().device_get_curr_pcie_link_generation);
+    const std::optional<unsigned> gen_max = get("pcie.gen_max", api().device_get_max_pcie_link_generation);
+    const std::optional<unsigned> width = get("pcie.width", api().device_get_curr_pcie_link_width);
+    const std::optional<unsigned> width_max = get("pcie.width_max", api().device_get_max_pcie_link_width);
+    below(h, "pcie.gen_below_max", gen, gen_max);
+    below(h, "pcie.width_below_max", width, width_max);
+  }
+
+  static void below(GpuHealth& h, const char* figure, std::optional<unsigned> now,
+                    std::optional<unsigned> most) {
+    if (now && most) {
+      h.figures.emplace_back(figure, *most > *now ? *most - *now : 0);
+    } else {
+      h.not_measured.emplace_back(figure, "the link's current or maximum value is not measured");
+    }
+  }
+
+  void read_nvlink(GpuHealth& h) const {
+    const auto state = api().device_get_nvlink_state;
+    const auto counter = api().device_get_nvlink_error_counter;
+    if (state == nullptr || counter == nullptr) {
+      h.not_measured.emplace_back("nvlink.active_links", "this driver's NVML lacks the query");
+      h.not_measured.emplace_back("nvlink.errors", "this driver's NVML lacks the query");
+      return;
+    }
+    unsigned active = 0;
+    unsigned long long errors = 0;
+    for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+      nvmlEnableState_t on = NVML_FEATURE_DISABLED;
+      if (state(device_, link, &on) != NVML_SUCCESS || on != NVML_FEATURE_ENABLED) {
+        continue;
+      }
+      ++active;
+      for (const nvmlNvLinkErrorCounter_t c :
+           {NVML_NVLINK_ERROR_DL_REPLAY, NVML_NVLINK_ERROR_DL_RECOVERY, NVML_NVLINK_ERROR_DL_CRC_FLIT,
+            NVML_NVLINK_ERROR_DL_CRC_DATA}) {
+        unsigned long long n = 0;
+        if (counter(device_, link, c, &n) == NVML_SUCCESS) {
+          errors += n;
+        }
+      }
+    }
+    h.figures.emplace_back("nvlink.active_links", active);
+    if (active == 0) {
+      h.not_measured.emplace_back("nvlink.errors", "no NVLink is active on this GPU");
+    } else {
+      h.figures.emplace_back("nvlink.errors", static_cast<double>(errors));
+    }
+  }
+
+  std::optional<unsigned long long> violation_ns(nvmlPerfPolicyType_t type) const {
+    nvmlViolationTime_t t{};
+    if (api().device_get_violation_status == nullptr ||
+        api().device_get_violation_status(device_, type, &t) != NVML_SUCCESS) {
+      return std::nullopt;
+    }
+    return t.violationTime;
+  }
+
+  void read_throttle(GpuHealth& h) const {
+    for (const Policy& p : kPolicies) {
+      const auto base = baseline_ns_.find(p.figure);
+      const std::optional<unsigned long long> now = violation_ns(p.type);
+      if (base == baseline_ns_.end() || !now) {
+        h.not_measured.emplace_back(p.figure, "NVML gives no violation counter for it here");
+      } else {
+        h.figures.emplace_back(p.figure,
+                               static_cast<double>(*now >= base->second ? *now - base->second : 0) / 1e6);
+      }
+    }
+    const auto fn = api().device_get_current_clocks_event_reasons;
+    unsigned long long reasons = 0;
+    const nvmlReturn_t r = fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn(device_, &reasons);
+    put(h, "clocks.hw_slowdown", r,
+        (reasons & (kHwSlowdown | kHwThermalSlowdown | kHwPowerBrakeSlowdown)) != 0 ? 1 : 0);
+    put(h, "clocks.sw_thermal_slowdown", r, (reasons & kSwThermalSlowdown) != 0 ? 1 : 0);
+    if (r == NVML_SUCCESS) {
+      h.notes.push_back(fmt::format("clock event reasons when read: {:#x}", reasons));
+    }
+  }
+
+  NvmlLibrary nvml_;
+  std::string why_;
+  nvmlDevice_t device_{};
+  nvmlEventSet_t events_ = nullptr;
+  std::string events_why_;
+  std::vector<unsigned long long> xids_;
+  std::map<std::string, unsigned long long> baseline_ns_;
+};
+
+}  // namespace
+
+std::unique_ptr<HealthWatch> nvml_health_watch(const std::string& pci_bus_id, const std::string& uuid) {
+  return std::make_unique<NvmlHealth>(pci_bus_id, uuid);
+}
+
+}  // namespace memstress

@@ -1,0 +1,47 @@
+// The health workload on a real GPU: NVML's reading of it, taken while copies keep the PCIe link busy (and
+// verified on the device). What an H100 or H200 must give: ECC counts, XID events, the PCIe link against its
+// maximum, NVLink's state and throttle times; and a GPU of today has no uncorrected ECC error to show.
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "gpu_test.hpp"
+#include "harness/env/health.hpp"
+#include "harness/memory/cuda_backend.hpp"
+#include "workload_on_gpu.hpp"
+
+namespace memstress {
+namespace {
+
+class HealthOnGpu : public testing::GpuTest {};
+
+TEST_F(HealthOnGpu, NvmlGivesTheFiguresAcceptanceJudges) {
+  const std::unique_ptr<HealthWatch> watch = run_health_watch(true, CudaBackend(0).info().uuid);
+  ASSERT_EQ(watch->unavailable(), "");
+  const auto rows = testing::run_on_gpu("health", {"bytes=16M"}, 1, watch.get());
+  ASSERT_EQ(rows.size(), 1U);
+  const Row& row = rows[0];
+  for (const char* figure : {"ecc.volatile.uncorrected", "ecc.aggregate.uncorrected", "xid.events",
+                             "pcie.gen", "pcie.gen_max", "pcie.gen_below_max", "pcie.width",
+                             "pcie.width_below_max", "nvlink.active_links", "clocks.hw_slowdown"}) {
+    const MetricResult* m = row.metric(figure);
+    ASSERT_NE(m, nullptr) << figure << " missing; notes: " << ::testing::PrintToString(row.notes);
+    EXPECT_TRUE(std::isfinite(m->summary.median) && m->summary.median >= 0) << figure;
+  }
+  EXPECT_GE(row.metric("pcie.gen")->summary.median, 1);
+  EXPECT_GE(row.metric("pcie.width")->summary.median, 1);
+  EXPECT_EQ(row.metric("ecc.volatile.uncorrected")->summary.median, 0);
+  // Whatever is not measured says why, in a note accept reads.
+  for (const HealthFigure& f : health_figures()) {
+    if (row.metric(f.name) == nullptr) {
+      const bool explained = std::any_of(row.notes.begin(), row.notes.end(), [&](const std::string& n) {
+        return n.rfind(std::string(kNotMeasured) + std::string(f.name) + " (", 0) == 0;
+      });
+      EXPECT_TRUE(explained) << f.name << " neither measured nor explained";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memstress
