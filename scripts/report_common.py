@@ -34,7 +34,7 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 BYTE_UNITS = {"bytes": 1, "B": 1, "KiB": KIB, "MiB": MIB, "GiB": GIB}
 COUNTED_UNITS = {"ops/s", "samples/s", "count", "words", "items/s"}  # SI prefixes from ten thousand up
-UNITLESS = {"ratio", "share", "share of total", "count"}  # shown as bare numbers
+UNITLESS = {"ratio", "share", "share of total", "count", "flag"}  # shown as bare numbers (0, not 0 flag)
 
 
 def digits(x: float, significant: int = 3) -> str:
