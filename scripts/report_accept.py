@@ -1,165 +1,218 @@
-"""The report's acceptance section: the run document of `memstress accept` (`config.profile` names its
-profile) as a table of check, measured value, bound and PASS, FAIL or SKIP, with the verdict. Imported by
-scripts/report, which owns the page, the inputs and the errors.
+"""The report's acceptance section: what `memstress accept` reported, read from its JUnit XML (`accept --junit
+FILE`, committed beside every accept run as results/*/accept-*.xml), as a table per file of check, PASS, FAIL
+or SKIP, measured value with its unit, bound and GPU, with the suite's counts. Imported by scripts/report,
+which owns the page, the inputs and the errors.
 
-Note [Judging an accept run again]
-----------------------------------
-The document `accept --out` writes holds the rows the profile's runs measured, not the lines `accept`
-printed (check, value, bound, verdict). So the page judges the rows again against the profile the document
-names, as `memstress accept --from DOC --profile NAME` does, by the rules of harness/accept/profile.hpp (Note
-[Judging a check]): the measured value is the worst over the rows the check matches (the lowest where higher
-is better, the highest otherwise); a golden value passes higher-is-better at >= factor x golden and
-lower-is-better at <= golden / factor; `min` and `max` are bounds of their own; `verification.errors` sums
-the rows' data errors and `verdict` counts the rows that did not pass; a check that matches no row fails;
-one whose rows were all skipped, or that needs more ranks than the run had, is skipped. The profile is
-the shipped one (profiles/NAME.yaml beside scripts/, in the checkout or the installed share/memstress), as
-it is now: where it changed since the run, the bounds shown are today's, and the page says which file it
-used. PyYAML reads it, with every value as text (BaseLoader), as yaml-cpp gives `accept` its scalars.
+Note [The page shows accept's verdicts]
+---------------------------------------
+A check is judged once, by `memstress accept` (harness/accept/profile.cpp, Note [Judging a check]), against
+the profile as it was when the run was judged. The page does not judge the rows of a run again: doing so
+in Python would copy those rules (and drift from them), and would judge a past run against today's
+profile, so a run that printed FAIL under an older threshold would read PASS here. So the section draws
+from accept's own JUnit file. Since fce8ee6 each <testcase> carries its parts as <properties> (workload,
+metric, measured, unit, bound, gpu) beside the whole line (<system-out> for a pass, <failure message> or
+<skipped message>); an older file has the check's name and, for a FAIL or a SKIP, the message only, and
+its row shows that message where the GPU would be. A run document of accept (`config.profile`) given
+without its JUnit file shows no verdict: the page says where the verdicts are.
+
+Note [Reading JUnit XML safely]
+-------------------------------
+Python's xml.etree reads the file (defusedxml is not at hand). What could make it misbehave is refused
+first, with a message that does not name the file (scripts/report prefixes the name): a file over
+MAX_BYTES; any <!DOCTYPE or <!ENTITY (an entity declared there can expand to gigabytes: "billion laughs";
+no JUnit file needs one); elements nested more than MAX_DEPTH deep, or more than MAX_ELEMENTS of them,
+counted as the file is parsed, a chunk at a time. Then the shape: <testsuites> of <testsuite>s (or one
+bare <testsuite>), each named memstress.accept.PROFILE, with counts (tests, failures, errors, skipped)
+that are those of its <testcase>s: the JUnit of another tool, or of `memstress run` (memstress.WORKLOAD),
+is refused, not drawn.
 """
 
 from __future__ import annotations
 
 import html
+import math
 import re
-from dataclasses import dataclass
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from report_common import quantity, section, table
 
-PROFILES = Path(__file__).resolve().parent.parent / "profiles"
+SUITE_PREFIX = "memstress.accept."
+MAX_BYTES = 8 << 20  # an accept file is about 1 KiB a check
+MAX_DEPTH = 32  # accept writes 5 levels: testsuites, testsuite, testcase, properties, property
+MAX_ELEMENTS = 100_000
+CHUNK = 64 << 10
+COUNTS = ("tests", "failures", "errors", "skipped")
+VERDICTS = {"failure": "FAIL", "error": "ERROR", "skipped": "SKIP"}  # a <testcase> without one passed
 
 
-@dataclass
-class Outcome:
-    """A check's verdict (PASS, FAIL, SKIP), what it measured (with its unit), the bound and the rows it read."""
-
-    verdict: str
-    measured: str = "-"
-    bound: str = "-"
-    rows: int = 0
-    detail: str = ""
+class NotAcceptJUnit(ValueError):
+    """The file is not the JUnit XML of `memstress accept`, or not safe to read; the message says why."""
 
 
-def load_profile(name: str) -> tuple[dict | None, str]:
-    """(the profile, its path) of the shipped profile `name`, or (None, why not)."""
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):  # a name, not a path out of profiles/
-        return None, f"profile {name[:80]!r} is not the name of a shipped profile"
-    path = PROFILES / f"{name}.yaml"
+def is_xml(data: bytes) -> bool:
+    """Whether `data` is XML rather than JSON (which never starts with '<'): told apart by content."""
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"<"
+
+
+def parse(data: bytes) -> ET.Element:
+    """The root element of `data`, read under the limits of Note [Reading JUnit XML safely]."""
+    if len(data) > MAX_BYTES:
+        raise NotAcceptJUnit(f"{len(data):,} bytes of XML, more than the {MAX_BYTES >> 20} MiB an accept run's "
+                             "JUnit file could need: refused")
+    declaration = re.search(rb"<!(DOCTYPE|ENTITY)", data)
+    if declaration:
+        line = data.count(b"\n", 0, declaration.start()) + 1
+        raise NotAcceptJUnit(f"XML with a <!{declaration[1].decode()} declaration (line {line}): refused "
+                             "(entities can expand without bound; JUnit needs none)")
+    parser = ET.XMLPullParser(events=("start", "end"))
+    root, depth, elements = None, 0, 0
     try:
-        import yaml
-    except ImportError:
-        return None, "reading the profile needs PyYAML (requirements.txt; scripts/setup installs it)"
-    try:
-        profile = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
-    except FileNotFoundError:
-        return None, f"profile {name!r} is not a shipped one ({path} does not exist): judge it with memstress " \
-                     "accept --from FILE --profile YOURS.yaml"
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        return None, f"{path}: cannot be read ({type(e).__name__}: {str(e)[:200]})"
-    if not isinstance(profile, dict) or not isinstance(profile.get("checks"), list):
-        return None, f"{path}: not an acceptance profile (no list of checks)"
-    return profile, str(path)
+        for at in range(0, len(data), CHUNK):
+            parser.feed(data[at:at + CHUNK])
+            for event, element in parser.read_events():
+                if event == "end":
+                    depth -= 1
+                    continue
+                root = element if root is None else root
+                depth, elements = depth + 1, elements + 1
+                if depth > MAX_DEPTH:
+                    raise NotAcceptJUnit(f"XML nested more than {MAX_DEPTH} elements deep (<{element.tag[:40]}>): "
+                                         "refused")
+                if elements > MAX_ELEMENTS:
+                    raise NotAcceptJUnit(f"XML of more than {MAX_ELEMENTS:,} elements: refused")
+        parser.close()
+    except ET.ParseError as e:
+        raise NotAcceptJUnit(f"not XML ({e})") from None
+    assert root is not None  # parser.close() raises on a document without an element
+    return root
 
 
-def matches(row: dict, check: dict) -> bool:
-    where = check.get("where") or {}
-    params = row.get("params") or {}
-    return row.get("workload") == check.get("workload") and all(str(params.get(k)) == v for k, v in where.items())
+def count(suite: ET.Element, name: str, label: str) -> int:
+    text = suite.get(name)
+    if text is None or not text.isdigit() or not text.isascii():
+        raise NotAcceptJUnit(f"{label}: its {name}= is {text[:40]!r}, not a count" if text is not None
+                             else f"{label}: no {name}= count")
+    return int(text)
 
 
-def measure(check: dict, rows: list[dict]) -> tuple[float, bool, str, int] | None:
-    """(the worst value over the matched rows, higher is better, its unit, rows matched), or None where no
-    matched row measured it."""
-    name, value, higher, unit, count, found = check.get("metric"), 0.0, True, "", 0, False
-    for r in (r for r in rows if matches(r, check)):
-        count += 1
-        if name in ("verification.errors", "verdict"):
-            higher, found = False, True
-            value += (r.get("verification") or {}).get("errors", 0) if name == "verification.errors" \
-                else r.get("verdict") != "pass"
-            unit = "bad words" if name == "verification.errors" else "rows not passed"
-            continue
-        m = (r.get("metrics") or {}).get(name)
-        if isinstance(m, dict) and isinstance(m.get("median"), (int, float)):
-            higher, unit = m.get("better") != "lower", str(m.get("unit") or "")
-            value = m["median"] if not found else (min(value, m["median"]) if higher else max(value, m["median"]))
-            found = True
-    return (value, higher, unit, count) if found else None
+def case_of(element: ET.Element, label: str) -> dict:
+    """A <testcase> as {name, verdict, message, properties, parts (whether it has <properties>)}."""
+    name = element.get("name")
+    if name is None:
+        raise NotAcceptJUnit(f"{label}: a <testcase> without a name")
+    found = [child for child in element if child.tag in VERDICTS]
+    if len(found) > 1:
+        raise NotAcceptJUnit(f"{label}: <testcase name={name[:80]!r}> has {len(found)} results "
+                             f"({', '.join(c.tag for c in found)}), not one")
+    outcome = found[0] if found else None
+    message = "" if outcome is None else outcome.get("message") or (outcome.text or "")
+    properties: dict[str, str] = {}
+    for group in element.iter("properties"):
+        for p in group.iter("property"):
+            if p.get("name") is not None:
+                properties[p.get("name")] = p.get("value") or ""
+    return {"name": name, "verdict": "PASS" if outcome is None else VERDICTS[outcome.tag],
+            "message": message.strip(), "properties": properties,
+            "parts": element.find("properties") is not None}  # written since fce8ee6, even where empty (a SKIP)
 
 
-def bounds(check: dict, value: float, higher: bool, unit: str) -> list[tuple[str, bool]]:
-    """Each bound the check sets, as text, and whether `value` meets it."""
+def read_junit(data: bytes) -> dict:
+    """The suites of an accept run's JUnit file: {"suites": [{name, profile, counts, cases}]}, or
+    NotAcceptJUnit saying why the file is not one (Note [Reading JUnit XML safely])."""
+    root = parse(data)
+    if root.tag == "testsuite":
+        suites = [root]
+    elif root.tag == "testsuites":
+        suites = [child for child in root if child.tag == "testsuite"]
+    else:
+        raise NotAcceptJUnit(f"XML whose root is <{root.tag[:40]}>, not JUnit's <testsuites> or <testsuite>")
+    if not suites:
+        raise NotAcceptJUnit("JUnit XML without a <testsuite>")
     out = []
-    if check.get("golden") not in (None, "", "~", "null"):
-        golden, factor = float(check["golden"]), float(check.get("factor", 0.75))
-        bound = factor * golden if higher else golden / factor
-        how = f"{factor:g} x golden" if higher else f"golden / {factor:g}"
-        out.append((f"{'>=' if higher else '<='} {quantity(bound, unit)} ({how} {quantity(golden, unit)})",
-                    value >= bound if higher else value <= bound))
-    if check.get("min") is not None:
-        out.append((f">= {quantity(float(check['min']), unit)}", value >= float(check["min"])))
-    if check.get("max") is not None:
-        out.append((f"<= {quantity(float(check['max']), unit)}", value <= float(check["max"])))
-    return out
+    for suite in suites:
+        name = suite.get("name") or ""
+        if not name.startswith(SUITE_PREFIX) or not name[len(SUITE_PREFIX):]:
+            raise NotAcceptJUnit(f"the JUnit of another tool or of memstress run (testsuite {name[:80]!r}): the "
+                                 f"report reads memstress accept's, whose testsuite is {SUITE_PREFIX}PROFILE")
+        label = f"testsuite {name[:80]!r}"
+        cases = [case_of(c, label) for c in suite if c.tag == "testcase"]
+        counts = {k: count(suite, k, label) for k in COUNTS}
+        held = {"tests": len(cases), **{k: sum(c["verdict"] == VERDICTS[tag] for c in cases)
+                                       for k, tag in (("failures", "failure"), ("errors", "error"),
+                                                      ("skipped", "skipped"))}}
+        if counts != held:
+            said = ", ".join(f"{k}={counts[k]}" for k in COUNTS)
+            holds = ", ".join(f"{k}={held[k]}" for k in COUNTS)
+            raise NotAcceptJUnit(f"{label}: its counts ({said}) are not those of its testcases ({holds})")
+        out.append({"name": name, "profile": name[len(SUITE_PREFIX):], "counts": counts, "cases": cases})
+    return {"suites": out}
 
 
-def evaluate(check: dict, rows: list[dict], ranks: int) -> Outcome:
-    """A check judged as `memstress accept` judges it (Note [Judging an accept run again])."""
-    needs = int(check.get("min_ranks", 1))
-    if needs > ranks:
-        return Outcome("SKIP", detail=f"needs {needs} ranks (the run had {ranks})")
-    matched = [r for r in rows if matches(r, check)]
-    if matched and all(r.get("verdict") == "skip" for r in matched):
-        return Outcome("SKIP", rows=len(matched), detail="not judged: its rows were skipped ("
-                       + str(matched[0].get("reason", "")).split("\n")[0] + ")")
-    found = measure(check, rows)
-    if found is None:
-        return Outcome("FAIL", detail=f"no {check.get('workload')} row with metric {check.get('metric')} matched")
-    value, higher, unit, count = found
-    judged = bounds(check, value, higher, unit)
-    if not judged:
-        return Outcome("FAIL", quantity(value, unit), rows=count, detail="no threshold (train the profile: --train)")
-    return Outcome("PASS" if all(ok for _, ok in judged) else "FAIL", quantity(value, unit),
-                   " and ".join(text for text, _ in judged), count)
+# ---- the section ---------------------------------------------------------------------------------------------
 
 
-def verdict(outcomes: list[Outcome], not_run: int, about: str) -> str:
-    """The run's verdict line, as `memstress accept` prints it (apps/cmd_accept.cpp, judge)."""
-    passed = sum(o.verdict == "PASS" for o in outcomes)
-    skipped = sum(o.verdict == "SKIP" for o in outcomes)
-    judged = len(outcomes) - skipped
-    skips = f", {skipped} skipped" if skipped else ""
-    if not outcomes:
-        return f"NOT JUDGED (the profile has no checks; {about})"
-    if passed < judged:
-        return f"FAIL ({passed} of {judged} checks passed{skips}; {about})"
-    if judged == 0 or not_run:
-        return f"NOT JUDGED ({judged} of {len(outcomes)} checks judged{skips}; {about})"
-    return f"PASS ({passed} of {judged} checks passed{skips}; {about})"
+def measured_text(properties: dict) -> str:
+    """The measured value with its unit, as the page writes numbers (report_common: Note [Numbers on the page])."""
+    value, unit = properties.get("measured"), properties.get("unit", "")
+    if not value:
+        return "-"
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    return quantity(number, unit) if math.isfinite(number) else f"{value} {unit}".strip()
 
 
-def accept_run(name: str, doc: dict, profile_name: str) -> str:
-    rows = doc.get("rows") or []
-    ranks = int((doc.get("config") or {}).get("ranks") or max([r.get("rank", 0) for r in rows] + [0]) + 1)
-    profile, where = load_profile(profile_name)
-    if profile is None:
-        return f"<h3>{html.escape(name)}</h3><p>{html.escape(where)}</p>"
-    checks = [c for c in profile["checks"] if isinstance(c, dict)]
-    outcomes = [evaluate(c, rows, ranks) for c in checks]
-    not_run = sum(o.detail.startswith("not judged") for o in outcomes)
-    about = f"profile {profile.get('name', profile_name)}, {profile.get('gpu', '?')}, {ranks} rank{'s' * (ranks > 1)}"
-    lines = [[str(c.get("name", "?")), o.measured, o.bound or "-", str(o.rows), o.verdict + (f": {o.detail}"
-              if o.detail else "")] for c, o in zip(checks, outcomes)]
-    marks = [{"PASS": "pass", "FAIL": "fail", "SKIP": "skip"}[o.verdict] for o in outcomes]
-    return (f"<h3>{html.escape(name)}</h3><p>verdict: <b>{html.escape(verdict(outcomes, not_run, about))}</b> "
-            f"(judged against {html.escape(where)})</p>"
-            + table(["check", "measured (worst matched row)", "bound", "rows", "verdict"], lines, marks))
+def suite_html(name: str, suite: dict) -> str:
+    c = suite["counts"]
+    passed = c["tests"] - c["failures"] - c["errors"] - c["skipped"]
+    errors = f", {c['errors']} errors" if c["errors"] else ""
+    lines, marks = [], []
+    for case in suite["cases"]:
+        p = case["properties"]
+        lines.append([case["name"], case["verdict"], measured_text(p), p.get("bound") or "-",
+                      p.get("gpu") or case["message"] or "-"])
+        marks.append({"PASS": "pass", "FAIL": "fail", "ERROR": "error", "SKIP": "skip"}[case["verdict"]])
+    older = "" if any(case["parts"] for case in suite["cases"]) else \
+        (" This file is older than the properties of each check (memstress accept before fce8ee6): it keeps the "
+         "message of a FAIL or a SKIP, and nothing of a PASS but its name; the run's text output has its values.")
+    return (f"<h3>{html.escape(name)}: profile {html.escape(suite['profile'])}</h3>"
+            f"<p>{c['tests']} checks: <b>{passed} passed, {c['failures']} failed, {c['skipped']} skipped{errors}</b> "
+            f"(the suite's counts).{html.escape(older)}</p>"
+            + table(["check", "verdict", "measured", "bound", "GPU (or accept's message)"], lines, marks))
 
 
-def section_acceptance(runs: list[tuple[str, dict]]) -> str:
-    out = "".join(accept_run(name, doc, str(doc["config"]["profile"])) for name, doc in runs
-                  if isinstance(doc.get("config"), dict) and doc["config"].get("profile"))
-    return section("Acceptance", "Each check of the acceptance profile against what the run measured: the worst "
-                   "value over the rows it matched, the bound it must meet, and PASS, FAIL or SKIP. The run's "
-                   "document keeps its rows, not the lines accept printed, so they are judged here again against "
-                   "the shipped profile as it is now, as memstress accept --from would.", out) if out else ""
+def same_run(run: str, junit: str) -> bool:
+    """Whether `junit` is the JUnit file of the accept run document `run`: beside it, with its name (RUN.json or
+    RUN.jsonl and RUN.xml), as accept's outputs are committed."""
+    try:
+        return Path(run).with_suffix(".xml").resolve() == Path(junit).resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def run_note(name: str, doc: dict) -> str:
+    """An accept run document given without its JUnit file: where its verdicts are; nothing judged."""
+    beside = Path(name).with_suffix(".xml")
+    there = f" ({beside} is beside it: add it to the report's inputs)" if beside.is_file() else ""
+    return (f"<h3>{html.escape(name)}: profile {html.escape(str(doc['config']['profile']))}</h3>"
+            f"<p>A memstress accept run: its verdicts are in the JUnit file that run wrote (memstress accept --junit "
+            f"FILE){html.escape(there)}. Nothing is judged here from its rows.</p>")
+
+
+def section_acceptance(junits: list[tuple[str, dict]], runs: list[tuple[str, dict]]) -> str:
+    """A table per suite of each accept JUnit file; a note for each accept run document given without its own."""
+    out = "".join(suite_html(name, suite) for name, doc in junits for suite in doc["suites"])
+    noted: set[Path] = set()  # RUN.json and RUN.jsonl are one run: one note
+    for name, doc in runs:
+        if not isinstance(doc.get("config"), dict) or not doc["config"].get("profile"):
+            continue  # not an accept run
+        key = Path(name).with_suffix("")
+        if key not in noted and not any(same_run(name, j) for j, _ in junits):
+            noted.add(key)
+            out += run_note(name, doc)
+    return section("Acceptance", "What memstress accept reported for each check of its profile, read from the run's "
+                   "--junit file: PASS, FAIL or SKIP, the value measured with its unit, the bound it had to meet "
+                   "then, and the GPU it was measured on (where an older file names none, accept's message); "
+                   "nothing is judged again here.", out) if out else ""

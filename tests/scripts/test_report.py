@@ -240,61 +240,89 @@ class LinkSections(unittest.TestCase):
 
 @unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
 class Acceptance(unittest.TestCase):
-    """An accept run's checks, judged again against its shipped profile (report_accept.py)."""
+    """What memstress accept reported, read from its JUnit XML (report_accept.py: Note [The page shows accept's
+    verdicts]); an accept run document alone shows no verdict."""
 
     def accept_section(self, *inputs: Path) -> str:
-        """The Acceptance section of the page drawn from `inputs`; the test is skipped where the python the report
-        runs under has no PyYAML to read the profile (failed under MEMSTRESS_REQUIRE_PYDEPS=1, CI)."""
         with tempfile.TemporaryDirectory() as tmp:
-            found = section_of(render(tmp, *inputs), "Acceptance")
-        if "reading the profile needs PyYAML" in found and not SCHEMAS_REQUIRED:
-            self.skipTest("needs PyYAML (requirements.txt)")
-        return found
+            return section_of(render(tmp, *inputs), "Acceptance")
 
-    def test_each_check_shows_its_measured_value_bound_and_verdict(self) -> None:
-        found = self.accept_section(H100 / "accept-h100-580.159.04.json")
-        self.assertIn("<b>PASS (11 of 11 checks passed; profile h100, NVIDIA H100 80GB HBM3, 1 rank)</b>", found)
-        self.assertIn("<th>check</th><th>measured (worst matched row)</th><th>bound</th><th>rows</th><th>verdict</th>",
+    def test_each_check_shows_what_accept_reported(self) -> None:
+        # The JUnit of fce8ee6 on: measured, unit, bound and GPU as properties of each check.
+        found = self.accept_section(H100 / "accept-h100-580.159.04.json", H100 / "accept-h100-580.159.04.xml")
+        self.assertIn("<h3>" + str(H100 / "accept-h100-580.159.04.xml") + ": profile h100</h3>", found)
+        self.assertIn("<p>22 checks: <b>20 passed, 0 failed, 2 skipped</b> (the suite's counts).</p>", found)
+        self.assertIn("<th>check</th><th>verdict</th><th>measured</th><th>bound</th><th>GPU (or accept's message)</th>",
                       found)
-        for line in ("<td>memory coverage (share of total memory tested)</td><td>0.937</td><td>>= 0.900</td>"
-                     "<td>1</td><td>PASS</td>",
-                     "<td>pinned H2D 256 MiB</td><td>55.1 GB/s</td><td>>= 41.3 GB/s (0.75 x golden 55.0 GB/s)</td>"
-                     "<td>1</td><td>PASS</td>",
-                     "<td>allocator ops/s (uniform sizes)</td><td>2.05 M ops/s</td>"
-                     "<td>>= 791 k ops/s (0.5 x golden 1.58 M ops/s)</td><td>1</td><td>PASS</td>",
-                     "<td>every data check passed</td><td>0 bad words</td><td><= 0 bad words</td><td>3</td>"
-                     "<td>PASS</td>"):
+        gpu = "host vm, rank 0, GPU 0 (GPU-6c880fc6-0384-b280-e1a2-c79271083360, PCI 0000:00:06.0)"
+        for line in (f"<tr class='pass'><td>pinned H2D 256 MiB</td><td>PASS</td><td>55.3 GB/s</td>"
+                     f"<td>>= 41.27 GB/s (0.75 x golden 55.03 GB/s)</td><td>{gpu}</td></tr>",
+                     f"<tr class='pass'><td>memory integrity: no bad word on either read</td><td>PASS</td>"
+                     f"<td>0 data errors</td><td><= 0 data errors</td><td>{gpu}</td></tr>",
+                     f"<tr class='pass'><td>health: no hardware slowdown</td><td>PASS</td><td>0</td><td><= 0</td>"
+                     f"<td>{gpu}</td></tr>",
+                     "<tr class='skip'><td>health: no NVLink error</td><td>SKIP</td><td>-</td><td>-</td>"
+                     "<td>not measured on this GPU: nvlink.errors (no NVLink is active on this GPU)</td></tr>"):
             self.assertIn(line, found)
+        self.assertNotIn("Nothing is judged here", found)  # its run document came with its JUnit file
 
-    def test_a_failed_check_and_skipped_ones(self) -> None:
-        # 4 H200s copying at once (results/README.md): vs_ref 0.940 < 0.95 failed; one rank skips the NCCL checks.
-        together = ROOT / "results" / "h200x4" / "accept-order" / "together" / "accept-h200x4-580.159.04.jsonl"
-        found = self.accept_section(together, ROOT / "results" / "h200" / "accept-h200-580.159.04.json")
-        self.assertIn("<b>FAIL (14 of 15 checks passed; profile h200, NVIDIA H200, 4 ranks)</b>", found)
-        self.assertIn("<tr class='fail'><td>pinned copies match a plain cudaMemcpyAsync loop</td><td>0.940</td>"
-                      "<td>>= 0.950</td><td>12</td><td>FAIL</td></tr>", found)
-        self.assertIn("<b>PASS (11 of 11 checks passed, 4 skipped; profile h200, NVIDIA H200, 1 rank)</b>", found)
-        self.assertIn("<tr class='skip'><td>NCCL all_reduce busbw 256 MiB</td><td>-</td><td>-</td><td>0</td>"
-                      "<td>SKIP: needs 2 ranks (the run had 1)</td></tr>", found)
+    def test_an_older_file_shows_the_fail_accept_printed_then(self) -> None:
+        # Judged against the h200 profile of its day (allocator ops/s >= 0.75 x golden): FAIL. Judged again
+        # against today's profile (0.5 x golden) it would read PASS; the page shows what accept said.
+        found = self.accept_section(ROOT / "results" / "h200" / "accept-order" / "sizes-before-fill" /
+                                    "accept-h200-580.159.04.xml")
+        self.assertIn("<p>15 checks: <b>10 passed, 1 failed, 4 skipped</b> (the suite's counts). This file is older "
+                      "than the properties of each check", found)
+        self.assertIn("<tr class='fail'><td>allocator ops/s (uniform sizes)</td><td>FAIL</td><td>-</td><td>-</td>"
+                      "<td>1.708e+06 >= 2.123e+06 (0.75 x golden 2.831e+06) over 1 row(s)</td></tr>", found)
+        self.assertIn("<tr class='skip'><td>NCCL all_reduce busbw 256 MiB</td><td>SKIP</td><td>-</td><td>-</td>"
+                      "<td>needs 2 ranks (the run had 1): run it under mpirun -np 2</td></tr>", found)
+        self.assertIn("<tr class='pass'><td>D2D 256 MiB</td><td>PASS</td><td>-</td><td>-</td><td>-</td></tr>", found)
 
-    def test_a_profile_that_is_not_shipped_is_named(self) -> None:
-        def renamed(doc: dict) -> None:
-            doc["config"]["profile"] = "my-lab"
-
+    def test_an_accept_run_without_its_junit_file_judges_nothing(self) -> None:
+        run_doc = ROOT / "results" / "h200x4" / "accept-h200x4-580.159.04.json"
+        found = self.accept_section(run_doc, run_doc.with_suffix(".jsonl"))  # one run: one note
+        self.assertEqual(found.count("<h3>"), 1, found)
+        self.assertIn(f"<h3>{run_doc}: profile h200</h3><p>A memstress accept run: its verdicts are in the JUnit file "
+                      f"that run wrote (memstress accept --junit FILE) ({run_doc.with_suffix('.xml')} is beside it: "
+                      "add it to the report's inputs). Nothing is judged here from its rows.</p>", found)
+        for judged in ("<table>", "PASS", "FAIL", "SKIP"):
+            self.assertNotIn(judged, found.split("</p>", 1)[1])
         with tempfile.TemporaryDirectory() as tmp:
-            doc = small_run(tmp, H100 / "accept-h100-580.159.04.json", lambda r: True, renamed)
-            found = section_of(render(tmp, doc), "Acceptance")
-        self.assertIn("profile 'my-lab' is not a shipped one", found)
-        self.assertIn("memstress accept --from FILE --profile YOURS.yaml", found)
+            alone = small_run(tmp, run_doc, lambda r: True)
+            found = section_of(render(tmp, alone), "Acceptance")
+        self.assertIn("(memstress accept --junit FILE). Nothing is judged here", found)  # nothing beside it
 
-    def test_a_profile_name_is_not_a_path(self) -> None:
-        def renamed(doc: dict) -> None:
-            doc["config"]["profile"] = "../results/schema/x"
-
+    def test_bad_junit_input_exits_2_naming_the_file(self) -> None:
+        together = ROOT / "results" / "h200x4" / "accept-order" / "together" / "accept-h200x4-580.159.04.xml"
+        laughs = ('<?xml version="1.0"?>\n<!DOCTYPE t [<!ENTITY a "aaaaaaaaaa">'
+                  + "".join(f'<!ENTITY {c} "{("&" + p + ";") * 10}">' for p, c in zip("abcdefgh", "bcdefghi"))
+                  + ']>\n<testsuites name="&i;"/>')
+        cases = {
+            "cut.xml": (together.read_text()[:300], "not XML (unclosed token: line 5, column 4)"),
+            "laughs.xml": (laughs, "XML with a <!DOCTYPE declaration (line 2): refused"),
+            "deep.xml": ("<testsuites>" + "<a>" * 100_000 + "</a>" * 100_000 + "</testsuites>",
+                         "XML nested more than 32 elements deep (<a>): refused"),
+            "huge.xml": ("<testsuites>" + "<a/>" * 3_000_000 + "</testsuites>", "more than the 8 MiB"),
+            "ctest.xml": ((H100 / "tests-h100-580.159.04.xml").read_text(),
+                          "the JUnit of another tool or of memstress run (testsuite '(empty)')"),
+            "run.xml": ((H100 / "gpu-ci-580.159.04" / "memstress.xml").read_text(),
+                        "(testsuite 'memstress.alloc-smoke'): the report reads memstress accept's"),
+            "counts.xml": (together.read_text().replace('failures="1"', 'failures="0"'),
+                           ("its counts (tests=15, failures=0, errors=0, skipped=0) are not those of its testcases "
+                            "(tests=15, failures=1, errors=0, skipped=0)")),
+        }
         with tempfile.TemporaryDirectory() as tmp:
-            found = section_of(render(tmp, small_run(tmp, H100 / "accept-h100-580.159.04.json", lambda r: True,
-                                                     renamed)), "Acceptance")
-        self.assertIn("profile '../results/schema/x' is not the name of a shipped profile", found)
+            for name, (text, words) in cases.items():
+                with self.subTest(name):
+                    path = Path(tmp) / name
+                    path.write_text(text)
+                    result = run(str(H100 / "accept-h100-580.159.04.xml"), str(path), "-o", str(Path(tmp) / "r.html"))
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    self.assertTrue(result.stderr.startswith(f"scripts/report: {path}: "), result.stderr)
+                    self.assertIn(words, result.stderr)
+                    self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+            self.assertFalse((Path(tmp) / "r.html").exists())
 
 
 @unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
