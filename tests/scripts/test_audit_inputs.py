@@ -23,6 +23,7 @@ import json
 import os
 import pickle
 import random
+import re
 import stat
 import subprocess
 import sys
@@ -357,7 +358,7 @@ class ReportSweep(TempDir):
     broken one thing at a time: each must load and draw, or raise BadInput (exit 2 naming the file), nothing
     else."""
 
-    CASES = 60
+    CASES = 90
     CHILD = "MEMSTRESS_AUDIT_SWEEP_CHILD"
 
     def test_mutations(self) -> None:
@@ -380,6 +381,11 @@ class ReportSweep(TempDir):
         sources = [COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl", COMPARE_DATA / "gbench-base.json",
                    H100 / "replay" / "cnn_train-caching-h100-580.159.04.json", H100 / "devices-h100-580.159.04.json"]
         sources += sorted((H100 / "compare").glob("*.json"))[:1]
+        # the sections of report_accept (accept's JUnit, and a run document of accept without it), report_memory
+        # and report_links
+        sources += [H100 / "accept-h100-580.159.04.xml", H100 / "accept-h100-580.159.04.json",
+                    H100 / "fragmentation-h100-580.159.04.json",
+                    ROOT / "results" / "h200x2" / "p2p-h200x2-580.159.04.json"]
         outcomes = sweep(self, sources, self.CASES, self.check_one)
         self.assertGreater(outcomes["drawn"], 0)
         self.assertGreater(outcomes["refused"], 0)
@@ -722,6 +728,8 @@ def mutated_text(rng: random.Random, source: Path) -> tuple[bytes, str]:
         at = rng.randrange(len(data))
         flipped[at] = rng.choice((0xFF, 0xC3, 0x00, ord("["), ord('"')))
         return bytes(flipped), f"byte {at} replaced"
+    if source.suffix == ".xml":
+        return mutated_xml(rng, data.decode())
     if source.suffix == ".jsonl":
         lines = data.decode().splitlines()
         i = rng.randrange(len(lines))
@@ -732,6 +740,31 @@ def mutated_text(rng: random.Random, source: Path) -> tuple[bytes, str]:
     doc = json.loads(data)
     what = mutate_value(rng, doc, text=True)
     return deepen(json.dumps(doc)).encode("utf-8", "surrogatepass"), what
+
+
+def mutated_xml(rng: random.Random, text: str) -> tuple[bytes, str]:
+    """One broken version of a committed JUnit XML file (an accept run's), and what was broken."""
+    lines = text.splitlines()
+    i = rng.randrange(len(lines))
+    how = rng.random()
+    if how < 0.3:
+        values = list(re.finditer(r'="[^"]*"', text))
+        at = rng.choice(values)
+        value = rng.choice(("", "-1", "x", "99", "&lt;", "&#0;", "&lol;", "1e400", "\u00e9"))
+        return (text[:at.start()] + f'="{value}"' + text[at.end():]).encode(), f"{at[0][:40]} := {value!r}"
+    if how < 0.5:
+        del lines[i]
+        what = f"line {i + 1} deleted"
+    elif how < 0.7:
+        lines.insert(i, lines[i])
+        what = f"line {i + 1} twice"
+    elif how < 0.85:
+        lines[i] = "<a>" * 100_000 + lines[i] + "</a>" * 100_000
+        what = f"line {i + 1} nested 100,000 deep"
+    else:
+        lines.insert(1, '<!DOCTYPE t [<!ENTITY a "aaaa">]>')
+        what = "a DOCTYPE"
+    return ("\n".join(lines) + "\n").encode(), what
 
 
 def deepen(text: str) -> str:

@@ -1,10 +1,14 @@
 """scripts/report on committed real results: every section it should draw is there, images are embedded,
-and bad input exits 2 naming the file."""
+and bad input exits 2 naming the file. Sections are also drawn from small documents cut from committed
+results (a few of their rows), and a series' colour is checked across the panels of a page."""
 
 from __future__ import annotations
 
+import html
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -19,6 +23,34 @@ H100 = ROOT / "results" / "h100"
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     """scripts/report as a user types it (it picks its own python: scripts/ms_pyenv.py)."""
     return subprocess.run([str(REPORT), *args], capture_output=True, text=True, check=False)
+
+
+def small_run(tmp: str, source: Path, keep, edit=None) -> Path:
+    """A run document (named as `source`, in `tmp`) with the rows of `source` that `keep` keeps; `edit` may
+    change it further."""
+    doc = json.loads(source.read_text())
+    doc["rows"] = [r for r in doc["rows"] if keep(r)]
+    if edit:
+        edit(doc)
+    path = Path(tmp) / source.name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def render(tmp: str, *inputs: Path) -> str:
+    """The page scripts/report writes from `inputs` (the test fails where it does not exit 0)."""
+    out = Path(tmp) / "report.html"
+    result = run(*map(str, inputs), "-o", str(out))
+    if result.returncode != 0:
+        raise AssertionError(f"scripts/report exited {result.returncode}: {result.stderr}")
+    return out.read_text()
+
+
+def section_of(page: str, title: str) -> str:
+    """The HTML of the section titled `title`, up to the next section ("" where there is none), its text unescaped
+    and its images' data cut short (an assertion's message stays readable)."""
+    found = re.search(f"<h2>{re.escape(html.escape(title))}</h2>(.*?)(?=<h2>|</body>)", page, re.S)
+    return html.unescape(re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,...", found[1])) if found else ""
 
 
 def matplotlib_reachable() -> bool:
@@ -63,7 +95,8 @@ class Report(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             page = out.read_text()
             self.assertIn("<b>REGRESSION</b>; 8 change(s) beyond SAME.", page)
-            self.assertIn("<td>GB/s</td><td>54.86 GB/s</td><td>8.014 GB/s</td><td>-85.4%</td><td>WORSE</td>", page)
+            # Three significant digits (report_common: Note [Numbers on the page]).
+            self.assertIn("<td>GB/s</td><td>54.9 GB/s</td><td>8.01 GB/s</td><td>-85.4%</td><td>WORSE</td>", page)
             self.assertNotIn("None", page)
 
     def test_the_readme_command_reads_every_committed_h100_file(self) -> None:
@@ -128,6 +161,268 @@ class Report(unittest.TestCase):
                 self.assertEqual(result.returncode, 2, result.stderr)
                 self.assertIn(f"{path}: nested more than 128 levels deep (line ", result.stderr)
                 self.assertNotIn("Traceback", result.stderr)
+
+
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class MemorySections(unittest.TestCase):
+    """Fragmentation, leak and sizes, each from a few rows of a committed run."""
+
+    def test_fragmentation_draws_its_figures_per_pattern_and_allocator(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = small_run(tmp, H100 / "fragmentation-h100-580.159.04.json",
+                            lambda r: r["params"]["pattern"] in ("kv_cache", "interleaved"))
+            page = render(tmp, doc)
+        found = section_of(page, "Fragmentation")
+        self.assertIn("utilization (GMLake's metric, higher is better)", found)
+        self.assertIn('<img alt="fragmentation by pattern and allocator" src="data:image/png;base64,...">', found)
+        for other in ("Leak", "Sizes: allocation churn", "Transfers: bandwidth by size"):
+            self.assertNotIn(f"<h2>{other}</h2>", page)  # no rows of theirs: left out
+
+    def default_job_section(self, workload: str, title: str) -> str:
+        """The section `title` of a page drawn from the rows of `workload` in the committed H100 default job."""
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = small_run(tmp, H100 / "default-h100-580.159.04.json", lambda r: r["workload"] == workload)
+            page = render(tmp, rows)
+        return section_of(page, title)
+
+    def test_leak_draws_growth_against_the_threshold_and_says_what_each_case_found(self) -> None:
+        found = self.default_job_section("leak", "Leak")
+        self.assertIn("against the detector's threshold", found)
+        self.assertIn('<img alt="leak: growth per epoch"', found)
+        self.assertIn("<td>default (h100): caching epochs=20 per_epoch=256M retained=0.05</td><td>allocated memory "
+                      "grows by 13.33 MiB per epoch (R² = 1.000): flagged as a leak, as expected", found)
+
+    def test_sizes_draws_throughput_per_distribution(self) -> None:
+        found = self.default_job_section("sizes", "Sizes: allocation churn")
+        self.assertIn("per size distribution and allocator: operations per second", found)
+        self.assertIn('<img alt="sizes: throughput by distribution"', found)
+
+
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class LinkSections(unittest.TestCase):
+    """Collectives, p2p and size sweeps, each from a few rows of a committed run."""
+
+    def test_collectives_draw_busbw_by_size_and_nccl_tests_columns(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = small_run(tmp, ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json",
+                            lambda r: r["params"]["collective"] in ("all_reduce", "broadcast")
+                            and r["params"]["bytes"] in ("1M", "256M"))
+            found = section_of(render(tmp, doc), "Collectives: bus bandwidth by size")
+        self.assertIn("bus bandwidth (nccl-tests' busbw) against size, a line per collective", found)
+        self.assertIn('<img alt="collectives busbw by size"', found)
+        self.assertIn("<th>size</th><th>type</th><th>place</th><th>time (us)</th><th>algbw (GB/s)</th>"
+                      "<th>busbw (GB/s)</th><th>vs plain cudaMalloc</th><th>#wrong</th>", found)
+        # all_reduce at 256 MiB on rank 0, as results/README.md quotes it (299.8 GB/s), to three digits.
+        self.assertRegex(found, r"<tr class='pass'><td>all_reduce</td><td>none</td><td>256 MiB</td><td>float</td>"
+                                r"<td>out</td><td>[\d.,]+</td><td>300</td><td>300</td><td>[\d.]+</td><td>0</td></tr>")
+
+    def test_p2p_draws_the_matrix_and_the_slowest_pair(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = small_run(tmp, ROOT / "results" / "h200x2" / "p2p-h200x2-580.159.04.json",
+                            lambda r: r["params"]["bytes"] in ("1M", "1G"))
+            found = section_of(render(tmp, doc), "P2P: copies between the GPUs of a node")
+        self.assertIn("<h3>p2p (h200x2)</h3>", found)
+        self.assertIn('<img alt="p2p bandwidth matrix"', found)
+        self.assertIn('<img alt="p2p bandwidth of the slowest pair by size"', found)
+
+    def test_a_size_sweep_draws_the_headline_metric_against_size(self) -> None:
+        def swept(doc: dict) -> None:
+            doc["config"]["sizes"] = [1 << 20, 64 << 20, 1 << 30]  # as `-b 1M -e 1G -f 64` records them
+
+        with tempfile.TemporaryDirectory() as tmp:
+            source = H100 / "default-h100-580.159.04.json"
+            page = render(tmp, small_run(tmp, source, lambda r: r["workload"] == "alloc-smoke", swept))
+            self.assertIn("its headline metric against the size", section_of(page, "Size sweeps"))
+            self.assertIn('<img alt="size sweep"', section_of(page, "Size sweeps"))
+            unswept = render(tmp, small_run(tmp, source, lambda r: r["workload"] == "alloc-smoke"))
+            self.assertNotIn("<h2>Size sweeps</h2>", unswept)  # sizes of its own, not a -b/-e/-f sweep
+
+
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class Acceptance(unittest.TestCase):
+    """What memstress accept reported, read from its JUnit XML (report_accept.py: Note [The page shows accept's
+    verdicts]); an accept run document alone shows no verdict."""
+
+    def accept_section(self, *inputs: Path) -> str:
+        with tempfile.TemporaryDirectory() as tmp:
+            return section_of(render(tmp, *inputs), "Acceptance")
+
+    def test_each_check_shows_what_accept_reported(self) -> None:
+        # The JUnit of fce8ee6 on: measured, unit, bound and GPU as properties of each check.
+        found = self.accept_section(H100 / "accept-h100-580.159.04.json", H100 / "accept-h100-580.159.04.xml")
+        self.assertIn("<h3>" + str(H100 / "accept-h100-580.159.04.xml") + ": profile h100</h3>", found)
+        self.assertIn("<p>22 checks: <b>20 passed, 0 failed, 2 skipped</b> (the suite's counts).</p>", found)
+        self.assertIn("<th>check</th><th>verdict</th><th>measured</th><th>bound</th><th>GPU (or accept's message)</th>",
+                      found)
+        gpu = "host vm, rank 0, GPU 0 (GPU-6c880fc6-0384-b280-e1a2-c79271083360, PCI 0000:00:06.0)"
+        for line in (f"<tr class='pass'><td>pinned H2D 256 MiB</td><td>PASS</td><td>55.3 GB/s</td>"
+                     f"<td>>= 41.27 GB/s (0.75 x golden 55.03 GB/s)</td><td>{gpu}</td></tr>",
+                     f"<tr class='pass'><td>memory integrity: no bad word on either read</td><td>PASS</td>"
+                     f"<td>0 data errors</td><td><= 0 data errors</td><td>{gpu}</td></tr>",
+                     f"<tr class='pass'><td>health: no hardware slowdown</td><td>PASS</td><td>0</td><td><= 0</td>"
+                     f"<td>{gpu}</td></tr>",
+                     "<tr class='skip'><td>health: no NVLink error</td><td>SKIP</td><td>-</td><td>-</td>"
+                     "<td>not measured on this GPU: nvlink.errors (no NVLink is active on this GPU)</td></tr>"):
+            self.assertIn(line, found)
+        self.assertNotIn("Nothing is judged here", found)  # its run document came with its JUnit file
+
+    def test_an_older_file_shows_the_fail_accept_printed_then(self) -> None:
+        # Judged against the h200 profile of its day (allocator ops/s >= 0.75 x golden): FAIL. Judged again
+        # against today's profile (0.5 x golden) it would read PASS; the page shows what accept said.
+        found = self.accept_section(ROOT / "results" / "h200" / "accept-order" / "sizes-before-fill" /
+                                    "accept-h200-580.159.04.xml")
+        self.assertIn("<p>15 checks: <b>10 passed, 1 failed, 4 skipped</b> (the suite's counts). This file is older "
+                      "than the properties of each check", found)
+        self.assertIn("<tr class='fail'><td>allocator ops/s (uniform sizes)</td><td>FAIL</td><td>-</td><td>-</td>"
+                      "<td>1.708e+06 >= 2.123e+06 (0.75 x golden 2.831e+06) over 1 row(s)</td></tr>", found)
+        self.assertIn("<tr class='skip'><td>NCCL all_reduce busbw 256 MiB</td><td>SKIP</td><td>-</td><td>-</td>"
+                      "<td>needs 2 ranks (the run had 1): run it under mpirun -np 2</td></tr>", found)
+        self.assertIn("<tr class='pass'><td>D2D 256 MiB</td><td>PASS</td><td>-</td><td>-</td><td>-</td></tr>", found)
+
+    def test_an_accept_run_without_its_junit_file_judges_nothing(self) -> None:
+        run_doc = ROOT / "results" / "h200x4" / "accept-h200x4-580.159.04.json"
+        found = self.accept_section(run_doc, run_doc.with_suffix(".jsonl"))  # one run: one note
+        self.assertEqual(found.count("<h3>"), 1, found)
+        self.assertIn(f"<h3>{run_doc}: profile h200</h3><p>A memstress accept run: its verdicts are in the JUnit file "
+                      f"that run wrote (memstress accept --junit FILE) ({run_doc.with_suffix('.xml')} is beside it: "
+                      "add it to the report's inputs). Nothing is judged here from its rows.</p>", found)
+        for judged in ("<table>", "PASS", "FAIL", "SKIP"):
+            self.assertNotIn(judged, found.split("</p>", 1)[1])
+        with tempfile.TemporaryDirectory() as tmp:
+            alone = small_run(tmp, run_doc, lambda r: True)
+            found = section_of(render(tmp, alone), "Acceptance")
+        self.assertIn("(memstress accept --junit FILE). Nothing is judged here", found)  # nothing beside it
+
+    def test_bad_junit_input_exits_2_naming_the_file(self) -> None:
+        together = ROOT / "results" / "h200x4" / "accept-order" / "together" / "accept-h200x4-580.159.04.xml"
+        laughs = ('<?xml version="1.0"?>\n<!DOCTYPE t [<!ENTITY a "aaaaaaaaaa">'
+                  + "".join(f'<!ENTITY {c} "{("&" + p + ";") * 10}">' for p, c in zip("abcdefgh", "bcdefghi"))
+                  + ']>\n<testsuites name="&i;"/>')
+        cases = {
+            "cut.xml": (together.read_text()[:300], "not XML (unclosed token: line 5, column 4)"),
+            "laughs.xml": (laughs, "XML with a <!DOCTYPE declaration (line 2): refused"),
+            "deep.xml": ("<testsuites>" + "<a>" * 100_000 + "</a>" * 100_000 + "</testsuites>",
+                         "XML nested more than 32 elements deep (<a>): refused"),
+            "huge.xml": ("<testsuites>" + "<a/>" * 3_000_000 + "</testsuites>", "more than the 8 MiB"),
+            "ctest.xml": ((H100 / "tests-h100-580.159.04.xml").read_text(),
+                          "the JUnit of another tool or of memstress run (testsuite '(empty)')"),
+            "run.xml": ((H100 / "gpu-ci-580.159.04" / "memstress.xml").read_text(),
+                        "(testsuite 'memstress.alloc-smoke'): the report reads memstress accept's"),
+            "counts.xml": (together.read_text().replace('failures="1"', 'failures="0"'),
+                           ("its counts (tests=15, failures=0, errors=0, skipped=0) are not those of its testcases "
+                            "(tests=15, failures=1, errors=0, skipped=0)")),
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, (text, words) in cases.items():
+                with self.subTest(name):
+                    path = Path(tmp) / name
+                    path.write_text(text)
+                    result = run(str(H100 / "accept-h100-580.159.04.xml"), str(path), "-o", str(Path(tmp) / "r.html"))
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    self.assertTrue(result.stderr.startswith(f"scripts/report: {path}: "), result.stderr)
+                    self.assertIn(words, result.stderr)
+                    self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+            self.assertFalse((Path(tmp) / "r.html").exists())
+
+
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class EveryRow(unittest.TestCase):
+    """The table of every row: each row's headline metric with its unit, spread only where it had samples."""
+
+    def test_each_row_shows_its_headline_metric(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = ("ops=20000 alloc_prob=0.55 dist=uniform min_bytes=512B max_bytes=64M max_live=4G streams=1",
+                     "search=largest_single state=fragmented params_frac=0.25 per_sample=64M workspace=256M",
+                     "direction=h2d host=pinned engine=ce streams=1 bytes=256M")
+            doc = small_run(tmp, H100 / "default-h100-580.159.04.json", lambda r: r["case"] in cases)
+            collectives = small_run(tmp, ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json",
+                                    lambda r: r["params"]["collective"] == "all_reduce" and r["case"].endswith("=4G"))
+            found = section_of(render(tmp, doc, collectives), "Every row")
+        self.assertIn("<th>verdict</th><th>headline metric</th><th>other metrics (up to six)</th>", found)
+        self.assertIn("<th>allocator</th><th>rank</th><th>verdict</th>", found)  # the run of two ranks
+        # allocator ops/s, 5 repetitions: median and spread, in M
+        self.assertRegex(found, r"<td>pass</td><td>ops: 1\.58 M ops/s \(p10-p90 1\.\d\d-1\.\d\d M ops/s\)</td>")
+        self.assertRegex(found, r"<td>pass</td><td>55\.0 GB/s \(p10-p90 54\.\d-55\.\d GB/s\)</td>")  # named by its unit
+        # the OOM search ran once: one sample, no spread; its counts are whole
+        self.assertIn("<td>pass</td><td>ratio: 0.700</td><td>free_at_start 78.7 GiB, largest 55.1 GiB, oom_count 6, "
+                      "probes 16, search_time 2.09 s</td>", found)
+        # nccl-tests' bus bandwidth, 344.2 GB/s at 4 GiB (results/README.md), on each rank
+        self.assertRegex(found, r"<td>1</td><td>pass</td><td>busbw: 344 GB/s \(p10-p90 \d+-\d+ GB/s\)</td>")
+
+
+def figure_colours(module, draw) -> list[dict[str, str]]:
+    """What `draw()` (a call of a section of `module`) drew: for each panel, the colour of each series in its
+    legend, as #rrggbb."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    matplotlib.use("Agg")
+    panels: list[dict[str, str]] = []
+
+    def keep(fig, alt: str) -> str:
+        for ax in fig.axes:
+            colours = {}
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                patch = handle.patches[0] if hasattr(handle, "patches") else handle
+                colours[label] = to_hex(patch.get_facecolor() if hasattr(patch, "get_facecolor") and not
+                                        hasattr(patch, "get_color") else patch.get_color())
+            panels.append(colours)
+        plt.close(fig)
+        return ""
+
+    drawn, module.figure_html = module.figure_html, keep
+    try:
+        draw()
+    finally:
+        module.figure_html = drawn
+    return panels
+
+
+@unittest.skipUnless(importlib.util.find_spec("matplotlib"), "needs matplotlib (requirements.txt)")
+class SeriesColours(unittest.TestCase):
+    """report_common's Note [Series colours]: a series is one colour on the whole page, chosen by its name."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        sys.path.insert(0, str(ROOT / "scripts"))
+
+    def test_an_allocator_has_one_colour_in_every_panel(self) -> None:
+        import report_common
+        import report_memory
+
+        frag = json.loads((H100 / "fragmentation-h100-580.159.04.json").read_text())
+        sizes = json.loads((H100 / "default-h100-580.159.04.json").read_text())
+        # Sizes under expandable alone: drawn first there, where the fragmentation figure draws it second (after
+        # caching), so a colour given by plotting order would differ.
+        sizes["rows"] = [{**r, "allocator": "expandable"} for r in sizes["rows"] if r["workload"] == "sizes"]
+        colours = report_common.Colours()
+        runs = [("fragmentation-h100-580.159.04.json", frag), ("sizes-h100-580.159.04.json", sizes)]
+        panels = (figure_colours(report_memory, lambda: report_memory.section_fragmentation(runs[:1], colours))
+                  + figure_colours(report_memory, lambda: report_memory.section_sizes(runs[1:], colours)))
+        seen = {label.split(",")[0] for panel in panels for label in panel}
+        self.assertEqual(seen, {"caching", "expandable"})
+        for allocator in seen:
+            found = {c for panel in panels for label, c in panel.items() if label.split(",")[0] == allocator}
+            self.assertEqual(len(found), 1, f"{allocator} is drawn in {found}")
+        self.assertNotEqual(*[next(c for panel in panels for label, c in panel.items() if label == a)
+                              for a in ("caching", "expandable")])
+
+    def test_a_collective_has_one_colour_in_every_run_panel(self) -> None:
+        import report_common
+        import report_links
+
+        two = json.loads((ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json").read_text())
+        four = json.loads((ROOT / "results" / "h200x4" / "collectives-h200x4-580.159.04.json").read_text())
+        four["rows"] = [r for r in four["rows"] if r["params"]["collective"] in ("all_reduce", "broadcast")]
+        runs = [("collectives-h200x2-580.159.04.json", two), ("collectives-h200x4-580.159.04.json", four)]
+        panels = figure_colours(report_links,
+                                lambda: report_links.section_collectives(runs, report_common.Colours()))
+        self.assertEqual(len(panels), 2)
+        self.assertEqual(set(panels[1]), {"all_reduce", "broadcast"})
+        for name in panels[1]:
+            self.assertEqual(panels[0][name], panels[1][name], name)
+        self.assertEqual(len(set(panels[0].values())), 6)  # six collectives, six colours
 
 
 if __name__ == "__main__":
