@@ -162,10 +162,11 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
                    {"ranks", world.size()}};
   header.ranks = world.size();
   header.environment = gather_environment(world, to_json(collect_environment()), *backend);
-  const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
-  // From the start of the run: XID events and throttle time are counted from here (the `health` workload).
+  // From the start of the run, before NCCL sets up: XID events and throttle time are counted from here (the
+  // `health` workload).
   const std::unique_ptr<HealthWatch> health =
       run_health_watch(backend->info().kind == BackendKind::cuda, backend->info().uuid);
+  const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
   const bool writer = world.rank() == 0;
   std::optional<std::filesystem::path> out;
   if (!f.out.empty() && writer) {

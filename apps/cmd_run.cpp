@@ -242,10 +242,11 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   header.ranks = world.size();
   header.straggler_threshold = f.straggler_pct / 100.0;
   header.environment = gather_environment(world, to_json(collect_environment()), *backend);
-  const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
-  // From the start of the run: XID events and throttle time are counted from here (the `health` workload).
+  // From the start of the run, before NCCL sets up: XID events and throttle time are counted from here (the
+  // `health` workload).
   const std::unique_ptr<HealthWatch> health =
       run_health_watch(backend->info().kind == BackendKind::cuda, backend->info().uuid);
+  const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
 
   const bool writer = world.rank() == 0;  // the one results file, the table, the JUnit file
   std::optional<std::filesystem::path> out;

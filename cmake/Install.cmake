@@ -41,7 +41,7 @@ configure_package_config_file(cmake/package/memstressConfig.cmake.in
                               ${CMAKE_BINARY_DIR}/package/memstressConfig.cmake
                               INSTALL_DESTINATION ${_memstress_cmake_dir} PATH_VARS CMAKE_INSTALL_BINDIR)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/package/memstressConfigVersion.cmake
-                                 COMPATIBILITY SameMinorVersion)
+                                 COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${CMAKE_BINARY_DIR}/package/memstressConfig.cmake
               ${CMAKE_BINARY_DIR}/package/memstressConfigVersion.cmake cmake/package/MemstressTest.cmake
         DESTINATION ${_memstress_cmake_dir})

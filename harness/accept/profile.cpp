@@ -484,8 +484,23 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
                                 ? rows_text
                                 : fmt::format("{} of {}", m->higher_better ? "lowest" : "highest", rows_text);
   const std::string on = one_row ? "on" : out.pass ? "worst:" : "failing:";
-  out.detail = fmt::format("measured {} ({}), needs {}; {} {}", with_unit(m->value, m->unit), which,
-                           out.bound, on, out.where);
+  // A fail whose value prints as its bound ("measured 0.999, needs >= 0.999") shows more digits.
+  const bool ties = !out.pass && std::any_of(bounds.begin(), bounds.end(), [&](const Bound& b) {
+    return with_unit(b.value, m->unit) == with_unit(m->value, m->unit);
+  });
+  const std::string measured =
+      ties ? fmt::format("{:.10g} {}", m->value, m->unit) : with_unit(m->value, m->unit);
+  out.detail = fmt::format("measured {} ({}), needs {}; {} {}", measured, which, out.bound, on, out.where);
+  // Some of its rows were skipped (one GPU's case could not run): a pass of the others does not judge every
+  // GPU.
+  if (out.pass && skipped_rows > 0) {
+    out.pass = false;
+    out.skipped = true;
+    out.not_run = true;
+    out.detail = fmt::format("not judged on every GPU: {} of its {} rows were skipped ({}); the others: {}",
+                             skipped_rows, matched,
+                             skipped_row->reason.substr(0, skipped_row->reason.find('\n')), out.detail);
+  }
   return out;
 }
 

@@ -228,9 +228,11 @@ std::string describe(const GpuIdentity& gpu, std::optional<int> rank) {
   if (!gpu.pci_bus_id.empty()) {
     ids.push_back("PCI " + gpu.pci_bus_id);
   }
-  std::string which = gpu.index >= 0      ? fmt::format("GPU {}", gpu.index)
-                      : gpu.label.empty() ? "GPU ?"
-                                          : gpu.label;
+  // The CUDA device as the rank saw it (cuda:N, an ordinal among its visible devices: not nvidia-smi's
+  // index); the UUID and PCI bus id name the GPU itself.
+  std::string which = !gpu.label.empty() ? gpu.label
+                      : gpu.index >= 0   ? fmt::format("cuda:{}", gpu.index)
+                                         : std::string("GPU ?");
   if (!ids.empty()) {
     which += fmt::format(" ({})", fmt::join(ids, ", "));
   }

@@ -39,7 +39,7 @@ struct GpuIdentity {
   std::string pci_bus_id;
 };
 
-// "host node7, rank 2, GPU 2 (GPU-4a2c6244-..., PCI 0000:1b:00.0)": the parts known, in that order.
+// "host node7, rank 2, cuda:0 (GPU-4a2c6244-..., PCI 0000:1b:00.0)": the parts known, in that order.
 std::string describe(const GpuIdentity& gpu, std::optional<int> rank);
 
 // A row as read back. Not a Row: a Row keeps its parameters in axis order and derives its case label

@@ -22,6 +22,7 @@ constexpr std::array kFigures = {
     HealthFigure{"ecc.volatile.corrected", "count", true},
     HealthFigure{"ecc.aggregate.uncorrected", "count", true},
     HealthFigure{"ecc.aggregate.corrected", "count", true},
+    HealthFigure{"ecc.enabled", "flag", false},
     HealthFigure{"retired_pages.single_bit", "count", true},
     HealthFigure{"retired_pages.double_bit", "count", true},
     HealthFigure{"retired_pages.pending", "flag", true},
@@ -37,6 +38,7 @@ constexpr std::array kFigures = {
     HealthFigure{"pcie.width_max", "lanes", false},
     HealthFigure{"pcie.width_below_max", "lanes", true},
     HealthFigure{"nvlink.active_links", "links", false},
+    HealthFigure{"nvlink.links_down", "links", true},
     HealthFigure{"nvlink.errors", "count", true},
     HealthFigure{"throttle.power_ms", "ms", true},
     HealthFigure{"throttle.thermal_ms", "ms", true},
@@ -126,6 +128,10 @@ std::unique_ptr<HealthWatch> run_health_watch(bool cuda_gpu, const std::string& 
 
 std::unique_ptr<HealthWatch> injected_health_watch(const std::filesystem::path& file) {
   const std::string name = fmt::format("MEMSTRESS_INJECT_HEALTH '{}'", file.string());
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    throw InputError(fmt::format("{}: is a directory, not a health reading (a JSON file)", name));
+  }
   const std::optional<std::string> text = read_text_file(file);
   if (!text) {
     throw InputError(fmt::format("{}: cannot be read", name));

@@ -11,12 +11,15 @@
 //   after an event set registers for them);
 // - the PCIe link's generation and width against the most the GPU and its slot support, read while the
 //   caller keeps the link busy (an idle link may train down to save power);
-// - NVLink: the active links and the sum of their data-link error counters (replay, recovery, CRC);
+// - NVLink: the active links, those present but down, and the change of the active links' data-link error
+//   counters (replay, recovery, CRC) since the watch began;
 // - the time the clocks were held down since the watch began, by cause (power, thermal, sync boost, board
 //   limit, reliability: NVML's violation counters), and whether a hardware slowdown or a thermal slowdown is
 //   asserted at the moment of reading.
+// - whether ECC is on (with ECC off the error counts are not given: a profile judges the mode).
 // A figure NVML does not give on this GPU (NOT_SUPPORTED, an entry point the driver lacks, no active NVLink)
-// is not guessed: it is listed in `not_measured` with why, and a check on it is skipped, not failed.
+// is not guessed: it is listed in `not_measured` with why, and a check on it is skipped, not failed. Any
+// other failure of a query (the GPU lost, no permission) is in `errors`: the `health` case then fails.
 
 #include <filesystem>
 #include <memory>
@@ -41,6 +44,7 @@ struct GpuHealth {
   std::vector<std::pair<std::string, double>> figures;            // measured
   std::vector<std::pair<std::string, std::string>> not_measured;  // figure -> why
   std::vector<std::string> notes;                                 // "XID 79 during the run", ...
+  std::vector<std::string> errors;  // queries NVML failed (GPU_IS_LOST, ...): the reading cannot pass
 };
 
 class HealthWatch {

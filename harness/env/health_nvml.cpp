@@ -45,6 +45,7 @@ class NvmlHealth final : public HealthWatch {
       return;
     }
     start_events();
+    nvlink_errors_at_start_ = nvlinks().errors;
     for (const Policy& p : kPolicies) {
       if (const std::optional<unsigned long long> ns = violation_ns(p.type)) {
         baseline_ns_[p.figure] = *ns;
@@ -68,11 +69,11 @@ class NvmlHealth final : public HealthWatch {
     if (!why_.empty()) {
       return h;
     }
+    read_pcie(h);  // first: the caller keeps the link busy while this reads, and the load is short
     read_ecc(h);
     read_retired_pages(h);
     read_remapped_rows(h);
     read_xid(h);
-    read_pcie(h);
     read_nvlink(h);
     read_throttle(h);
     return h;
@@ -81,13 +82,16 @@ class NvmlHealth final : public HealthWatch {
  private:
   const NvmlApi& api() const { return nvml_.api(); }
 
-  // Records `figure`, or why it is not measured (an absent entry point, NVML's answer).
-  // NVML_ERROR_FUNCTION_NOT_FOUND stands for an entry point this driver's library lacks.
+  // Records `figure`; or, where this GPU does not give it (NOT_SUPPORTED; FUNCTION_NOT_FOUND, which stands
+  // for an entry point this driver's library lacks), why it is not measured. Any other answer (GPU_IS_LOST,
+  // NO_PERMISSION, UNKNOWN, ...) is an error of the reading: a GPU whose health cannot be read is not passed.
   void put(GpuHealth& h, const char* figure, nvmlReturn_t result, double value) const {
     if (result == NVML_ERROR_FUNCTION_NOT_FOUND) {
       h.not_measured.emplace_back(figure, "this driver's NVML lacks the query");
-    } else if (result != NVML_SUCCESS) {
+    } else if (result == NVML_ERROR_NOT_SUPPORTED) {
       h.not_measured.emplace_back(figure, fmt::format("NVML: {}", nvml_.error_text(result)));
+    } else if (result != NVML_SUCCESS) {
+      h.errors.push_back(fmt::format("{}: NVML: {}", figure, nvml_.error_text(result)));
     } else {
       h.figures.emplace_back(figure, value);
     }
@@ -104,13 +108,23 @@ class NvmlHealth final : public HealthWatch {
     one("ecc.volatile.corrected", NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC);
     one("ecc.aggregate.uncorrected", NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC);
     one("ecc.aggregate.corrected", NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC);
+    // ECC switched off makes the counts NOT_SUPPORTED: the profile judges the mode itself.
+    const auto mode = api().device_get_ecc_mode;
+    nvmlEnableState_t current = NVML_FEATURE_DISABLED;
+    nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
+    put(h, "ecc.enabled", mode == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : mode(device_, &current, &pending),
+        current == NVML_FEATURE_ENABLED ? 1 : 0);
   }
 
   void read_retired_pages(GpuHealth& h) const {
     const auto fn = api().device_get_retired_pages;
     const auto one = [&](const char* figure, nvmlPageRetirementCause_t cause) {
-      unsigned count = 0;  // 0 with no buffer: NVML answers the count (INSUFFICIENT_SIZE when there are some)
-      nvmlReturn_t r = fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn(device_, cause, &count, nullptr);
+      // A count of 0: NVML answers how many there are (INSUFFICIENT_SIZE when there are some); the buffer is
+      // never written, but must not be null.
+      unsigned count = 0;
+      std::array<unsigned long long, 1> addresses{};
+      nvmlReturn_t r =
+          fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn(device_, cause, &count, addresses.data());
       r = r == NVML_ERROR_INSUFFICIENT_SIZE ? NVML_SUCCESS : r;
       put(h, figure, r, count);
     };
@@ -160,10 +174,15 @@ class NvmlHealth final : public HealthWatch {
       h.not_measured.emplace_back("xid.events", events_why_);
       return;
     }
-    for (;;) {  // every event waiting, without blocking
+    for (;;) {  // every event waiting, without blocking: TIMEOUT means none is left
       nvmlEventData_t data{};
-      if (api().event_set_wait_v2(events_, &data, 0) != NVML_SUCCESS) {
+      const nvmlReturn_t r = api().event_set_wait_v2(events_, &data, 0);
+      if (r == NVML_ERROR_TIMEOUT) {
         break;
+      }
+      if (r != NVML_SUCCESS) {
+        h.errors.push_back(fmt::format("xid.events: NVML: {}", nvml_.error_text(r)));
+        return;
       }
       if ((data.eventType & nvmlEventTypeXidCriticalError) != 0) {
         xids_.push_back(data.eventData);
@@ -199,36 +218,59 @@ class NvmlHealth final : public HealthWatch {
     }
   }
 
-  void read_nvlink(GpuHealth& h) const {
+  // The links NVML reports active, those it reports present but down, and the sum of the active links'
+  // data-link error counters (replay, recovery, CRC): lifetime counts, so a reading gives its change since
+  // the watch began. Empty where no counter could be read.
+  struct NvLinks {
+    unsigned active = 0;
+    unsigned down = 0;
+    std::optional<unsigned long long> errors;
+  };
+
+  NvLinks nvlinks() const {
+    NvLinks out;
     const auto state = api().device_get_nvlink_state;
     const auto counter = api().device_get_nvlink_error_counter;
-    if (state == nullptr || counter == nullptr) {
-      h.not_measured.emplace_back("nvlink.active_links", "this driver's NVML lacks the query");
-      h.not_measured.emplace_back("nvlink.errors", "this driver's NVML lacks the query");
-      return;
-    }
-    unsigned active = 0;
-    unsigned long long errors = 0;
-    for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+    for (unsigned link = 0; state != nullptr && link < NVML_NVLINK_MAX_LINKS; ++link) {
       nvmlEnableState_t on = NVML_FEATURE_DISABLED;
-      if (state(device_, link, &on) != NVML_SUCCESS || on != NVML_FEATURE_ENABLED) {
+      if (state(device_, link, &on) != NVML_SUCCESS) {
+        continue;  // no such link
+      }
+      if (on != NVML_FEATURE_ENABLED) {
+        ++out.down;
         continue;
       }
-      ++active;
+      ++out.active;
       for (const nvmlNvLinkErrorCounter_t c :
            {NVML_NVLINK_ERROR_DL_REPLAY, NVML_NVLINK_ERROR_DL_RECOVERY, NVML_NVLINK_ERROR_DL_CRC_FLIT,
             NVML_NVLINK_ERROR_DL_CRC_DATA}) {
         unsigned long long n = 0;
-        if (counter(device_, link, c, &n) == NVML_SUCCESS) {
-          errors += n;
+        if (counter != nullptr && counter(device_, link, c, &n) == NVML_SUCCESS) {
+          out.errors = out.errors.value_or(0) + n;
         }
       }
     }
-    h.figures.emplace_back("nvlink.active_links", active);
-    if (active == 0) {
+    return out;
+  }
+
+  void read_nvlink(GpuHealth& h) const {
+    if (api().device_get_nvlink_state == nullptr) {
+      h.not_measured.emplace_back("nvlink.active_links", "this driver's NVML lacks the query");
+      h.not_measured.emplace_back("nvlink.links_down", "this driver's NVML lacks the query");
+      h.not_measured.emplace_back("nvlink.errors", "this driver's NVML lacks the query");
+      return;
+    }
+    const NvLinks now = nvlinks();
+    h.figures.emplace_back("nvlink.active_links", now.active);
+    h.figures.emplace_back("nvlink.links_down", now.down);
+    if (now.active == 0) {
       h.not_measured.emplace_back("nvlink.errors", "no NVLink is active on this GPU");
+    } else if (!now.errors || !nvlink_errors_at_start_) {
+      h.not_measured.emplace_back("nvlink.errors", "NVML gave no error counter of the active links");
     } else {
-      h.figures.emplace_back("nvlink.errors", static_cast<double>(errors));
+      h.figures.emplace_back("nvlink.errors", static_cast<double>(*now.errors >= *nvlink_errors_at_start_
+                                                                      ? *now.errors - *nvlink_errors_at_start_
+                                                                      : 0));
     }
   }
 
@@ -270,6 +312,7 @@ class NvmlHealth final : public HealthWatch {
   std::string events_why_;
   std::vector<unsigned long long> xids_;
   std::map<std::string, unsigned long long> baseline_ns_;
+  std::optional<unsigned long long> nvlink_errors_at_start_;
 };
 
 }  // namespace

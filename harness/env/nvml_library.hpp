@@ -47,7 +47,8 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetNvLinkState) device_get_nvlink_state = nullptr;
   decltype(&::nvmlDeviceGetNvLinkErrorCounter) device_get_nvlink_error_counter = nullptr;
   decltype(&::nvmlDeviceGetCurrentClocksEventReasons) device_get_current_clocks_event_reasons = nullptr;
-  // Deprecated in NVML 13 (cumulative throttle time by cause; no successor yet): typed by hand.
+  // Deprecated in NVML 13 (cumulative throttle time by cause; nvml.h names nvmlDeviceGetFieldValues's
+  // NVML_FI_DEV_CLOCKS_EVENT_REASON_* fields as its successor, not yet used here): typed by hand.
   nvmlReturn_t (*device_get_violation_status)(nvmlDevice_t, nvmlPerfPolicyType_t,
                                               nvmlViolationTime_t*) = nullptr;
   decltype(&::nvmlEventSetCreate) event_set_create = nullptr;

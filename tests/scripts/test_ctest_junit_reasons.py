@@ -67,6 +67,18 @@ class Reasons(unittest.TestCase):
         self.assertEqual(self.file.read_text(), CTEST_JUNIT)
         self.assertIn("needs a CUDA device", out.read_text())
 
+    def test_permissions_kept_and_an_unwritable_out_exits_2(self) -> None:
+        self.file.write_text(CTEST_JUNIT)
+        self.file.chmod(0o644)
+        self.assertEqual(run(str(self.file)).returncode, 0)
+        self.assertEqual(self.file.stat().st_mode & 0o777, 0o644)
+        for out in (self.dir / "missing" / "x.xml", self.dir):
+            with self.subTest(str(out)):
+                done = run(str(self.file), "-o", str(out))
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn("cannot be written", done.stderr)
+        self.assertEqual(sorted(p.name for p in self.dir.iterdir()), ["tests.xml"])  # no temporary file left
+
     def test_bad_input_exits_2_naming_the_file(self) -> None:
         cases = {
             "missing.xml": None,

@@ -136,11 +136,11 @@ TEST(AcceptProfile, ALineNamesMeasuredValueUnitBoundAndTheGpusThatFailed) {
   EXPECT_FALSE(fail.pass);
   EXPECT_EQ(fail.unit, "GB/s");
   EXPECT_EQ(fail.bound, ">= 40 GB/s (0.8 x golden 50 GB/s)");
-  EXPECT_EQ(fail.where, "26.85 GB/s on host b, rank 2, GPU 0 (GPU-2, PCI 0000:12:00.0)");
+  EXPECT_EQ(fail.where, "26.85 GB/s on host b, rank 2, cuda:0 (GPU-2, PCI 0000:12:00.0)");
   EXPECT_EQ(
       fail.detail,
       "measured 26.85 GB/s (lowest of 4 rows), needs >= 40 GB/s (0.8 x golden 50 GB/s); failing: 26.85 GB/s "
-      "on host b, rank 2, GPU 0 (GPU-2, PCI 0000:12:00.0)");
+      "on host b, rank 2, cuda:0 (GPU-2, PCI 0000:12:00.0)");
   // A pass names the worst GPU; data errors name each GPU that had any, with its count.
   rows[2].metrics[0].summary.median = 51;
   rows[1].errors = 3;
@@ -153,13 +153,13 @@ TEST(AcceptProfile, ALineNamesMeasuredValueUnitBoundAndTheGpusThatFailed) {
   EXPECT_EQ(
       errors.detail,
       "measured 4 data errors (total of 4 rows), needs <= 0 data errors; failing: 3 data errors on host a, "
-      "rank 1, GPU 1 (GPU-1, PCI 0000:11:00.0); 1 data error on host b, rank 3, GPU 1 (GPU-3, PCI "
+      "rank 1, cuda:1 (GPU-1, PCI 0000:11:00.0); 1 data error on host b, rank 3, cuda:1 (GPU-3, PCI "
       "0000:13:00.0)");
   // One GPU: named once, without a value of its own.
   const CheckOutcome one = evaluate(p.checks[0], {rows[0], rows[0]}, 1);
   EXPECT_EQ(one.detail,
             "measured 52 GB/s (lowest of 2 rows), needs >= 40 GB/s (0.8 x golden 50 GB/s); on host a, rank "
-            "0, GPU 0 "
+            "0, cuda:0 "
             "(GPU-0, PCI 0000:10:00.0)");
 }
 
