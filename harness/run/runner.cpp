@@ -174,6 +174,7 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     row.allocator = std::string(allocator_.name());
     row.rank = world.rank();
     row.device = device_ref(backend);
+    row.self_test = planned.workload->self_test(planned.params);
     const std::string title = fmt::format("{} {}", row.workload, row.case_label());
     const std::string where = fmt::format("[{}/{}] {}", index + 1, cases.size(), title);
     align_ranks(world, where);  // the case's time starts once every rank is here
