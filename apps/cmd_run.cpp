@@ -58,6 +58,7 @@ struct RunFlags {
   bool memory_summary = false;
   std::string format = "table";
   bool wide = false;
+  std::string progress = "auto";
   std::string out;
   int repetitions = 5;
   int warmup = 1;
@@ -259,7 +260,13 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   options.world = &world;
   options.nccl = nccl.get();
   options.fault = in.fault;
-  Progress progress(in.cases.size() * in.allocators.size(), options.quiet);
+  ProgressOptions shown;
+  shown.total = in.cases.size() * in.allocators.size();
+  shown.quiet = options.quiet;
+  shown.live = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)) != 0);
+  shown.name_allocator = in.allocators.size() > 1;
+  shown.columns = terminal_columns();
+  Progress progress(std::move(shown));
   options.progress = &progress;
   // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
   // --host-memory pageable backs it with plain memory: a job that never pins, with the same cases.
@@ -448,6 +455,12 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       "--wide", flags->wide,
       "The table for a closer look: every metric with N, median, p10, p90 and CV, every parameter, the "
       "device, whole notes (by default: each case's headline metric, the parameters that vary)");
+  sub->add_option(
+         "--progress", flags->progress,
+         "The live progress line on stderr, redrawn every second while a case runs: auto (when stderr "
+         "is a terminal), always, never (the line after each case is written either way; -q: none)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   sub->add_option("-o,--out", flags->out,
                   "Write the results document here (rows stream to the same name with .jsonl as they finish)")
       ->check(a_path());

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""The run table as people read it (issue 19), on the simulated device.
+"""The run table and the progress line as people read them (issue 19), on the simulated device.
 
     tests/cli/check_table.py MEMSTRESS tables [--width 160]
+    tests/cli/check_table.py MEMSTRESS progress [--updates 3] -- RUN_ARGS...
 
 tables: runs every workload that `memstress list` names with its default parameters on `-d sim` and
 measures the widest line of the table: each must fit in --width columns. Each also runs with --wide, which
 must show more: the spread and device columns. In both, no number has an exponent and no figure is named
 by one of its second names (harness/run/metric_names.hpp). Prints the widths per workload.
+
+progress: runs `memstress run RUN_ARGS --progress always` (a slow case) and counts the live line's draws on
+stderr (the text between carriage returns that says "running"): one case's line must be drawn at least
+--updates times, its time growing.
 
 Exit 0 when the checks hold, 1 when one fails, 2 on bad usage.
 """
@@ -69,13 +74,44 @@ def check_tables(memstress: str, width: int) -> int:
     return 1 if failures else 0
 
 
+def check_progress(memstress: str, updates: int, run_args: list[str]) -> int:
+    result = run([memstress, "run", *run_args, "--progress", "always"])
+    draws = [piece for piece in re.split(r"[\r\n]", result.stderr) if "] running " in piece]
+    print(f"exit {result.returncode}; {len(draws)} live line draws:")
+    for draw in draws:
+        print("  " + draw.replace("\x1b[K", ""))
+    if result.returncode != 0:
+        print(f"FAIL: exit {result.returncode}: {result.stderr[-2000:]}")
+        return 1
+    # The case drawn most often: its own time must grow from draw to draw.
+    by_case: dict[str, list[float]] = {}
+    for draw in draws:
+        if m := re.search(r"\[([0-9]+/[0-9]+)\] running .* for ([0-9.]+)s \(", draw):
+            by_case.setdefault(m.group(1), []).append(float(m.group(2)))
+    longest = max(by_case.values(), key=len, default=[])
+    if len(longest) < updates:
+        print(f"FAIL: no case's live line was drawn {updates} times or more")
+        return 1
+    if longest != sorted(longest) or longest[-1] <= longest[0]:
+        print(f"FAIL: the case's time does not grow from draw to draw: {longest}")
+        return 1
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("memstress")
-    parser.add_argument("check", choices=["tables"])
+    parser.add_argument("check", choices=["tables", "progress"])
     parser.add_argument("--width", type=int, default=160)
-    args = parser.parse_args()
-    return check_tables(args.memstress, args.width)
+    parser.add_argument("--updates", type=int, default=3)
+    argv = sys.argv[1:]
+    run_args = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    if args.check == "tables":
+        return check_tables(args.memstress, args.width)
+    if not run_args:
+        parser.error("progress: name the run's arguments after --")
+    return check_progress(args.memstress, args.updates, run_args)
 
 
 if __name__ == "__main__":
