@@ -58,6 +58,8 @@ struct RunFlags {
   std::string snapshot;
   bool memory_summary = false;
   std::string format = "table";
+  bool wide = false;
+  std::string progress = "auto";
   std::string out;
   int repetitions = 5;
   int warmup = 1;
@@ -211,6 +213,7 @@ void report_allocator(const RunFlags& f, const Allocator& allocator, bool severa
 // What run_command resolved from the flags before anything was touched.
 struct RunInput {
   OutputFormat format = OutputFormat::table;
+  TableOptions table;
   PlanRequest request;
   std::vector<PlannedCase> cases;
   std::vector<AllocatorSpec> allocators;
@@ -263,7 +266,13 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   options.nccl = nccl.get();
   options.health = health.get();
   options.fault = in.fault;
-  Progress progress(in.cases.size() * in.allocators.size(), options.quiet);
+  ProgressOptions shown;
+  shown.total = in.cases.size() * in.allocators.size();
+  shown.quiet = options.quiet;
+  shown.live = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)) != 0);
+  shown.name_allocator = in.allocators.size() > 1;
+  shown.columns = terminal_columns();
+  Progress progress(std::move(shown));
   options.progress = &progress;
   // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
   // --host-memory pageable backs it with plain memory: a job that never pins, with the same cases.
@@ -277,7 +286,7 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
     if (in.format == OutputFormat::json) {
       sink.write_document([](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
     } else {
-      std::fputs(format_run(sink.record(), in.format).c_str(), stdout);
+      std::fputs(format_run(sink.record(), in.format, in.table).c_str(), stdout);
     }
   };
   // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted document, and JUnit, before the process ends.
@@ -308,6 +317,9 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
   sink.finish(RunStatus::complete);
   report();
   if (writer && !f.quiet && in.format == OutputFormat::table) {
+    if (!f.wide) {
+      note("the table shows each case's headline metric: --wide shows them all, with their spread");
+    }
     // One line on where the results are, or how to keep them (the table above is all a run without --out
     // keeps).
     if (f.out.empty()) {
@@ -326,6 +338,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   // Everything that can be wrong with the input is found before MPI or the device is touched.
   RunInput in;
   in.format = parse_output_format(f.format, "--format");
+  in.table.wide = f.wide;
   in.request.workloads = f.workloads;
   in.request.full = f.full;
   in.request.sizes = size_axis(f);
@@ -337,6 +350,9 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   }
   const Registry registry = suites::builtin_registry();
   in.cases = plan_cases(registry, in.request);
+  for (const auto& workload : registry.all()) {
+    in.table.headline[std::string(workload->name())] = workload->headline();
+  }
   static_cast<void>(DeviceSpec::parse(resolved_device(f)));
   if (!f.inject_fault.empty()) {
     in.fault = FaultInjection::parse(f.inject_fault);
@@ -440,6 +456,16 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       ->capture_default_str();
   sub->add_option("--format", flags->format, "stdout format: table, json or csv")
       ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
+  sub->add_flag(
+      "--wide", flags->wide,
+      "The table for a closer look: every metric with N, median, p10, p90 and CV, every parameter, the "
+      "device, whole notes (by default: each case's headline metric, the parameters that vary)");
+  sub->add_option(
+         "--progress", flags->progress,
+         "The live progress line on stderr, redrawn every second while a case runs: auto (when stderr "
+         "is a terminal), always, never (the line after each case is written either way; -q: none)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   sub->add_option("-o,--out", flags->out,
                   "Write the results document here (rows stream to the same name with .jsonl as they finish)")

@@ -99,6 +99,7 @@ class AllocSmokeRun final : public CaseRun {
 class AllocSmoke final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "alloc-smoke"; }
+  [[nodiscard]] std::vector<std::string> headline() const override { return {"alloc"}; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "allocate and free batches through the shared allocator on any device; checks alignment, overlap "
            "and accounting; alloc/free latency";

@@ -301,6 +301,7 @@ class FragmentationRun final : public CaseRun {
 class FragmentationWorkload final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "fragmentation"; }
+  [[nodiscard]] std::vector<std::string> headline() const override { return {"utilization"}; }
   // One search per case: on a 141 GB H200 a repetition takes 3-8 s (every search probe reserves tens of
   // GiB), and a second one finds the same threshold.
   [[nodiscard]] int max_repetitions() const noexcept override { return 1; }

@@ -13,10 +13,12 @@
 // that the line explains (R² > 0.9). Since the retained fraction is known, the verdict checks the detector
 // against it: a case with retained > 0 must be flagged and one with retained = 0 must not. So the default
 // job (retained 0 and 0.05) passes while exercising both sides of the detector, and a retained = 0 case
-// fails only when allocated memory really grows — when the allocator itself leaks. Each repetition also
-// checks that freeing everything brings the allocated bytes back to where they started, and on a real GPU
-// every block is filled with a pattern when allocated and checked on the device before it is freed (the
-// retained ones at the end of the repetition, after the epochs that followed them).
+// fails only when allocated memory really grows — when the allocator itself leaks. A case with retained > 0
+// is a self-test (Workload::self_test): its `leaked` is the planted leak, and the table says so
+// ("self-test: planted leak found") rather than let a pass read as healthy beside hundreds of MiB leaked.
+// Each repetition also checks that freeing everything brings the allocated bytes back to where they started,
+// and on a real GPU every block is filled with a pattern when allocated and checked on the device before it
+// is freed (the retained ones at the end of the repetition, after the epochs that followed them).
 
 #include "suites/leak.hpp"
 
@@ -325,6 +327,11 @@ void require_detectable(std::uint64_t per_epoch, double retained) {
 class Leak final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "leak"; }
+  [[nodiscard]] std::vector<std::string> headline() const override { return {"leaked"}; }
+  // Note [Verdict]: a case with retained > 0 plants the leak that the detector must find.
+  [[nodiscard]] std::string self_test(const ParamSet& params) const override {
+    return params.real("retained") > 0 ? "planted leak found" : std::string();
+  }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "epochs that free their working set except a retained fraction; fits allocated bytes per epoch "
            "to a line and flags growth > max(1 MiB, 0.5% of per_epoch)/epoch with R² > 0.9. Passes when "

@@ -179,13 +179,15 @@ class OomRun final : public CaseRun {
 class Oom final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "oom"; }
+  [[nodiscard]] std::vector<std::string> headline() const override { return {"largest", "max_batch"}; }
   // One search per case: on a 141 GB H200 a repetition takes 3-8 s (every search probe reserves tens of
   // GiB), and a second one finds the same threshold.
   [[nodiscard]] int max_repetitions() const noexcept override { return 1; }
   [[nodiscard]] std::string_view summary() const noexcept override {
-    return "OOM thresholds: the largest single allocation by bisection (vs what is allocatable: free memory, or --alloc-limit) and the largest "
-           "batch of a model-like profile (halve, then bisect), fresh or after fragmenting; OOMs are "
-           "counted, not errors; for a memory-fraction cap pass --alloc-conf per_process_memory_fraction:F";
+    return "OOM thresholds: the largest single allocation by bisection (vs what is allocatable: free memory, "
+           "or --alloc-limit) and the largest batch of a model-like profile (halve, then bisect), fresh or "
+           "after fragmenting; OOMs are counted, not errors; for a memory-fraction cap pass --alloc-conf "
+           "per_process_memory_fraction:F";
   }
   [[nodiscard]] std::vector<ParamSpec> params() const override {
     return {

@@ -354,6 +354,7 @@ PlanSpec plan_spec(CaseContext& ctx) {
 class Sizes final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "sizes"; }
+  [[nodiscard]] std::vector<std::string> headline() const override { return {"ops"}; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "allocation churn (RMM's random_allocations and beyond): random allocs and frees of sizes from a "
            "distribution under a cap on live bytes; ops/s, alloc/free latency p50/p99, peaks, "

@@ -69,6 +69,7 @@ class SmokeRun final : public CaseRun {
 class Smoke final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "smoke"; }
+  [[nodiscard]] std::vector<std::string> headline() const override { return {"fill"}; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "allocate, fill with a pattern and verify it on the device; alloc/free latency, fill and check "
            "GB/s";

@@ -245,6 +245,7 @@ class StreamsRun final : public CaseRun {
 class Streams final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "streams"; }
+  [[nodiscard]] std::vector<std::string> headline() const override { return {"ops/s"}; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "1-32 streams, a host thread each, allocating, filling, computing on and freeing blocks, each "
            "block "

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 namespace memstress {
 
@@ -26,6 +27,21 @@ std::string render_table(const std::vector<TableLine>& lines) {
     out += text + '\n';
   }
   return out;
+}
+
+std::string fit_text(const std::string& text, std::size_t width) {
+  constexpr std::string_view kEllipsis = "...";
+  if (text.size() <= width) {
+    return text;
+  }
+  if (width <= kEllipsis.size()) {
+    return std::string(kEllipsis.substr(0, width));
+  }
+  std::size_t cut = width - kEllipsis.size();
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U) {
+    --cut;  // not inside a UTF-8 character
+  }
+  return text.substr(0, cut) + std::string(kEllipsis);
 }
 
 }  // namespace memstress

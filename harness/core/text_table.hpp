@@ -11,4 +11,8 @@ namespace memstress {
 using TableLine = std::vector<std::string>;
 std::string render_table(const std::vector<TableLine>& lines);
 
+// `text` cut to at most `width` bytes, ending in "..." when cut (never inside a UTF-8 character): a cell
+// or a line that must fit.
+std::string fit_text(const std::string& text, std::size_t width);
+
 }  // namespace memstress

@@ -9,13 +9,9 @@
 
 #include "harness/core/error.hpp"
 #include "harness/core/json_text.hpp"
-#include "harness/core/text_table.hpp"
-#include "harness/run/rank_summary.hpp"
 
 namespace memstress {
 namespace {
-
-using Line = TableLine;
 
 std::string csv_field(std::string_view text) {
   if (text.find_first_of(",\"\n") == std::string_view::npos) {
@@ -57,43 +53,6 @@ std::string format_value(double value) {
   return fmt::format("{:.4g}", value);
 }
 
-std::string format_table(const RunRecord& run) {
-  // With several ranks the device is "RANK:DEVICE", e.g. "1:cuda:1".
-  const bool ranked = run.ranks > 1;
-  std::vector<Line> lines{{"WORKLOAD", "CASE", "ALLOCATOR", ranked ? "RANK:DEVICE" : "DEVICE", "VERDICT",
-                           "METRIC", "MEDIAN", "P10", "P90", "CV", "UNIT", "NOTE"}};
-  for (const Row& row : run.rows) {
-    const std::string note = first_line(row.reason);
-    const Line head{row.workload, row.case_label(), row.allocator,
-                    ranked ? fmt::format("{}:{}", row.rank, row.device.label) : row.device.label,
-                    std::string(to_string(row.verdict))};
-    if (row.metrics.empty()) {
-      Line line = head;
-      line.insert(line.end(), {"-", "", "", "", "", "", note});
-      lines.push_back(std::move(line));
-      continue;
-    }
-    bool first = true;
-    for (const MetricResult& m : row.metrics) {
-      Line line = first ? head : Line{"", "", "", "", ""};
-      const Summary& s = m.summary;
-      line.insert(line.end(), {m.name, format_value(s.median), format_value(s.p10), format_value(s.p90),
-                               fmt::format("{:.1f}%", s.cv * 100.0), m.unit, first ? note : ""});
-      lines.push_back(std::move(line));
-      first = false;
-    }
-  }
-  const VerdictCounts c = count_verdicts(run.rows);
-  const std::string across = ranked ? format_rank_summary(summarize_ranks(run.rows, run.straggler_threshold),
-                                                          run.straggler_threshold)
-                                    : std::string();
-  return render_table(lines) + across +
-         fmt::format("{} {}: {} passed, {} failed, {} skipped, {} errors{}\n", run.rows.size(),
-                     ranked ? fmt::format("rows ({} ranks)", run.ranks) : std::string("cases"), c.pass,
-                     c.fail, c.skip, c.error,
-                     run.status == RunStatus::aborted ? " (run aborted: " + run.abort_reason + ")" : "");
-}
-
 std::string format_csv(const RunRecord& run) {
   static constexpr std::array kHeader{
       "workload", "case", "allocator", "rank", "device", "verdict", "metric", "unit",    "n",      "median",
@@ -122,16 +81,16 @@ std::string format_csv(const RunRecord& run) {
   return out;
 }
 
-std::string format_run(const RunRecord& run, OutputFormat format) {
+std::string format_run(const RunRecord& run, OutputFormat format, const TableOptions& table) {
   switch (format) {
     case OutputFormat::table:
-      return format_table(run);
+      return format_table(run, table);
     case OutputFormat::json:
       return json_text(run_json(run), 2) + "\n";
     case OutputFormat::csv:
       return format_csv(run);
   }
-  return format_table(run);
+  return format_table(run, table);
 }
 
 }  // namespace memstress

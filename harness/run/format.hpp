@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "harness/run/result.hpp"
+#include "harness/run/table.hpp"
 
 namespace memstress {
 
@@ -12,14 +13,14 @@ enum class OutputFormat { table, json, csv };
 // Throws InputError naming `what` (e.g. "--format") for anything but table, json or csv.
 OutputFormat parse_output_format(std::string_view text, std::string_view what);
 
-// What `run` prints on stdout.
-std::string format_run(const RunRecord& run, OutputFormat format);
+// What `run` prints on stdout: the table (harness/run/table.hpp, shaped by `table`), the JSON document or
+// CSV (raw numbers, the recorded metric names).
+std::string format_run(const RunRecord& run, OutputFormat format, const TableOptions& table = {});
 
-std::string format_table(const RunRecord& run);
 std::string format_csv(const RunRecord& run);
 
 // A number for people: no exponent below 1e5, four significant digits (2950.1 -> "2950", 0.01234 ->
-// "0.01234").
+// "0.01234"). For `compare`'s table; the run table prints metrics in their units (harness/run/quantity.hpp).
 std::string format_value(double value);
 
 }  // namespace memstress

@@ -8,7 +8,8 @@
 #include <tuple>
 
 #include "harness/core/text_table.hpp"
-#include "harness/run/format.hpp"
+#include "harness/run/metric_names.hpp"
+#include "harness/run/quantity.hpp"
 #include "harness/stats/summary.hpp"
 
 namespace memstress {
@@ -134,10 +135,13 @@ std::string format_rank_summary(const std::vector<RankSpread>& spreads, double t
       names += fmt::format("{}rank {} ({:.0f}% worse)", names.empty() ? "" : ", ", x.rank, x.worse * 100.0);
     }
     flagged += s.stragglers.empty() ? 0 : 1;
-    lines.push_back({s.workload, s.case_label, s.allocator, s.metric, std::to_string(s.ranks),
-                     fmt::format("{} (rank {})", format_value(s.min), s.min_rank), format_value(s.median),
-                     fmt::format("{} (rank {})", format_value(s.max), s.max_rank), s.unit,
-                     names.empty() ? "-" : names});
+    // In the unit the median chose (Note [One unit style per metric]), the metric by its one name.
+    const DisplayScale scale = display_scale(s.median, s.unit);
+    const auto number = [&](double v) { return format_number(v / scale.divisor); };
+    lines.push_back({s.workload, s.case_label, s.allocator, std::string(display_name(s.metric)),
+                     std::to_string(s.ranks), fmt::format("{} (rank {})", number(s.min), s.min_rank),
+                     number(s.median), fmt::format("{} (rank {})", number(s.max), s.max_rank),
+                     scale.unit.empty() ? s.unit : scale.unit, names.empty() ? "-" : names});
   }
   return fmt::format("\nAcross ranks (stragglers: worse than the median by more than {:.0f}%):\n",
                      threshold * 100.0) +

@@ -171,6 +171,9 @@ void to_json(nlohmann::json& j, const Row& row) {
       {"started_at", row.started_at},
       {"seconds", row.seconds},
   };
+  if (!row.self_test.empty()) {
+    j["self_test"] = row.self_test;  // only on self-tests: other rows read as before
+  }
 }
 
 nlohmann::json header_json(const RunRecord& run) {

@@ -69,6 +69,8 @@ struct Row {
   Verdict verdict = Verdict::pass;
   std::string reason;              // why skipped / failed / errored
   std::vector<std::string> notes;  // anything else worth reading
+  // A self-test (Workload::self_test): what its pass means ("planted leak found"); empty for a measurement.
+  std::string self_test;
   nlohmann::json allocator_stats;  // the allocator's memory_stats after the case
   std::string started_at;          // UTC, ISO 8601
   double seconds = 0;              // wall time of the case, warm-up included

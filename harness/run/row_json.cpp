@@ -50,6 +50,7 @@ void from_json(const nlohmann::json& j, Row& row) {
   row.allocator_stats = j.at("allocator_stats");
   row.started_at = j.at("started_at").get<std::string>();
   row.seconds = j.at("seconds").get<double>();
+  row.self_test = j.contains("self_test") ? j.at("self_test").get<std::string>() : std::string();
 }
 
 }  // namespace memstress

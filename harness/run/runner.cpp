@@ -175,10 +175,11 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     row.allocator = std::string(allocator_.name());
     row.rank = world.rank();
     row.device = device_ref(backend);
+    row.self_test = planned.workload->self_test(planned.params);
     const std::string title = fmt::format("{} {}", row.workload, row.case_label());
     const std::string where = fmt::format("[{}/{}] {}", index + 1, cases.size(), title);
     align_ranks(world, where);  // the case's time starts once every rank is here
-    progress.starting(title);
+    progress.starting(title, row.allocator);
     const auto execute = [&] {
       row.started_at = utc_now_iso8601(/*milliseconds=*/true);  // cases of several ranks are ordered
       const auto start = std::chrono::steady_clock::now();
@@ -216,7 +217,7 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
       failures += mine_failed ? 1 : 0;
     }
     const auto [verdict, reason] = case_outcome(rows);
-    progress.finished(title, to_string(verdict), reason);
+    progress.finished(to_string(verdict), reason);
     for (Row& r : rows) {
       failures += failed(r) ? 1 : 0;
       sink.append(std::move(r));

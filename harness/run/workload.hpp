@@ -66,6 +66,16 @@ class Workload {
   // Part of the default job (`memstress run` with no workload named)?
   [[nodiscard]] virtual bool in_default_job() const noexcept { return true; }
 
+  // The metric the run table shows for a case (Note [The run table], harness/run/table.hpp), in order of
+  // preference: the first of these the case recorded. Empty: its first metric.
+  [[nodiscard]] virtual std::vector<std::string> headline() const { return {}; }
+
+  // Whether a case is a self-test: it plants a fault for the harness to find, so its pass says that a
+  // detector works, not that the device or allocator is healthy. Then what its pass means, in a few words
+  // ("planted leak found": the table prints "self-test: planted leak found", the JSON row has it as
+  // self_test); empty for a measurement.
+  [[nodiscard]] virtual std::string self_test(const ParamSet& /*params*/) const { return {}; }
+
   // Whether a combination of axis values is a case at all (e.g. `host=pageable` means nothing for a
   // device-to-device copy). Combinations that do not apply are left out of the plan, not skipped.
   [[nodiscard]] virtual bool applies(const ParamSet& /*params*/) const { return true; }
