@@ -112,8 +112,10 @@ class NvmlHealth final : public HealthWatch {
     const auto mode = api().device_get_ecc_mode;
     nvmlEnableState_t current = NVML_FEATURE_DISABLED;
     nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
-    put(h, "ecc.enabled", mode == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : mode(device_, &current, &pending),
-        current == NVML_FEATURE_ENABLED ? 1 : 0);
+    // The query first, then the value it wrote: a function's arguments are evaluated in no set order.
+    const nvmlReturn_t ecc =
+        mode == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : mode(device_, &current, &pending);
+    put(h, "ecc.enabled", ecc, current == NVML_FEATURE_ENABLED ? 1 : 0);
   }
 
   void read_retired_pages(GpuHealth& h) const {
@@ -132,9 +134,8 @@ class NvmlHealth final : public HealthWatch {
     one("retired_pages.double_bit", NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
     const auto pending = api().device_get_retired_pages_pending_status;
     nvmlEnableState_t state = NVML_FEATURE_DISABLED;
-    put(h, "retired_pages.pending",
-        pending == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : pending(device_, &state),
-        state == NVML_FEATURE_ENABLED ? 1 : 0);
+    const nvmlReturn_t r = pending == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : pending(device_, &state);
+    put(h, "retired_pages.pending", r, state == NVML_FEATURE_ENABLED ? 1 : 0);
   }
 
   void read_remapped_rows(GpuHealth& h) const {
