@@ -33,6 +33,18 @@ needs a CUDA device
 p2p       bytes=1M  caching    cuda:0   skip     needs 2 GPUs (1 visible)
 </system-out>
   </testcase>
+  <testcase name="multi-gpu.nccl_all_reduce" classname="multi-gpu.nccl_all_reduce" time="0.2" status="notrun">
+    <skipped message="SKIP_REGULAR_EXPRESSION_MATCHED"/>
+    <system-out>/src/tests/mpi/test_nccl.cpp:40: Skipped
+needs 2 GPUs: one per rank
+[NON-XML-CHAR-0x1B][0;32m[  SKIPPED ] [NON-XML-CHAR-0x1B][mMultiGpu.NcclAllReduceSumsEveryRank (19 ms)
+</system-out>
+  </testcase>
+  <testcase name="multi-gpu.nccl_hang" classname="multi-gpu.nccl_hang" time="0.2" status="notrun">
+    <skipped message="SKIP_RETURN_CODE=77"/>
+    <system-out>SKIPPED: needs two GPUs
+</system-out>
+  </testcase>
   <testcase name="ok" classname="ok" time="0.01" status="run"><system-out>fine</system-out></testcase>
 </testsuite>
 """
@@ -51,11 +63,15 @@ class Reasons(unittest.TestCase):
         self.file.write_text(CTEST_JUNIT)
         done = run(str(self.file))
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertIn("3 skip reason(s)", done.stdout)
+        self.assertIn("5 skip reason(s)", done.stdout)
         text = self.file.read_text()
         self.assertIn('message="needs a CUDA device [SKIP_REGULAR_EXPRESSION_MATCHED]"', text)
         self.assertIn('message="this machine has an NVIDIA GPU [SKIP_RETURN_CODE=77]"', text)
         self.assertIn('message="needs 2 GPUs (1 visible) [SKIP_RETURN_CODE=3]"', text)
+        # As an H100 wrote them (results/h100/gpu-ci-580.159.04/readme-ci-3ef1cd0/gpu-tests.xml): gtest's colour
+        # codes, whose escape CTest writes as [NON-XML-CHAR-0x1B], end the message; "SKIPPED:" in capitals.
+        self.assertIn('message="needs 2 GPUs: one per rank [SKIP_REGULAR_EXPRESSION_MATCHED]"', text)
+        self.assertIn('message="needs two GPUs [SKIP_RETURN_CODE=77]"', text)
         self.assertIn("<system-out>fine</system-out>", text)
         # Run twice: a message already carrying a reason is left alone.
         self.assertIn("0 skip reason(s)", run(str(self.file)).stdout)
