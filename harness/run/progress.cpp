@@ -92,19 +92,20 @@ void Progress::draw() {
   const std::string after =
       fmt::format(" for {} ({} elapsed{})", duration(t - case_start_), duration(t - start_),
                   left ? fmt::format(", ~{} left", duration(*left)) : std::string());
-  // Short of the last column: a line that reaches it wraps on some terminals.
-  const std::size_t used = before.size() + after.size() + 1;
+  // Short of the last column (a line that reaches it wraps on some terminals); the allocator is kept.
+  const std::size_t used = before.size() + tag_.size() + after.size() + 1;
   const std::string title =
       options_.columns == 0
-          ? title_
-          : fit_text(title_, std::max(kMinTitle, options_.columns > used ? options_.columns - used : 0));
-  write(fmt::format("\r{}{}{}\x1b[K", before, title, after));
+          ? case_
+          : fit_text(case_, std::max(kMinTitle, options_.columns > used ? options_.columns - used : 0));
+  write(fmt::format("\r{}{}{}{}\x1b[K", before, title, tag_, after));
 }
 
 void Progress::starting(std::string_view title, std::string_view allocator) {
   const std::lock_guard lock(mutex_);
   case_start_ = now();
-  title_ = options_.name_allocator ? fmt::format("{} [{}]", title, allocator) : std::string(title);
+  case_ = title;
+  tag_ = options_.name_allocator ? fmt::format(" [{}]", allocator) : std::string();
   if (!options_.live) {
     return;
   }
@@ -125,7 +126,7 @@ void Progress::finished(std::string_view verdict, std::string_view reason) {
   }
   const auto left = seconds_left(done_, options_.total, done_at_, std::nullopt);
   write(fmt::format("{}memstress: [{}/{}] {}: {}{} ({} elapsed{})\n", options_.live ? "\r\x1b[K" : "", done_,
-                    options_.total, title_, verdict,
+                    options_.total, case_ + tag_, verdict,
                     reason.empty() ? std::string() : fmt::format(": {}", reason), duration(done_at_),
                     left && *left > 0 ? fmt::format(", ~{} left", duration(*left)) : ""));
 }

@@ -77,7 +77,8 @@ class Progress {
   std::size_t done_ = 0;            // cases finished
   double done_at_ = 0;              // seconds into the run when the last one finished
   double case_start_ = 0;           // when the running case started
-  std::string title_;               // the running case, with its allocator where named
+  std::string case_;                // the running case
+  std::string tag_;                 // " [expandable]" where allocators are named
   std::unique_ptr<Ticker> ticker_;  // alive while a case runs and the line is live
 };
 
