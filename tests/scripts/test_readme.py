@@ -58,6 +58,7 @@ CPU = {
     "memstress doctor run.snapshot.pickle --format html -o doctor.html": 0,
     "memstress predict-batch run8.snapshot.pickle run16.snapshot.pickle --batch 8,16 --capacity 40G": 0,
     "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz": 0,
+    "memstress run oom leak -d sim -q": 0,
 }
 NEEDS_MATPLOTLIB = ("scripts/report", "memstress doctor run.snapshot.pickle --format html")
 # Commands quoted in the README's prose rather than in a code block, run here too.
@@ -233,7 +234,8 @@ class RunOnTheCpu(unittest.TestCase):
                         "results/h100/compare/slowed-h100-580.159.04.json",
                         "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz "
                         "--device sim:40G --allocator expandable",
-                        "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz"):
+                        "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz",
+                        "memstress run oom leak -d sim -q"):
             with self.subTest(command=command):
                 self.assertEqual(self.run_command(command).stdout, shown_output(command))
         slower = self.run_command("memstress compare tests/data/compare/base.json tests/data/compare/slower.json")
