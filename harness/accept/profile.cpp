@@ -245,17 +245,17 @@ std::optional<Measured> measure(const AcceptCheck& check, const AcceptRows& rows
 }
 
 // "55.1 GB/s", "1.5 GiB" (a byte count in human units), "0 data errors", "0.9369" (a ratio or share).
-std::string with_unit(double v, const std::string& unit) {
+std::string with_unit(double v, const std::string& unit, int digits = 4) {
   if (v == 1 && (unit == "data errors" || unit == "rows not passed")) {
     return unit == "data errors" ? "1 data error" : "1 row not passed";
   }
   if ((unit == "bytes" || unit == "bytes/epoch") && v >= 0 && v < 1.8e19) {
     return human_bytes(static_cast<std::uint64_t>(v)) + (unit == "bytes" ? "" : "/epoch");
   }
-  const std::string number = std::abs(v) >= 1e9   ? fmt::format("{:.4g}G", v / 1e9)
-                             : std::abs(v) >= 1e6 ? fmt::format("{:.4g}M", v / 1e6)
-                             : std::abs(v) >= 1e5 ? fmt::format("{:.4g}k", v / 1e3)
-                                                  : fmt::format("{:.4g}", v);
+  const std::string number = std::abs(v) >= 1e9   ? fmt::format("{:.{}g}G", v / 1e9, digits)
+                             : std::abs(v) >= 1e6 ? fmt::format("{:.{}g}M", v / 1e6, digits)
+                             : std::abs(v) >= 1e5 ? fmt::format("{:.{}g}k", v / 1e3, digits)
+                                                  : fmt::format("{:.{}g}", v, digits);
   const bool plain = unit.empty() || unit == "ratio" || unit == "share" || unit == "count" || unit == "flag";
   return plain ? number : fmt::format("{} {}", number, unit);
 }
@@ -488,8 +488,7 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
   const bool ties = !out.pass && std::any_of(bounds.begin(), bounds.end(), [&](const Bound& b) {
     return with_unit(b.value, m->unit) == with_unit(m->value, m->unit);
   });
-  const std::string measured =
-      ties ? fmt::format("{:.10g} {}", m->value, m->unit) : with_unit(m->value, m->unit);
+  const std::string measured = with_unit(m->value, m->unit, ties ? 10 : 4);
   out.detail = fmt::format("measured {} ({}), needs {}; {} {}", measured, which, out.bound, on, out.where);
   // Some of its rows were skipped (one GPU's case could not run): a pass of the others does not judge every
   // GPU.
