@@ -12,7 +12,8 @@ add_test(NAME cli.progress_line_ticks_while_a_case_runs COMMAND ${_check_table} 
 # A timing test (draws against the wall clock), so left out of the sanitizer presets by label: under TSan
 # its 10M operations ran past 300 s. The ticker thread itself ran under TSan with no report (sizes,
 # ops=300000, --progress always: 7 draws).
-set_tests_properties(cli.progress_line_ticks_while_a_case_runs PROPERTIES LABELS "cpu;not-in-sanitizers" TIMEOUT 300)
+set_tests_properties(cli.progress_line_ticks_while_a_case_runs PROPERTIES LABELS "cpu;not-in-sanitizers" TIMEOUT 300
+                     RUN_SERIAL TRUE)
 
 # The default table: the headline metric in human units, only the parameters that vary, what is the same for
 # every row on one line above it; --wide: every metric and parameter with the spread.
