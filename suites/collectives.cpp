@@ -289,6 +289,7 @@ class Collectives final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "collectives"; }
   [[nodiscard]] std::vector<std::string> headline() const override { return {"busbw"}; }
+  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "NCCL all_reduce, all_gather, reduce_scatter, broadcast, alltoall and a sendrecv ring over the "
            "shared allocator's buffers: algbw and busbw as nccl-tests reports them, against plain cudaMalloc "

@@ -399,6 +399,7 @@ class Dataloader final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "dataloader"; }
   [[nodiscard]] std::vector<std::string> headline() const override { return {"samples/s"}; }
+  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "producers (threads or worker processes) fill batches, a pinning stage stages them in the pinned "
            "cache (or not), a copy stream moves them, a compute stream checks and consumes them: samples/s, "

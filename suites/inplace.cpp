@@ -177,6 +177,7 @@ class Inplace final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "inplace"; }
   [[nodiscard]] std::vector<std::string> headline() const override { return {"inplace_GB/s"}; }
+  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "elementwise chain (scale, axpy, relu, fp32<->bf16) in place vs out of place: extra peak memory, "
            "GB/s against the D2D ceiling, bit-exact agreement with each other and a fused reference";

@@ -142,6 +142,7 @@ class Integrity final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "integrity"; }
   [[nodiscard]] std::vector<std::string> headline() const override { return {"coverage"}; }
+  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "fill and verify a share of device memory (default 95% of free) with several patterns; bad words "
            "are read again and classified persistent or transient; coverage, fill and check GB/s";

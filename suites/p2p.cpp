@@ -310,6 +310,7 @@ class P2p final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "p2p"; }
   [[nodiscard]] std::vector<std::string> headline() const override { return {"GB/s min", "latency_us max"}; }
+  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "peer copy bandwidth matrix between the GPUs of a node (measured by local rank 0): copy engine "
            "and SM copies, read and write, one direction and both; peer load latency by pointer chase";

@@ -70,6 +70,7 @@ class Smoke final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "smoke"; }
   [[nodiscard]] std::vector<std::string> headline() const override { return {"fill"}; }
+  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "allocate, fill with a pattern and verify it on the device; alloc/free latency, fill and check "
            "GB/s";

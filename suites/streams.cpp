@@ -246,6 +246,7 @@ class Streams final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "streams"; }
   [[nodiscard]] std::vector<std::string> headline() const override { return {"ops/s"}; }
+  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "1-32 streams, a host thread each, allocating, filling, computing on and freeing blocks, each "
            "block "

@@ -382,6 +382,7 @@ class Transfers final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "transfers"; }
   [[nodiscard]] std::vector<std::string> headline() const override { return {"GB/s"}; }
+  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
   [[nodiscard]] std::string_view summary() const noexcept override {
     return "H2D, D2H, both at once and D2D copies from pinned, pageable and registered host memory, by copy "
            "engine or SM kernel, over 1-32 streams: GB/s against a plain cudaMemcpyAsync loop";

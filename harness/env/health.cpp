@@ -45,6 +45,8 @@ constexpr std::array kFigures = {
     HealthFigure{"throttle.sync_boost_ms", "ms", true},
     HealthFigure{"throttle.board_limit_ms", "ms", true},
     HealthFigure{"throttle.reliability_ms", "ms", true},
+    HealthFigure{"throttle.hw_thermal_ms", "ms", true},
+    HealthFigure{"throttle.hw_power_brake_ms", "ms", true},
     HealthFigure{"clocks.hw_slowdown", "flag", true},
     HealthFigure{"clocks.sw_thermal_slowdown", "flag", true},
 };
@@ -58,9 +60,20 @@ class InjectedHealth final : public HealthWatch {
   explicit InjectedHealth(GpuHealth health) : health_(std::move(health)) {}
   [[nodiscard]] std::string unavailable() const override { return {}; }
   [[nodiscard]] GpuHealth read() override { return health_; }
+  [[nodiscard]] std::vector<std::pair<std::string, double>> throttle_ms() override {
+    ++reads_;
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto& [name, value] : health_.figures) {
+      if (name.starts_with("throttle.")) {
+        out.emplace_back(name, value * static_cast<double>(reads_));
+      }
+    }
+    return out;
+  }
 
  private:
   GpuHealth health_;
+  int reads_ = 0;
 };
 
 GpuHealth parse_injected(const JsonField& root) {

@@ -14,8 +14,10 @@
 // - NVLink: the active links, those present but down, and the change of the active links' data-link error
 //   counters (replay, recovery, CRC) since the watch began;
 // - the time the clocks were held down since the watch began, by cause (power, thermal, sync boost, board
-//   limit, reliability: NVML's violation counters), and whether a hardware slowdown or a thermal slowdown is
-//   asserted at the moment of reading.
+//   limit, reliability: NVML's violation counters; hardware thermal and power-brake slowdown: NVML's field
+//   values), and whether a hardware slowdown or a thermal slowdown is asserted at the moment of reading.
+//   The runner also reads the same counters around each bandwidth case (Note [Clocks during a bandwidth
+//   case], harness/run/case_clocks.hpp).
 // - whether ECC is on (with ECC off the error counts are not given: a profile judges the mode).
 // A figure NVML does not give on this GPU (NOT_SUPPORTED, an entry point the driver lacks, no active NVLink)
 // is not guessed: it is listed in `not_measured` with why, and a check on it is skipped, not failed. Any
@@ -60,6 +62,9 @@ class HealthWatch {
   [[nodiscard]] virtual std::string unavailable() const = 0;
   // Health now; throttle times and XID events counted from the watch's start. Not thread-safe.
   [[nodiscard]] virtual GpuHealth read() = 0;
+  // The time the clocks were held down since the watch began, by cause (the throttle.* figures, in ms), for
+  // each cause this GPU counts; the rest are absent. Cheap (no ECC or link queries). Not thread-safe.
+  [[nodiscard]] virtual std::vector<std::pair<std::string, double>> throttle_ms() = 0;
 };
 
 // The watch of a CUDA GPU through NVML (found by PCI bus id, else UUID). Never throws: where NVML is
@@ -70,7 +75,9 @@ class HealthWatch {
 // Injected figures, for the simulated device and tests (MEMSTRESS_INJECT_HEALTH=FILE): a JSON object
 //   {"figures": {"ecc.volatile.uncorrected": 2, ...}, "not_measured": {"nvlink.errors": "no active NVLink"},
 //    "xid": [79]}
-// Figures must be known names with numbers of 0 or more; `xid` adds its events to xid.events. Throws
+// Figures must be known names with numbers of 0 or more; `xid` adds its events to xid.events. A throttle.*
+// figure is also the time each case the runner watches sees added while it runs (throttle_ms() grows by it
+// at every call, so a case, read before and after, sees it once). Throws
 // InputError naming `name` (the file) and what is wrong.
 [[nodiscard]] std::unique_ptr<HealthWatch> injected_health_watch(std::string_view json,
                                                                  const std::string& name);

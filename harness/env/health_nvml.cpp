@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
@@ -29,6 +30,15 @@ constexpr std::array kPolicies = {
     Policy{NVML_PERF_POLICY_BOARD_LIMIT, "throttle.board_limit_ms"},
     Policy{NVML_PERF_POLICY_RELIABILITY, "throttle.reliability_ms"},
 };
+// The hardware slowdowns have no violation counter; nvml.h gives their time (ns) as field values.
+struct Field {
+  unsigned int id;
+  const char* figure;
+};
+constexpr std::array kFields = {
+    Field{NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN, "throttle.hw_thermal_ms"},
+    Field{NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN, "throttle.hw_power_brake_ms"},
+};
 
 class NvmlHealth final : public HealthWatch {
  public:
@@ -46,11 +56,7 @@ class NvmlHealth final : public HealthWatch {
     }
     start_events();
     nvlink_errors_at_start_ = nvlinks().errors;
-    for (const Policy& p : kPolicies) {
-      if (const std::optional<unsigned long long> ns = violation_ns(p.type)) {
-        baseline_ns_[p.figure] = *ns;
-      }
-    }
+    baseline_ns_ = throttle_ns();
   }
   ~NvmlHealth() override {
     if (events_ != nullptr && nvml_.api().event_set_free != nullptr) {
@@ -77,6 +83,20 @@ class NvmlHealth final : public HealthWatch {
     read_nvlink(h);
     read_throttle(h);
     return h;
+  }
+
+  [[nodiscard]] std::vector<std::pair<std::string, double>> throttle_ms() override {
+    std::vector<std::pair<std::string, double>> out;
+    if (!why_.empty()) {
+      return out;
+    }
+    for (const auto& [figure, now] : throttle_ns()) {
+      const auto base = baseline_ns_.find(figure);
+      if (base != baseline_ns_.end()) {  // a counter that appears later has no start to count from
+        out.emplace_back(figure, static_cast<double>(now >= base->second ? now - base->second : 0) / 1e6);
+      }
+    }
+    return out;
   }
 
  private:
@@ -275,25 +295,51 @@ class NvmlHealth final : public HealthWatch {
     }
   }
 
-  std::optional<unsigned long long> violation_ns(nvmlPerfPolicyType_t type) const {
-    nvmlViolationTime_t t{};
-    if (api().device_get_violation_status == nullptr ||
-        api().device_get_violation_status(device_, type, &t) != NVML_SUCCESS) {
-      return std::nullopt;
+  // Each throttle counter this GPU gives (figure -> ns, cumulative since some point of the driver's).
+  std::map<std::string, unsigned long long> throttle_ns() const {
+    std::map<std::string, unsigned long long> out;
+    for (const Policy& p : kPolicies) {
+      nvmlViolationTime_t t{};
+      if (api().device_get_violation_status != nullptr &&
+          api().device_get_violation_status(device_, p.type, &t) == NVML_SUCCESS) {
+        out[p.figure] = t.violationTime;
+      }
     }
-    return t.violationTime;
+    if (api().device_get_field_values != nullptr) {
+      std::array<nvmlFieldValue_t, kFields.size()> values{};
+      for (std::size_t i = 0; i < kFields.size(); ++i) {
+        values[i].fieldId = kFields[i].id;
+      }
+      if (api().device_get_field_values(device_, static_cast<int>(values.size()), values.data()) ==
+          NVML_SUCCESS) {
+        for (std::size_t i = 0; i < kFields.size(); ++i) {
+          if (values[i].nvmlReturn == NVML_SUCCESS &&
+              values[i].valueType == NVML_VALUE_TYPE_UNSIGNED_LONG_LONG) {
+            out[kFields[i].figure] = values[i].value.ullVal;
+          }
+        }
+      }
+    }
+    return out;
   }
 
-  void read_throttle(GpuHealth& h) const {
-    for (const Policy& p : kPolicies) {
-      const auto base = baseline_ns_.find(p.figure);
-      const std::optional<unsigned long long> now = violation_ns(p.type);
-      if (base == baseline_ns_.end() || !now) {
-        h.not_measured.emplace_back(p.figure, "NVML gives no violation counter for it here");
+  void read_throttle(GpuHealth& h) {
+    const std::vector<std::pair<std::string, double>> held = throttle_ms();
+    const auto given = [&](const char* figure) {
+      return std::find_if(held.begin(), held.end(), [&](const auto& f) { return f.first == figure; });
+    };
+    const auto one = [&](const char* figure, const char* why) {
+      if (const auto it = given(figure); it != held.end()) {
+        h.figures.emplace_back(figure, it->second);
       } else {
-        h.figures.emplace_back(p.figure,
-                               static_cast<double>(*now >= base->second ? *now - base->second : 0) / 1e6);
+        h.not_measured.emplace_back(figure, why);
       }
+    };
+    for (const Policy& p : kPolicies) {
+      one(p.figure, "NVML gives no violation counter for it here");
+    }
+    for (const Field& f : kFields) {
+      one(f.figure, "NVML gives no field value for it here");
     }
     const auto fn = api().device_get_current_clocks_event_reasons;
     unsigned long long reasons = 0;

@@ -64,6 +64,7 @@ std::string_view resolve_all(void* handle, NvmlApi& api) noexcept {
   resolve(handle, "nvmlDeviceGetNvLinkErrorCounter", api.device_get_nvlink_error_counter);
   resolve(handle, "nvmlDeviceGetCurrentClocksEventReasons", api.device_get_current_clocks_event_reasons);
   resolve(handle, "nvmlDeviceGetViolationStatus", api.device_get_violation_status);
+  resolve(handle, "nvmlDeviceGetFieldValues", api.device_get_field_values);
   resolve(handle, "nvmlEventSetCreate", api.event_set_create);
   resolve(handle, "nvmlDeviceRegisterEvents", api.device_register_events);
   resolve(handle, "nvmlEventSetWait_v2", api.event_set_wait_v2);

@@ -48,9 +48,11 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetNvLinkErrorCounter) device_get_nvlink_error_counter = nullptr;
   decltype(&::nvmlDeviceGetCurrentClocksEventReasons) device_get_current_clocks_event_reasons = nullptr;
   // Deprecated in NVML 13 (cumulative throttle time by cause; nvml.h names nvmlDeviceGetFieldValues's
-  // NVML_FI_DEV_CLOCKS_EVENT_REASON_* fields as its successor, not yet used here): typed by hand.
+  // NVML_FI_DEV_CLOCKS_EVENT_REASON_* fields as its successor): typed by hand. The hardware slowdowns
+  // (thermal, power brake) have no violation counter: they are read as field values.
   nvmlReturn_t (*device_get_violation_status)(nvmlDevice_t, nvmlPerfPolicyType_t,
                                               nvmlViolationTime_t*) = nullptr;
+  decltype(&::nvmlDeviceGetFieldValues) device_get_field_values = nullptr;
   decltype(&::nvmlEventSetCreate) event_set_create = nullptr;
   decltype(&::nvmlDeviceRegisterEvents) device_register_events = nullptr;
   decltype(&::nvmlEventSetWait_v2) event_set_wait_v2 = nullptr;

@@ -13,6 +13,7 @@
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/memory/backend.hpp"
+#include "harness/run/case_clocks.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/nvtx.hpp"
 #include "harness/run/progress.hpp"
@@ -121,6 +122,7 @@ void Runner::run_case(const PlannedCase& planned, std::size_t index, const std::
   try {
     maybe_inject(options_.fault, world.rank(), index);
     {
+      CaseClocks clocks(planned.workload->measures_bandwidth() ? options_.health : nullptr);
       const std::unique_ptr<CaseRun> run = planned.workload->prepare(ctx);
       const int cap = planned.workload->max_repetitions();
       const int warmup = cap > 0 ? 0 : options_.warmup;
@@ -130,6 +132,7 @@ void Runner::run_case(const PlannedCase& planned, std::size_t index, const std::
         run->iteration(ctx);
       }
       run->finish(ctx);
+      clocks.record(ctx);
     }  // the case's buffers are freed here, before the row is closed
     row.verdict = ctx.errors() == 0 ? Verdict::pass : Verdict::fail;
     if (ctx.errors() != 0) {

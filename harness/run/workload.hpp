@@ -65,6 +65,9 @@ class Workload {
   [[nodiscard]] virtual int max_repetitions() const noexcept { return 0; }
   // Part of the default job (`memstress run` with no workload named)?
   [[nodiscard]] virtual bool in_default_job() const noexcept { return true; }
+  // Does a case measure bandwidth? Then, where the run watches the GPU's health, its row also gets the time
+  // the clocks were held down while it ran (Note [Clocks during a bandwidth case], case_clocks.hpp).
+  [[nodiscard]] virtual bool measures_bandwidth() const noexcept { return false; }
 
   // The metric the run table shows for a case (Note [The run table], harness/run/table.hpp), in order of
   // preference: the first of these the case recorded. Empty: its first metric.

@@ -48,5 +48,28 @@ TEST_F(HealthOnGpu, NvmlGivesTheFiguresAcceptanceJudges) {
   }
 }
 
+// Note [Clocks during a bandwidth case]: each bandwidth row gets the time the clocks were held down while it
+// ran, by cause, and the slowdown profiles judge; a case that is not a bandwidth case gets none. An H100 or
+// H200 in a cooled rack is not slowed for heat or a power brake by a 64 MiB copy.
+TEST_F(HealthOnGpu, BandwidthCasesRecordTheTimeTheirClocksWereHeldDown) {
+  const std::unique_ptr<HealthWatch> watch = run_health_watch(true, CudaBackend(0).info().uuid);
+  ASSERT_EQ(watch->unavailable(), "");
+  const auto copies =
+      testing::run_on_gpu("transfers", {"direction=h2d,d2d", "host=pinned", "bytes=64M"}, 3, watch.get());
+  ASSERT_FALSE(copies.empty());
+  for (const Row& row : copies) {
+    ASSERT_EQ(row.verdict, Verdict::pass) << row.reason;
+    for (const char* figure : {"throttle.power_ms", "throttle.thermal_ms", "throttle.slowdown_ms"}) {
+      const MetricResult* m = row.metric(figure);
+      ASSERT_NE(m, nullptr) << figure << " missing; notes: " << ::testing::PrintToString(row.notes);
+      EXPECT_GE(m->summary.median, 0) << figure;
+    }
+    EXPECT_EQ(row.metric("throttle.slowdown_ms")->summary.median, 0) << ::testing::PrintToString(row.notes);
+  }
+  const auto sizes = testing::run_on_gpu("alloc-smoke", {"bytes=1M"}, 1, watch.get());
+  ASSERT_EQ(sizes.size(), 1U);
+  EXPECT_EQ(sizes[0].metric("throttle.power_ms"), nullptr);
+}
+
 }  // namespace
 }  // namespace memstress

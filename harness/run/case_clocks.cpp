@@ -1,0 +1,59 @@
+#include "harness/run/case_clocks.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "harness/env/health.hpp"
+#include "harness/run/context.hpp"
+#include "harness/run/result.hpp"
+
+namespace memstress {
+namespace {
+
+// The causes that count as a slowdown (see the note): heat, and the external power brake.
+constexpr std::array<std::string_view, 3> kSlowdowns = {"throttle.thermal_ms", "throttle.hw_thermal_ms",
+                                                        "throttle.hw_power_brake_ms"};
+
+}  // namespace
+
+CaseClocks::CaseClocks(HealthWatch* watch) : watch_(watch) {
+  if (watch_ != nullptr) {
+    start_ = watch_->throttle_ms();
+  }
+}
+
+void CaseClocks::record(CaseContext& ctx) {
+  if (watch_ == nullptr) {
+    return;
+  }
+  double slowdown = 0;
+  bool slowdown_counted = false;
+  for (const auto& [figure, now] : watch_->throttle_ms()) {
+    const auto start =
+        std::find_if(start_.begin(), start_.end(), [&](const auto& s) { return s.first == figure; });
+    if (start == start_.end()) {
+      continue;  // no reading before the case
+    }
+    const double held = std::max(0.0, now - start->second);
+    ctx.record(figure, "ms", Better::lower, held);
+    if (std::find(kSlowdowns.begin(), kSlowdowns.end(), figure) != kSlowdowns.end()) {
+      slowdown += held;
+      slowdown_counted = true;
+    }
+  }
+  if (slowdown_counted) {
+    ctx.record("throttle.slowdown_ms", "ms", Better::lower, slowdown);
+    if (slowdown > 0) {
+      ctx.note(
+          fmt::format("clocks slowed for heat or a power brake for {:.0f} ms during this case", slowdown));
+    }
+  } else {
+    ctx.note(fmt::format("{}throttle.slowdown_ms (this GPU counts no thermal or power-brake slowdown time)",
+                         kNotMeasured));
+  }
+}
+
+}  // namespace memstress
