@@ -248,19 +248,21 @@ class Acceptance(unittest.TestCase):
             return section_of(render(tmp, *inputs), "Acceptance")
 
     def test_each_check_shows_what_accept_reported(self) -> None:
-        # The JUnit of e986fc9 (the committed H100 acceptance run): measured, unit, bound and GPU as properties of each check.
+        # The JUnit of 344877b (the committed H100 acceptance run): measured, unit, bound and GPU as properties of each check.
         found = self.accept_section(H100 / "accept-h100-580.159.04.json", H100 / "accept-h100-580.159.04.xml")
         self.assertIn("<h3>" + str(H100 / "accept-h100-580.159.04.xml") + ": profile h100</h3>", found)
-        self.assertIn("<p>20 checks: <b>19 passed, 0 failed, 1 skipped</b> (the suite's counts).</p>", found)
+        self.assertIn("<p>22 checks: <b>21 passed, 0 failed, 1 skipped</b> (the suite's counts).</p>", found)
         self.assertIn("<th>check</th><th>verdict</th><th>measured</th><th>bound</th><th>GPU (or accept's message)</th>",
                       found)
-        gpu = "host vm, rank 0, cuda:0 (GPU-b147f489-bae4-a6a4-3615-099cfa7f1b63, PCI 0000:00:06.0)"
-        for line in (f"<tr class='pass'><td>pinned H2D 256 MiB</td><td>PASS</td><td>55.1 GB/s</td>"
+        gpu = "host vm, rank 0, cuda:0 (GPU-f37bfa39-babe-de4d-f611-84f1967fa457, PCI 0000:00:06.0)"
+        for line in (f"<tr class='pass'><td>pinned H2D 256 MiB</td><td>PASS</td><td>53.3 GB/s</td>"
                      f"<td>>= 41.27 GB/s (0.75 x golden 55.03 GB/s)</td><td>{gpu}</td></tr>",
                      f"<tr class='pass'><td>memory integrity: no bad word on either read</td><td>PASS</td>"
                      f"<td>0 data errors</td><td><= 0 data errors</td><td>{gpu}</td></tr>",
                      f"<tr class='pass'><td>health: no hardware slowdown when read</td><td>PASS</td><td>0</td><td><= 0</td>"
                      f"<td>{gpu}</td></tr>",
+                     f"<tr class='pass'><td>clocks: not slowed for heat or a power brake during the copies</td>"
+                     f"<td>PASS</td><td>0 ms</td><td><= 0 ms</td><td>{gpu}</td></tr>",
                      "<tr class='skip'><td>health: no NVLink error during the run</td><td>SKIP</td><td>-</td><td>-</td>"
                      "<td>not measured on this GPU: nvlink.errors (no NVLink is active on this GPU)</td></tr>"):
             self.assertIn(line, found)
