@@ -145,17 +145,19 @@ def unshown_output_block(first_line: str) -> str:
 
 
 FIRST_RUN_RECORD = ROOT / "results" / "h100" / "first-run-580.159.04"
+DEFAULT_RUN_LOG = ROOT / "results" / "h100" / "gpu-ci-580.159.04" / "readme-ci-344877b" / "run-default.txt"
 
 
 class FirstScreen(unittest.TestCase):
     def test_the_first_screens_excerpt_is_from_the_committed_record(self) -> None:
-        """Each line the README shows of scripts/run's output is a line of the record's run.log (spaces
-        between columns aside, an empty last column left out), and the record says every step of the first run exited as expected."""
+        """Each line the README shows of the default job's output is a line of the committed log of that run
+        on a fresh H100 (spaces between columns aside, an empty last column left out), and the record of
+        scripts/run's first run it links says every step exited as expected."""
         record = json.loads((FIRST_RUN_RECORD / "record.json").read_text())
         self.assertTrue(record["all_ok"], "the committed first run has a failed step")
-        logged = {" ".join(line.split()) for line in (FIRST_RUN_RECORD / "run.log").read_text().splitlines()}
-        excerpt = unshown_output_block("scripts/run: preset gpu: 1 NVIDIA GPU(s) here (1 x NVIDIA H100 80GB HBM3); "
-                                       "device code is built for them (native)")
+        logged = {" ".join(line.split()) for line in DEFAULT_RUN_LOG.read_text().splitlines()}
+        first = next(line for line in DEFAULT_RUN_LOG.read_text().splitlines() if line.startswith("memstress: [62/62]"))
+        excerpt = unshown_output_block(first)
         lines = [line for line in excerpt.splitlines() if line.strip() and line != "..."]
         self.assertGreater(len(lines), 5)
         for line in lines:  # an empty last column (NOTE) may be left out
