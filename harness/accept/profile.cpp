@@ -490,6 +490,22 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
   });
   const std::string measured = with_unit(m->value, m->unit, ties ? 10 : 4);
   out.detail = fmt::format("measured {} ({}), needs {}; {} {}", measured, which, out.bound, on, out.where);
+  if (!out.pass) {
+    // What the failing rows say of this figure ("xid.events: XID 79 during the run (...)"): the why.
+    std::vector<std::string> about;
+    const std::string prefix = check.metric + ": ";
+    for (const RowValue& rv : named) {
+      for (const std::string& note : rv.row->notes) {
+        if (note.starts_with(prefix) &&
+            std::find(about.begin(), about.end(), note.substr(prefix.size())) == about.end()) {
+          about.push_back(note.substr(prefix.size()));
+        }
+      }
+    }
+    if (!about.empty()) {
+      out.detail += fmt::format("; {}", fmt::join(about, "; "));
+    }
+  }
   // Some of its rows were skipped (one GPU's case could not run): a pass of the others does not judge every
   // GPU.
   if (out.pass && skipped_rows > 0) {

@@ -51,6 +51,46 @@ constexpr std::array kFigures = {
     HealthFigure{"clocks.sw_thermal_slowdown", "flag", true},
 };
 
+// What NVIDIA's XID catalog says of the codes an operator meets most (docs.nvidia.com, "XID Errors").
+std::string_view xid_meaning(unsigned long long xid) {
+  switch (xid) {
+    case 13:
+      return "graphics engine exception";
+    case 31:
+      return "GPU memory page fault";
+    case 43:
+      return "GPU stopped processing";
+    case 45:
+      return "preemptive cleanup, after earlier errors";
+    case 48:
+      return "double-bit ECC error";
+    case 61:
+      return "internal micro-controller breakpoint or warning";
+    case 62:
+      return "internal micro-controller halt";
+    case 63:
+      return "ECC page retirement or row remap recorded";
+    case 64:
+      return "ECC page retirement or row remap failed";
+    case 74:
+      return "NVLink error";
+    case 79:
+      return "GPU has fallen off the bus";
+    case 92:
+      return "high single-bit ECC error rate";
+    case 94:
+      return "contained ECC error";
+    case 95:
+      return "uncontained ECC error";
+    case 119:
+      return "GSP RPC timeout";
+    case 120:
+      return "GSP error";
+    default:
+      return {};
+  }
+}
+
 bool known(std::string_view name) {
   return std::any_of(kFigures.begin(), kFigures.end(), [&](const HealthFigure& f) { return f.name == name; });
 }
@@ -100,7 +140,7 @@ GpuHealth parse_injected(const JsonField& root) {
   double xids = 0;
   if (const std::optional<JsonField> xid = root.find("xid")) {
     for (const JsonField& code : xid->elements()) {
-      h.notes.push_back(fmt::format("XID {} during the run", code.integer(0, 1'000'000)));
+      h.notes.push_back(xid_note(static_cast<unsigned long long>(code.integer(0, 1'000'000))));
       xids += 1;
     }
   }
@@ -120,6 +160,12 @@ GpuHealth parse_injected(const JsonField& root) {
 
 std::span<const HealthFigure> health_figures() noexcept {
   return kFigures;
+}
+
+std::string xid_note(unsigned long long xid) {
+  const std::string_view meaning = xid_meaning(xid);
+  return meaning.empty() ? fmt::format("xid.events: XID {} during the run", xid)
+                         : fmt::format("xid.events: XID {} during the run ({})", xid, meaning);
 }
 
 std::unique_ptr<HealthWatch> injected_health_watch(std::string_view json, const std::string& name) {

@@ -42,6 +42,11 @@ struct HealthFigure {
 // Every figure a reading can hold, in the order rows list them.
 [[nodiscard]] std::span<const HealthFigure> health_figures() noexcept;
 
+// The note of one XID event: "xid.events: XID 79 during the run (GPU has fallen off the bus)", with what
+// NVIDIA's XID catalog says of the common codes. A note that starts with a figure's name and ": " is about
+// that figure: a failed acceptance check on it quotes it (harness/accept/profile.cpp).
+[[nodiscard]] std::string xid_note(unsigned long long xid);
+
 struct GpuHealth {
   std::vector<std::pair<std::string, double>> figures;            // measured
   std::vector<std::pair<std::string, std::string>> not_measured;  // figure -> why

@@ -210,7 +210,7 @@ class NvmlHealth final : public HealthWatch {
       }
     }
     for (const unsigned long long xid : xids_) {
-      h.notes.push_back(fmt::format("XID {} during the run", xid));
+      h.notes.push_back(xid_note(xid));
     }
     h.figures.emplace_back("xid.events", static_cast<double>(xids_.size()));
   }

@@ -50,7 +50,10 @@ TEST(Health, AnInjectedReadingGivesItsFiguresNotMeasuredAndXids) {
   EXPECT_EQ(h.figures[2], (std::pair<std::string, double>{"pcie.gen", 4}));
   ASSERT_EQ(h.not_measured.size(), 1U);
   EXPECT_EQ(h.not_measured[0].second, "no NVLink");
-  EXPECT_EQ(h.notes, (std::vector<std::string>{"XID 79 during the run", "XID 13 during the run"}));
+  EXPECT_EQ(h.notes,
+            (std::vector<std::string>{"xid.events: XID 79 during the run (GPU has fallen off the bus)",
+                                      "xid.events: XID 13 during the run (graphics engine exception)"}));
+  EXPECT_EQ(xid_note(1000), "xid.events: XID 1000 during the run");  // a code without a catalogued meaning
 }
 
 TEST(Health, BadInjectedReadingsAreRefusedNamingTheFile) {
