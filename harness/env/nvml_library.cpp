@@ -62,7 +62,10 @@ std::string_view resolve_all(void* handle, NvmlApi& api) noexcept {
   resolve(handle, "nvmlDeviceGetMaxPcieLinkWidth", api.device_get_max_pcie_link_width);
   resolve(handle, "nvmlDeviceGetNvLinkState", api.device_get_nvlink_state);
   resolve(handle, "nvmlDeviceGetNvLinkErrorCounter", api.device_get_nvlink_error_counter);
-  resolve(handle, "nvmlDeviceGetCurrentClocksEventReasons", api.device_get_current_clocks_event_reasons);
+  // Drivers before R535 name it by its older name, with the same signature and bits.
+  if (!resolve(handle, "nvmlDeviceGetCurrentClocksEventReasons", api.device_get_current_clocks_event_reasons)) {
+    resolve(handle, "nvmlDeviceGetCurrentClocksThrottleReasons", api.device_get_current_clocks_event_reasons);
+  }
   resolve(handle, "nvmlDeviceGetViolationStatus", api.device_get_violation_status);
   resolve(handle, "nvmlDeviceGetFieldValues", api.device_get_field_values);
   resolve(handle, "nvmlEventSetCreate", api.event_set_create);

@@ -166,6 +166,24 @@ memstress_add_test(NAME compare_missing COMPARE {accept} missing.json)
             done = run([str(moved / "bin" / "memstress"), "accept", "--profile", "h100", "--from", str(H100_ACCEPT)],
                        cwd=self.cwd)
             self.assertEqual(done.returncode, 0, done.stderr)
+            # find_package from the moved prefix finds the moved binary, not the original's path.
+            project = self.cwd / "consumer-moved"
+            project.mkdir()
+            (project / "CMakeLists.txt").write_text("""
+cmake_minimum_required(VERSION 3.20)
+project(consumer NONE)
+enable_testing()
+find_package(memstress 0.1 REQUIRED)
+get_target_property(_where memstress::memstress IMPORTED_LOCATION)
+message(STATUS "memstress binary: ${_where}")
+memstress_add_test(NAME sim_run RUN alloc-smoke DEVICE sim:1G ARGS -n 1 -p bytes=1M)
+""")
+            configure = run(["cmake", "-S", str(project), "-B", str(project / "build"), f"-DCMAKE_PREFIX_PATH={moved}"],
+                            cwd=self.cwd)
+            self.assertEqual(configure.returncode, 0, configure.stdout + configure.stderr)
+            self.assertIn(f"memstress binary: {moved / 'bin' / 'memstress'}", configure.stdout)
+            tests = run(["ctest", "--test-dir", str(project / "build")], cwd=self.cwd)
+            self.assertIn("100% tests passed", tests.stdout, tests.stdout)
         finally:
             shutil.rmtree(moved)
 
