@@ -30,14 +30,23 @@ constexpr std::array kPolicies = {
     Policy{NVML_PERF_POLICY_BOARD_LIMIT, "throttle.board_limit_ms"},
     Policy{NVML_PERF_POLICY_RELIABILITY, "throttle.reliability_ms"},
 };
-// The hardware slowdowns have no violation counter; nvml.h gives their time (ns) as field values.
+// The hardware slowdowns have no violation counter; NVML gives their time (ns) as field values. The ids are
+// written here, not taken from whichever nvml.h the build found: older headers lack these names, and the ids
+// are the driver's ABI (R580's NVML answers them; a driver that does not says so per value, and the figure is
+// then not measured). The CUDA 13 header agrees:
+constexpr unsigned int kFieldHwThermalSlowdown = 270;
+constexpr unsigned int kFieldHwPowerBrakeSlowdown = 271;
+#ifdef NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN
+static_assert(NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN == kFieldHwThermalSlowdown);
+static_assert(NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN == kFieldHwPowerBrakeSlowdown);
+#endif
 struct Field {
   unsigned int id;
   const char* figure;
 };
 constexpr std::array kFields = {
-    Field{NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN, "throttle.hw_thermal_ms"},
-    Field{NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN, "throttle.hw_power_brake_ms"},
+    Field{kFieldHwThermalSlowdown, "throttle.hw_thermal_ms"},
+    Field{kFieldHwPowerBrakeSlowdown, "throttle.hw_power_brake_ms"},
 };
 
 class NvmlHealth final : public HealthWatch {

@@ -1,6 +1,7 @@
 #include "harness/run/case_clocks.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -29,9 +30,23 @@ void CaseClocks::record(CaseContext& ctx) {
   if (watch_ == nullptr) {
     return;
   }
+  const std::string unavailable = watch_->unavailable();
+  if (!unavailable.empty()) {
+    ctx.note(fmt::format("{}throttle.slowdown_ms ({})", kNotMeasured, unavailable));
+    return;
+  }
+  const std::vector<std::pair<std::string, double>> now_all = watch_->throttle_ms();
+  if (now_all.empty() && !start_.empty()) {
+    ctx.note(
+        fmt::format("{}throttle.slowdown_ms (the clock counters read before the case could not be read "
+                    "after it)",
+                    kNotMeasured));
+    return;
+  }
   double slowdown = 0;
   bool slowdown_counted = false;
-  for (const auto& [figure, now] : watch_->throttle_ms()) {
+  std::vector<std::string> causes;
+  for (const auto& [figure, now] : now_all) {
     const auto start =
         std::find_if(start_.begin(), start_.end(), [&](const auto& s) { return s.first == figure; });
     if (start == start_.end()) {
@@ -42,13 +57,17 @@ void CaseClocks::record(CaseContext& ctx) {
     if (std::find(kSlowdowns.begin(), kSlowdowns.end(), figure) != kSlowdowns.end()) {
       slowdown += held;
       slowdown_counted = true;
+      if (held > 0) {
+        causes.push_back(fmt::format("{} {:.0f} ms", figure, held));
+      }
     }
   }
   if (slowdown_counted) {
     ctx.record("throttle.slowdown_ms", "ms", Better::lower, slowdown);
     if (slowdown > 0) {
       ctx.note(
-          fmt::format("clocks slowed for heat or a power brake for {:.0f} ms during this case", slowdown));
+          fmt::format("throttle.slowdown_ms: clocks slowed for heat or a power brake during this case ({})",
+                      fmt::join(causes, ", ")));
     }
   } else {
     ctx.note(fmt::format("{}throttle.slowdown_ms (this GPU counts no thermal or power-brake slowdown time)",

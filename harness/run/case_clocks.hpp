@@ -7,10 +7,14 @@
 // device), the runner reads the throttle counters before and after each case of a workload that measures
 // bandwidth, and the row gets the change of each as a metric in ms (throttle.power_ms, throttle.thermal_ms,
 // throttle.hw_thermal_ms, ...), plus
-//   throttle.slowdown_ms: the time slowed for heat or a power brake (thermal, hw_thermal, hw_power_brake),
-// the figure acceptance profiles judge (`max: 0`). Warm-up is inside the window: a slowdown then slows the
-// measured repetitions too. Where the GPU counts none of those three causes, the row says so with a
-// `not measured: throttle.slowdown_ms (...)` note, and a check on it is skipped, not passed.
+//   throttle.slowdown_ms: the sum of the time slowed for heat or a power brake (thermal, hw_thermal,
+//   hw_power_brake; the causes can overlap, so the sum can pass the case's own time),
+// the figure acceptance profiles judge (`max: 0`), and a note `throttle.slowdown_ms: ...` by cause when it is
+// not 0 (a failed check quotes it). Warm-up is inside the window: a slowdown then slows the measured
+// repetitions too. Where the counters cannot be read (NVML unusable, a read that failed after the case) or
+// the GPU counts none of those three causes, the row says why with a `not measured: throttle.slowdown_ms
+// (...)` note, and a check on it is skipped, not passed. A case that throws records none. The watch is this
+// rank's GPU: a p2p case's peer is not read.
 
 #include <string>
 #include <utility>

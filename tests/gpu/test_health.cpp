@@ -59,7 +59,10 @@ TEST_F(HealthOnGpu, BandwidthCasesRecordTheTimeTheirClocksWereHeldDown) {
   ASSERT_FALSE(copies.empty());
   for (const Row& row : copies) {
     ASSERT_EQ(row.verdict, Verdict::pass) << row.reason;
-    for (const char* figure : {"throttle.power_ms", "throttle.thermal_ms", "throttle.slowdown_ms"}) {
+    // Every cause, the hardware slowdowns (NVML field values) among them: R580 gives them all on Hopper.
+    for (const char* figure :
+         {"throttle.power_ms", "throttle.thermal_ms", "throttle.sync_boost_ms", "throttle.hw_thermal_ms",
+          "throttle.hw_power_brake_ms", "throttle.slowdown_ms"}) {
       const MetricResult* m = row.metric(figure);
       ASSERT_NE(m, nullptr) << figure << " missing; notes: " << ::testing::PrintToString(row.notes);
       EXPECT_GE(m->summary.median, 0) << figure;
@@ -69,6 +72,7 @@ TEST_F(HealthOnGpu, BandwidthCasesRecordTheTimeTheirClocksWereHeldDown) {
   const auto sizes = testing::run_on_gpu("alloc-smoke", {"bytes=1M"}, 1, watch.get());
   ASSERT_EQ(sizes.size(), 1U);
   EXPECT_EQ(sizes[0].metric("throttle.power_ms"), nullptr);
+  EXPECT_EQ(sizes[0].metric("throttle.slowdown_ms"), nullptr);
 }
 
 }  // namespace

@@ -57,9 +57,10 @@ TEST(CaseClocks, ACaseGetsTheTimeEachCauseHeldTheClocksDownAndTheSlowdownAmongTh
   EXPECT_EQ(sample(m, "throttle.thermal_ms"), 250);
   EXPECT_EQ(sample(m, "throttle.hw_power_brake_ms"), 0);
   EXPECT_EQ(sample(m, "throttle.slowdown_ms"), 250);
-  EXPECT_EQ(
-      c.ctx.take_notes(),
-      (std::vector<std::string>{"clocks slowed for heat or a power brake for 250 ms during this case"}));
+  EXPECT_EQ(c.ctx.take_notes(),
+            (std::vector<std::string>{
+                "throttle.slowdown_ms: clocks slowed for heat or a power brake during this case "
+                "(throttle.thermal_ms 250 ms)"}));
 }
 
 TEST(CaseClocks, AGpuThatCountsNoSlowdownCauseSaysTheSlowdownIsNotMeasured) {
@@ -74,6 +75,25 @@ TEST(CaseClocks, AGpuThatCountsNoSlowdownCauseSaysTheSlowdownIsNotMeasured) {
   const std::vector<std::string> notes = c.ctx.take_notes();
   ASSERT_EQ(notes.size(), 1U);
   EXPECT_EQ(notes[0].rfind(std::string(kNotMeasured) + "throttle.slowdown_ms (", 0), 0U) << notes[0];
+}
+
+// A watch whose NVML cannot be used (not loadable, no such GPU): the row says why, not that the GPU counts
+// nothing.
+class UnusableWatch final : public HealthWatch {
+ public:
+  [[nodiscard]] std::string unavailable() const override { return "NVML: not loadable"; }
+  [[nodiscard]] GpuHealth read() override { return {}; }
+  [[nodiscard]] std::vector<std::pair<std::string, double>> throttle_ms() override { return {}; }
+};
+
+TEST(CaseClocks, AWatchThatCannotReadSaysWhyTheSlowdownIsNotMeasured) {
+  UnusableWatch watch;
+  Case c;
+  CaseClocks clocks(&watch);
+  clocks.record(c.ctx);
+  EXPECT_TRUE(c.metrics().empty());
+  EXPECT_EQ(c.ctx.take_notes(), (std::vector<std::string>{std::string(kNotMeasured) +
+                                                          "throttle.slowdown_ms (NVML: not loadable)"}));
 }
 
 TEST(CaseClocks, WithoutAWatchACaseGetsNothing) {
