@@ -176,6 +176,14 @@ Results memstress_results(const nlohmann::json& header, const std::vector<nlohma
     r.identities.push_back(rank_identity(rank));
   }
   r.started_at = fields.string_or("started_at", std::string());
+  const nlohmann::json::json_pointer in_turn("/config/in_turn");
+  if (header.contains(in_turn) && header.at(in_turn).is_array()) {
+    for (const nlohmann::json& workload : header.at(in_turn)) {
+      if (workload.is_string()) {
+        r.in_turn.push_back(workload.get<std::string>());
+      }
+    }
+  }
   if (header.contains("argv") && header.at("argv").is_array()) {
     for (const nlohmann::json& word : header.at("argv")) {
       r.argv.push_back(word.is_string() ? word.get<std::string>() : json_text(word));

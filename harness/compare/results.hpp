@@ -79,6 +79,7 @@ struct Results {
   std::vector<RankIdentity> identities;  // one per rank (Google Benchmark JSON: one, from its context)
   std::string started_at;                // UTC, ISO 8601 ("" where the file does not say)
   std::vector<std::string> argv;         // the command line of the run (memstress results)
+  std::vector<std::string> in_turn;      // workloads its ranks ran one at a time (run --in-turn)
   std::string status;                    // "complete", "aborted", "running" ("" for Google Benchmark)
   std::vector<ResultRow> rows;
   std::vector<std::string> notes;  // worth saying before the comparison (an aborted run, ...)

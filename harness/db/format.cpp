@@ -19,7 +19,7 @@ std::string format_outliers_table(const OutlierReport& report, const OutlierOpti
       lines.push_back({fmt::format("{:.1f}", o.score), fmt::format("{:.1f}%", o.worse_pct), o.workload,
                        o.case_label, o.allocator, o.metric, format_value(o.value),
                        format_value(o.group_median), o.unit, std::to_string(o.group_gpus),
-                       std::to_string(o.job_ranks), o.model, o.driver, o.host, o.gpu_uuid,
+                       std::to_string(o.concurrent_ranks), o.model, o.driver, o.host, o.gpu_uuid,
                        o.pci_bus_id.empty() ? "-" : o.pci_bus_id});
     }
     out += render_table(lines);
@@ -52,7 +52,7 @@ nlohmann::json outliers_json(const OutlierReport& report, const OutlierOptions& 
                     {"score", o.score},
                     {"worse_pct", o.worse_pct},
                     {"group_gpus", o.group_gpus},
-                    {"job_ranks", o.job_ranks}});
+                    {"concurrent_ranks", o.concurrent_ranks}});
   }
   return {{"schema", "memstress.outliers/1"},
           {"threshold", options.threshold},

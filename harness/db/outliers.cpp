@@ -15,8 +15,8 @@ using GroupKey = std::tuple<std::string, std::string, std::string, std::string, 
                             std::string, int>;
 
 GroupKey group_key(const MetricObservation& o) {
-  return {o.workload, o.case_label, o.allocator, o.metric, o.unit, static_cast<int>(o.better),
-          o.model,    o.driver,     o.job_ranks};
+  return {o.workload, o.case_label, o.allocator,       o.metric, o.unit, static_cast<int>(o.better),
+          o.model,    o.driver,     o.concurrent_ranks};
 }
 
 double median_of(std::vector<double> values) {
@@ -94,7 +94,7 @@ OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
       out.score = score;
       out.worse_pct = m != 0 ? std::abs(v - m) / std::abs(m) * 100 : 0;
       out.group_gpus = members.size();
-      out.job_ranks = o.job_ranks;
+      out.concurrent_ranks = o.concurrent_ranks;
       report.outliers.push_back(std::move(out));
     }
   }

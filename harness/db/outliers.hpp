@@ -4,15 +4,15 @@
 //
 // Note [Fleet outliers: median and MAD]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A group is one measurement (workload, case, allocator, metric, and the number of ranks in the job:
-// a collective's bandwidth over 2 GPUs is not the one over 4, nor are copies that share a host with 3
-// others) on one GPU model under one driver: GPUs that should measure alike. Each GPU in it is one value, the
-// median of its rows' medians (a GPU measured in several runs counts once, so a node that ran ten times does
-// not outvote the rest). The group's centre is the median M of those values and its spread the median
-// absolute deviation, scaled: S = 1.4826 * median(|x - M|), which estimates the standard deviation where the
-// bulk is normal but does not need it to be. A GPU's score is how many S it lies from M in the metric's worse
-// direction (below M for higher-is-better, above for lower-is-better); it is an outlier when the
-// score exceeds the threshold (3.5 by default, Iglewicz and Hoaglin's cut for this modified z-score).
+// A group is one measurement (workload, case, allocator, metric, and how many ranks ran it at once: a
+// collective's bandwidth over 2 GPUs is not the one over 4, nor is a copy alone the one beside 3 others
+// sharing the host) on one GPU model under one driver: GPUs that should measure alike. Each GPU in it is one
+// value, the median of its rows' medians (a GPU measured in several runs counts once, so a node that ran ten
+// times does not outvote the rest). The group's centre is the median M of those values and its spread the
+// median absolute deviation, scaled: S = 1.4826 * median(|x - M|), which estimates the standard deviation
+// where the bulk is normal but does not need it to be. A GPU's score is how many S it lies from M in the
+// metric's worse direction (below M for higher-is-better, above for lower-is-better); it is an outlier when
+// the score exceeds the threshold (3.5 by default, Iglewicz and Hoaglin's cut for this modified z-score).
 //
 // Why this rule and not mean and standard deviation: the slow GPUs we look for would pull the mean
 // toward themselves and inflate the deviation, hiding themselves (masking); the median and the MAD
@@ -52,7 +52,7 @@ struct Outlier {
   double score = 0;         // (distance in the worse direction) / S
   double worse_pct = 0;     // |value - M| / |M| * 100
   std::size_t group_gpus = 0;
-  int job_ranks = 1;
+  int concurrent_ranks = 1;
 };
 
 struct OutlierReport {

@@ -19,6 +19,8 @@ namespace {
 // A run is keyed by `run_key` (store.cpp: the same run's .json and .jsonl share it), a file by its
 // content's SHA-256. Rows reference their run, metrics their row, samples their metric, all ON DELETE
 // CASCADE, so replacing a run's content (its .jsonl first, its .json later) is one DELETE of its rows.
+// A row's concurrent_ranks: how many ranks ran its case at the same time (the job's ranks, or 1 for a
+// workload the run took --in-turn): GPUs measured alone and GPUs sharing a host are not compared.
 constexpr std::string_view kV1 = R"sql(
 CREATE TABLE runs (
   id {id},
@@ -74,6 +76,7 @@ CREATE TABLE rows (
   params TEXT NOT NULL,
   allocator TEXT NOT NULL,
   rank {int},
+  concurrent_ranks {int} NOT NULL,
   device_name TEXT NOT NULL,
   device_uuid TEXT NOT NULL,
   verdict TEXT NOT NULL,

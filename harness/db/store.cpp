@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -81,9 +82,10 @@ void write_content(Connection& c, std::int64_t run_id, const compare::Results& r
     fact->bind(3, results.environment[i].first).bind(4, results.environment[i].second).run();
   }
   const auto row = c.prepare(
-      "INSERT INTO rows (run_id, position, workload, case_label, params, allocator, rank, device_name, "
-      "device_uuid, verdict, reason, checked, errors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-      "RETURNING id");
+      "INSERT INTO rows (run_id, position, workload, case_label, params, allocator, rank, concurrent_ranks, "
+      "device_name, device_uuid, verdict, reason, checked, errors) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
+  const auto job_ranks = static_cast<std::int64_t>(std::max<std::size_t>(1, results.identities.size()));
   const auto metric = c.prepare(
       "INSERT INTO metrics (row_id, name, unit, better, n, median, p10, p90, min, max, mean, stddev, cv) "
       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
@@ -91,9 +93,12 @@ void write_content(Connection& c, std::int64_t run_id, const compare::Results& r
   for (std::size_t i = 0; i < results.rows.size(); ++i) {
     const compare::ResultRow& r = results.rows[i];
     row->bind(1, run_id).bind(2, static_cast<std::int64_t>(i)).bind(3, r.workload).bind(4, r.case_label);
-    row->bind(5, nlohmann::json(r.params).dump()).bind(6, r.allocator).bind(7, r.rank).bind(8, r.device);
-    row->bind(9, r.device_uuid).bind(10, to_string(r.verdict)).bind(11, r.reason);
-    row->bind(12, clamp_count(r.checked)).bind(13, clamp_count(r.errors));
+    const bool alone =
+        std::find(results.in_turn.begin(), results.in_turn.end(), r.workload) != results.in_turn.end();
+    row->bind(5, nlohmann::json(r.params).dump()).bind(6, r.allocator).bind(7, r.rank);
+    row->bind(8, alone ? std::int64_t{1} : job_ranks).bind(9, r.device).bind(10, r.device_uuid);
+    row->bind(11, to_string(r.verdict)).bind(12, r.reason);
+    row->bind(13, clamp_count(r.checked)).bind(14, clamp_count(r.errors));
     row->step();
     const std::int64_t row_id = row->integer(0);
     row->reset();
@@ -233,7 +238,7 @@ std::vector<MetricObservation> Store::observations(const ObservationFilter& filt
   const auto s = connection_->prepare(R"sql(
 SELECT r.workload, r.case_label, r.allocator, m.name, m.unit, m.better, r.device_name,
        COALESCE(k.driver, ''), COALESCE(k.host, ''), r.device_uuid, COALESCE(g.pci_bus_id, ''),
-       u.started_at, m.median, (SELECT count(*) FROM ranks j WHERE j.run_id = u.id)
+       u.started_at, m.median, r.concurrent_ranks
 FROM metrics m
 JOIN rows r ON m.row_id = r.id
 JOIN runs u ON r.run_id = u.id
@@ -259,7 +264,7 @@ ORDER BY r.id, m.id)sql");
     o.pci_bus_id = s->text(10);
     o.started_at = s->text(11);
     o.median = s->real(12);
-    o.job_ranks = static_cast<int>(std::max<std::int64_t>(1, s->integer(13)));
+    o.concurrent_ranks = static_cast<int>(std::max<std::int64_t>(1, s->integer(13)));
     if (std::isfinite(o.median) && o.better != Better::none) {
       out.push_back(std::move(o));
     }

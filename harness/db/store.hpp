@@ -50,7 +50,9 @@ struct MetricObservation {
   Better better = Better::none;
   std::string model;   // the GPU model (the row's device name)
   std::string driver;  // of the rank that ran the row
-  int job_ranks = 1;   // ranks in the run: a collective's busbw on 2 GPUs is not the same measurement as on 4
+  // Ranks that ran the case at the same time (the job's, or 1 where it ran --in-turn): a collective's
+  // busbw over 2 GPUs is not the one over 4, nor is a copy alone the one beside 3 others on a host.
+  int concurrent_ranks = 1;
   std::string host;
   std::string gpu_uuid;
   std::string pci_bus_id;

@@ -165,6 +165,29 @@ TEST(DbStore, RunsStartedInTheSameSecondAreTwoRuns) {
   EXPECT_EQ(store.counts().runs, 2);
 }
 
+TEST(DbStore, RowsSayHowManyRanksRanTheirCaseAtOnce) {
+  // Four ranks copying together, and the same copies taken --in-turn (results/h200x4): 4 and 1.
+  TempDir dir;
+  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+  for (const char* name :
+       {"transfers-together-h200x4-580.159.04.json", "transfers-in-turn-h200x4-580.159.04.json"}) {
+    ASSERT_TRUE(ingest_file(store, kSource / "results/h200x4" / name).outcome) << name;
+  }
+  Connection& c = store.connection();
+  EXPECT_EQ(scalar(c,
+                   "SELECT count(DISTINCT concurrent_ranks) FROM rows r JOIN runs u ON r.run_id = u.id "
+                   "WHERE u.source_path LIKE '%together%'"),
+            1);
+  EXPECT_EQ(scalar(c,
+                   "SELECT min(concurrent_ranks) FROM rows r JOIN runs u ON r.run_id = u.id "
+                   "WHERE u.source_path LIKE '%together%'"),
+            4);
+  EXPECT_EQ(scalar(c,
+                   "SELECT max(concurrent_ranks) FROM rows r JOIN runs u ON r.run_id = u.id "
+                   "WHERE u.source_path LIKE '%in-turn%'"),
+            1);
+}
+
 TEST(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
   TempDir dir;
   const std::string text = slurp(kBaseStream);
