@@ -58,6 +58,11 @@ CPU = {
     "memstress doctor run.snapshot.pickle --format html -o doctor.html": 0,
     "memstress predict-batch run8.snapshot.pickle run16.snapshot.pickle --batch 8,16 --capacity 40G": 0,
     "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz": 0,
+    # the fleet store: each ingest before its outliers (they read what it wrote)
+    "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite": 0,
+    "memstress db outliers --db fleet.sqlite": 1,
+    "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite": 2,  # skips what is not results
+    "memstress db outliers --db results.sqlite --metric GB/s": 1,
 }
 NEEDS_MATPLOTLIB = ("scripts/report", "memstress doctor run.snapshot.pickle --format html")
 # Commands quoted in the README's prose rather than in a code block, run here too.
@@ -235,6 +240,13 @@ class RunOnTheCpu(unittest.TestCase):
                         "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz"):
             with self.subTest(command=command):
                 self.assertEqual(self.run_command(command).stdout, shown_output(command))
+        for store, ingest in (("fleet", "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite"),
+                              ("results", "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite")):
+            with self.subTest(store=store):
+                self.run_command(f"rm -f {store}.sqlite && {ingest}")  # a store of its own, whatever ran before
+                outliers = next(c.removeprefix("$ ") for c in readme_commands()
+                                if c.startswith(f"$ memstress db outliers --db {store}.sqlite"))
+                self.assertEqual(self.run_command(outliers).stdout, shown_output(outliers))
         slower = self.run_command("memstress compare tests/data/compare/base.json tests/data/compare/slower.json")
         self.assertEqual(slower.stdout, unshown_output_block("BASE tests/data/compare/base.json (memstress.run/1 "
                                                              "document, 3 rows)"))
