@@ -267,5 +267,24 @@ TEST(DbTransaction, RollsBackUnlessCommitted) {
   EXPECT_EQ(scalar(c, "SELECT count(*) FROM runs"), 1);
 }
 
+TEST(DbTransaction, AFileThatFailsMidwayLeavesNothing) {
+  // The database refuses the first sample (as a full disk would, midway through the file): the run, its
+  // rows and metrics written before it go with it, and the file is not recorded.
+  TempDir dir;
+  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+  store.connection().exec(
+      "CREATE TRIGGER refuse BEFORE INSERT ON samples BEGIN SELECT RAISE(ABORT, 'no room'); END");
+  EXPECT_THROW(ingest_file(store, kBaseDocument), DbError);
+  const Store::Counts c = store.counts();
+  EXPECT_EQ(c.files, 0);
+  EXPECT_EQ(c.runs, 0);
+  EXPECT_EQ(c.rows, 0);
+  EXPECT_EQ(c.metrics, 0);
+  store.connection().exec("DROP TRIGGER refuse");
+  const FileIngest again = ingest_file(store, kBaseDocument);
+  ASSERT_TRUE(again.outcome);
+  EXPECT_EQ(again.outcome->action, IngestAction::added);
+}
+
 }  // namespace
 }  // namespace memstress::db
