@@ -14,10 +14,13 @@ struct Dialect {
   std::string_view id_column;  // a generated integer primary key
   std::string_view real_type;  // a double
   std::string_view int_type;   // a 64-bit integer
+  std::string_view has_table;  // counts the tables named by its one parameter (the catalogues differ)
 };
 
-inline constexpr Dialect kSqlite{"sqlite", "INTEGER PRIMARY KEY", "REAL", "INTEGER"};
+inline constexpr Dialect kSqlite{"sqlite", "INTEGER PRIMARY KEY", "REAL", "INTEGER",
+                                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"};
 inline constexpr Dialect kPostgresql{"postgresql", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-                                     "DOUBLE PRECISION", "BIGINT"};
+                                     "DOUBLE PRECISION", "BIGINT",
+                                     "SELECT count(*) FROM information_schema.tables WHERE table_name = ?"};
 
 }  // namespace memstress::db

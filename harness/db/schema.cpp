@@ -115,12 +115,8 @@ CREATE TABLE samples (
 constexpr std::array<std::string_view, 1> kMigrations{kV1};
 
 bool has_version_table(Connection& connection) {
-  // information_schema is in PostgreSQL; SQLite has sqlite_master. The one query that differs.
-  const std::string_view sql =
-      connection.dialect().name == kSqlite.name
-          ? "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
-          : "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'";
-  const auto s = connection.prepare(sql);
+  const auto s = connection.prepare(connection.dialect().has_table);
+  s->bind(1, "schema_version");
   return s->step() && s->integer(0) > 0;
 }
 
