@@ -36,7 +36,7 @@ ms_die() {
 # --- system packages -------------------------------------------------------------------------------
 
 MS_APT_PACKAGES=(cmake ninja-build g++ libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev
-  libyaml-cpp-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev)
+  libyaml-cpp-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev libssl-dev)
 
 # Whether the fuzz step will run: scripts/fuzz (MS_WANT_FUZZ=1), or scripts/test with MEMSTRESS_SANITIZE=1 and
 # the cpu preset (CI). Only then are clang and libFuzzer needed: a plain scripts/run never asks for them.

@@ -6,8 +6,8 @@
 
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
-#include "harness/core/sha256.hpp"
 #include "harness/core/text_file.hpp"
+#include "harness/db/sha256.hpp"
 
 namespace memstress::db {
 

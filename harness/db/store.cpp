@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "harness/core/sha256.hpp"
 #include "harness/db/schema.hpp"
+#include "harness/db/sha256.hpp"
 #include "harness/run/result.hpp"
 
 namespace memstress::db {

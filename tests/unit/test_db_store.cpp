@@ -5,9 +5,9 @@
 
 #include <fstream>
 
-#include "harness/core/sha256.hpp"
 #include "harness/db/ingest.hpp"
 #include "harness/db/schema.hpp"
+#include "harness/db/sha256.hpp"
 #include "harness/db/store.hpp"
 #include "tests/unit/temp_dir.hpp"
 
