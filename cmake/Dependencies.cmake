@@ -13,8 +13,7 @@ endif()
 find_package(fmt 9 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ZLIB 1.2.11 REQUIRED) # gzip-compressed traces (harness/alloc/trace_file.cpp)
-find_package(SQLite3 3.35 REQUIRED) # the fleet store (harness/db); 3.35 for INSERT ... RETURNING
-find_package(OpenSSL 1.1 REQUIRED COMPONENTS Crypto) # the fleet store's SHA-256 (harness/db/sha256.cpp)
+include(FleetStore) # SQLite and libcrypto, when the fleet store (memstress db) is built
 if(MEMSTRESS_BUILD_TESTS)
   find_package(GTest 1.12 REQUIRED)
   include(GoogleTest)

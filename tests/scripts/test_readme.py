@@ -106,6 +106,17 @@ NOT_RUN = {
     "ctest --preset fuzz": "part of scripts/fuzz (needs the fuzz preset's build)",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
+# `memstress db` is built only where SQLite and libcrypto were found (cmake/FleetStore.cmake); elsewhere its
+# commands are skipped, saying why.
+NO_DB = ("this build has no fleet store (MEMSTRESS_HAVE_DB is not ON in its CMakeCache.txt: libsqlite3-dev or "
+         "libssl-dev missing, or MEMSTRESS_WITH_DB=OFF); memstress db exits 3 there")
+
+
+def build_has_db() -> bool:
+    """Whether BUILD has `memstress db`: its cache says so (read when asked, as scripts/run may reconfigure)."""
+    cache = BUILD / "CMakeCache.txt" if BUILD else None
+    return bool(cache and cache.exists()
+                and re.search(r"^MEMSTRESS_HAVE_DB:INTERNAL=ON$", cache.read_text(), re.MULTILINE))
 
 
 def readme_commands() -> list[str]:
@@ -224,6 +235,8 @@ class RunOnTheCpu(unittest.TestCase):
                     # the README's recipe for a machine without a GPU; CI runs it, a GPU checkout has build/gpu
                     print(f"  not run: no build/cpu here: {command}", file=sys.stderr)
                     continue
+                if command.startswith("memstress db ") and not build_has_db():
+                    self.skipTest(NO_DB)
                 if command.startswith(NEEDS_MATPLOTLIB) and self.run_command(
                         "scripts/report /nonexistent.json -o r.html").returncode == 3:
                     continue  # no python with matplotlib here (test_report says so)
@@ -243,6 +256,8 @@ class RunOnTheCpu(unittest.TestCase):
         for store, ingest in (("fleet", "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite"),
                               ("results", "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite")):
             with self.subTest(store=store):
+                if not build_has_db():
+                    self.skipTest(NO_DB)
                 self.run_command(f"rm -f {store}.sqlite && {ingest}")  # a store of its own, whatever ran before
                 outliers = next(c.removeprefix("$ ") for c in readme_commands()
                                 if c.startswith(f"$ memstress db outliers --db {store}.sqlite"))
