@@ -26,6 +26,7 @@ inline const CLI::Validator& a_path() {
 }
 
 Subcommand add_compare(CLI::App& app);
+Subcommand add_db(CLI::App& app);
 Subcommand add_devices(CLI::App& app);
 Subcommand add_doctor(CLI::App& app);
 Subcommand add_list(CLI::App& app);

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
       memstress::app::add_doctor(app),
       memstress::app::add_predict_batch(app),
       memstress::app::add_report(app),
+      memstress::app::add_db(app),
   };
 
   // CLI11 reports an unknown subcommand as a missing one; name it instead.
@@ -44,8 +45,7 @@ int main(int argc, char** argv) {
     fmt::print(
         stderr,
         "memstress: unknown subcommand '{}'; choose devices, list, run, compare, accept, replay, doctor, "
-        "predict-batch or "
-        "report (see "
+        "predict-batch, report or db (see "
         "'memstress --help')\n",
         argv[1]);
     return to_int(ExitCode::bad_input);

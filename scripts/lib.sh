@@ -17,6 +17,8 @@
 #   MEMSTRESS_JOBS            build parallelism (default: nproc, capped at one job per 2 GiB available)
 #   MEMSTRESS_PYTHON          python used to create .venv (default: python3)
 #   MEMSTRESS_REQUIRE_PYDEPS  1: failing to install requirements.txt is fatal (CI sets it)
+# With either MEMSTRESS_SANITIZE=1 or MEMSTRESS_REQUIRE_PYDEPS=1 (CI, ms_ci) the optional packages are
+# required too, and cmake is told so (-DMEMSTRESS_WITH_DB=ON): nothing CI tests may silently go missing.
 
 MS_PROG="${MS_PROG:-scripts/setup}"
 
@@ -37,6 +39,22 @@ ms_die() {
 
 MS_APT_PACKAGES=(cmake ninja-build g++ libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev
   libyaml-cpp-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev)
+
+# Wanted, not needed: without them everything but `memstress db` (the fleet store) builds
+# (cmake/FleetStore.cmake). Installed with the others where apt can run; where it cannot (not root, or
+# an offline GPU node whose apt-get update fails) setup warns and goes on, so that the first scripts/run
+# there still builds. CI (ms_ci) requires them.
+MS_APT_OPTIONAL_PACKAGES=(libsqlite3-dev libssl-dev)
+
+# Whether we may install packages (tests/scripts/test_setup_lib.py stands in another answer).
+ms_is_root() {
+  ((EUID == 0))
+}
+
+# Whether this is CI (.ci/run): the sanitizer runs, or the python tools required.
+ms_ci() {
+  [[ "${MEMSTRESS_SANITIZE:-0}" == 1 || "${MEMSTRESS_REQUIRE_PYDEPS:-0}" == 1 ]]
+}
 
 # Whether the fuzz step will run: scripts/fuzz (MS_WANT_FUZZ=1), or scripts/test with MEMSTRESS_SANITIZE=1 and
 # the cpu preset (CI). Only then are clang and libFuzzer needed: a plain scripts/run never asks for them.
@@ -78,9 +96,10 @@ ms_python_can_venv() {
 }
 
 # Installs the missing Debian packages as root, or says how to and exits 3. Does nothing (no
-# apt-get update either: GPU machines are offline) when everything is there.
+# apt-get update either: GPU machines are offline) when everything is there. The optional packages
+# (MS_APT_OPTIONAL_PACKAGES) go with the others; alone, outside CI, failing to install them is a warning.
 ms_ensure_packages() {
-  local wanted=("${MS_APT_PACKAGES[@]}") missing=() pkg
+  local wanted=("${MS_APT_PACKAGES[@]}") missing=() optional=() pkg
   if ! ms_python_can_venv "${MEMSTRESS_PYTHON:-python3}"; then
     wanted+=(python3-venv)
   fi
@@ -88,27 +107,49 @@ ms_ensure_packages() {
     mapfile -t -O "${#wanted[@]}" wanted < <(ms_fuzz_packages)
   fi
   if ! command -v dpkg-query >/dev/null 2>&1; then
-    ms_warn "no dpkg-query (not Debian/Ubuntu): cannot check packages; make sure these are installed: ${wanted[*]}"
+    ms_warn "no dpkg-query (not Debian/Ubuntu): cannot check packages; make sure these are installed:" \
+      "${wanted[*]} (and for memstress db: ${MS_APT_OPTIONAL_PACKAGES[*]})"
     return 0
   fi
   for pkg in "${wanted[@]}"; do
     ms_pkg_installed "$pkg" || missing+=("$pkg")
   done
-  if ((${#missing[@]} == 0)); then
-    ms_log "system packages: all ${#wanted[@]} present"
+  for pkg in "${MS_APT_OPTIONAL_PACKAGES[@]}"; do
+    ms_pkg_installed "$pkg" || optional+=("$pkg")
+  done
+  if ((${#missing[@]} == 0 && ${#optional[@]} == 0)); then
+    ms_log "system packages: all $((${#wanted[@]} + ${#MS_APT_OPTIONAL_PACKAGES[@]})) present"
     return 0
   fi
-  if ((EUID != 0)); then
-    ms_log "system packages missing: ${missing[*]}"
+  if ((${#missing[@]} > 0)) || ms_ci; then
+    ms_install_packages "${missing[@]}" "${optional[@]}"
+    return 0
+  fi
+  # Only the optional ones are missing: try, and go on without them if apt cannot run.
+  if ! ms_is_root; then
+    ms_warn "memstress db will not be built: ${optional[*]} missing and not root to install them" \
+      "(sudo apt-get install ${optional[*]}, then scripts/setup again); everything else is"
+  elif ! apt-get update >&2; then
+    ms_warn "memstress db will not be built: ${optional[*]} missing and apt-get update failed (offline?);" \
+      "everything else is"
+  elif ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${optional[@]}" >&2; then
+    ms_warn "memstress db will not be built: apt-get install failed for ${optional[*]}; everything else is"
+  fi
+}
+
+# ms_install_packages PKG...: installs them as root, or says how to and exits 3.
+ms_install_packages() {
+  if ! ms_is_root; then
+    ms_log "system packages missing: $*"
     ms_log "install them with:"
     printf '  sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends %s\n' \
-      "${missing[*]}" >&2
+      "$*" >&2
     exit 3
   fi
-  ms_log "installing system packages: ${missing[*]}"
+  ms_log "installing system packages: $*"
   apt-get update >&2 || ms_die 3 "apt-get update failed"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
-    ms_die 3 "apt-get install failed for: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >&2 ||
+    ms_die 3 "apt-get install failed for: $*"
 }
 
 # --- CUDA toolkit ----------------------------------------------------------------------------------
@@ -282,14 +323,18 @@ ms_pick_preset() {
 # ms_configure_build PRESET: cmake --preset, then cmake --build --preset. Returns non-zero (after
 # saying so) on failure; the caller decides whether that ends the script. Warnings are errors only
 # with MEMSTRESS_WERROR=1, said explicitly either way so that an earlier configure's cache does not decide.
+# Likewise the fleet store: required in CI (MEMSTRESS_WITH_DB=ON), else built where its packages are (AUTO).
 ms_configure_build() {
-  local preset="$1" jobs werror=OFF
+  local preset="$1" jobs werror=OFF db=AUTO
   jobs="$(ms_jobs)"
   if [[ "${MEMSTRESS_WERROR:-0}" == 1 ]]; then
     werror=ON
   fi
-  ms_log "configuring: cmake --preset $preset (warnings are errors: $werror)"
-  if ! cmake --preset "$preset" -DMEMSTRESS_WERROR="$werror" >&2; then
+  if ms_ci; then
+    db=ON
+  fi
+  ms_log "configuring: cmake --preset $preset (warnings are errors: $werror; memstress db: $db)"
+  if ! cmake --preset "$preset" -DMEMSTRESS_WERROR="$werror" -DMEMSTRESS_WITH_DB="$db" >&2; then
     ms_log "error: configuring failed (cmake --preset $preset): see the messages above"
     return 1
   fi

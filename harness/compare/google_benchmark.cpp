@@ -167,6 +167,17 @@ Results google_benchmark_results(const nlohmann::json& document) {
       }
     }
     device = context->string_or("gpu", "");
+    // memstress_bench's context names the machine and the GPU; other programs' may not.
+    RankIdentity id;
+    id.host = context->string_or("host_name", context->string_or("host", ""));
+    id.driver = context->string_or("driver_version", "");
+    id.cuda_runtime = context->string_or("cuda_runtime", "");
+    id.device_uuid = context->string_or("gpu_uuid", "");
+    if (!id.device_uuid.empty()) {
+      id.gpus.push_back({id.device_uuid, device, "", ""});
+    }
+    r.identities.push_back(std::move(id));
+    r.started_at = context->string_or("date", "");
   }
   std::vector<Benchmark> benchmarks;
   std::map<std::string, std::size_t> index;
@@ -181,6 +192,7 @@ Results google_benchmark_results(const nlohmann::json& document) {
       b.row.workload = name.substr(0, slash);
       b.row.case_label = slash == std::string::npos ? std::string() : name.substr(slash + 1);
       b.row.device = device;
+      b.row.gpu.uuid = r.identities.empty() ? std::string() : r.identities.front().device_uuid;
       benchmarks.push_back(std::move(b));
     }
     benchmarks[it->second].add(entry);

@@ -84,6 +84,32 @@ void add_facts(std::vector<Fact>& out, const nlohmann::json& object, const std::
   }
 }
 
+// A string at `pointer` in `object`, "" where it is absent or not a string: identities are read leniently,
+// as the facts are (an old file without a bus id is still a results file).
+std::string string_at(const nlohmann::json& object, const char* pointer) {
+  const nlohmann::json::json_pointer p(pointer);
+  return object.contains(p) && object.at(p).is_string() ? object.at(p).get<std::string>() : std::string();
+}
+
+RankIdentity rank_identity(const JsonField& rank) {
+  const nlohmann::json& j = rank.json();
+  RankIdentity id;
+  id.rank = static_cast<int>(rank["rank"].integer(0, kMaxRank));
+  id.host = string_at(j, "/host/name");
+  id.driver = string_at(j, "/driver/version");
+  id.cuda_driver = string_at(j, "/driver/cuda_driver_version");
+  id.cuda_runtime = string_at(j, "/cuda_runtime/version");
+  id.nccl = string_at(j, "/nccl/version");
+  id.device_uuid = string_at(j, "/device/uuid");
+  if (j.contains("gpus") && j.at("gpus").is_array()) {
+    for (const nlohmann::json& gpu : j.at("gpus")) {
+      id.gpus.push_back({string_at(gpu, "/uuid"), string_at(gpu, "/name"), string_at(gpu, "/pci_bus_id"),
+                         string_at(gpu, "/serial")});
+    }
+  }
+  return id;
+}
+
 ResultRow read_row(const JsonField& j) {
   ResultRow row;
   row.workload = j["workload"].string();
@@ -158,8 +184,24 @@ Results memstress_results(const nlohmann::json& header, const std::vector<nlohma
     for (Fact& f : rank_facts(rank.json(), prefix)) {
       r.environment.push_back(std::move(f));
     }
+    r.identities.push_back(rank_identity(rank));
+  }
+  r.started_at = fields.string_or("started_at", std::string());
+  const nlohmann::json::json_pointer in_turn("/config/in_turn");
+  if (header.contains(in_turn) && header.at(in_turn).is_array()) {
+    for (const nlohmann::json& workload : header.at(in_turn)) {
+      if (workload.is_string()) {
+        r.in_turn.push_back(workload.get<std::string>());
+      }
+    }
+  }
+  if (header.contains("argv") && header.at("argv").is_array()) {
+    for (const nlohmann::json& word : header.at("argv")) {
+      r.argv.push_back(word.is_string() ? word.get<std::string>() : json_text(word));
+    }
   }
   const std::string status = fields["status"].string();
+  r.status = status;
   if (status == "aborted") {
     r.notes.push_back(
         fmt::format("the run was aborted: {}", fields.string_or("abort_reason", std::string())));

@@ -65,11 +65,36 @@ struct ResultRow {
 // What the run ran on, flattened to labelled values ("driver" = "580.159.04", "GPU 0 memory" = ...).
 using Fact = std::pair<std::string, std::string>;
 
+// Who ran it: what identifies a machine and its GPUs. The facts above leave these out on purpose (a
+// comparison must not call another host name a change); the fleet store (harness/db) keys by them.
+// Every field is "" where the file does not say.
+struct GpuIdentity {
+  std::string uuid;
+  std::string name;  // the GPU model, "NVIDIA H200"
+  std::string pci_bus_id;
+  std::string serial;
+};
+struct RankIdentity {
+  int rank = 0;
+  std::string host;
+  std::string driver;  // the driver version string, "580.159.04"
+  std::string cuda_driver;
+  std::string cuda_runtime;
+  std::string nccl;
+  std::string device_uuid;        // the GPU this rank drove
+  std::vector<GpuIdentity> gpus;  // every GPU the rank saw
+};
+
 struct Results {
   std::filesystem::path path;
   ResultsKind kind = ResultsKind::memstress;
-  std::string format;             // "memstress.run/1 document", "memstress.run/1 stream", ...
-  std::vector<Fact> environment;  // in a stable order
+  std::string format;                    // "memstress.run/1 document", "memstress.run/1 stream", ...
+  std::vector<Fact> environment;         // in a stable order
+  std::vector<RankIdentity> identities;  // one per rank (Google Benchmark JSON: one, from its context)
+  std::string started_at;                // UTC, ISO 8601 ("" where the file does not say)
+  std::vector<std::string> argv;         // the command line of the run (memstress results)
+  std::vector<std::string> in_turn;      // workloads its ranks ran one at a time (run --in-turn)
+  std::string status;                    // "complete", "aborted", "running" ("" for Google Benchmark)
   std::vector<ResultRow> rows;
   std::vector<std::string> notes;  // worth saying before the comparison (an aborted run, ...)
 };

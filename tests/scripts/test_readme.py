@@ -59,6 +59,11 @@ CPU = {
     "memstress predict-batch run8.snapshot.pickle run16.snapshot.pickle --batch 8,16 --capacity 40G": 0,
     "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz": 0,
     "memstress run oom leak -d sim -q": 0,
+    # the fleet store: each ingest before its outliers (they read what it wrote)
+    "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite": 0,
+    "memstress db outliers --db fleet.sqlite": 1,
+    "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite": 2,  # skips what is not results
+    "memstress db outliers --db results.sqlite --metric GB/s": 1,
 }
 NEEDS_MATPLOTLIB = ("scripts/report", "memstress doctor run.snapshot.pickle --format html")
 # Commands quoted in the README's prose rather than in a code block, run here too.
@@ -103,6 +108,17 @@ NOT_RUN = {
     "ctest --preset fuzz": "part of scripts/fuzz (needs the fuzz preset's build)",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
+# `memstress db` is built only where SQLite and libcrypto were found (cmake/FleetStore.cmake); elsewhere its
+# commands are skipped, saying why.
+NO_DB = ("this build has no fleet store (MEMSTRESS_HAVE_DB is not ON in its CMakeCache.txt: libsqlite3-dev or "
+         "libssl-dev missing, or MEMSTRESS_WITH_DB=OFF); memstress db exits 3 there")
+
+
+def build_has_db() -> bool:
+    """Whether BUILD has `memstress db`: its cache says so (read when asked, as scripts/run may reconfigure)."""
+    cache = BUILD / "CMakeCache.txt" if BUILD else None
+    return bool(cache and cache.exists()
+                and re.search(r"^MEMSTRESS_HAVE_DB:INTERNAL=ON$", cache.read_text(), re.MULTILINE))
 
 
 def readme_commands() -> list[str]:
@@ -223,6 +239,8 @@ class RunOnTheCpu(unittest.TestCase):
                     # the README's recipe for a machine without a GPU; CI runs it, a GPU checkout has build/gpu
                     print(f"  not run: no build/cpu here: {command}", file=sys.stderr)
                     continue
+                if command.startswith("memstress db ") and not build_has_db():
+                    self.skipTest(NO_DB)
                 if command.startswith(NEEDS_MATPLOTLIB) and self.run_command(
                         "scripts/report /nonexistent.json -o r.html").returncode == 3:
                     continue  # no python with matplotlib here (test_report says so)
@@ -240,6 +258,15 @@ class RunOnTheCpu(unittest.TestCase):
                         "memstress run oom leak -d sim -q"):
             with self.subTest(command=command):
                 self.assertEqual(self.run_command(command).stdout, shown_output(command))
+        for store, ingest in (("fleet", "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite"),
+                              ("results", "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite")):
+            with self.subTest(store=store):
+                if not build_has_db():
+                    self.skipTest(NO_DB)
+                self.run_command(f"rm -f {store}.sqlite && {ingest}")  # a store of its own, whatever ran before
+                outliers = next(c.removeprefix("$ ") for c in readme_commands()
+                                if c.startswith(f"$ memstress db outliers --db {store}.sqlite"))
+                self.assertEqual(self.run_command(outliers).stdout, shown_output(outliers))
         slower = self.run_command("memstress compare tests/data/compare/base.json tests/data/compare/slower.json")
         self.assertEqual(slower.stdout, unshown_output_block("BASE tests/data/compare/base.json (memstress.run/1 "
                                                              "document, 3 rows)"))

@@ -1,7 +1,9 @@
 """scripts/lib.sh, the set-up behind scripts/run and scripts/test: the preset follows the machine (gpu where
 nvidia-smi lists a GPU, cpu otherwise, MEMSTRESS_PRESET above both, each said on stderr), and warnings are
 errors only when MEMSTRESS_WERROR=1 asks (CI), said to cmake explicitly either way; clang and libFuzzer are
-wanted only for the fuzz step. nvidia-smi, cmake and clang++ are stand-ins on PATH, so this runs anywhere."""
+wanted only for the fuzz step; the fleet store's packages are optional outside CI (an offline GPU node without
+them still builds) and required in it. nvidia-smi, cmake, clang++, dpkg-query and apt-get are stand-ins on
+PATH, so this runs anywhere."""
 
 from __future__ import annotations
 
@@ -66,11 +68,99 @@ class SetupChoices(unittest.TestCase):
             done = self.shell("if ms_fuzz_wanted; then echo yes; else echo no; fi", **env)
             self.assertEqual(done.stdout.strip(), wanted, env)
 
+    def test_the_fleet_store_is_required_in_ci_and_built_where_it_can_be_elsewhere(self) -> None:
+        self.tool("cmake", 'echo "cmake $*" >&2')
+        for env, expected in (({}, "AUTO"), ({"MEMSTRESS_REQUIRE_PYDEPS": "1"}, "ON"),
+                              ({"MEMSTRESS_SANITIZE": "1"}, "ON")):
+            done = self.shell("ms_configure_build cpu", **env)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn(f"-DMEMSTRESS_WITH_DB={expected}", done.stderr, env)
+
     def test_the_libfuzzer_runtime_follows_the_clang_installed(self) -> None:
         self.tool("clang++", 'echo "Ubuntu clang version 18.1.3 (1ubuntu1)"')
         self.assertEqual(self.shell("ms_fuzz_packages").stdout.split(), ["clang", "libclang-rt-18-dev"])
         (self.bin / "clang++").write_text("#!/bin/sh\nexit 127\n")  # none: Debian 12's
         self.assertEqual(self.shell("ms_fuzz_packages").stdout.split(), ["clang", "libclang-rt-14-dev"])
+
+
+class Packages(unittest.TestCase):
+    """ms_ensure_packages with a stand-in dpkg-query (every package installed but those in FAKE_MISSING) and
+    apt-get (it logs each call; `update` exits FAKE_UPDATE_RC), as root or not (ms_is_root stood in)."""
+    OPTIONAL = "libsqlite3-dev libssl-dev"
+
+    def setUp(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.bin = Path(self.tmp.name) / "bin"
+        self.bin.mkdir()
+        self.apt_log = Path(self.tmp.name) / "apt.log"
+        self.tool("dpkg-query", 'case " $FAKE_MISSING " in *" $3 "*) exit 1 ;; esac; printf "install ok installed"')
+        self.tool("apt-get", f'echo "$*" >>{self.apt_log}; [ "$1" != update ] || exit "${{FAKE_UPDATE_RC:-0}}"')
+        self.tool("python3", "exit 0")  # can make a venv: no python3-venv wanted
+
+    def tool(self, name: str, body: str) -> None:
+        path = self.bin / name
+        path.write_text("#!/bin/sh\n" + body + "\n")
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+    def ensure(self, missing: str, root: bool = True, update_rc: int = 0,
+               **env: str) -> subprocess.CompletedProcess[str]:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTRESS_")}
+        base.update(PATH=f"{self.bin}:/usr/bin:/bin", MEMSTRESS_PYTHON=str(self.bin / "python3"),
+                    FAKE_MISSING=missing, FAKE_UPDATE_RC=str(update_rc), **env)
+        root_says = "true" if root else "false"
+        return subprocess.run(["bash", "-c", f"source {LIB}; ms_is_root() {{ {root_says}; }}; ms_ensure_packages"],
+                              env=base, capture_output=True, text=True, check=False)
+
+    def apt_calls(self) -> list[str]:
+        return self.apt_log.read_text().splitlines() if self.apt_log.exists() else []
+
+    def test_nothing_missing_touches_nothing(self) -> None:
+        done = self.ensure("")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertRegex(done.stderr, r"system packages: all \d+ present")
+        self.assertEqual(self.apt_calls(), [])
+
+    def test_an_offline_gpu_node_without_the_fleet_stores_packages_goes_on_without_memstress_db(self) -> None:
+        done = self.ensure(self.OPTIONAL, update_rc=100)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stderr.count("warning: memstress db will not be built"), 1, done.stderr)
+        self.assertIn(f"{self.OPTIONAL} missing and apt-get update failed (offline?)", done.stderr)
+        self.assertEqual(self.apt_calls(), ["update"])
+
+    def test_not_root_without_the_fleet_stores_packages_goes_on_and_says_how_to_get_it(self) -> None:
+        done = self.ensure(self.OPTIONAL, root=False)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stderr.count("warning: memstress db will not be built"), 1, done.stderr)
+        self.assertIn(f"not root to install them (sudo apt-get install {self.OPTIONAL}", done.stderr)
+        self.assertEqual(self.apt_calls(), [])
+
+    def test_the_fleet_stores_packages_are_installed_where_apt_can_run(self) -> None:
+        done = self.ensure(self.OPTIONAL)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertNotIn("warning", done.stderr)
+        self.assertEqual(self.apt_calls(), ["update", f"install -y --no-install-recommends {self.OPTIONAL}"])
+
+    def test_they_go_with_the_needed_packages(self) -> None:
+        done = self.ensure(f"libfmt-dev {self.OPTIONAL}")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(self.apt_calls(), ["update", f"install -y --no-install-recommends libfmt-dev {self.OPTIONAL}"])
+        # not root: the needed one missing still ends setup (exit 3), the command naming all three
+        done = self.ensure(f"libfmt-dev {self.OPTIONAL}", root=False)
+        self.assertEqual(done.returncode, 3, done.stderr)
+        self.assertIn(f"apt-get install -y --no-install-recommends libfmt-dev {self.OPTIONAL}", done.stderr)
+        # a needed package where apt-get update fails: exit 3, as before
+        self.assertEqual(self.ensure("libfmt-dev", update_rc=100).returncode, 3)
+
+    def test_ci_requires_the_fleet_stores_packages(self) -> None:
+        for ci in ({"MEMSTRESS_REQUIRE_PYDEPS": "1"}, {"MEMSTRESS_SANITIZE": "1", "MEMSTRESS_PRESET": "gpu"}):
+            with self.subTest(ci=ci):
+                done = self.ensure(self.OPTIONAL, update_rc=100, **ci)
+                self.assertEqual(done.returncode, 3, done.stderr)
+                self.assertIn("error: apt-get update failed", done.stderr)
+                done = self.ensure(self.OPTIONAL, root=False, **ci)
+                self.assertEqual(done.returncode, 3, done.stderr)
+                self.assertIn(f"--no-install-recommends {self.OPTIONAL}", done.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,104 @@
+#pragma once
+
+// The store's view of a database: a connection that runs SQL, prepared statements with positional `?`
+// parameters, and a transaction that rolls back unless committed. Narrow on purpose: SQLite is the one
+// implementation today (sqlite_connection.cpp); a PostgreSQL one (libpqxx) implements the same three
+// classes, rewriting `?` as `$n`, and the store's code and schema stay as they are. What SQL text differs
+// between the two lives in dialect.hpp, nowhere else.
+//
+// Every failure throws DbError naming the database and the statement. Nulls: a bound std::nullopt, and
+// NaN (which neither backend keeps as a number) is stored as NULL and read back as NaN.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "harness/core/error.hpp"
+#include "harness/db/dialect.hpp"
+
+namespace memstress::db {
+
+// A database that cannot be opened, read or written (exit 2: the --db input is at fault, or the
+// disk). The message names the database.
+class DbError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+class Statement {
+ public:
+  virtual ~Statement() = default;
+  Statement() = default;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  // Parameters are numbered from 1, as in SQL.
+  virtual Statement& bind(int index, std::int64_t value) = 0;
+  virtual Statement& bind(int index, double value) = 0;  // NaN: NULL
+  virtual Statement& bind(int index, std::string_view value) = 0;
+  virtual Statement& bind_null(int index) = 0;
+  Statement& bind(int index, const std::string& value) { return bind(index, std::string_view(value)); }
+  Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
+  Statement& bind(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }
+  Statement& bind(int index, std::optional<int> value) {
+    return value ? bind(index, *value) : bind_null(index);
+  }
+
+  // Runs the statement to its next row: true with a row to read, false when done.
+  virtual bool step() = 0;
+  // Runs a statement that returns no rows (or ignores them) and resets it for the next binding.
+  void run() {
+    while (step()) {
+    }
+    reset();
+  }
+  virtual void reset() = 0;  // to run again; bindings are cleared
+
+  // Columns of the current row, numbered from 0. NULL: 0, NaN, "" and is_null() true.
+  [[nodiscard]] virtual bool is_null(int column) const = 0;
+  [[nodiscard]] virtual std::int64_t integer(int column) const = 0;
+  [[nodiscard]] virtual double real(int column) const = 0;
+  [[nodiscard]] virtual std::string text(int column) const = 0;
+};
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  Connection() = default;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  [[nodiscard]] virtual const Dialect& dialect() const noexcept = 0;
+  [[nodiscard]] virtual const std::string& name() const noexcept = 0;  // as messages name it
+  // Runs one or more statements without parameters (schema, BEGIN/COMMIT).
+  virtual void exec(std::string_view sql) = 0;
+  [[nodiscard]] virtual std::unique_ptr<Statement> prepare(std::string_view sql) = 0;
+};
+
+// BEGIN on construction; ROLLBACK in the destructor unless commit() ran (an exception on the way out
+// undoes everything the transaction wrote). Not nested.
+class Transaction {
+ public:
+  explicit Transaction(Connection& connection);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  void commit();
+
+ private:
+  Connection* connection_;
+  bool done_ = false;
+};
+
+// How `--db` is opened. `create`: a missing SQLite file is created (ingest); otherwise it must exist
+// (queries).
+enum class OpenMode { create, existing };
+
+// Opens `--db`: a path of an SQLite file. A `postgresql://` URL is refused for now with a message
+// saying so (the PostgreSQL backend is not built yet).
+std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode);
+
+}  // namespace memstress::db

@@ -1,0 +1,26 @@
+#pragma once
+
+// The SQL text that differs between database backends, all of it in one place: the schema
+// (schema.cpp) and the store (store.cpp) write every other statement in the SQL both SQLite and
+// PostgreSQL accept (INSERT ... RETURNING, ON CONFLICT DO NOTHING, positional `?` parameters, which a
+// PostgreSQL connection rewrites as `$n`).
+
+#include <string_view>
+
+namespace memstress::db {
+
+struct Dialect {
+  std::string_view name;       // "sqlite", "postgresql"
+  std::string_view id_column;  // a generated integer primary key
+  std::string_view real_type;  // a double
+  std::string_view int_type;   // a 64-bit integer
+  std::string_view has_table;  // counts the tables named by its one parameter (the catalogues differ)
+};
+
+inline constexpr Dialect kSqlite{"sqlite", "INTEGER PRIMARY KEY", "REAL", "INTEGER",
+                                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"};
+inline constexpr Dialect kPostgresql{"postgresql", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+                                     "DOUBLE PRECISION", "BIGINT",
+                                     "SELECT count(*) FROM information_schema.tables WHERE table_name = ?"};
+
+}  // namespace memstress::db

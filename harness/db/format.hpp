@@ -1,0 +1,21 @@
+#pragma once
+
+// What `memstress db outliers` prints: a table for people, or JSON for scripts.
+//
+// The JSON ("schema": "memstress.outliers/1"): threshold, min_gpus, relative_floor; gpus (distinct GPUs
+// seen), groups_judged, groups_too_small; outliers[], most distant first, each with workload, case,
+// allocator, metric, unit, better, model, driver, host, gpu_uuid, pci_bus_id, value, group_median,
+// spread (the scaled MAD, floor applied), score (in spreads) and worse_pct, group_gpus,
+// concurrent_ranks (how many ranks ran the case at once in the runs compared).
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/db/outliers.hpp"
+
+namespace memstress::db {
+
+std::string format_outliers_table(const OutlierReport& report, const OutlierOptions& options);
+nlohmann::json outliers_json(const OutlierReport& report, const OutlierOptions& options);
+
+}  // namespace memstress::db

@@ -1,0 +1,68 @@
+#pragma once
+
+// GPUs slower than their siblings: the rule of `memstress db outliers`.
+//
+// Note [Fleet outliers: median and MAD]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A group is one measurement (workload, case, allocator, metric, and how many ranks ran it at once: a
+// collective's bandwidth over 2 GPUs is not the one over 4, nor is a copy alone the one beside 3 others
+// sharing the host) on one GPU model under one driver: GPUs that should measure alike. Each GPU in it is one
+// value, the median of its rows' medians (a GPU measured in several runs counts once, so a node that ran ten
+// times does not outvote the rest). The group's centre is the median M of those values and its spread the
+// median absolute deviation, scaled: S = 1.4826 * median(|x - M|), which estimates the standard deviation
+// where the bulk is normal but does not need it to be. A GPU's score is how many S it lies from M in the
+// metric's worse direction (below M for higher-is-better, above for lower-is-better); it is an outlier when
+// the score exceeds the threshold (3.5 by default, Iglewicz and Hoaglin's cut for this modified z-score).
+//
+// Why this rule and not mean and standard deviation: the slow GPUs we look for would pull the mean
+// toward themselves and inflate the deviation, hiding themselves (masking); the median and the MAD
+// ignore up to half of the group, so a few slow GPUs among many cannot move them. Nothing assumes
+// the healthy GPUs' values are normal: fleets have bimodal clocks, two PCIe generations, thermal
+// tails. Only the worse direction is reported: a GPU faster than its siblings is not a fault.
+//
+// Two guards keep noise from being flagged. A minimum group size (5 GPUs by default): with fewer, the
+// median and the MAD of a handful of values say little, and such groups are counted as not judged,
+// never as healthy. A relative floor on the spread (S is at least 1% of |M| by default): where the
+// GPUs agree to the last digit (a byte count, a bandwidth at the link's ceiling) the MAD is zero or
+// nearly so and any difference would be infinitely many S away; the floor says a GPU must also be
+// worse by a few percent (threshold x floor: 3.5% by default) before it is called out.
+
+#include <string>
+#include <vector>
+
+#include "harness/db/store.hpp"
+
+namespace memstress::db {
+
+struct OutlierOptions {
+  double threshold = 3.5;        // in scaled MADs
+  std::size_t min_gpus = 5;      // a group of fewer GPUs is not judged
+  double relative_floor = 0.01;  // the spread is at least this fraction of |median|
+};
+
+inline constexpr double kMadScale = 1.4826;  // 1 / Phi^-1(3/4): the MAD of a normal is 0.6745 sigma
+
+struct Outlier {
+  std::string workload, case_label, allocator, metric, unit;
+  Better better = Better::none;
+  std::string model, driver, host, gpu_uuid, pci_bus_id;
+  double value = 0;         // the GPU's median
+  double group_median = 0;  // M
+  double spread = 0;        // S, floor applied
+  double score = 0;         // (distance in the worse direction) / S
+  double worse_pct = 0;     // |value - M| / |M| * 100
+  std::size_t group_gpus = 0;
+  int concurrent_ranks = 1;
+};
+
+struct OutlierReport {
+  std::vector<Outlier> outliers;  // most distant first
+  std::size_t groups_judged = 0;
+  std::size_t groups_too_small = 0;  // fewer than min_gpus GPUs
+  std::size_t gpus = 0;              // distinct GPUs seen
+};
+
+OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
+                            const OutlierOptions& options);
+
+}  // namespace memstress::db

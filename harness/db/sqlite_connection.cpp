@@ -1,0 +1,189 @@
+// The SQLite backend of connection.hpp: sqlite3 and sqlite3_stmt handles owned by unique_ptr with their
+// closing functions, every result code checked and turned into a DbError naming the database.
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "harness/db/connection.hpp"
+
+namespace memstress::db {
+namespace {
+
+struct CloseDatabase {
+  void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
+};
+struct FinalizeStatement {
+  void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
+};
+using DatabaseHandle = std::unique_ptr<sqlite3, CloseDatabase>;
+using StatementHandle = std::unique_ptr<sqlite3_stmt, FinalizeStatement>;
+
+class SqliteStatement final : public Statement {
+ public:
+  SqliteStatement(StatementHandle handle, sqlite3* db, const std::string& name)
+      : handle_(std::move(handle)), db_(db), name_(&name) {}
+
+  Statement& bind(int index, std::int64_t value) override {
+    check(sqlite3_bind_int64(handle_.get(), index, value), "bind");
+    return *this;
+  }
+  Statement& bind(int index, double value) override {
+    if (std::isnan(value)) {
+      return bind_null(index);
+    }
+    check(sqlite3_bind_double(handle_.get(), index, value), "bind");
+    return *this;
+  }
+  Statement& bind(int index, std::string_view value) override {
+    check(
+        sqlite3_bind_text64(handle_.get(), index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+        "bind");
+    return *this;
+  }
+  Statement& bind_null(int index) override {
+    check(sqlite3_bind_null(handle_.get(), index), "bind");
+    return *this;
+  }
+
+  bool step() override {
+    const int rc = sqlite3_step(handle_.get());
+    if (rc == SQLITE_ROW) {
+      return true;
+    }
+    if (rc == SQLITE_DONE) {
+      return false;
+    }
+    const std::string message = sqlite3_errmsg(db_);
+    sqlite3_reset(handle_.get());
+    throw DbError(fmt::format("database '{}': {} (in: {})", *name_, message, sql()));
+  }
+  void reset() override {
+    sqlite3_reset(handle_.get());
+    sqlite3_clear_bindings(handle_.get());
+  }
+
+  bool is_null(int column) const override {
+    return sqlite3_column_type(handle_.get(), column) == SQLITE_NULL;
+  }
+  std::int64_t integer(int column) const override { return sqlite3_column_int64(handle_.get(), column); }
+  double real(int column) const override {
+    return is_null(column) ? std::numeric_limits<double>::quiet_NaN()
+                           : sqlite3_column_double(handle_.get(), column);
+  }
+  std::string text(int column) const override {
+    const unsigned char* text = sqlite3_column_text(handle_.get(), column);
+    const int bytes = sqlite3_column_bytes(handle_.get(), column);
+    return text == nullptr
+               ? std::string()
+               : std::string(reinterpret_cast<const char*>(text), static_cast<std::size_t>(bytes));
+  }
+
+ private:
+  std::string sql() const {
+    const char* text = sqlite3_sql(handle_.get());
+    return text == nullptr ? std::string() : std::string(text);
+  }
+  void check(int rc, const char* what) const {
+    if (rc != SQLITE_OK) {
+      throw DbError(fmt::format("database '{}': {}: {} (in: {})", *name_, what, sqlite3_errmsg(db_), sql()));
+    }
+  }
+
+  StatementHandle handle_;
+  sqlite3* db_;
+  const std::string* name_;  // the connection's, which outlives its statements
+};
+
+class SqliteConnection final : public Connection {
+ public:
+  SqliteConnection(DatabaseHandle db, std::string name) : db_(std::move(db)), name_(std::move(name)) {}
+
+  const Dialect& dialect() const noexcept override { return kSqlite; }
+  const std::string& name() const noexcept override { return name_; }
+
+  void exec(std::string_view sql) override {
+    const std::string text(sql);
+    char* error = nullptr;
+    if (sqlite3_exec(db_.get(), text.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+      const std::string message = error != nullptr ? error : sqlite3_errmsg(db_.get());
+      sqlite3_free(error);
+      throw DbError(fmt::format("database '{}': {} (in: {})", name_, message, first_line(sql)));
+    }
+  }
+
+  std::unique_ptr<Statement> prepare(std::string_view sql) override {
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK) {
+      throw DbError(
+          fmt::format("database '{}': {} (in: {})", name_, sqlite3_errmsg(db_.get()), first_line(sql)));
+    }
+    return std::make_unique<SqliteStatement>(StatementHandle(raw), db_.get(), name_);
+  }
+
+ private:
+  static std::string_view first_line(std::string_view sql) { return sql.substr(0, sql.find('\n')); }
+
+  DatabaseHandle db_;
+  std::string name_;
+};
+
+}  // namespace
+
+Transaction::Transaction(Connection& connection) : connection_(&connection) {
+  connection_->exec("BEGIN");
+}
+
+Transaction::~Transaction() {
+  if (!done_) {
+    try {
+      connection_->exec("ROLLBACK");
+    } catch (const Error&) {  // NOLINT(bugprone-empty-catch): a failed rollback leaves nothing to undo
+    }
+  }
+}
+
+void Transaction::commit() {
+  connection_->exec("COMMIT");
+  done_ = true;
+}
+
+std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode) {
+  if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
+    throw InputError(fmt::format(
+        "--db '{}': PostgreSQL is not supported by this build yet; give the path of an SQLite file", url));
+  }
+  std::error_code ec;
+  if (mode == OpenMode::existing && !std::filesystem::exists(url, ec)) {
+    throw InputError(fmt::format("--db '{}': no such database (memstress db ingest creates one)", url));
+  }
+  if (std::filesystem::is_directory(url, ec)) {
+    throw InputError(fmt::format("--db '{}': a directory, not a database file", url));
+  }
+  sqlite3* raw = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | (mode == OpenMode::create ? SQLITE_OPEN_CREATE : 0);
+  const int rc = sqlite3_open_v2(url.c_str(), &raw, flags, nullptr);
+  DatabaseHandle db(raw);  // owned even when the open failed (sqlite3_open_v2 may still allocate it)
+  if (rc != SQLITE_OK) {
+    throw InputError(
+        fmt::format("--db '{}': cannot open: {}", url, db ? sqlite3_errmsg(db.get()) : sqlite3_errstr(rc)));
+  }
+  sqlite3_extended_result_codes(db.get(), 1);
+  // Another process ingesting at the same time: wait for its transaction rather than fail at once.
+  sqlite3_busy_timeout(db.get(), 10'000);
+  auto connection = std::make_unique<SqliteConnection>(std::move(db), url);
+  // Not SQL the other backend needs: PostgreSQL always enforces foreign keys.
+  connection->exec("PRAGMA foreign_keys = ON");
+  // A file that is not SQLite fails here, on its first read, rather than midway through an ingest.
+  try {
+    connection->exec("SELECT count(*) FROM sqlite_master");
+  } catch (const DbError& e) {
+    throw InputError(fmt::format("--db '{}': not an SQLite database ({})", url, e.what()));
+  }
+  return connection;
+}
+
+}  // namespace memstress::db

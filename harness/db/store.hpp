@@ -1,0 +1,95 @@
+#pragma once
+
+// The fleet store: results files kept in a database (connection.hpp), and what the queries read back.
+// Its interface has no backend type in it: a Store works on any Connection.
+//
+// Note [Idempotent ingest]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A file is known by the SHA-256 of its content, not its name: ingesting it again (or a copy under
+// another name) changes nothing and says which file gave it first. A *run* is known by its run key:
+// for memstress results the start time (to the second), the command line, the memstress version and
+// every rank's host and GPUs, which the run's `.jsonl` stream and its `.json` document share (two runs
+// started in the same second on one machine differ in their command lines: two runs may not share an
+// `--out`); for Google Benchmark JSON (written once, whole) the content hash. So the stream of a run that is
+// still going (or crashed) and its document written later are one run, not two, and the GPUs' medians are not
+// counted twice: the one with more rows wins (a finished document over its stream: more rows, or as many and
+// no longer `running`), replacing the other's rows in the same transaction; the other is recorded as a file
+// of that run. Each file is ingested in one transaction: a file that fails midway leaves nothing.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/compare/results.hpp"
+#include "harness/db/connection.hpp"
+
+namespace memstress::db {
+
+enum class IngestAction {
+  added,      // a new run
+  replaced,   // the same run was held from a file with fewer rows: this one's rows replace them
+  same_run,   // the same run is held from a file with as many rows or more: kept as it was
+  unchanged,  // this content was ingested before
+};
+std::string_view to_string(IngestAction action) noexcept;
+
+struct IngestOutcome {
+  IngestAction action = IngestAction::added;
+  std::string held_from;  // replaced, same_run, unchanged: the file the store held the run from
+  std::size_t rows = 0;   // rows of the run as held now
+  std::size_t gpus = 0;   // distinct GPU UUIDs of the run
+};
+
+// One GPU's median of one metric in one row, with what groups it (outliers.hpp).
+struct MetricObservation {
+  std::string workload;
+  std::string case_label;
+  std::string allocator;
+  std::string metric;
+  std::string unit;
+  Better better = Better::none;
+  std::string model;   // the GPU model (the row's device name)
+  std::string driver;  // of the rank that ran the row
+  // Ranks that ran the case at the same time (the job's, or 1 where it ran --in-turn): a collective's
+  // busbw over 2 GPUs is not the one over 4, nor is a copy alone the one beside 3 others on a host.
+  int concurrent_ranks = 1;
+  std::string host;
+  std::string gpu_uuid;
+  std::string pci_bus_id;
+  std::string started_at;  // the run's
+  double median = 0;
+};
+
+struct ObservationFilter {
+  std::string metric;  // "" every metric
+  std::string since;   // "" always; else runs started at or after it (ISO 8601, compared as text)
+};
+
+class Store {
+ public:
+  // Opens the database and brings its schema to this memstress's version (schema.hpp).
+  explicit Store(std::unique_ptr<Connection> connection);
+
+  // Ingests one file's results (loaded from `text`, whose hash is `sha256`) in one transaction.
+  IngestOutcome ingest(const compare::Results& results, const std::string& sha256, const std::string& path);
+
+  // Every finite median of a metric with a better direction, of a row that passed or failed (skipped
+  // and errored rows measured nothing), on a GPU the row names by UUID.
+  std::vector<MetricObservation> observations(const ObservationFilter& filter);
+
+  // Counts of what the store holds, for messages and tests.
+  struct Counts {
+    std::int64_t files = 0, runs = 0, rows = 0, metrics = 0, samples = 0;
+  };
+  Counts counts();
+
+  [[nodiscard]] Connection& connection() noexcept { return *connection_; }
+
+ private:
+  std::unique_ptr<Connection> connection_;
+};
+
+// The run key of Note [Idempotent ingest].
+std::string run_key(const compare::Results& results, const std::string& sha256);
+
+}  // namespace memstress::db
