@@ -68,7 +68,7 @@ using Fact = std::pair<std::string, std::string>;
 // Who ran it: what identifies a machine and its GPUs. The facts above leave these out on purpose (a
 // comparison must not call another host name a change); the fleet store (harness/db) keys by them.
 // Every field is "" where the file does not say.
-struct GpuIdentity {
+struct SeenGpu {  // a GPU a rank saw (RankIdentity::gpus); GpuIdentity above is the one a row ran on
   std::string uuid;
   std::string name;  // the GPU model, "NVIDIA H200"
   std::string pci_bus_id;
@@ -81,8 +81,8 @@ struct RankIdentity {
   std::string cuda_driver;
   std::string cuda_runtime;
   std::string nccl;
-  std::string device_uuid;        // the GPU this rank drove
-  std::vector<GpuIdentity> gpus;  // every GPU the rank saw
+  std::string device_uuid;    // the GPU this rank drove
+  std::vector<SeenGpu> gpus;  // every GPU the rank saw
 };
 
 struct Results {

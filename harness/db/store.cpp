@@ -69,7 +69,7 @@ void write_content(Connection& c, std::int64_t run_id, const compare::Results& r
     }
     rank->bind(1, run_id).bind(2, id.rank).bind(3, id.host).bind(4, id.driver).bind(5, id.cuda_driver);
     rank->bind(6, id.cuda_runtime).bind(7, id.nccl).bind(8, id.device_uuid).run();
-    for (const compare::GpuIdentity& g : id.gpus) {
+    for (const compare::SeenGpu& g : id.gpus) {
       if (!g.uuid.empty()) {
         gpu->bind(1, run_id).bind(2, id.rank).bind(3, g.uuid).bind(4, g.name).bind(5, g.pci_bus_id);
         gpu->bind(6, g.serial).run();
@@ -163,7 +163,7 @@ std::string run_key(const compare::Results& results, const std::string& sha256) 
   }
   for (const compare::RankIdentity& id : results.identities) {
     identity += fmt::format("{}\t{}\t{}", id.rank, id.host, id.device_uuid);
-    for (const compare::GpuIdentity& gpu : id.gpus) {
+    for (const compare::SeenGpu& gpu : id.gpus) {
       identity += "\t" + gpu.uuid;
     }
     identity += "\n";
