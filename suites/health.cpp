@@ -62,7 +62,7 @@ class HealthRun final : public CaseRun {
 
   void finish(CaseContext& ctx) override {
     for (const auto& [name, why] : notes_.not_measured) {
-      ctx.note(fmt::format("{}{} ({})", kNotMeasured, name, why));
+      ctx.note(not_measured_note(name, why));
     }
     for (const std::string& n : notes_.notes) {
       ctx.note(n);

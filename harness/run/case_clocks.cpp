@@ -15,6 +15,7 @@ namespace memstress {
 namespace {
 
 // The causes that count as a slowdown (see the note): heat, and the external power brake.
+constexpr std::string_view kSlowdownFigure = "throttle.slowdown_ms";
 constexpr std::array<std::string_view, 3> kSlowdowns = {"throttle.thermal_ms", "throttle.hw_thermal_ms",
                                                         "throttle.hw_power_brake_ms"};
 
@@ -32,15 +33,13 @@ void CaseClocks::record(CaseContext& ctx) {
   }
   const std::string unavailable = watch_->unavailable();
   if (!unavailable.empty()) {
-    ctx.note(fmt::format("{}throttle.slowdown_ms ({})", kNotMeasured, unavailable));
+    ctx.note(not_measured_note(kSlowdownFigure, unavailable));
     return;
   }
   const std::vector<std::pair<std::string, double>> now_all = watch_->throttle_ms();
   if (now_all.empty() && !start_.empty()) {
-    ctx.note(
-        fmt::format("{}throttle.slowdown_ms (the clock counters read before the case could not be read "
-                    "after it)",
-                    kNotMeasured));
+    ctx.note(not_measured_note(kSlowdownFigure,
+                               "the clock counters read before the case could not be read after it"));
     return;
   }
   double slowdown = 0;
@@ -63,15 +62,13 @@ void CaseClocks::record(CaseContext& ctx) {
     }
   }
   if (slowdown_counted) {
-    ctx.record("throttle.slowdown_ms", "ms", Better::lower, slowdown);
+    ctx.record(kSlowdownFigure, "ms", Better::lower, slowdown);
     if (slowdown > 0) {
-      ctx.note(
-          fmt::format("throttle.slowdown_ms: clocks slowed for heat or a power brake during this case ({})",
-                      fmt::join(causes, ", ")));
+      ctx.note(fmt::format("{}: clocks slowed for heat or a power brake during this case ({})",
+                           kSlowdownFigure, fmt::join(causes, ", ")));
     }
   } else {
-    ctx.note(fmt::format("{}throttle.slowdown_ms (this GPU counts no thermal or power-brake slowdown time)",
-                         kNotMeasured));
+    ctx.note(not_measured_note(kSlowdownFigure, "this GPU counts no thermal or power-brake slowdown time"));
   }
 }
 

@@ -67,6 +67,10 @@ std::string_view to_string(RunStatus status) noexcept {
   return "aborted";
 }
 
+std::string not_measured_note(std::string_view metric, std::string_view why) {
+  return fmt::format("{}{} ({})", kNotMeasured, metric, why);
+}
+
 std::string Row::case_label() const {
   std::string label;
   for (const auto& [key, value] : params) {

@@ -37,6 +37,8 @@ std::optional<Better> better_from_string(std::string_view text) noexcept;
 // that starts with this and names the metric: "not measured: nvlink.errors (no NVLink is active)". accept
 // skips a check on such a metric rather than failing it.
 inline constexpr std::string_view kNotMeasured = "not measured: ";
+// That note: "not measured: METRIC (WHY)".
+[[nodiscard]] std::string not_measured_note(std::string_view metric, std::string_view why);
 
 struct MetricResult {
   std::string name;
