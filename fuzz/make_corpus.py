@@ -129,7 +129,11 @@ def snapshot_facts() -> dict[str, bytes]:
     return out
 
 
-TARGETS = {"results": RESULTS, "json_input": JSON, "profile": PROFILE, "replay_trace": REPLAY_TRACE,
+# The store's ingest reads what the results loader accepts: the same seeds, and a fleet node's document
+# (tests/data/fleet: 4 GPUs with UUIDs and bus ids, which the store keys its GPUs by).
+INGEST = {**RESULTS, "fleet-node.json": whole("tests/data/fleet/node01.json")}
+
+TARGETS = {"results": RESULTS, "ingest": INGEST, "json_input": JSON, "profile": PROFILE, "replay_trace": REPLAY_TRACE,
            "alloc_conf": ALLOC_CONF, "bytes": BYTES, "params": PARAMS, "trace_file": TRACE_FILE,
            "snapshot_facts": snapshot_facts()}
 
