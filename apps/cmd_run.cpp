@@ -454,8 +454,10 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--seed", flags->seed, "Seed for data patterns and random choices (0 to 2^64 - 1)")
       ->type_name("UINT")
       ->capture_default_str();
-  sub->add_option("--format", flags->format, "stdout format: table, json or csv")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
+  sub->add_option("--format", flags->format,
+                  "stdout format: table, json, csv or openmetrics (Prometheus; node_exporter's textfile "
+                  "collector: write it to a .prom file)")
+      ->check(CLI::IsMember({"table", "json", "csv", "openmetrics"}))
       ->capture_default_str();
   sub->add_flag(
       "--wide", flags->wide,

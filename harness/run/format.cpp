@@ -9,6 +9,7 @@
 
 #include "harness/core/error.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/run/openmetrics.hpp"
 
 namespace memstress {
 namespace {
@@ -40,7 +41,10 @@ OutputFormat parse_output_format(std::string_view text, std::string_view what) {
   if (text == "csv") {
     return OutputFormat::csv;
   }
-  throw InputError(fmt::format("{} '{}': choose table, json or csv", what, text));
+  if (text == "openmetrics") {
+    return OutputFormat::openmetrics;
+  }
+  throw InputError(fmt::format("{} '{}': choose table, json, csv or openmetrics", what, text));
 }
 
 std::string format_value(double value) {
@@ -89,6 +93,8 @@ std::string format_run(const RunRecord& run, OutputFormat format, const TableOpt
       return json_text(run_json(run), 2) + "\n";
     case OutputFormat::csv:
       return format_csv(run);
+    case OutputFormat::openmetrics:
+      return format_openmetrics(run);
   }
   return format_table(run, table);
 }

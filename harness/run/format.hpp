@@ -8,13 +8,13 @@
 
 namespace memstress {
 
-enum class OutputFormat { table, json, csv };
+enum class OutputFormat { table, json, csv, openmetrics };
 
-// Throws InputError naming `what` (e.g. "--format") for anything but table, json or csv.
+// Throws InputError naming `what` (e.g. "--format") for anything but table, json, csv or openmetrics.
 OutputFormat parse_output_format(std::string_view text, std::string_view what);
 
 // What `run` prints on stdout: the table (harness/run/table.hpp, shaped by `table`), the JSON document or
-// CSV (raw numbers, the recorded metric names).
+// CSV (raw numbers, the recorded metric names), or OpenMetrics (harness/run/openmetrics.hpp).
 std::string format_run(const RunRecord& run, OutputFormat format, const TableOptions& table = {});
 
 std::string format_csv(const RunRecord& run);
