@@ -1,7 +1,11 @@
 // memstress db: the fleet store (harness/db). `db ingest FILES... --db F` loads results files into it;
-// `db outliers --db F` names the GPUs slower than their siblings (Note [Fleet outliers: median and MAD]).
+// `db outliers --db F` names the GPUs slower than their siblings (Note [Fleet outliers: median and MAD]);
+// `db history --gpu UUID|--host H` is a GPU's or node's metrics over time, driver changes marked;
+// `db compare --driver A --driver B` judges two drivers over the GPUs that ran under both (Note [Two
+// drivers across a fleet]); `db export --format openmetrics` writes the newest rows for Prometheus.
 // Exit codes: ingest 0, or 2 when any file was skipped (the others are kept); outliers 0 none found,
-// 1 any found (for schedulers), 2 bad input.
+// 1 any found (for schedulers); compare 1 when a measurement is WORSE; history 2 when nothing matches
+// the GPU or host asked for; 2 bad input.
 
 #include <fmt/format.h>
 
@@ -10,14 +14,20 @@
 #include <regex>
 
 #include "apps/commands.hpp"
+#include "harness/compare/metric_compare.hpp"
+#include "harness/core/atomic_file.hpp"
 #include "harness/core/exit_code.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/db/export.hpp"
 #include "harness/db/format.hpp"
+#include "harness/db/history.hpp"
 #include "harness/db/ingest.hpp"
 #include "harness/db/outliers.hpp"
 
 namespace memstress::app {
 namespace {
+
+constexpr const char* kStore = "The store: an SQLite file, or a postgresql:// URL";
 
 struct DbFlags {
   std::string db;
@@ -27,6 +37,11 @@ struct DbFlags {
   double threshold = db::OutlierOptions{}.threshold;
   std::size_t min_gpus = db::OutlierOptions{}.min_gpus;
   std::string format = "table";
+  std::string gpu;
+  std::string host;
+  std::vector<std::string> drivers;
+  std::string threshold_pct = "5";
+  std::string out;
 };
 
 int ingest_command(const DbFlags& f) {
@@ -58,7 +73,8 @@ int ingest_command(const DbFlags& f) {
   fmt::print(
       "{} file(s): {} added, {} replaced, {} unchanged, {} skipped; '{}' holds {} run(s), {} row(s), {} "
       "metric(s), {} sample(s)\n",
-      f.files.size(), added, replaced, kept, skipped, f.db, c.runs, c.rows, c.metrics, c.samples);
+      f.files.size(), added, replaced, kept, skipped, store.connection().name(), c.runs, c.rows, c.metrics,
+      c.samples);
   return to_int(skipped > 0 ? ExitCode::bad_input : ExitCode::ok);
 }
 
@@ -76,13 +92,59 @@ int outliers_command(const DbFlags& f) {
   db::OutlierOptions options;
   options.threshold = f.threshold;
   options.min_gpus = f.min_gpus;
-  const db::ObservationFilter filter{f.metric, checked_since(f.since)};
+  const db::ObservationFilter filter{f.metric, checked_since(f.since), "", ""};
   db::Store store(db::open_database(f.db, db::OpenMode::existing));
   const db::OutlierReport report = db::find_outliers(store.observations(filter), options);
   const std::string out = f.format == "json" ? json_text(db::outliers_json(report, options), 2) + "\n"
                                              : db::format_outliers_table(report, options);
   std::fputs(out.c_str(), stdout);
   return to_int(report.outliers.empty() ? ExitCode::ok : ExitCode::check_failed);
+}
+
+void print(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+}
+
+int history_command(const DbFlags& f) {
+  if (f.gpu.empty() == f.host.empty()) {
+    throw InputError("memstress db history: give one of --gpu UUID or --host H");
+  }
+  db::Store store(db::open_database(f.db, db::OpenMode::existing));
+  const std::vector<db::HistorySeries> series =
+      db::history(store.observations({f.metric, checked_since(f.since), f.gpu, f.host}));
+  if (series.empty()) {
+    throw InputError(fmt::format("--db '{}': no measurement of {} '{}'{}", store.connection().name(),
+                                 f.gpu.empty() ? "host" : "GPU", f.gpu.empty() ? f.host : f.gpu,
+                                 f.metric.empty() ? "" : fmt::format(" with metric '{}'", f.metric)));
+  }
+  print(f.format == "json" ? json_text(db::history_json(series), 2) + "\n"
+                           : db::format_history_table(series));
+  return to_int(ExitCode::ok);
+}
+
+int compare_command(const DbFlags& f) {
+  if (f.drivers.size() != 2 || f.drivers[0] == f.drivers[1]) {
+    throw InputError("memstress db compare: give two different drivers, --driver BASE --driver NEW");
+  }
+  compare::CompareOptions options;
+  options.threshold_pct = compare::parse_threshold(f.threshold_pct, "--threshold");
+  db::Store store(db::open_database(f.db, db::OpenMode::existing));
+  const db::DriverComparison c = db::compare_drivers(
+      store.observations({f.metric, checked_since(f.since), "", ""}), f.drivers[0], f.drivers[1], options);
+  print(f.format == "json" ? json_text(db::driver_json(c), 2) + "\n" : db::format_driver_table(c));
+  return to_int(c.regressed() ? ExitCode::check_failed : ExitCode::ok);
+}
+
+int export_command(const DbFlags& f) {
+  db::Store store(db::open_database(f.db, db::OpenMode::existing));
+  const std::string text = db::export_openmetrics(store, checked_since(f.since));
+  if (f.out.empty()) {
+    print(text);
+  } else {
+    // Whole or not at all: the textfile collector may read the file at any moment.
+    write_file_atomically(f.out, text, "--out");
+  }
+  return to_int(ExitCode::ok);
 }
 
 }  // namespace
@@ -94,12 +156,15 @@ Subcommand add_db(CLI::App& app) {
   CLI::App* ingest = sub->add_subcommand(
       "ingest", "Load results files (memstress run --out .json/.jsonl, accept's, Google Benchmark JSON)");
   ingest->add_option("FILES", flags->files, "Results files")->required();
-  ingest->add_option("--db", flags->db, "The SQLite file (created when missing)")
+  ingest
+      ->add_option("--db", flags->db,
+                   "The SQLite file (created when missing), or postgresql://[user[:password]@][host][:port]/"
+                   "database[?param=value...] (the database must exist)")
       ->required()
       ->check(a_path());
   CLI::App* outliers = sub->add_subcommand(
       "outliers", "GPUs whose medians lie beyond median and MAD of their siblings (same model and driver)");
-  outliers->add_option("--db", flags->db, "The SQLite file")->required()->check(a_path());
+  outliers->add_option("--db", flags->db, kStore)->required()->check(a_path());
   outliers->add_option("--metric", flags->metric, "Only this metric (e.g. GB/s)");
   outliers->add_option("--since", flags->since, "Only runs started at or after this UTC date or time");
   outliers->add_option("--threshold", flags->threshold, "Outlier beyond this many scaled MADs")
@@ -111,8 +176,52 @@ Subcommand add_db(CLI::App& app) {
   outliers->add_option("--format", flags->format, "stdout format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  return {sub,
-          [flags, ingest] { return ingest->parsed() ? ingest_command(*flags) : outliers_command(*flags); }};
+  CLI::App* history = sub->add_subcommand(
+      "history", "A GPU's or node's metrics over time, oldest first, with driver changes marked");
+  history->add_option("--db", flags->db, kStore)->required()->check(a_path());
+  history->add_option("--gpu", flags->gpu, "The GPU's UUID (GPU-...)");
+  history->add_option("--host", flags->host, "Every GPU of this host");
+  history->add_option("--metric", flags->metric, "Only this metric (e.g. GB/s)");
+  history->add_option("--since", flags->since, "Only runs started at or after this UTC date or time");
+  history->add_option("--format", flags->format, "stdout format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  CLI::App* drivers = sub->add_subcommand(
+      "compare", "Two drivers over every GPU that ran under both, judged as memstress compare judges");
+  drivers->add_option("--db", flags->db, kStore)->required()->check(a_path());
+  drivers->add_option("--driver", flags->drivers, "BASE then NEW (twice: --driver 570.x --driver 580.y)")
+      ->required()
+      ->expected(1)
+      ->take_all();
+  drivers->add_option("--metric", flags->metric, "Only this metric (e.g. GB/s)");
+  drivers->add_option("--since", flags->since, "Only runs started at or after this UTC date or time");
+  drivers->add_option("--threshold", flags->threshold_pct, "Smallest change of the median that counts, %")
+      ->capture_default_str();
+  drivers->add_option("--format", flags->format, "stdout format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  CLI::App* exporter =
+      sub->add_subcommand("export", "The newest row of each measurement on each GPU, for Prometheus");
+  exporter->add_option("--db", flags->db, kStore)->required()->check(a_path());
+  exporter->add_option("--format", flags->format, "openmetrics (the text format node_exporter reads)")
+      ->check(CLI::IsMember({"openmetrics"}))
+      ->required();
+  exporter->add_option("--since", flags->since, "Only runs started at or after this UTC date or time");
+  exporter->add_option("--out", flags->out,
+                       "Write here (atomically) instead of stdout, e.g. "
+                       "/var/lib/node_exporter/textfile/memstress.prom");
+  return {sub, [flags, ingest, outliers, history, drivers] {
+            if (ingest->parsed()) {
+              return ingest_command(*flags);
+            }
+            if (outliers->parsed()) {
+              return outliers_command(*flags);
+            }
+            if (history->parsed()) {
+              return history_command(*flags);
+            }
+            return drivers->parsed() ? compare_command(*flags) : export_command(*flags);
+          }};
 }
 
 }  // namespace memstress::app

@@ -6,6 +6,10 @@
 # them (CI: scripts/lib.sh passes it, so the store's tests cannot silently vanish); OFF never builds it.
 # Sets MEMSTRESS_HAVE_DB (also in the cache, where tests/scripts/test_readme.py reads it): whether it is
 # built. Without it, apps/cmd_db_unavailable.cpp's `memstress db` says why and exits 3.
+#
+# PostgreSQL (`--db postgresql://...`) needs libpq (Debian/Ubuntu: libpq-dev) besides: with the store ON it is
+# required too (CI tests both backends); with AUTO it is built where found, and without it a postgresql:// URL
+# says what to install (MEMSTRESS_HAVE_POSTGRESQL).
 string(TOUPPER "${MEMSTRESS_WITH_DB}" _db_choice)
 if(NOT _db_choice MATCHES "^(AUTO|ON|OFF)$")
   message(FATAL_ERROR "MEMSTRESS_WITH_DB='${MEMSTRESS_WITH_DB}': expected AUTO, ON or OFF")
@@ -24,6 +28,10 @@ else()
   if(NOT OpenSSL_FOUND)
     list(APPEND _db_missing "OpenSSL's libcrypto (Debian/Ubuntu: libssl-dev)")
   endif()
+  find_package(PostgreSQL) # libpq: the PostgreSQL backend (harness/db/postgresql_connection.cpp)
+  if(NOT PostgreSQL_FOUND AND _db_choice STREQUAL "ON")
+    list(APPEND _db_missing "PostgreSQL's libpq (Debian/Ubuntu: libpq-dev)")
+  endif()
   list(JOIN _db_missing " and " _db_missing)
   if(NOT _db_missing)
     set(MEMSTRESS_HAVE_DB ON)
@@ -37,6 +45,17 @@ else()
                     "-DMEMSTRESS_WITH_DB=OFF to say you do not want it.")
   endif()
 endif()
+set(MEMSTRESS_HAVE_POSTGRESQL OFF)
+if(MEMSTRESS_HAVE_DB AND PostgreSQL_FOUND)
+  set(MEMSTRESS_HAVE_POSTGRESQL ON)
+  message(STATUS "memstress db: PostgreSQL too, on libpq ${PostgreSQL_VERSION_STRING}")
+elseif(MEMSTRESS_HAVE_DB)
+  message(WARNING "memstress db is built without PostgreSQL (libpq not found; Debian/Ubuntu: libpq-dev): "
+                  "SQLite files only")
+endif()
+set(MEMSTRESS_HAVE_POSTGRESQL
+    ${MEMSTRESS_HAVE_POSTGRESQL}
+    CACHE INTERNAL "Whether memstress db has the PostgreSQL backend (libpq)")
 set(MEMSTRESS_HAVE_DB
     ${MEMSTRESS_HAVE_DB}
     CACHE INTERNAL "Whether the fleet store (memstress db) is built (cmake/FleetStore.cmake)")

@@ -40,11 +40,15 @@ ms_die() {
 MS_APT_PACKAGES=(cmake ninja-build g++ libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev
   libyaml-cpp-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev)
 
-# Wanted, not needed: without them everything but `memstress db` (the fleet store) builds
+# Wanted, not needed: without them everything but `memstress db` (the fleet store; libpq-dev: on PostgreSQL) builds
 # (cmake/FleetStore.cmake). Installed with the others where apt can run; where it cannot (not root, or
 # an offline GPU node whose apt-get update fails) setup warns and goes on, so that the first scripts/run
 # there still builds. CI (ms_ci) requires them.
-MS_APT_OPTIONAL_PACKAGES=(libsqlite3-dev libssl-dev)
+MS_APT_OPTIONAL_PACKAGES=(libsqlite3-dev libssl-dev libpq-dev)
+
+# CI's only: the PostgreSQL server that the store's PostgreSQL tests start and stop themselves
+# (tests/db/postgresql_server.sh). Never installed on a user's machine: it is a service.
+MS_APT_CI_PACKAGES=(postgresql)
 
 # Whether we may install packages (tests/scripts/test_setup_lib.py stands in another answer).
 ms_is_root() {
@@ -105,6 +109,9 @@ ms_ensure_packages() {
   fi
   if ms_fuzz_wanted; then
     mapfile -t -O "${#wanted[@]}" wanted < <(ms_fuzz_packages)
+  fi
+  if ms_ci; then
+    wanted+=("${MS_APT_CI_PACKAGES[@]}")
   fi
   if ! command -v dpkg-query >/dev/null 2>&1; then
     ms_warn "no dpkg-query (not Debian/Ubuntu): cannot check packages; make sure these are installed:" \

@@ -2,8 +2,8 @@
 
 // The store's view of a database: a connection that runs SQL, prepared statements with positional `?`
 // parameters, and a transaction that rolls back unless committed. Narrow on purpose: SQLite is the one
-// implementation today (sqlite_connection.cpp); a PostgreSQL one (libpqxx) implements the same three
-// classes, rewriting `?` as `$n`, and the store's code and schema stay as they are. What SQL text differs
+// implementation (sqlite_connection.cpp), PostgreSQL (postgresql_connection.cpp, on libpq) the other; the
+// latter rewrites `?` as `$n`, and the store's code and schema are the same for both. What SQL text differs
 // between the two lives in dialect.hpp, nowhere else.
 //
 // Every failure throws DbError naming the database and the statement. Nulls: a bound std::nullopt, and
@@ -97,8 +97,9 @@ class Transaction {
 // (queries).
 enum class OpenMode { create, existing };
 
-// Opens `--db`: a path of an SQLite file. A `postgresql://` URL is refused for now with a message
-// saying so (the PostgreSQL backend is not built yet).
+// Opens `--db`: a path of an SQLite file, or a `postgresql://` (or `postgres://`) URL of a PostgreSQL
+// database (postgresql.hpp: libpq's connection URI; the database must exist, its tables are made by the
+// store's migrations like SQLite's).
 std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode);
 
 }  // namespace memstress::db

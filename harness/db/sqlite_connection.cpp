@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "harness/db/connection.hpp"
+#include "harness/db/postgresql.hpp"
 
 namespace memstress::db {
 namespace {
@@ -153,8 +154,7 @@ void Transaction::commit() {
 
 std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode) {
   if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
-    throw InputError(fmt::format(
-        "--db '{}': PostgreSQL is not supported by this build yet; give the path of an SQLite file", url));
+    return open_postgresql(url);  // the server holds the database: `create` and `existing` alike
   }
   std::error_code ec;
   if (mode == OpenMode::existing && !std::filesystem::exists(url, ec)) {

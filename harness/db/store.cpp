@@ -246,8 +246,10 @@ LEFT JOIN ranks k ON k.run_id = r.run_id AND k.rank = COALESCE(r.rank, 0)
 LEFT JOIN gpus g ON g.run_id = r.run_id AND g.rank = COALESCE(r.rank, 0) AND g.uuid = r.device_uuid
 WHERE m.better <> 'none' AND m.median IS NOT NULL AND r.device_uuid <> ''
   AND r.verdict IN ('pass', 'fail') AND (? = '' OR m.name = ?) AND (? = '' OR u.started_at >= ?)
-ORDER BY r.id, m.id)sql");
+  AND (? = '' OR r.device_uuid = ?) AND (? = '' OR k.host = ?)
+ORDER BY u.started_at, r.id, m.id)sql");
   s->bind(1, filter.metric).bind(2, filter.metric).bind(3, filter.since).bind(4, filter.since);
+  s->bind(5, filter.gpu_uuid).bind(6, filter.gpu_uuid).bind(7, filter.host).bind(8, filter.host);
   std::vector<MetricObservation> out;
   while (s->step()) {
     MetricObservation o;

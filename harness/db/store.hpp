@@ -61,8 +61,10 @@ struct MetricObservation {
 };
 
 struct ObservationFilter {
-  std::string metric;  // "" every metric
-  std::string since;   // "" always; else runs started at or after it (ISO 8601, compared as text)
+  std::string metric;    // "" every metric
+  std::string since;     // "" always; else runs started at or after it (ISO 8601, compared as text)
+  std::string gpu_uuid;  // "" every GPU
+  std::string host;      // "" every host
 };
 
 class Store {

@@ -56,11 +56,143 @@ memstress_cli_test(db_outliers_no_db --match "--db '/nonexistent/fleet.sqlite': 
                    outliers --db /nonexistent/fleet.sqlite)
 memstress_cli_test(db_not_a_database --match "not an SQLite database" 2 -- ${_ms} db outliers --db
                    ${_fleet}/make_fleet.py)
-memstress_cli_test(db_postgresql_not_yet --match "PostgreSQL is not supported by this build yet" 2 -- ${_ms} db
-                   ingest ${_fleet}/node01.json --db postgresql://fleet)
+# A PostgreSQL URL that cannot be reached: named, its password masked, exit 2 (or, in a build without libpq, what
+# to install).
+memstress_cli_test(db_postgresql_unreachable --match "--db 'postgresql://fleet:[*][*][*]@/x[?]host=/nonexistent': (cannot connect|this memstress was built without PostgreSQL)"
+                   2 -- ${_ms} db ingest ${_fleet}/node01.json --db postgresql://fleet:secret@/x?host=/nonexistent)
 memstress_cli_test(db_no_subcommand --match "subcommand" 2 -- ${_ms} db)
 
 # Every committed real result: ingested, or skipped with a reason where it is not a results file.
 add_test(NAME cli.db_real_results COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/db_real_results.py ${_ms} ${PROJECT_SOURCE_DIR}
                                           ${CMAKE_CURRENT_BINARY_DIR}/db-real)
 set_tests_properties(cli.db_real_results PROPERTIES LABELS cpu TIMEOUT 300)
+
+# History and two drivers: the same six GPUs a week earlier under 570.195.03 (make_fleet.py: H2D at 64 MiB 10%
+# faster there), in a store of their own.
+set(_history_db ${CMAKE_CURRENT_BINARY_DIR}/fleet-history.sqlite)
+set(_old_nodes ${_fleet}/driver-570/node01.json ${_fleet}/driver-570/node02.json ${_fleet}/driver-570/node03.json
+               ${_fleet}/driver-570/node04.json ${_fleet}/driver-570/node05.json ${_fleet}/driver-570/node06.json)
+add_test(NAME cli.db_history_fresh COMMAND ${CMAKE_COMMAND} -E rm -f ${_history_db})
+set_tests_properties(cli.db_history_fresh PROPERTIES LABELS cpu FIXTURES_SETUP fleet_history_fresh)
+memstress_cli_test(db_ingest_two_drivers --stdout-match "12 file\\(s\\): 12 added.* holds 12 run\\(s\\), 48 row\\(s\\)" 0
+                   -- ${_ms} db ingest ${_old_nodes} ${_nodes} --db ${_history_db})
+set_tests_properties(cli.db_ingest_two_drivers PROPERTIES FIXTURES_REQUIRED fleet_history_fresh FIXTURES_SETUP
+                                                          fleet_history)
+# One GPU's H2D over time: the driver change marked, and the drop it brought.
+memstress_cli_test(
+  db_history_gpu
+  --stdout-match "^transfers direction=h2d .*bytes=64M \\| caching \\| GB/s \\| NVIDIA H100 80GB HBM3 \\(GPU-00000000-0000-0000-0000-000000000004, host node04\\)"
+  --stdout-match "^2026-11-2.*580.159.04 +[0-9.]+ +-(8|9)\\.[0-9]% +<- driver 570.195.03 -> 580.159.04"
+  --stdout-match "^4 series on 1 GPU\\(s\\), 4 driver change\\(s\\) marked"
+  0
+  --
+  ${_ms}
+  db
+  history
+  --db
+  ${_history_db}
+  --gpu
+  GPU-00000000-0000-0000-0000-000000000004
+  --metric
+  GB/s)
+memstress_cli_test(db_history_host_json --json-stdout --stdout-match "\"driver_changed_from\": \"570.195.03\"" 0 --
+                   ${_ms} db history --db ${_history_db} --host node02 --format json)
+memstress_cli_test(db_history_unknown_gpu --match "--db '[^']*': no measurement of GPU 'GPU-nosuch'" 2 -- ${_ms} db
+                   history --db ${_history_db} --gpu GPU-nosuch)
+memstress_cli_test(db_history_neither --match "give one of --gpu UUID or --host H" 2 -- ${_ms} db history --db
+                   ${_history_db})
+# 570 -> 580 over the six GPUs that ran under both: H2D at 64 MiB WORSE (memstress's loop and the reference
+# loop), nothing else; exit 1 as compare does.
+memstress_cli_test(
+  db_compare_drivers
+  --stdout-match "^WORSE +transfers +direction=h2d .*bytes=64M +caching +GB/s +GB/s +NVIDIA H100 80GB HBM3 +1 +6 "
+  --stdout-match "^driver 570.195.03 -> 580.159.04: 6 GPU\\(s\\) ran under both. [0-9]+ measurement\\(s\\): 2 WORSE, 0 BETTER"
+  1
+  --
+  ${_ms}
+  db
+  compare
+  --db
+  ${_history_db}
+  --driver
+  570.195.03
+  --driver
+  580.159.04)
+memstress_cli_test(db_compare_drivers_json --json-stdout --stdout-match "\"worse\": 1" 1 -- ${_ms} db compare --db
+                   ${_history_db} --driver 570.195.03 --driver 580.159.04 --metric GB/s --format json)
+memstress_cli_test(db_compare_same_driver --match "give two different drivers" 2 -- ${_ms} db compare --db
+                   ${_history_db} --driver 580.159.04 --driver 580.159.04)
+memstress_cli_test(db_compare_bad_threshold --match "--threshold" 2 -- ${_ms} db compare --db ${_history_db} --driver
+                   570.195.03 --driver 580.159.04 --threshold x)
+# OpenMetrics: the newest rows of each GPU, read by prometheus_client's OpenMetrics and Prometheus text parsers.
+add_test(NAME cli.db_export_openmetrics COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/openmetrics_check.py export ${_ms}
+                                                ${_history_db})
+memstress_cli_test(db_export_to_file 0 -- ${_ms} db export --db ${_history_db} --format openmetrics
+                   --out ${CMAKE_CURRENT_BINARY_DIR}/fleet.prom)
+memstress_cli_test(db_export_bad_format --match "--format" 2 -- ${_ms} db export --db ${_history_db} --format csv)
+set_tests_properties(
+  cli.db_history_gpu cli.db_history_host_json cli.db_history_unknown_gpu cli.db_history_neither cli.db_compare_drivers
+  cli.db_compare_drivers_json cli.db_compare_same_driver cli.db_compare_bad_threshold cli.db_export_openmetrics
+  cli.db_export_to_file cli.db_export_bad_format PROPERTIES FIXTURES_REQUIRED fleet_history)
+set_tests_properties(cli.db_export_openmetrics PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# The same store on PostgreSQL (tests/db/postgresql.cmake: a throwaway server, its database `memstress` empty at
+# the start), driven as users drive it: both drivers' files and a bad one, again (unchanged), then every query.
+if(MEMSTRESS_PG_DB)
+  memstress_cli_test(
+    db_pg_ingest
+    --match "skipped '[^']*truncated.json': "
+    --stdout-match "13 file\\(s\\): 12 added, 0 replaced, 0 unchanged, 1 skipped. 'postgresql:///memstress[^']*' holds 12 run\\(s\\), 48 row\\(s\\)"
+    2
+    --
+    ${_ms}
+    db
+    ingest
+    ${_old_nodes}
+    ${_nodes}
+    ${_fleet}/truncated.json
+    --db
+    ${MEMSTRESS_PG_DB})
+  set_tests_properties(cli.db_pg_ingest PROPERTIES FIXTURES_REQUIRED postgresql FIXTURES_SETUP fleet_pg)
+  memstress_cli_test(db_pg_ingest_again --stdout-match "12 file\\(s\\): 0 added, 0 replaced, 12 unchanged" 0 -- ${_ms} db
+                     ingest ${_old_nodes} ${_nodes} --db ${MEMSTRESS_PG_DB})
+  memstress_cli_test(db_pg_outliers --stdout-match "node04 +GPU-00000000-0000-0000-0000-000000000004 +0000:04:00.0"
+                     --stdout-match "^8 outlier\\(s\\) among 6 GPU\\(s\\)" 1 -- ${_ms} db outliers --db ${MEMSTRESS_PG_DB})
+  memstress_cli_test(
+    db_pg_history
+    --stdout-match "^2026-11-2.*580.159.04 +[0-9.]+ +-(8|9)\\.[0-9]% +<- driver 570.195.03 -> 580.159.04"
+    --stdout-match "^4 series on 1 GPU\\(s\\), 4 driver change\\(s\\) marked"
+    0
+    --
+    ${_ms}
+    db
+    history
+    --db
+    ${MEMSTRESS_PG_DB}
+    --gpu
+    GPU-00000000-0000-0000-0000-000000000004
+    --metric
+    GB/s)
+  memstress_cli_test(
+    db_pg_compare
+    --stdout-match "^driver 570.195.03 -> 580.159.04: 6 GPU\\(s\\) ran under both. [0-9]+ measurement\\(s\\): 2 WORSE, 0 BETTER"
+    1
+    --
+    ${_ms}
+    db
+    compare
+    --db
+    ${MEMSTRESS_PG_DB}
+    --driver
+    570.195.03
+    --driver
+    580.159.04)
+  add_test(NAME cli.db_pg_export_openmetrics COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/openmetrics_check.py export ${_ms}
+                                                     ${MEMSTRESS_PG_DB})
+  set_tests_properties(cli.db_pg_export_openmetrics PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+  set_tests_properties(cli.db_pg_ingest_again cli.db_pg_outliers cli.db_pg_history cli.db_pg_compare
+                       cli.db_pg_export_openmetrics PROPERTIES FIXTURES_REQUIRED "postgresql;fleet_pg")
+  memstress_cli_test(db_pg_no_such_database --match "--db 'postgresql:///nosuch[^']*': cannot connect: .*nosuch" 2 --
+                     ${_ms} db outliers --db "postgresql:///nosuch?host=${MEMSTRESS_PG_DIR}&port=5432&user=postgres")
+  set_tests_properties(cli.db_pg_no_such_database PROPERTIES FIXTURES_REQUIRED postgresql)
+endif()

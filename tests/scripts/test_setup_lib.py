@@ -86,7 +86,7 @@ class SetupChoices(unittest.TestCase):
 class Packages(unittest.TestCase):
     """ms_ensure_packages with a stand-in dpkg-query (every package installed but those in FAKE_MISSING) and
     apt-get (it logs each call; `update` exits FAKE_UPDATE_RC), as root or not (ms_is_root stood in)."""
-    OPTIONAL = "libsqlite3-dev libssl-dev"
+    OPTIONAL = "libsqlite3-dev libssl-dev libpq-dev"
 
     def setUp(self) -> None:
         self.tmp = tempfile.TemporaryDirectory()

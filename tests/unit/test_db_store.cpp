@@ -1,5 +1,6 @@
 // The fleet store (harness/db): migrations from an empty database, idempotent ingest keyed by content,
-// a run's stream and document held once, bad files skipped, transactions rolled back on error.
+// a run's stream and document held once, bad files skipped, transactions rolled back on error; on SQLite and,
+// where its server runs (tests/db), on PostgreSQL, by the same code.
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include "harness/db/schema.hpp"
 #include "harness/db/sha256.hpp"
 #include "harness/db/store.hpp"
+#include "tests/unit/db_backend.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 namespace memstress::db {
@@ -43,9 +45,12 @@ TEST(Sha256, KnownVectors) {
             "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
 }
 
-TEST(DbSchema, MigratesAnEmptyDatabaseOnceAndRecordsTheVersion) {
-  TempDir dir;
-  const std::string path = dir.file("fleet.sqlite").string();
+using DbSchemaOn = OnBackend;
+using DbStore = OnBackend;
+using DbTransaction = OnBackend;
+
+TEST_P(DbSchemaOn, MigratesAnEmptyDatabaseOnceAndRecordsTheVersion) {
+  const std::string path = fresh("fleet");
   auto c = open_database(path, OpenMode::create);
   EXPECT_EQ(schema_version(*c), 0);
   EXPECT_EQ(migrate(*c), latest_schema_version());
@@ -57,9 +62,8 @@ TEST(DbSchema, MigratesAnEmptyDatabaseOnceAndRecordsTheVersion) {
   }
 }
 
-TEST(DbSchema, RefusesADatabaseFromANewerMemstress) {
-  TempDir dir;
-  const std::string path = dir.file("fleet.sqlite").string();
+TEST_P(DbSchemaOn, RefusesADatabaseFromANewerMemstress) {
+  const std::string path = fresh("fleet");
   {
     auto c = open_database(path, OpenMode::create);
     migrate(*c);
@@ -80,12 +84,12 @@ TEST(DbSchema, OpeningRefusesMissingDatabasesAndOtherFiles) {
   write(dir.file("text.sqlite"),
         "this is not a database, but a long enough line of text to be read as one\n");
   EXPECT_THROW(open_database(dir.file("text.sqlite").string(), OpenMode::existing), InputError);
-  EXPECT_THROW(open_database("postgresql://fleet", OpenMode::create), InputError);
+  EXPECT_THROW(open_database("postgresql:///fleet?host=/nonexistent", OpenMode::create), InputError);
 }
 
-TEST(DbStore, IngestingTheSameFileTwiceChangesNothing) {
+TEST_P(DbStore, IngestingTheSameFileTwiceChangesNothing) {
   TempDir dir;
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create));
   const FileIngest first = ingest_file(store, kBaseDocument);
   ASSERT_TRUE(first.outcome) << first.error;
   EXPECT_EQ(first.outcome->action, IngestAction::added);
@@ -110,9 +114,8 @@ TEST(DbStore, IngestingTheSameFileTwiceChangesNothing) {
   EXPECT_EQ(after.samples, before.samples);
 }
 
-TEST(DbStore, KeepsWhatIdentifiesTheMachineAndTheGpu) {
-  TempDir dir;
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+TEST_P(DbStore, KeepsWhatIdentifiesTheMachineAndTheGpu) {
+  Store store(open_database(fresh("fleet"), OpenMode::create));
   ASSERT_TRUE(ingest_file(store, kBaseDocument).outcome);
   Connection& c = store.connection();
   const auto s = c.prepare(
@@ -129,13 +132,12 @@ TEST(DbStore, KeepsWhatIdentifiesTheMachineAndTheGpu) {
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.front().gpu_uuid, "GPU-65d35e1b-56df-98bf-153b-1e9efdb616c2");
   EXPECT_EQ(seen.front().driver, "580.159.04");
-  EXPECT_EQ(store.observations({"no-such-metric", ""}).size(), 0U);
-  EXPECT_EQ(store.observations({"", "2100-01-01"}).size(), 0U);
+  EXPECT_EQ(store.observations({"no-such-metric", "", "", ""}).size(), 0U);
+  EXPECT_EQ(store.observations({"", "2100-01-01", "", ""}).size(), 0U);
 }
 
-TEST(DbStore, ARunsStreamAndItsDocumentAreOneRun) {
-  TempDir dir;
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+TEST_P(DbStore, ARunsStreamAndItsDocumentAreOneRun) {
+  Store store(open_database(fresh("fleet"), OpenMode::create));
   const FileIngest stream = ingest_file(store, kBaseStream);
   ASSERT_TRUE(stream.outcome) << stream.error;
   const FileIngest document = ingest_file(store, kBaseDocument);
@@ -152,11 +154,10 @@ TEST(DbStore, ARunsStreamAndItsDocumentAreOneRun) {
   EXPECT_EQ(c.rows, 4);
 }
 
-TEST(DbStore, RunsStartedInTheSameSecondAreTwoRuns) {
+TEST_P(DbStore, RunsStartedInTheSameSecondAreTwoRuns) {
   // Two real runs on one H200, started in the same second by scripts/gpu-check (the smoke run took
   // under a second): their command lines tell them apart.
-  TempDir dir;
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create));
   for (const char* name : {"smoke-h200-580.159.04.json", "default-h200-580.159.04.json"}) {
     const FileIngest file = ingest_file(store, kSource / "results/h200" / name);
     ASSERT_TRUE(file.outcome) << file.error;
@@ -165,10 +166,9 @@ TEST(DbStore, RunsStartedInTheSameSecondAreTwoRuns) {
   EXPECT_EQ(store.counts().runs, 2);
 }
 
-TEST(DbStore, RowsSayHowManyRanksRanTheirCaseAtOnce) {
+TEST_P(DbStore, RowsSayHowManyRanksRanTheirCaseAtOnce) {
   // Four ranks copying together, and the same copies taken --in-turn (results/h200x4): 4 and 1.
-  TempDir dir;
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create));
   for (const char* name :
        {"transfers-together-h200x4-580.159.04.json", "transfers-in-turn-h200x4-580.159.04.json"}) {
     ASSERT_TRUE(ingest_file(store, kSource / "results/h200x4" / name).outcome) << name;
@@ -188,7 +188,7 @@ TEST(DbStore, RowsSayHowManyRanksRanTheirCaseAtOnce) {
             1);
 }
 
-TEST(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
+TEST_P(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
   TempDir dir;
   const std::string text = slurp(kBaseStream);
   // The header and the first row only: the run as a crash would leave it.
@@ -197,7 +197,7 @@ TEST(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
     end = text.find('\n', end) + 1;
   }
   write(dir.file("cut.jsonl"), text.substr(0, end));
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create));
   const FileIngest cut = ingest_file(store, dir.file("cut.jsonl"));
   ASSERT_TRUE(cut.outcome) << cut.error;
   EXPECT_EQ(cut.outcome->rows, 1U);
@@ -206,7 +206,7 @@ TEST(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
   EXPECT_EQ(whole.outcome->action, IngestAction::replaced);
   EXPECT_EQ(store.counts().rows, 4);
   // And the other way round: the cut stream after the document changes nothing.
-  Store other(open_database(dir.file("other.sqlite").string(), OpenMode::create));
+  Store other(open_database(fresh("other"), OpenMode::create));
   ASSERT_TRUE(ingest_file(other, kBaseDocument).outcome);
   const FileIngest late = ingest_file(other, dir.file("cut.jsonl"));
   ASSERT_TRUE(late.outcome);
@@ -214,11 +214,11 @@ TEST(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
   EXPECT_EQ(other.counts().rows, 4);
 }
 
-TEST(DbStore, ABadFileIsNamedAndSkippedAndTheRestKept) {
+TEST_P(DbStore, ABadFileIsNamedAndSkippedAndTheRestKept) {
   TempDir dir;
   write(dir.file("bad.json"), "{\"schema\": \"memstress.run/1\", \"rows\": [");
   write(dir.file("other.json"), "{\"schema\": \"memstress.run/9\"}");
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create));
   ASSERT_TRUE(ingest_file(store, kBaseDocument).outcome);
   for (const char* name : {"bad.json", "other.json", "missing.json"}) {
     const FileIngest bad = ingest_file(store, dir.file(name));
@@ -231,9 +231,8 @@ TEST(DbStore, ABadFileIsNamedAndSkippedAndTheRestKept) {
   EXPECT_EQ(store.counts().rows, 4);
 }
 
-TEST(DbStore, GoogleBenchmarkJsonKeepsItsGpu) {
-  TempDir dir;
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+TEST_P(DbStore, GoogleBenchmarkJsonKeepsItsGpu) {
+  Store store(open_database(fresh("fleet"), OpenMode::create));
   const FileIngest bench = ingest_file(store, kBench);
   ASSERT_TRUE(bench.outcome) << bench.error;
   EXPECT_EQ(bench.outcome->action, IngestAction::added);
@@ -242,9 +241,8 @@ TEST(DbStore, GoogleBenchmarkJsonKeepsItsGpu) {
   EXPECT_EQ(scalar(store.connection(), "SELECT count(*) FROM gpus WHERE uuid LIKE 'GPU-%'"), 1);
 }
 
-TEST(DbTransaction, RollsBackUnlessCommitted) {
-  TempDir dir;
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+TEST_P(DbTransaction, RollsBackUnlessCommitted) {
+  Store store(open_database(fresh("fleet"), OpenMode::create));
   Connection& c = store.connection();
   const std::string insert =
       "INSERT INTO runs (run_key, kind, format, status, started_at, row_count, source_path, source_sha256) "
@@ -267,24 +265,32 @@ TEST(DbTransaction, RollsBackUnlessCommitted) {
   EXPECT_EQ(scalar(c, "SELECT count(*) FROM runs"), 1);
 }
 
-TEST(DbTransaction, AFileThatFailsMidwayLeavesNothing) {
+TEST_P(DbTransaction, AFileThatFailsMidwayLeavesNothing) {
   // The database refuses the first sample (as a full disk would, midway through the file): the run, its
   // rows and metrics written before it go with it, and the file is not recorded.
-  TempDir dir;
-  Store store(open_database(dir.file("fleet.sqlite").string(), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create));
+  const bool sqlite = store.connection().dialect().name == "sqlite";
   store.connection().exec(
-      "CREATE TRIGGER refuse BEFORE INSERT ON samples BEGIN SELECT RAISE(ABORT, 'no room'); END");
+      sqlite
+          ? "CREATE TRIGGER refuse BEFORE INSERT ON samples BEGIN SELECT RAISE(ABORT, 'no room'); END"
+          : "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'no room'; END $$ "
+            "LANGUAGE plpgsql; CREATE TRIGGER refuse BEFORE INSERT ON samples FOR EACH ROW EXECUTE FUNCTION "
+            "refuse()");
   EXPECT_THROW(ingest_file(store, kBaseDocument), DbError);
   const Store::Counts c = store.counts();
   EXPECT_EQ(c.files, 0);
   EXPECT_EQ(c.runs, 0);
   EXPECT_EQ(c.rows, 0);
   EXPECT_EQ(c.metrics, 0);
-  store.connection().exec("DROP TRIGGER refuse");
+  store.connection().exec(sqlite ? "DROP TRIGGER refuse" : "DROP TRIGGER refuse ON samples");
   const FileIngest again = ingest_file(store, kBaseDocument);
   ASSERT_TRUE(again.outcome);
   EXPECT_EQ(again.outcome->action, IngestAction::added);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, DbSchemaOn, ::testing::ValuesIn(db_backends()), backend_name);
+INSTANTIATE_TEST_SUITE_P(Backends, DbStore, ::testing::ValuesIn(db_backends()), backend_name);
+INSTANTIATE_TEST_SUITE_P(Backends, DbTransaction, ::testing::ValuesIn(db_backends()), backend_name);
 
 }  // namespace
 }  // namespace memstress::db

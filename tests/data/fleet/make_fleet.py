@@ -3,7 +3,9 @@
 a copy of a real run (results/h100/compare/base-h100-580.159.04.json: pinned H2D and D2H at 64 and 256
 MiB) with its own host, GPU UUID, bus id and start time, the medians and samples moved by a little noise
 (at most 0.3%), and node04's H2D planted 8% slower (memstress's loop and the reference loop alike, so their
-ratio vs_ref stays). Deterministic; run from the repository root:
+ratio vs_ref stays). Also the same six GPUs a week earlier under an older driver (driver-570/, for `db
+history` and `db compare`): every figure 10% higher on H2D at 64 MiB (so 580 reads as a regression there,
+node04's planted slowness included), the rest with fresh noise. Deterministic; run from the repository root:
 
     tests/data/fleet/make_fleet.py
 """
@@ -18,6 +20,8 @@ OUT = Path(__file__).resolve().parent
 NODES = 6
 SLOW_NODE = 4
 SLOW_FACTOR = 0.92  # 8% slower H2D
+OLD_DRIVER = "570.195.03"
+OLD_FASTER = 1.10  # H2D at 64 MiB under the old driver
 STATS = ("median", "p10", "p90", "p99", "min", "max", "mean")
 
 
@@ -32,13 +36,18 @@ def scaled(metric, factor):
 
 def main():
     base = json.loads(SOURCE.read_text())
-    rnd = random.Random(17)
+    write_fleet(base, random.Random(17), OUT, None)
+    (OUT / "driver-570").mkdir(exist_ok=True)
+    write_fleet(base, random.Random(570), OUT / "driver-570", OLD_DRIVER)
+
+
+def write_fleet(base, rnd, out, old_driver):
     for node in range(1, NODES + 1):
         doc = copy.deepcopy(base)
         host = f"node{node:02d}"
         uuid = f"GPU-00000000-0000-0000-0000-0000000000{node:02d}"
         bus = f"0000:{node:02x}:00.0"
-        doc["started_at"] = f"2026-11-2{node % 3}T1{node}:00:00Z"
+        doc["started_at"] = f"2026-11-{(1 if old_driver else 2)}{node % 3}T1{node}:00:00Z"
         doc["ended_at"] = doc["started_at"]
         doc["argv"] = ["memstress", "run", "transfers", "--out", f"{host}.json"]
         for rank in doc["environment"]["ranks"]:
@@ -47,6 +56,8 @@ def main():
             rank["device"]["pci_bus_id"] = bus
             rank["gpus"] = [dict(rank["gpus"][0], uuid=uuid, pci_bus_id=bus, serial=f"16539240{node:05d}")]
             rank["variables"] = {}
+            if old_driver:
+                rank["driver"]["version"] = old_driver
         for row in doc["rows"]:
             row.pop("allocator_stats", None)
             row["device"]["uuid"] = uuid
@@ -55,8 +66,10 @@ def main():
                 factor = 1 + rnd.uniform(-0.003, 0.003)
                 if slow and name.endswith("GB/s"):  # a slow link: both loops slow, their ratio not
                     factor *= SLOW_FACTOR
+                if old_driver and "direction=h2d" in row["case"] and "bytes=64M" in row["case"]:
+                    factor *= OLD_FASTER if name.endswith("GB/s") else 1
                 row["metrics"][name] = scaled(metric, factor)
-        (OUT / f"{host}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        (out / f"{host}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,182 @@
+// The PostgreSQL backend of connection.hpp, on libpq (PostgreSQL's own client library): a PGconn and each
+// PGresult owned by unique_ptr with their closing functions, every status checked and turned into a
+// DbError naming the database (the URL with its password masked).
+//
+// Parameters travel as text and PostgreSQL infers their types from where they stand (a column, a
+// comparison), so the store's SQL is the same for both backends: `?` is rewritten as `$1`, `$2`, ...
+// outside quoted text. A statement runs when first stepped (PQexecParams) and its rows are read from the
+// result; reset() drops the result and the bindings. Notices ("relation exists, skipping") are not printed.
+
+#include <fmt/format.h>
+#include <libpq-fe.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "harness/db/connection.hpp"
+#include "harness/db/postgresql.hpp"
+
+namespace memstress::db {
+namespace {
+
+struct Finish {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+struct Clear {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using ConnectionHandle = std::unique_ptr<PGconn, Finish>;
+using ResultHandle = std::unique_ptr<PGresult, Clear>;
+
+std::string_view first_line(std::string_view sql) {
+  const std::size_t start = sql.find_first_not_of(" \n");
+  sql = start == std::string_view::npos ? std::string_view() : sql.substr(start);
+  return sql.substr(0, sql.find('\n'));
+}
+
+// The server's message without its trailing newline.
+std::string message(PGconn* c) {
+  std::string text = PQerrorMessage(c);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
+    text.pop_back();
+  }
+  return text;
+}
+
+// Runs a PGresult status check: commands and queries succeed, anything else is the database's error.
+ResultHandle checked(PGconn* c, PGresult* raw, const std::string& name, std::string_view sql) {
+  ResultHandle result(raw);
+  const ExecStatusType status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    std::string why = result ? PQresultErrorMessage(result.get()) : message(c);
+    while (!why.empty() && why.back() == '\n') {
+      why.pop_back();
+    }
+    throw DbError(
+        fmt::format("database '{}': {} (in: {})", name, why.empty() ? message(c) : why, first_line(sql)));
+  }
+  return result;
+}
+
+class PostgresqlStatement final : public Statement {
+ public:
+  PostgresqlStatement(PGconn* c, const std::string& name, std::string sql, int parameters)
+      : c_(c), name_(&name), sql_(std::move(sql)), params_(static_cast<std::size_t>(parameters)) {}
+
+  Statement& bind(int index, std::int64_t value) override { return set(index, std::to_string(value)); }
+  Statement& bind(int index, double value) override {
+    if (std::isnan(value)) {
+      return bind_null(index);
+    }
+    return set(index, std::isinf(value) ? (value > 0 ? "Infinity" : "-Infinity") : fmt::format("{}", value));
+  }
+  Statement& bind(int index, std::string_view value) override { return set(index, std::string(value)); }
+  Statement& bind_null(int index) override { return set(index, std::nullopt); }
+
+  bool step() override {
+    if (!result_) {
+      std::vector<const char*> values;
+      values.reserve(params_.size());
+      for (const std::optional<std::string>& p : params_) {
+        values.push_back(p ? p->c_str() : nullptr);
+      }
+      result_ = checked(c_,
+                        PQexecParams(c_, sql_.c_str(), static_cast<int>(values.size()), nullptr,
+                                     values.data(), nullptr, nullptr, 0),
+                        *name_, sql_);
+      row_ = -1;
+    }
+    ++row_;
+    return row_ < PQntuples(result_.get());
+  }
+  void reset() override {
+    result_.reset();
+    for (std::optional<std::string>& p : params_) {
+      p.reset();
+    }
+  }
+
+  bool is_null(int column) const override { return PQgetisnull(result_.get(), row_, column) != 0; }
+  std::int64_t integer(int column) const override {
+    return is_null(column) ? 0 : std::strtoll(PQgetvalue(result_.get(), row_, column), nullptr, 10);
+  }
+  double real(int column) const override {
+    return is_null(column) ? std::numeric_limits<double>::quiet_NaN()
+                           : std::strtod(PQgetvalue(result_.get(), row_, column), nullptr);
+  }
+  std::string text(int column) const override {
+    return is_null(column) ? std::string()
+                           : std::string(PQgetvalue(result_.get(), row_, column),
+                                         static_cast<std::size_t>(PQgetlength(result_.get(), row_, column)));
+  }
+
+ private:
+  Statement& set(int index, std::optional<std::string> value) {
+    if (index < 1 || static_cast<std::size_t>(index) > params_.size()) {
+      throw DbError(fmt::format("database '{}': bind: parameter {} of {} (in: {})", *name_, index,
+                                params_.size(), first_line(sql_)));
+    }
+    params_[static_cast<std::size_t>(index - 1)] = std::move(value);
+    return *this;
+  }
+
+  PGconn* c_;
+  const std::string* name_;  // the connection's, which outlives its statements
+  std::string sql_;
+  std::vector<std::optional<std::string>> params_;
+  ResultHandle result_;
+  int row_ = -1;
+};
+
+class PostgresqlConnection final : public Connection {
+ public:
+  PostgresqlConnection(ConnectionHandle c, std::string name) : c_(std::move(c)), name_(std::move(name)) {}
+
+  const Dialect& dialect() const noexcept override { return kPostgresql; }
+  const std::string& name() const noexcept override { return name_; }
+
+  void exec(std::string_view sql) override {
+    const std::string text(sql);
+    checked(c_.get(), PQexec(c_.get(), text.c_str()), name_, sql);
+  }
+
+  std::unique_ptr<Statement> prepare(std::string_view sql) override {
+    int parameters = 0;
+    std::string text = numbered_parameters(sql, parameters);
+    return std::make_unique<PostgresqlStatement>(c_.get(), name_, std::move(text), parameters);
+  }
+
+ private:
+  ConnectionHandle c_;
+  std::string name_;
+};
+
+void ignore_notice(void* /*arg*/, const char* /*message*/) {}
+
+}  // namespace
+
+std::unique_ptr<Connection> open_postgresql(const std::string& url) {
+  const std::string name = masked_url(url);
+  ConnectionHandle c(PQconnectdb(url.c_str()));
+  if (!c) {
+    throw InputError(fmt::format("--db '{}': cannot connect: out of memory", name));
+  }
+  if (PQstatus(c.get()) != CONNECTION_OK) {
+    throw InputError(fmt::format("--db '{}': cannot connect: {}", name, message(c.get())));
+  }
+  PQsetNoticeProcessor(c.get(), ignore_notice, nullptr);
+  auto connection = std::make_unique<PostgresqlConnection>(std::move(c), name);
+  // Times as UTC text and numbers as the shortest text that reads back exactly (PostgreSQL 12 and newer do
+  // by default; older ones are asked to).
+  connection->exec("SET extra_float_digits = 3");
+  return connection;
+}
+
+bool postgresql_built() noexcept {
+  return true;
+}
+
+}  // namespace memstress::db
