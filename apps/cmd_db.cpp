@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <regex>
 
@@ -47,13 +48,13 @@ struct DbFlags {
 int ingest_command(const DbFlags& f) {
   db::Store store(db::open_database(f.db, db::OpenMode::create));
   std::size_t added = 0, replaced = 0, kept = 0, skipped = 0;
-  for (const std::string& path : f.files) {
-    const db::FileIngest file = db::ingest_file(store, path);
+  const std::vector<std::filesystem::path> paths(f.files.begin(), f.files.end());
+  db::ingest_files(store, paths, 0, [&](const db::FileIngest& file) {
     const std::string line = db::describe(file);
     if (!file.outcome) {
       ++skipped;
       fmt::print(stderr, "memstress db ingest: {}\n", line);
-      continue;
+      return;
     }
     fmt::print("{}\n", line);
     switch (file.outcome->action) {
@@ -68,7 +69,7 @@ int ingest_command(const DbFlags& f) {
         ++kept;
         break;
     }
-  }
+  });
   const db::Store::Counts c = store.counts();
   fmt::print(
       "{} file(s): {} added, {} replaced, {} unchanged, {} skipped; '{}' holds {} run(s), {} row(s), {} "
@@ -94,7 +95,9 @@ int outliers_command(const DbFlags& f) {
   options.min_gpus = f.min_gpus;
   const db::ObservationFilter filter{f.metric, checked_since(f.since), "", ""};
   db::Store store(db::open_database(f.db, db::OpenMode::existing));
-  const db::OutlierReport report = db::find_outliers(store.observations(filter), options);
+  db::OutlierAccumulator groups;
+  store.for_each_observation(filter, [&](const db::MetricObservation& o) { groups.add(o); });
+  const db::OutlierReport report = groups.report(options);
   const std::string out = f.format == "json" ? json_text(db::outliers_json(report, options), 2) + "\n"
                                              : db::format_outliers_table(report, options);
   std::fputs(out.c_str(), stdout);
@@ -129,8 +132,10 @@ int compare_command(const DbFlags& f) {
   compare::CompareOptions options;
   options.threshold_pct = compare::parse_threshold(f.threshold_pct, "--threshold");
   db::Store store(db::open_database(f.db, db::OpenMode::existing));
-  const db::DriverComparison c = db::compare_drivers(
-      store.observations({f.metric, checked_since(f.since), "", ""}), f.drivers[0], f.drivers[1], options);
+  db::DriverAccumulator drivers(f.drivers[0], f.drivers[1]);
+  store.for_each_observation({f.metric, checked_since(f.since), "", ""},
+                             [&](const db::MetricObservation& o) { drivers.add(o); });
+  const db::DriverComparison c = drivers.report(options);
   print(f.format == "json" ? json_text(db::driver_json(c), 2) + "\n" : db::format_driver_table(c));
   return to_int(c.regressed() ? ExitCode::check_failed : ExitCode::ok);
 }

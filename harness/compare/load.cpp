@@ -64,7 +64,9 @@ std::string line_type(const nlohmann::json& line) {
 bool is_stream(const std::vector<std::string_view>& lines) {
   for (const std::string_view line : lines) {
     if (!blank(line)) {
-      return line_type(parse_line(line)) == "header";
+      // A header names its type; a document's first line (often the whole document, written compactly) is
+      // not parsed twice to find out that it does not.
+      return line.find("\"type\"") != std::string_view::npos && line_type(parse_line(line)) == "header";
     }
   }
   return false;

@@ -1,5 +1,6 @@
 #include "harness/core/text_file.hpp"
 
+#include <array>
 #include <fstream>
 #include <iterator>
 
@@ -10,7 +11,16 @@ std::optional<std::string> read_text_file(const std::filesystem::path& path) {
   if (!file) {
     return std::nullopt;
   }
-  std::string text(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>{});
+  // In blocks, not a character at a time: the fleet store reads thousands of files.
+  std::string text;
+  std::error_code ec;
+  if (const auto size = std::filesystem::file_size(path, ec); !ec) {
+    text.reserve(size);
+  }
+  std::array<char, 1 << 16> block{};
+  while (file.read(block.data(), block.size()) || file.gcount() > 0) {
+    text.append(block.data(), static_cast<std::size_t>(file.gcount()));
+  }
   if (file.bad()) {
     return std::nullopt;
   }

@@ -61,6 +61,8 @@ class Statement {
   [[nodiscard]] virtual std::int64_t integer(int column) const = 0;
   [[nodiscard]] virtual double real(int column) const = 0;
   [[nodiscard]] virtual std::string text(int column) const = 0;
+  // The same without a copy: valid until the next step() or reset().
+  [[nodiscard]] virtual std::string_view text_view(int column) const = 0;
 };
 
 class Connection {

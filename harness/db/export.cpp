@@ -16,7 +16,7 @@ std::string export_openmetrics(Store& store, const std::string& since) {
   const auto rows = c.prepare(R"sql(
 SELECT r.id, r.device_uuid, r.device_name, r.rank, r.workload, r.case_label, r.allocator, r.verdict,
        r.checked, r.errors, COALESCE(k.host, ''), COALESCE(k.driver, ''), u.started_at,
-       COALESCE((SELECT f.value FROM facts f WHERE f.run_id = u.id AND f.label = 'memstress version'), '')
+       u.memstress_version
 FROM rows r
 JOIN runs u ON r.run_id = u.id
 LEFT JOIN ranks k ON k.run_id = r.run_id AND k.rank = COALESCE(r.rank, 0)
@@ -53,26 +53,23 @@ ORDER BY u.started_at DESC, u.id DESC, r.id)sql");
     by_id.emplace(id, out.size());
     out.push_back(std::move(row));
   }
-  const auto metrics = c.prepare(R"sql(
-SELECT m.row_id, m.name, m.unit, m.better, m.n, m.median, m.p10, m.p90
-FROM metrics m JOIN rows r ON m.row_id = r.id JOIN runs u ON r.run_id = u.id
-WHERE r.device_uuid <> '' AND (? = '' OR u.started_at >= ?)
-ORDER BY m.row_id, m.id)sql");
-  metrics->bind(1, since).bind(2, since);
-  while (metrics->step()) {
-    const auto it = by_id.find(metrics->integer(0));
-    if (it == by_id.end()) {
-      continue;
+  // The kept rows' metrics only (a GPU's newest rows: a few per GPU), each by its row (index metrics_row).
+  const auto metrics =
+      c.prepare("SELECT name, unit, better, n, median, p10, p90 FROM metrics WHERE row_id = ? ORDER BY id");
+  for (const auto& [row_id, at] : by_id) {
+    metrics->bind(1, row_id);
+    while (metrics->step()) {
+      MetricResult m;
+      m.name = metrics->text(0);
+      m.unit = metrics->text(1);
+      m.better = better_from_string(metrics->text(2)).value_or(Better::none);
+      m.summary.n = static_cast<std::size_t>(std::max<std::int64_t>(0, metrics->integer(3)));
+      m.summary.median = metrics->real(4);
+      m.summary.p10 = metrics->real(5);
+      m.summary.p90 = metrics->real(6);
+      out[at].metrics.push_back(std::move(m));
     }
-    MetricResult m;
-    m.name = metrics->text(1);
-    m.unit = metrics->text(2);
-    m.better = better_from_string(metrics->text(3)).value_or(Better::none);
-    m.summary.n = static_cast<std::size_t>(std::max<std::int64_t>(0, metrics->integer(4)));
-    m.summary.median = metrics->real(5);
-    m.summary.p10 = metrics->real(6);
-    m.summary.p90 = metrics->real(7);
-    out[it->second].metrics.push_back(std::move(m));
+    metrics->reset();
   }
   std::vector<ExportedRun> run_list;
   for (auto& [host, run] : runs) {

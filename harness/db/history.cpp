@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include "harness/core/text_table.hpp"
 #include "harness/run/format.hpp"
@@ -126,33 +127,51 @@ nlohmann::json history_json(const std::vector<HistorySeries>& series) {
 
 DriverComparison compare_drivers(const std::vector<MetricObservation>& observations, const std::string& base,
                                  const std::string& next, const compare::CompareOptions& options) {
-  using Key = std::tuple<std::string, std::string, std::string, std::string, int, std::string>;
-  struct PerGpu {
-    std::vector<double> base, next;
-  };
-  struct Group {
-    const MetricObservation* first = nullptr;
-    std::map<std::string, PerGpu> gpus;
-  };
-  std::map<Key, Group> groups;
+  DriverAccumulator all(base, next);
   for (const MetricObservation& o : observations) {
-    if (o.driver != base && o.driver != next) {
-      continue;
-    }
-    Group& g = groups[{o.workload, o.case_label, o.allocator, o.metric, o.concurrent_ranks, o.model}];
-    if (g.first == nullptr) {
-      g.first = &o;
-    }
-    PerGpu& gpu = g.gpus[o.gpu_uuid];
-    (o.driver == base ? gpu.base : gpu.next).push_back(o.median);
+    all.add(o);
   }
+  return all.report(options);
+}
+
+DriverAccumulator::DriverAccumulator(std::string base, std::string next)
+    : base_(std::move(base)), next_(std::move(next)) {}
+
+void DriverAccumulator::add(const MetricObservation& o) {
+  if (o.driver != base_ && o.driver != next_) {
+    return;
+  }
+  key_.clear();
+  for (const std::string* part : {&o.workload, &o.case_label, &o.allocator, &o.metric, &o.model}) {
+    key_ += *part;
+    key_ += '\x1f';
+  }
+  key_ += std::to_string(o.concurrent_ranks);
+  auto [at, added] = groups_.try_emplace(key_);
+  if (added) {
+    at->second.first = o;
+  }
+  PerGpu& gpu = at->second.gpus.try_emplace(o.gpu_uuid).first->second;
+  (o.driver == base_ ? gpu.base : gpu.next).push_back(o.median);
+}
+
+DriverComparison DriverAccumulator::report(const compare::CompareOptions& options) const {
+  // The measurements in their keys' order (they were gathered in a hash table).
+  std::vector<const std::pair<const std::string, Group>*> ordered;
+  for (const auto& entry : groups_) {
+    ordered.push_back(&entry);
+  }
+  std::sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  const std::string& base = base_;
+  const std::string& next = next_;
   DriverComparison out;
   out.base_driver = base;
   out.new_driver = next;
   out.options = options;
   std::set<std::string> both;
-  for (const auto& [key, g] : groups) {
-    MetricResult a{g.first->metric, g.first->unit, g.first->better, {}, {}};
+  for (const auto* entry : ordered) {
+    const Group& g = entry->second;
+    MetricResult a{g.first.metric, g.first.unit, g.first.better, {}, {}};
     MetricResult b = a;
     std::vector<double> ratios;
     for (const auto& [uuid, gpu] : g.gpus) {
@@ -175,14 +194,14 @@ DriverComparison compare_drivers(const std::vector<MetricObservation>& observati
     a.summary = summarize(a.samples);
     b.summary = summarize(b.samples);
     DriverGroup d;
-    d.workload = g.first->workload;
-    d.case_label = g.first->case_label;
-    d.allocator = g.first->allocator;
-    d.metric = g.first->metric;
-    d.unit = g.first->unit;
-    d.model = g.first->model;
-    d.better = g.first->better;
-    d.concurrent_ranks = g.first->concurrent_ranks;
+    d.workload = g.first.workload;
+    d.case_label = g.first.case_label;
+    d.allocator = g.first.allocator;
+    d.metric = g.first.metric;
+    d.unit = g.first.unit;
+    d.model = g.first.model;
+    d.better = g.first.better;
+    d.concurrent_ranks = g.first.concurrent_ranks;
     d.gpus = a.samples.size();
     d.paired_change_pct = ratios.empty() ? std::nan("") : median_of(ratios);
     d.judged = compare::compare_metric(a, b, options);

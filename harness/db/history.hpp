@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "harness/compare/compare.hpp"
@@ -69,6 +70,27 @@ struct DriverComparison {
 
 DriverComparison compare_drivers(const std::vector<MetricObservation>& observations, const std::string& base,
                                  const std::string& next, const compare::CompareOptions& options);
+
+// The same, fed one observation at a time (Store::for_each_observation), holding per measurement and GPU
+// only its medians under each driver.
+class DriverAccumulator {
+ public:
+  DriverAccumulator(std::string base, std::string next);
+  void add(const MetricObservation& observation);
+  [[nodiscard]] DriverComparison report(const compare::CompareOptions& options) const;
+
+ private:
+  struct PerGpu {
+    std::vector<double> base, next;
+  };
+  struct Group {
+    MetricObservation first;  // what the measurement is
+    std::unordered_map<std::string, PerGpu> gpus;
+  };
+  std::string base_, next_;
+  std::unordered_map<std::string, Group> groups_;  // by measurement key
+  std::string key_;                                // reused
+};
 std::string format_driver_table(const DriverComparison& comparison);
 nlohmann::json driver_json(const DriverComparison& comparison);
 

@@ -4,6 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/text_file.hpp"
@@ -11,38 +16,125 @@
 
 namespace memstress::db {
 
-FileIngest ingest_file(Store& store, const std::filesystem::path& path) {
-  FileIngest file;
+ParsedFile parse_file(const std::filesystem::path& path) {
+  ParsedFile parsed;
+  FileIngest& file = parsed.file;
   file.path = path.string();
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     file.error = "no such file";
-    return file;
+    return parsed;
   }
   if (std::filesystem::is_directory(path, ec)) {
     file.error = "a directory, not a results file";
-    return file;
+    return parsed;
   }
   const std::optional<std::string> text = read_text_file(path);
   if (!text) {
     file.error = "cannot be read";
-    return file;
+    return parsed;
   }
-  compare::Results results;
   try {
-    results = compare::parse_results(*text);
+    parsed.results = compare::parse_results(*text);
   } catch (const InputError& e) {
     file.error = e.what();
-    return file;
+    return parsed;
   } catch (const nlohmann::json::exception& e) {
     file.error = fmt::format("not a valid results file: {}", e.what());
-    return file;
+    return parsed;
   }
-  file.format = results.format;
-  // A database error (disk full, locked past the timeout) is the database's, not the file's: it ends the
-  // ingest (DbError propagates), since every later file would fail the same way.
-  file.outcome = store.ingest(results, sha256_hex(*text), file.path);
-  return file;
+  file.format = parsed.results->format;
+  parsed.sha256 = sha256_hex(*text);
+  return parsed;
+}
+
+FileIngest store_file(Store& store, ParsedFile parsed) {
+  if (parsed.results) {
+    // A database error (disk full, locked past the timeout) is the database's, not the file's: it ends the
+    // ingest (DbError propagates), since every later file would fail the same way.
+    parsed.file.outcome = store.ingest(*parsed.results, parsed.sha256, parsed.file.path);
+  }
+  return std::move(parsed.file);
+}
+
+FileIngest ingest_file(Store& store, const std::filesystem::path& path) {
+  return store_file(store, parse_file(path));
+}
+
+void ingest_files(Store& store, const std::vector<std::filesystem::path>& paths, unsigned threads,
+                  const std::function<void(const FileIngest&)>& each) {
+  if (threads == 0) {
+    threads = std::max(1U, std::thread::hardware_concurrency());
+  }
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, paths.size()));
+  if (threads <= 1) {
+    for (const std::filesystem::path& path : paths) {
+      each(ingest_file(store, path));
+    }
+    return;
+  }
+  const std::size_t window = 4 * std::size_t{threads};
+  std::vector<std::optional<ParsedFile>> slots(paths.size());
+  std::mutex mutex;
+  std::condition_variable ready;    // a slot was filled
+  std::condition_variable advance;  // the store moved on, or it stopped
+  std::size_t next = 0;             // the next file a worker takes
+  std::size_t stored = 0;           // files the store has taken
+  bool stop = false;
+  const auto work = [&] {
+    for (;;) {
+      std::size_t i = 0;
+      {
+        std::unique_lock lock(mutex);
+        advance.wait(lock, [&] { return stop || next >= paths.size() || next < stored + window; });
+        if (stop || next >= paths.size()) {
+          return;
+        }
+        i = next++;
+      }
+      ParsedFile parsed;
+      try {
+        parsed = parse_file(paths[i]);
+      } catch (const std::exception& e) {  // out of memory, a file system error: this file's, said so
+        parsed.file.path = paths[i].string();
+        parsed.file.error = e.what();
+      }
+      {
+        const std::lock_guard lock(mutex);
+        slots[i] = std::move(parsed);
+      }
+      ready.notify_all();
+    }
+  };
+  // Stops and joins the workers however this function ends (a DbError, an exception from `each`).
+  struct Workers {
+    std::vector<std::jthread> threads;
+    std::mutex& mutex;
+    bool& stop;
+    std::condition_variable& advance;
+    ~Workers() {
+      {
+        const std::lock_guard lock(mutex);
+        stop = true;
+      }
+      advance.notify_all();
+    }
+  } workers{{}, mutex, stop, advance};
+  for (unsigned t = 0; t < threads; ++t) {
+    workers.threads.emplace_back(work);
+  }
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    ParsedFile parsed;
+    {
+      std::unique_lock lock(mutex);
+      ready.wait(lock, [&] { return slots[i].has_value(); });
+      parsed = std::move(*slots[i]);
+      slots[i].reset();
+      stored = i + 1;
+    }
+    advance.notify_all();
+    each(store_file(store, std::move(parsed)));
+  }
 }
 
 std::string describe(const FileIngest& file) {

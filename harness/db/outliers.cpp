@@ -4,19 +4,26 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
+#include <string>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace memstress::db {
 namespace {
 
-using GroupKey = std::tuple<std::string, std::string, std::string, std::string, std::string, int, std::string,
-                            std::string, int>;
-
-GroupKey group_key(const MetricObservation& o) {
-  return {o.workload, o.case_label, o.allocator,       o.metric, o.unit, static_cast<int>(o.better),
-          o.model,    o.driver,     o.concurrent_ranks};
+// The group of an observation as one string, written into `key` (reused: a fleet has a million
+// observations, and a tuple of nine strings per observation was most of the query's time).
+void group_key(const MetricObservation& o, std::string& key) {
+  key.clear();
+  for (const std::string* part :
+       {&o.workload, &o.case_label, &o.allocator, &o.metric, &o.unit, &o.model, &o.driver}) {
+    key += *part;
+    key += '\x1f';
+  }
+  key += std::to_string(static_cast<int>(o.better));
+  key += '\x1f';
+  key += std::to_string(o.concurrent_ranks);
 }
 
 double median_of(std::vector<double> values) {
@@ -25,28 +32,38 @@ double median_of(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-struct GpuValues {
-  const MetricObservation* last = nullptr;  // host and bus id as last seen
-  std::vector<double> medians;
-};
-
 }  // namespace
+
+void OutlierAccumulator::add(const MetricObservation& o) {
+  group_key(o, key_);
+  const auto [at, added] = index_.try_emplace(key_, groups_.size());
+  if (added) {
+    groups_.push_back({o, {}});
+  }
+  Gpu& g = groups_[at->second].gpus.try_emplace(o.gpu_uuid).first->second;
+  if (g.medians.empty() || o.started_at >= g.started_at) {
+    g.host = o.host;  // as last seen
+    g.pci_bus_id = o.pci_bus_id;
+    g.started_at = o.started_at;
+  }
+  g.medians.push_back(o.median);
+  gpus_.insert(o.gpu_uuid);
+}
 
 OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
                             const OutlierOptions& options) {
-  std::map<GroupKey, std::map<std::string, GpuValues>> groups;
-  std::set<std::string> gpus;
+  OutlierAccumulator all;
   for (const MetricObservation& o : observations) {
-    GpuValues& g = groups[group_key(o)][o.gpu_uuid];
-    if (g.last == nullptr || o.started_at >= g.last->started_at) {
-      g.last = &o;
-    }
-    g.medians.push_back(o.median);
-    gpus.insert(o.gpu_uuid);
+    all.add(o);
   }
+  return all.report(options);
+}
+
+OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
   OutlierReport report;
-  report.gpus = gpus.size();
-  for (const auto& [key, members] : groups) {
+  report.gpus = gpus_.size();
+  for (const Group& group : groups_) {
+    const auto& members = group.gpus;
     if (members.size() < options.min_gpus) {
       ++report.groups_too_small;
       continue;
@@ -70,7 +87,7 @@ OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
     std::size_t i = 0;
     for (const auto& [uuid, g] : members) {
       const double v = values[i++];
-      const MetricObservation& o = *g.last;
+      const MetricObservation& o = group.first;
       const double worse = o.better == Better::higher ? m - v : v - m;
       const double score = worse / spread;
       if (score <= options.threshold) {
@@ -85,9 +102,9 @@ OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
       out.better = o.better;
       out.model = o.model;
       out.driver = o.driver;
-      out.host = o.host;
+      out.host = g.host;
       out.gpu_uuid = uuid;
-      out.pci_bus_id = o.pci_bus_id;
+      out.pci_bus_id = g.pci_bus_id;
       out.value = v;
       out.group_median = m;
       out.spread = spread;
@@ -98,8 +115,11 @@ OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
       report.outliers.push_back(std::move(out));
     }
   }
-  std::stable_sort(report.outliers.begin(), report.outliers.end(),
-                   [](const Outlier& a, const Outlier& b) { return a.score > b.score; });
+  // Most distant first; ties in a fixed order (the groups were gathered in a hash table's).
+  std::sort(report.outliers.begin(), report.outliers.end(), [](const Outlier& a, const Outlier& b) {
+    return std::tie(b.score, a.workload, a.case_label, a.allocator, a.metric, a.driver, a.gpu_uuid) <
+           std::tie(a.score, b.workload, b.case_label, b.allocator, b.metric, b.driver, b.gpu_uuid);
+  });
   return report;
 }
 

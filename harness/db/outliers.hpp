@@ -28,6 +28,8 @@
 // worse by a few percent (threshold x floor: 3.5% by default) before it is called out.
 
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "harness/db/store.hpp"
@@ -64,5 +66,27 @@ struct OutlierReport {
 
 OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
                             const OutlierOptions& options);
+
+// The same, fed one observation at a time (Store::for_each_observation): a fleet's million observations are
+// folded as they are read, never held (per group and GPU only its medians and where it was last seen).
+class OutlierAccumulator {
+ public:
+  void add(const MetricObservation& observation);
+  [[nodiscard]] OutlierReport report(const OutlierOptions& options) const;
+
+ private:
+  struct Gpu {
+    std::string host, pci_bus_id, started_at;  // as last seen
+    std::vector<double> medians;
+  };
+  struct Group {
+    MetricObservation first;  // what the group is (its workload, case, ..., model, driver)
+    std::unordered_map<std::string, Gpu> gpus;
+  };
+  std::unordered_map<std::string, std::size_t> index_;  // group key -> position in groups_
+  std::vector<Group> groups_;
+  std::unordered_set<std::string> gpus_;
+  std::string key_;  // reused
+};
 
 }  // namespace memstress::db

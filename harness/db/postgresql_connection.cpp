@@ -107,6 +107,12 @@ class PostgresqlStatement final : public Statement {
     return is_null(column) ? std::numeric_limits<double>::quiet_NaN()
                            : std::strtod(PQgetvalue(result_.get(), row_, column), nullptr);
   }
+  std::string_view text_view(int column) const override {
+    return is_null(column)
+               ? std::string_view()
+               : std::string_view(PQgetvalue(result_.get(), row_, column),
+                                  static_cast<std::size_t>(PQgetlength(result_.get(), row_, column)));
+  }
   std::string text(int column) const override {
     return is_null(column) ? std::string()
                            : std::string(PQgetvalue(result_.get(), row_, column),

@@ -13,12 +13,16 @@
 namespace memstress::db {
 namespace {
 
-// 1: runs, the files that gave them, each rank's identity and environment facts, rows, metrics and
+// 1: runs (with their environment facts, a JSON array of [label, value] pairs in the file's order, the
+// facts `memstress compare` compares), the files that gave them, each rank's identity, rows, metrics and
 // their samples.
 //
 // A run is keyed by `run_key` (store.cpp: the same run's .json and .jsonl share it), a file by its
-// content's SHA-256. Rows reference their run, metrics their row, samples their metric, all ON DELETE
-// CASCADE, so replacing a run's content (its .jsonl first, its .json later) is one DELETE of its rows.
+// content's SHA-256. Rows reference their run, metrics their row, all ON DELETE CASCADE, so replacing a
+// run's content (its .jsonl first, its .json later) is one DELETE of its rows. A metric's samples (its
+// repetitions, kept for reading back, never queried one by one) are one JSON array in their metric's row
+// (null for a value that is not finite): a row each would be most of an ingest's writes, five to a hundred
+// per metric, and the fleet store ingests thousands of files at a time (scripts/fleet-bench).
 // A row's concurrent_ranks: how many ranks ran its case at the same time (the job's ranks, or 1 for a
 // workload the run took --in-turn): GPUs measured alone and GPUs sharing a host are not compared.
 constexpr std::string_view kV1 = R"sql(
@@ -31,7 +35,9 @@ CREATE TABLE runs (
   started_at TEXT NOT NULL,
   row_count {int} NOT NULL,
   source_path TEXT NOT NULL,
-  source_sha256 TEXT NOT NULL
+  source_sha256 TEXT NOT NULL,
+  memstress_version TEXT NOT NULL DEFAULT '',
+  environment TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE files (
   sha256 TEXT PRIMARY KEY,
@@ -60,13 +66,6 @@ CREATE TABLE gpus (
   PRIMARY KEY (run_id, rank, uuid)
 );
 CREATE INDEX gpus_uuid ON gpus (uuid);
-CREATE TABLE facts (
-  run_id {int} NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-  position {int} NOT NULL,
-  label TEXT NOT NULL,
-  value TEXT NOT NULL,
-  PRIMARY KEY (run_id, position)
-);
 CREATE TABLE rows (
   id {id},
   run_id {int} NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -100,16 +99,12 @@ CREATE TABLE metrics (
   max {real},
   mean {real},
   stddev {real},
-  cv {real}
+  cv {real},
+  sample_count {int} NOT NULL,
+  samples TEXT NOT NULL
 );
 CREATE INDEX metrics_row ON metrics (row_id);
 CREATE INDEX metrics_name ON metrics (name);
-CREATE TABLE samples (
-  metric_id {int} NOT NULL REFERENCES metrics (id) ON DELETE CASCADE,
-  position {int} NOT NULL,
-  value {real},
-  PRIMARY KEY (metric_id, position)
-);
 )sql";
 
 constexpr std::array<std::string_view, 1> kMigrations{kV1};

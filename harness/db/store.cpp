@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
+#include <unordered_map>
 
 #include "harness/db/schema.hpp"
 #include "harness/db/sha256.hpp"
@@ -30,6 +33,15 @@ std::size_t distinct_gpus(const compare::Results& results) {
     }
   }
   return uuids.size();
+}
+
+// "[54.87,54.86,null]": the repetitions, a value that is not finite as null (JSON has no NaN).
+std::string samples_json(const std::vector<double>& samples) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const double v : samples) {
+    list.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json());
+  }
+  return list.dump();
 }
 
 struct HeldRun {
@@ -76,20 +88,27 @@ void write_content(Connection& c, std::int64_t run_id, const compare::Results& r
       }
     }
   }
-  const auto fact = c.prepare("INSERT INTO facts (run_id, position, label, value) VALUES (?, ?, ?, ?)");
-  for (std::size_t i = 0; i < results.environment.size(); ++i) {
-    fact->bind(1, run_id).bind(2, static_cast<std::int64_t>(i));
-    fact->bind(3, results.environment[i].first).bind(4, results.environment[i].second).run();
+  nlohmann::json facts = nlohmann::json::array();
+  std::string version;
+  for (const auto& [label, value] : results.environment) {
+    facts.push_back({label, value});
+    if (label == "memstress version") {
+      version = value;
+    }
   }
+  c.prepare("UPDATE runs SET memstress_version = ?, environment = ? WHERE id = ?")
+      ->bind(1, version)
+      .bind(2, facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      .bind(3, run_id)
+      .run();
   const auto row = c.prepare(
       "INSERT INTO rows (run_id, position, workload, case_label, params, allocator, rank, concurrent_ranks, "
       "device_name, device_uuid, verdict, reason, checked, errors) "
       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
   const auto job_ranks = static_cast<std::int64_t>(std::max<std::size_t>(1, results.identities.size()));
   const auto metric = c.prepare(
-      "INSERT INTO metrics (row_id, name, unit, better, n, median, p10, p90, min, max, mean, stddev, cv) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
-  const auto sample = c.prepare("INSERT INTO samples (metric_id, position, value) VALUES (?, ?, ?)");
+      "INSERT INTO metrics (row_id, name, unit, better, n, median, p10, p90, min, max, mean, stddev, cv, "
+      "sample_count, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (std::size_t i = 0; i < results.rows.size(); ++i) {
     const compare::ResultRow& r = results.rows[i];
     row->bind(1, run_id).bind(2, static_cast<std::int64_t>(i)).bind(3, r.workload).bind(4, r.case_label);
@@ -107,12 +126,7 @@ void write_content(Connection& c, std::int64_t run_id, const compare::Results& r
       metric->bind(1, row_id).bind(2, m.name).bind(3, m.unit).bind(4, to_string(m.better));
       metric->bind(5, static_cast<std::int64_t>(s.n)).bind(6, s.median).bind(7, s.p10).bind(8, s.p90);
       metric->bind(9, s.min).bind(10, s.max).bind(11, s.mean).bind(12, s.stddev).bind(13, s.cv);
-      metric->step();
-      const std::int64_t metric_id = metric->integer(0);
-      metric->reset();
-      for (std::size_t k = 0; k < m.samples.size(); ++k) {
-        sample->bind(1, metric_id).bind(2, static_cast<std::int64_t>(k)).bind(3, m.samples[k]).run();
-      }
+      metric->bind(14, static_cast<std::int64_t>(m.samples.size())).bind(15, samples_json(m.samples)).run();
     }
   }
 }
@@ -204,7 +218,7 @@ IngestOutcome Store::ingest(const compare::Results& results, const std::string& 
       return outcome;
     }
     outcome.action = IngestAction::replaced;
-    for (const char* table : {"rows", "ranks", "gpus", "facts"}) {
+    for (const char* table : {"rows", "ranks", "gpus"}) {
       c.prepare(fmt::format("DELETE FROM {} WHERE run_id = ?", table))->bind(1, run_id).run();
     }
     c.prepare(
@@ -235,48 +249,93 @@ IngestOutcome Store::ingest(const compare::Results& results, const std::string& 
 }
 
 std::vector<MetricObservation> Store::observations(const ObservationFilter& filter) {
-  const auto s = connection_->prepare(R"sql(
-SELECT r.workload, r.case_label, r.allocator, m.name, m.unit, m.better, r.device_name,
-       COALESCE(k.driver, ''), COALESCE(k.host, ''), r.device_uuid, COALESCE(g.pci_bus_id, ''),
-       u.started_at, m.median, r.concurrent_ranks
-FROM metrics m
-JOIN rows r ON m.row_id = r.id
-JOIN runs u ON r.run_id = u.id
-LEFT JOIN ranks k ON k.run_id = r.run_id AND k.rank = COALESCE(r.rank, 0)
-LEFT JOIN gpus g ON g.run_id = r.run_id AND g.rank = COALESCE(r.rank, 0) AND g.uuid = r.device_uuid
-WHERE m.better <> 'none' AND m.median IS NOT NULL AND r.device_uuid <> ''
-  AND r.verdict IN ('pass', 'fail') AND (? = '' OR m.name = ?) AND (? = '' OR u.started_at >= ?)
-  AND (? = '' OR r.device_uuid = ?) AND (? = '' OR k.host = ?)
-ORDER BY u.started_at, r.id, m.id)sql");
-  s->bind(1, filter.metric).bind(2, filter.metric).bind(3, filter.since).bind(4, filter.since);
-  s->bind(5, filter.gpu_uuid).bind(6, filter.gpu_uuid).bind(7, filter.host).bind(8, filter.host);
   std::vector<MetricObservation> out;
-  while (s->step()) {
-    MetricObservation o;
-    o.workload = s->text(0);
-    o.case_label = s->text(1);
-    o.allocator = s->text(2);
-    o.metric = s->text(3);
-    o.unit = s->text(4);
-    o.better = better_from_string(s->text(5)).value_or(Better::none);
-    o.model = s->text(6);
-    o.driver = s->text(7);
-    o.host = s->text(8);
-    o.gpu_uuid = s->text(9);
-    o.pci_bus_id = s->text(10);
-    o.started_at = s->text(11);
-    o.median = s->real(12);
-    o.concurrent_ranks = static_cast<int>(std::max<std::int64_t>(1, s->integer(13)));
-    if (std::isfinite(o.median) && o.better != Better::none) {
-      out.push_back(std::move(o));
+  for_each_observation(filter, [&](const MetricObservation& o) { out.push_back(o); });
+  return out;
+}
+
+void Store::for_each_observation(const ObservationFilter& filter,
+                                 const std::function<void(const MetricObservation&)>& visit) {
+  Connection& c = *connection_;
+  // Who ran each run's rows (host, driver, bus ids) and when, read once: a few rows per run, where joining
+  // them to each of the million metrics of a fleet would cost most of the query (scripts/fleet-bench).
+  struct RankFacts {
+    std::string host, driver;
+    std::vector<std::pair<std::string, std::string>> buses;  // GPU UUID, PCI bus id
+  };
+  const auto rank_key = [](std::int64_t run, std::int64_t rank) {
+    return static_cast<std::uint64_t>(run) << 24U ^ static_cast<std::uint64_t>(rank);  // ranks < 2^20
+  };
+  std::unordered_map<std::int64_t, std::string> started;  // run id ->
+  std::unordered_map<std::uint64_t, RankFacts> ranks;     // rank_key ->
+  {
+    const auto runs = c.prepare("SELECT id, started_at FROM runs WHERE ? = '' OR started_at >= ?");
+    runs->bind(1, filter.since).bind(2, filter.since);
+    while (runs->step()) {
+      started.emplace(runs->integer(0), runs->text(1));
+    }
+    const auto k = c.prepare("SELECT run_id, rank, host, driver FROM ranks");
+    while (k->step()) {
+      ranks.emplace(rank_key(k->integer(0), k->integer(1)), RankFacts{k->text(2), k->text(3), {}});
+    }
+    const auto g = c.prepare("SELECT run_id, rank, uuid, pci_bus_id FROM gpus");
+    while (g->step()) {
+      ranks[rank_key(g->integer(0), g->integer(1))].buses.emplace_back(g->text(2), g->text(3));
     }
   }
-  return out;
+  const auto s = c.prepare(R"sql(
+SELECT r.run_id, COALESCE(r.rank, 0), r.workload, r.case_label, r.allocator, m.name, m.unit, m.better,
+       r.device_name, r.device_uuid, m.median, r.concurrent_ranks
+FROM metrics m
+JOIN rows r ON m.row_id = r.id
+WHERE m.better <> 'none' AND m.median IS NOT NULL AND r.device_uuid <> ''
+  AND r.verdict IN ('pass', 'fail') AND (? = '' OR m.name = ?) AND (? = '' OR r.device_uuid = ?))sql");
+  s->bind(1, filter.metric).bind(2, filter.metric).bind(3, filter.gpu_uuid).bind(4, filter.gpu_uuid);
+  const RankFacts unknown;
+  MetricObservation o;  // reused: its strings keep their capacity from row to row
+  while (s->step()) {
+    const std::int64_t run = s->integer(0);
+    const auto when = started.find(run);
+    if (when == started.end()) {
+      continue;  // before --since
+    }
+    const std::int64_t rank = s->integer(1);
+    const auto facts = ranks.find(rank_key(run, rank));
+    const RankFacts& who = facts != ranks.end() ? facts->second : unknown;
+    if (!filter.host.empty() && who.host != filter.host) {
+      continue;
+    }
+    o.median = s->real(10);
+    o.better = better_from_string(s->text_view(7)).value_or(Better::none);
+    if (!std::isfinite(o.median) || o.better == Better::none) {
+      continue;
+    }
+    o.workload = s->text_view(2);
+    o.case_label = s->text_view(3);
+    o.allocator = s->text_view(4);
+    o.metric = s->text_view(5);
+    o.unit = s->text_view(6);
+    o.model = s->text_view(8);
+    o.gpu_uuid = s->text_view(9);
+    o.concurrent_ranks = static_cast<int>(std::max<std::int64_t>(1, s->integer(11)));
+    o.driver = who.driver;
+    o.host = who.host;
+    o.pci_bus_id.clear();
+    for (const auto& [uuid, bus] : who.buses) {
+      if (uuid == o.gpu_uuid) {
+        o.pci_bus_id = bus;
+      }
+    }
+    o.started_at = when->second;
+    visit(o);
+  }
 }
 
 Store::Counts Store::counts() {
   Connection& c = *connection_;
-  return {count(c, "files"), count(c, "runs"), count(c, "rows"), count(c, "metrics"), count(c, "samples")};
+  const auto samples = c.prepare("SELECT COALESCE(sum(sample_count), 0) FROM metrics");
+  return {count(c, "files"), count(c, "runs"), count(c, "rows"), count(c, "metrics"),
+          samples->step() ? samples->integer(0) : 0};
 }
 
 }  // namespace memstress::db

@@ -16,6 +16,7 @@
 // no longer `running`), replacing the other's rows in the same transaction; the other is recorded as a file
 // of that run. Each file is ingested in one transaction: a file that fails midway leaves nothing.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,6 +79,9 @@ class Store {
   // Every finite median of a metric with a better direction, of a row that passed or failed (skipped
   // and errored rows measured nothing), on a GPU the row names by UUID.
   std::vector<MetricObservation> observations(const ObservationFilter& filter);
+  // The same, one at a time and never all held (a fleet has millions): `visit` sees each, in no set order.
+  void for_each_observation(const ObservationFilter& filter,
+                            const std::function<void(const MetricObservation&)>& visit);
 
   // Counts of what the store holds, for messages and tests.
   struct Counts {

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "harness/db/ingest.hpp"
 #include "harness/db/schema.hpp"
@@ -57,7 +59,7 @@ TEST_P(DbSchemaOn, MigratesAnEmptyDatabaseOnceAndRecordsTheVersion) {
   EXPECT_EQ(schema_version(*c), latest_schema_version());
   EXPECT_EQ(migrate(*c), 0);  // already there
   EXPECT_EQ(scalar(*c, "SELECT count(*) FROM schema_version"), latest_schema_version());
-  for (const char* table : {"runs", "files", "ranks", "gpus", "facts", "rows", "metrics", "samples"}) {
+  for (const char* table : {"runs", "files", "ranks", "gpus", "rows", "metrics"}) {
     EXPECT_EQ(scalar(*c, std::string("SELECT count(*) FROM ") + table), 0) << table;
   }
 }
@@ -99,6 +101,13 @@ TEST_P(DbStore, IngestingTheSameFileTwiceChangesNothing) {
   EXPECT_EQ(before.runs, 1);
   EXPECT_EQ(before.rows, 4);
   EXPECT_GT(before.samples, 0);
+  // Each metric's repetitions read back as the JSON array they were written as.
+  const auto stored = store.connection().prepare("SELECT sample_count, samples FROM metrics ORDER BY id");
+  ASSERT_TRUE(stored->step());
+  const nlohmann::json samples = nlohmann::json::parse(stored->text(1));
+  ASSERT_TRUE(samples.is_array());
+  EXPECT_EQ(samples.size(), static_cast<std::size_t>(stored->integer(0)));
+  EXPECT_GT(samples.size(), 0U);
 
   // Again, and a copy under another name: known by content.
   std::filesystem::copy_file(kBaseDocument, dir.file("copy.json"));
@@ -128,6 +137,15 @@ TEST_P(DbStore, KeepsWhatIdentifiesTheMachineAndTheGpu) {
   EXPECT_EQ(s->text(3), "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(s->text(4), "GPU-65d35e1b-56df-98bf-153b-1e9efdb616c2");
   EXPECT_FALSE(s->text(5).empty());
+  // The run's environment facts, as `memstress compare` lists them.
+  const auto run = c.prepare("SELECT memstress_version, environment FROM runs");
+  ASSERT_TRUE(run->step());
+  EXPECT_FALSE(run->text(0).empty());
+  const nlohmann::json facts = nlohmann::json::parse(run->text(1));
+  ASSERT_TRUE(facts.is_array());
+  EXPECT_NE(std::find(facts.begin(), facts.end(), nlohmann::json::array({"driver", "580.159.04"})),
+            facts.end())
+      << facts.dump();
   const std::vector<MetricObservation> seen = store.observations({});
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.front().gpu_uuid, "GPU-65d35e1b-56df-98bf-153b-1e9efdb616c2");
@@ -266,15 +284,15 @@ TEST_P(DbTransaction, RollsBackUnlessCommitted) {
 }
 
 TEST_P(DbTransaction, AFileThatFailsMidwayLeavesNothing) {
-  // The database refuses the first sample (as a full disk would, midway through the file): the run, its
-  // rows and metrics written before it go with it, and the file is not recorded.
+  // The database refuses the first metric (as a full disk would, midway through the file): the run and
+  // the row written before it go with it, and the file is not recorded.
   Store store(open_database(fresh("fleet"), OpenMode::create));
   const bool sqlite = store.connection().dialect().name == "sqlite";
   store.connection().exec(
       sqlite
-          ? "CREATE TRIGGER refuse BEFORE INSERT ON samples BEGIN SELECT RAISE(ABORT, 'no room'); END"
+          ? "CREATE TRIGGER refuse BEFORE INSERT ON metrics BEGIN SELECT RAISE(ABORT, 'no room'); END"
           : "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'no room'; END $$ "
-            "LANGUAGE plpgsql; CREATE TRIGGER refuse BEFORE INSERT ON samples FOR EACH ROW EXECUTE FUNCTION "
+            "LANGUAGE plpgsql; CREATE TRIGGER refuse BEFORE INSERT ON metrics FOR EACH ROW EXECUTE FUNCTION "
             "refuse()");
   EXPECT_THROW(ingest_file(store, kBaseDocument), DbError);
   const Store::Counts c = store.counts();
@@ -282,7 +300,7 @@ TEST_P(DbTransaction, AFileThatFailsMidwayLeavesNothing) {
   EXPECT_EQ(c.runs, 0);
   EXPECT_EQ(c.rows, 0);
   EXPECT_EQ(c.metrics, 0);
-  store.connection().exec(sqlite ? "DROP TRIGGER refuse" : "DROP TRIGGER refuse ON samples");
+  store.connection().exec(sqlite ? "DROP TRIGGER refuse" : "DROP TRIGGER refuse ON metrics");
   const FileIngest again = ingest_file(store, kBaseDocument);
   ASSERT_TRUE(again.outcome);
   EXPECT_EQ(again.outcome->action, IngestAction::added);
