@@ -64,6 +64,10 @@ CPU = {
     "memstress db outliers --db fleet.sqlite": 1,
     "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite": 2,  # skips what is not results
     "memstress db outliers --db results.sqlite --metric GB/s": 1,
+    "memstress db ingest tests/data/fleet/node0*.json tests/data/fleet/driver-570/node0*.json --db drivers.sqlite": 0,
+    "memstress db history --db drivers.sqlite --gpu GPU-00000000-0000-0000-0000-000000000004 --metric GB/s": 0,
+    "memstress db compare --db drivers.sqlite --driver 570.195.03 --driver 580.159.04 --metric GB/s": 1,
+    "memstress db export --db drivers.sqlite --format openmetrics --out memstress.prom": 0,
 }
 NEEDS_MATPLOTLIB = ("scripts/report", "memstress doctor run.snapshot.pickle --format html")
 # Commands quoted in the README's prose rather than in a code block, run here too.
@@ -106,6 +110,13 @@ NOT_RUN = {
     "MEMSTRESS_FUZZ_RUNS=1000000 MEMSTRESS_FUZZ_SECONDS=3600 scripts/fuzz --record results/fuzz/run.md":
     "the recorded long run: about an hour (results/fuzz/)",
     "ctest --preset fuzz": "part of scripts/fuzz (needs the fuzz preset's build)",
+    "memstress run --out run.json --format openmetrics > /var/lib/node_exporter/textfile/memstress.prom.tmp && mv "
+    "/var/lib/node_exporter/textfile/memstress.prom.tmp /var/lib/node_exporter/textfile/memstress.prom":
+    "a node's scheduled job writing into node_exporter's directory; tests/cli/openmetrics_check.py runs "
+    "`memstress run --format openmetrics` and reads it with Prometheus's parsers",
+    "memstress db ingest results/*.json --db postgresql://memstress@db.example.org/fleet":
+    "an illustration of the URL; CTest runs every db command on a PostgreSQL server it starts (tests/db)",
+    "scripts/fleet-bench": "the benchmark at scale: 10,000 files, minutes of work; its record is results/fleet/",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 # `memstress db` is built only where SQLite and libcrypto were found (cmake/FleetStore.cmake); elsewhere its
@@ -267,6 +278,16 @@ class RunOnTheCpu(unittest.TestCase):
                 outliers = next(c.removeprefix("$ ") for c in readme_commands()
                                 if c.startswith(f"$ memstress db outliers --db {store}.sqlite"))
                 self.assertEqual(self.run_command(outliers).stdout, shown_output(outliers))
+        with self.subTest(store="drivers"):
+            if not build_has_db():
+                self.skipTest(NO_DB)
+            self.run_command("rm -f drivers.sqlite && memstress db ingest tests/data/fleet/node0*.json "
+                             "tests/data/fleet/driver-570/node0*.json --db drivers.sqlite")
+            for command in ("memstress db history --db drivers.sqlite --gpu GPU-00000000-0000-0000-0000-000000000004 "
+                            "--metric GB/s",
+                            "memstress db compare --db drivers.sqlite --driver 570.195.03 --driver 580.159.04 "
+                            "--metric GB/s"):
+                self.assertEqual(self.run_command(command).stdout, shown_output(command))
         slower = self.run_command("memstress compare tests/data/compare/base.json tests/data/compare/slower.json")
         self.assertEqual(slower.stdout, unshown_output_block("BASE tests/data/compare/base.json (memstress.run/1 "
                                                              "document, 3 rows)"))
