@@ -8,6 +8,7 @@
 // the GPU or host asked for; 2 bad input.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -136,6 +137,15 @@ int compare_command(const DbFlags& f) {
   store.for_each_observation({f.metric, checked_since(f.since), "", ""},
                              [&](const db::MetricObservation& o) { drivers.add(o); });
   const db::DriverComparison c = drivers.report(options);
+  if (c.gpus_both == 0) {
+    // Nothing compared is no verdict: a misspelt driver must not pass a scheduler's gate.
+    std::vector<std::string> seen(drivers.drivers_seen().begin(), drivers.drivers_seen().end());
+    throw InputError(
+        fmt::format("--driver {} --driver {}: no GPU in '{}' ran under both{}; drivers held: {}",
+                    f.drivers[0], f.drivers[1], store.connection().name(),
+                    f.metric.empty() ? "" : fmt::format(" (metric '{}')", f.metric),
+                    seen.empty() ? std::string("none") : fmt::format("{}", fmt::join(seen, ", "))));
+  }
   print(f.format == "json" ? json_text(db::driver_json(c), 2) + "\n" : db::format_driver_table(c));
   return to_int(c.regressed() ? ExitCode::check_failed : ExitCode::ok);
 }

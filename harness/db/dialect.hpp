@@ -15,12 +15,24 @@ struct Dialect {
   std::string_view real_type;  // a double
   std::string_view int_type;   // a 64-bit integer
   std::string_view has_table;  // counts the tables named by its one parameter (the catalogues differ)
+  // Run first in a writing transaction so that two processes writing one store take turns: "" where the
+  // database does so itself (SQLite locks the file for a writer). PostgreSQL's transactions would both read
+  // "not held yet" and then collide on a unique key, ending one ingest.
+  std::string_view writer_lock;
 };
 
-inline constexpr Dialect kSqlite{"sqlite", "INTEGER PRIMARY KEY", "REAL", "INTEGER",
-                                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"};
-inline constexpr Dialect kPostgresql{"postgresql", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-                                     "DOUBLE PRECISION", "BIGINT",
-                                     "SELECT count(*) FROM information_schema.tables WHERE table_name = ?"};
+inline constexpr Dialect kSqlite{"sqlite",
+                                 "INTEGER PRIMARY KEY",
+                                 "REAL",
+                                 "INTEGER",
+                                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                 ""};
+inline constexpr Dialect kPostgresql{
+    "postgresql",
+    "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    "DOUBLE PRECISION",
+    "BIGINT",
+    "SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+    "SELECT pg_advisory_xact_lock(726573747265)"};  // "memstress" as a number
 
 }  // namespace memstress::db

@@ -47,6 +47,10 @@ std::vector<HistorySeries> history(const std::vector<MetricObservation>& observa
       s = {o.gpu_uuid,  o.host,   o.pci_bus_id, o.model,  o.workload,         o.case_label,
            o.allocator, o.metric, o.unit,       o.better, o.concurrent_ranks, {}};
     }
+    if (!s.points.empty() && o.started_at >= s.points.back().started_at) {  // where the GPU was last seen
+      s.host = o.host;
+      s.pci_bus_id = o.pci_bus_id;
+    }
     s.points.push_back({o.started_at, o.driver, {}, o.median});
   }
   std::vector<HistorySeries> out;
@@ -138,6 +142,10 @@ DriverAccumulator::DriverAccumulator(std::string base, std::string next)
     : base_(std::move(base)), next_(std::move(next)) {}
 
 void DriverAccumulator::add(const MetricObservation& o) {
+  if (o.driver != last_driver_) {  // runs come row by row: the driver changes rarely
+    last_driver_ = o.driver;
+    drivers_seen_.insert(o.driver);
+  }
   if (o.driver != base_ && o.driver != next_) {
     return;
   }

@@ -18,6 +18,7 @@
 // disagree, a few GPUs moved a lot.
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +79,8 @@ class DriverAccumulator {
   DriverAccumulator(std::string base, std::string next);
   void add(const MetricObservation& observation);
   [[nodiscard]] DriverComparison report(const compare::CompareOptions& options) const;
+  // Every driver the observations named, in order (for a message when a --driver matched none).
+  [[nodiscard]] const std::set<std::string>& drivers_seen() const noexcept { return drivers_seen_; }
 
  private:
   struct PerGpu {
@@ -90,6 +93,8 @@ class DriverAccumulator {
   std::string base_, next_;
   std::unordered_map<std::string, Group> groups_;  // by measurement key
   std::string key_;                                // reused
+  std::set<std::string> drivers_seen_;
+  std::string last_driver_;
 };
 std::string format_driver_table(const DriverComparison& comparison);
 nlohmann::json driver_json(const DriverComparison& comparison);

@@ -95,9 +95,13 @@ void ingest_files(Store& store, const std::vector<std::filesystem::path>& paths,
       ParsedFile parsed;
       try {
         parsed = parse_file(paths[i]);
-      } catch (const std::exception& e) {  // out of memory, a file system error: this file's, said so
-        parsed.file.path = paths[i].string();
-        parsed.file.error = e.what();
+      } catch (...) {  // out of memory, a file system error: this file's, said so; nothing leaves the thread
+        parsed = ParsedFile{};
+        try {
+          parsed.file.path = paths[i].string();
+          parsed.file.error = "could not be read or parsed (out of memory?)";
+        } catch (...) {  // NOLINT(bugprone-empty-catch): the file stays unnamed, still skipped
+        }
       }
       {
         const std::lock_guard lock(mutex);

@@ -117,8 +117,10 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
   }
   // Most distant first; ties in a fixed order (the groups were gathered in a hash table's).
   std::sort(report.outliers.begin(), report.outliers.end(), [](const Outlier& a, const Outlier& b) {
-    return std::tie(b.score, a.workload, a.case_label, a.allocator, a.metric, a.driver, a.gpu_uuid) <
-           std::tie(a.score, b.workload, b.case_label, b.allocator, b.metric, b.driver, b.gpu_uuid);
+    return std::tie(b.score, a.workload, a.case_label, a.allocator, a.metric, a.unit, a.model, a.driver,
+                    a.concurrent_ranks, a.gpu_uuid) < std::tie(a.score, b.workload, b.case_label, b.allocator,
+                                                               b.metric, b.unit, b.model, b.driver,
+                                                               b.concurrent_ranks, b.gpu_uuid);
   });
   return report;
 }

@@ -23,7 +23,7 @@ bool postgresql_built() noexcept;
 // to how many.
 std::string numbered_parameters(std::string_view sql, int& count);
 
-// The URL with its password, if any, as "***" (for messages).
+// The URL with its password, if any (user:password@, or a password= parameter), as "***" (for messages).
 std::string masked_url(const std::string& url);
 
 }  // namespace memstress::db

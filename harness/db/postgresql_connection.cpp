@@ -175,9 +175,9 @@ std::unique_ptr<Connection> open_postgresql(const std::string& url) {
   }
   PQsetNoticeProcessor(c.get(), ignore_notice, nullptr);
   auto connection = std::make_unique<PostgresqlConnection>(std::move(c), name);
-  // Times as UTC text and numbers as the shortest text that reads back exactly (PostgreSQL 12 and newer do
-  // by default; older ones are asked to).
-  connection->exec("SET extra_float_digits = 3");
+  // Text in UTF-8 whatever the database's encoding, and numbers as text that reads back exactly (PostgreSQL
+  // 12 and newer do so by default; older ones are asked to).
+  connection->exec("SET client_encoding = 'UTF8'; SET extra_float_digits = 3");
   return connection;
 }
 

@@ -31,8 +31,9 @@ std::string numbered_parameters(std::string_view sql, int& count) {
 }
 
 std::string masked_url(const std::string& url) {
-  static const std::regex kPassword(R"(^(postgres(?:ql)?://[^:/@]*:)[^@]*@)");
-  return std::regex_replace(url, kPassword, "$1***@");
+  static const std::regex kUserPassword(R"(^(postgres(?:ql)?://[^:/@]*:)[^@]*@)");
+  static const std::regex kPasswordParameter(R"(([?&]password=)[^&]*)");
+  return std::regex_replace(std::regex_replace(url, kUserPassword, "$1***@"), kPasswordParameter, "$1***");
 }
 
 }  // namespace memstress::db

@@ -140,6 +140,12 @@ int migrate(Connection& connection) {
   const Dialect& d = connection.dialect();
   for (int version = at + 1; version <= latest_schema_version(); ++version) {
     Transaction transaction(connection);
+    if (!d.writer_lock.empty()) {
+      connection.prepare(d.writer_lock)->run();  // two processes migrating a new store take turns
+      if (schema_version(connection) >= version) {
+        continue;  // the other did it (the transaction rolls back nothing)
+      }
+    }
     if (version == 1) {
       connection.exec(fmt::format(
           "CREATE TABLE schema_version (version {} PRIMARY KEY, applied_at TEXT NOT NULL)", d.int_type));

@@ -191,8 +191,10 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   // ingest of thousands of files is not thousands of disk flushes, and readers do not block the writer.
   // A crash may lose the last files committed, never corrupt the store; an ingest run again restores them
   // (idempotent). WAL needs a local file system (not NFS): a store shared over the network is PostgreSQL's
-  // job.
-  connection->exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+  // job. Set where the store is written (ingest); a store made so stays so, and queries only read it.
+  if (mode == OpenMode::create) {
+    connection->exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+  }
   return connection;
 }
 

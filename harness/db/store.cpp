@@ -20,6 +20,13 @@
 namespace memstress::db {
 namespace {
 
+// The dialect's writer lock (Dialect::writer_lock), taken inside the transaction.
+void serialize_writers(Connection& c) {
+  if (!c.dialect().writer_lock.empty()) {
+    c.prepare(c.dialect().writer_lock)->run();
+  }
+}
+
 std::int64_t clamp_count(std::uint64_t value) {
   constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   return static_cast<std::int64_t>(std::min(value, kMax));
@@ -196,6 +203,7 @@ IngestOutcome Store::ingest(const compare::Results& results, const std::string& 
   outcome.rows = results.rows.size();
   outcome.gpus = distinct_gpus(results);
   Transaction transaction(c);
+  serialize_writers(c);
   {
     const auto known = c.prepare("SELECT path FROM files WHERE sha256 = ?");
     known->bind(1, sha256);
@@ -264,7 +272,8 @@ void Store::for_each_observation(const ObservationFilter& filter,
     std::vector<std::pair<std::string, std::string>> buses;  // GPU UUID, PCI bus id
   };
   const auto rank_key = [](std::int64_t run, std::int64_t rank) {
-    return static_cast<std::uint64_t>(run) << 24U ^ static_cast<std::uint64_t>(rank);  // ranks < 2^20
+    static_assert(kMaxRank < (1 << 24), "a rank must fit below the run id in the key");
+    return static_cast<std::uint64_t>(run) << 24U ^ static_cast<std::uint64_t>(rank);
   };
   std::unordered_map<std::int64_t, std::string> started;  // run id ->
   std::unordered_map<std::uint64_t, RankFacts> ranks;     // rank_key ->

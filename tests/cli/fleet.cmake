@@ -5,7 +5,7 @@ set(_fleet_db ${CMAKE_CURRENT_BINARY_DIR}/fleet.sqlite)
 set(_nodes ${_fleet}/node01.json ${_fleet}/node02.json ${_fleet}/node03.json ${_fleet}/node04.json
            ${_fleet}/node05.json ${_fleet}/node06.json)
 
-add_test(NAME cli.db_fresh COMMAND ${CMAKE_COMMAND} -E rm -f ${_fleet_db})
+add_test(NAME cli.db_fresh COMMAND ${CMAKE_COMMAND} -E rm -f ${_fleet_db} ${_fleet_db}-wal ${_fleet_db}-shm)
 set_tests_properties(cli.db_fresh PROPERTIES LABELS cpu FIXTURES_SETUP fleet_db_fresh)
 # A bad file among good ones: named, skipped, the rest kept, exit 2.
 memstress_cli_test(
@@ -72,7 +72,8 @@ set_tests_properties(cli.db_real_results PROPERTIES LABELS cpu TIMEOUT 300)
 set(_history_db ${CMAKE_CURRENT_BINARY_DIR}/fleet-history.sqlite)
 set(_old_nodes ${_fleet}/driver-570/node01.json ${_fleet}/driver-570/node02.json ${_fleet}/driver-570/node03.json
                ${_fleet}/driver-570/node04.json ${_fleet}/driver-570/node05.json ${_fleet}/driver-570/node06.json)
-add_test(NAME cli.db_history_fresh COMMAND ${CMAKE_COMMAND} -E rm -f ${_history_db})
+add_test(NAME cli.db_history_fresh COMMAND ${CMAKE_COMMAND} -E rm -f ${_history_db} ${_history_db}-wal
+                                                ${_history_db}-shm)
 set_tests_properties(cli.db_history_fresh PROPERTIES LABELS cpu FIXTURES_SETUP fleet_history_fresh)
 memstress_cli_test(db_ingest_two_drivers --stdout-match "12 file\\(s\\): 12 added.* holds 12 run\\(s\\), 48 row\\(s\\)" 0
                    -- ${_ms} db ingest ${_old_nodes} ${_nodes} --db ${_history_db})
@@ -204,3 +205,9 @@ endif()
 add_test(NAME cli.db_synthetic_fleet COMMAND ${PROJECT_SOURCE_DIR}/scripts/fleet-bench --memstress ${_ms} --work
                                              ${CMAKE_CURRENT_BINARY_DIR}/fleet-small --nodes 25 --runs 20 --accuracy-only)
 set_tests_properties(cli.db_synthetic_fleet PROPERTIES LABELS "cpu;not-in-sanitizers" TIMEOUT 600)
+# Nothing compared is no verdict (exit 2, naming the drivers held), and a password never reaches a message.
+memstress_cli_test(db_compare_unknown_driver --match "no GPU in '[^']*' ran under both. drivers held: 570.195.03, 580.159.04"
+                   2 -- ${_ms} db compare --db ${_history_db} --driver 570.195.03 --driver 999.99)
+set_tests_properties(cli.db_compare_unknown_driver PROPERTIES FIXTURES_REQUIRED fleet_history)
+memstress_cli_test(db_postgresql_password_parameter --match "--db 'postgresql:///x[?]host=/nonexistent&password=[*][*][*]'"
+                   2 -- ${_ms} db outliers --db postgresql:///x?host=/nonexistent&password=secret)
