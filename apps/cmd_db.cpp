@@ -38,6 +38,7 @@ struct DbFlags {
   std::string since;
   double threshold = db::OutlierOptions{}.threshold;
   std::size_t min_gpus = db::OutlierOptions{}.min_gpus;
+  bool groups = false;
   std::string format = "table";
   std::string gpu;
   std::string host;
@@ -94,6 +95,11 @@ int outliers_command(const DbFlags& f) {
   db::OutlierOptions options;
   options.threshold = f.threshold;
   options.min_gpus = f.min_gpus;
+  options.keep_groups = f.groups;
+  if (f.groups && f.format != "json") {
+    throw InputError(
+        "--groups: only with --format json (every GPU's value, for scripts/report's fleet page)");
+  }
   const db::ObservationFilter filter{f.metric, checked_since(f.since), "", ""};
   db::Store store(db::open_database(f.db, db::OpenMode::existing));
   db::OutlierAccumulator groups;
@@ -188,6 +194,9 @@ Subcommand add_db(CLI::App& app) {
   outliers->add_option("--min-gpus", flags->min_gpus, "Judge only groups of at least this many GPUs")
       ->check(CLI::Range(3, 1'000'000))
       ->capture_default_str();
+  outliers->add_flag(
+      "--groups", flags->groups,
+      "With --format json: also every judged group with each GPU's value (scripts/report draws them)");
   outliers->add_option("--format", flags->format, "stdout format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

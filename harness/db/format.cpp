@@ -54,14 +54,40 @@ nlohmann::json outliers_json(const OutlierReport& report, const OutlierOptions& 
                     {"group_gpus", o.group_gpus},
                     {"concurrent_ranks", o.concurrent_ranks}});
   }
-  return {{"schema", "memstress.outliers/1"},
-          {"threshold", options.threshold},
-          {"min_gpus", options.min_gpus},
-          {"relative_floor", options.relative_floor},
-          {"gpus", report.gpus},
-          {"groups_judged", report.groups_judged},
-          {"groups_too_small", report.groups_too_small},
-          {"outliers", std::move(list)}};
+  nlohmann::json doc = {{"schema", "memstress.outliers/1"},
+                        {"threshold", options.threshold},
+                        {"min_gpus", options.min_gpus},
+                        {"relative_floor", options.relative_floor},
+                        {"gpus", report.gpus},
+                        {"groups_judged", report.groups_judged},
+                        {"groups_too_small", report.groups_too_small},
+                        {"outliers", std::move(list)}};
+  if (options.keep_groups) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const GroupValues& g : report.groups) {
+      nlohmann::json gpus = nlohmann::json::array();
+      for (const GroupValues::Gpu& gpu : g.gpus) {
+        gpus.push_back({{"gpu_uuid", gpu.uuid},
+                        {"host", gpu.host},
+                        {"pci_bus_id", gpu.pci_bus_id},
+                        {"value", gpu.value}});
+      }
+      groups.push_back({{"workload", g.workload},
+                        {"case", g.case_label},
+                        {"allocator", g.allocator},
+                        {"metric", g.metric},
+                        {"unit", g.unit},
+                        {"better", to_string(g.better)},
+                        {"model", g.model},
+                        {"driver", g.driver},
+                        {"concurrent_ranks", g.concurrent_ranks},
+                        {"median", g.median},
+                        {"spread", g.spread},
+                        {"gpus", std::move(gpus)}});
+    }
+    doc["groups"] = std::move(groups);
+  }
+  return doc;
 }
 
 }  // namespace memstress::db

@@ -6,7 +6,9 @@
 // seen), groups_judged, groups_too_small; outliers[], most distant first, each with workload, case,
 // allocator, metric, unit, better, model, driver, host, gpu_uuid, pci_bus_id, value, group_median,
 // spread (the scaled MAD, floor applied), score (in spreads) and worse_pct, group_gpus,
-// concurrent_ranks (how many ranks ran the case at once in the runs compared).
+// concurrent_ranks (how many ranks ran the case at once in the runs compared). With --groups (keep_groups)
+// also groups[]: every judged group (its fields as an outlier's, median, spread) with gpus[] (gpu_uuid, host,
+// pci_bus_id, value): what scripts/report's fleet page draws.
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -84,6 +84,18 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
     if (!(spread > 0)) {
       continue;  // every GPU at exactly 0: nothing to tell apart
     }
+    if (options.keep_groups) {
+      const MetricObservation& o = group.first;
+      GroupValues kept{o.workload, o.case_label, o.allocator,        o.metric, o.unit, o.model,
+                       o.driver,   o.better,     o.concurrent_ranks, m,        spread, {}};
+      std::size_t k = 0;
+      for (const auto& [uuid, g] : members) {
+        kept.gpus.push_back({uuid, g.host, g.pci_bus_id, values[k++]});
+      }
+      std::sort(kept.gpus.begin(), kept.gpus.end(),
+                [](const GroupValues::Gpu& a, const GroupValues::Gpu& b) { return a.uuid < b.uuid; });
+      report.groups.push_back(std::move(kept));
+    }
     std::size_t i = 0;
     for (const auto& [uuid, g] : members) {
       const double v = values[i++];
@@ -115,6 +127,11 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
       report.outliers.push_back(std::move(out));
     }
   }
+  std::sort(report.groups.begin(), report.groups.end(), [](const GroupValues& a, const GroupValues& b) {
+    return std::tie(a.workload, a.case_label, a.allocator, a.metric, a.unit, a.model, a.driver,
+                    a.concurrent_ranks) < std::tie(b.workload, b.case_label, b.allocator, b.metric, b.unit,
+                                                   b.model, b.driver, b.concurrent_ranks);
+  });
   // Most distant first; ties in a fixed order (the groups were gathered in a hash table's).
   std::sort(report.outliers.begin(), report.outliers.end(), [](const Outlier& a, const Outlier& b) {
     return std::tie(b.score, a.workload, a.case_label, a.allocator, a.metric, a.unit, a.model, a.driver,

@@ -40,6 +40,7 @@ struct OutlierOptions {
   double threshold = 3.5;        // in scaled MADs
   std::size_t min_gpus = 5;      // a group of fewer GPUs is not judged
   double relative_floor = 0.01;  // the spread is at least this fraction of |median|
+  bool keep_groups = false;      // also list every judged group with each GPU's value (OutlierReport::groups)
 };
 
 inline constexpr double kMadScale = 1.4826;  // 1 / Phi^-1(3/4): the MAD of a normal is 0.6745 sigma
@@ -57,8 +58,24 @@ struct Outlier {
   int concurrent_ranks = 1;
 };
 
+// A judged group whole: what scripts/report's fleet page draws (each GPU's value, the outliers named).
+struct GroupValues {
+  std::string workload, case_label, allocator, metric, unit, model, driver;
+  Better better = Better::none;
+  int concurrent_ranks = 1;
+  double median = 0;  // M
+  double spread = 0;  // S, floor applied
+  struct Gpu {
+    std::string uuid, host, pci_bus_id;
+    double value = 0;  // its median over its rows
+  };
+  std::vector<Gpu> gpus;  // by UUID
+};
+
 struct OutlierReport {
   std::vector<Outlier> outliers;  // most distant first
+  std::vector<GroupValues>
+      groups;  // with OutlierOptions::keep_groups; in the groups' order (workload, case, ...)
   std::size_t groups_judged = 0;
   std::size_t groups_too_small = 0;  // fewer than min_gpus GPUs
   std::size_t gpus = 0;              // distinct GPUs seen

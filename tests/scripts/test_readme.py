@@ -68,6 +68,10 @@ CPU = {
     "memstress db history --db drivers.sqlite --gpu GPU-00000000-0000-0000-0000-000000000004 --metric GB/s": 0,
     "memstress db compare --db drivers.sqlite --driver 570.195.03 --driver 580.159.04 --metric GB/s": 1,
     "memstress db export --db drivers.sqlite --format openmetrics --out memstress.prom": 0,
+    "memstress db outliers --db drivers.sqlite --format json --groups > outliers.json": 1,
+    "memstress db history --db drivers.sqlite --gpu GPU-00000000-0000-0000-0000-000000000004 --format json "
+    "> history.json": 0,
+    "scripts/report outliers.json history.json -o fleet.html": 0,
 }
 NEEDS_MATPLOTLIB = ("scripts/report", "memstress doctor run.snapshot.pickle --format html")
 # Commands quoted in the README's prose rather than in a code block, run here too.

@@ -328,6 +328,39 @@ class Acceptance(unittest.TestCase):
 
 
 @unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class FleetSections(unittest.TestCase):
+    """The fleet page from what `memstress db` wrote of tests/data/fleet's six H100s under two drivers (node04's H2D
+    planted slow): tests/data/fleet/report/, `db outliers --format json --groups` and `db history --format json`."""
+
+    FLEET = ROOT / "tests" / "data" / "fleet" / "report"
+
+    def test_groups_with_outliers_are_drawn_and_the_rest_tabled(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            page = render(tmp, self.FLEET / "outliers.json")
+        found = section_of(page, "Fleet: GPUs against their siblings")
+        self.assertIn("8 outlier(s) among 6 GPU(s) in 24 group(s) judged", found)
+        self.assertEqual(found.count("<img "), 8)  # node04's H2D (two loops, two sizes) under each driver
+        self.assertEqual(found.count("<tr>"), 1 + 16)  # the other groups, with their header
+        self.assertIn("direction=d2h", found)
+
+    def test_history_draws_each_series_with_its_driver_change(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            page = render(tmp, self.FLEET / "history.json")
+        found = section_of(page, "Fleet: a GPU's history")
+        self.assertEqual(found.count("<img "), 4)
+        self.assertIn("GPU-00000000-0000-0000-0000-000000000004 (node04)", found)
+
+    def test_outliers_without_groups_say_how_to_get_them(self) -> None:
+        doc = json.loads((self.FLEET / "outliers.json").read_text())
+        del doc["groups"]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "bare.json"
+            path.write_text(json.dumps(doc))
+            page = render(tmp, path)
+        self.assertIn("memstress db outliers --format json --groups", section_of(page, "Fleet: GPUs against their siblings"))
+
+
 class EveryRow(unittest.TestCase):
     """The table of every row: each row's headline metric with its unit, spread only where it had samples."""
 
