@@ -118,5 +118,19 @@ TEST(FleetOutliers, GroupsByModelAndDriverAndCountsEachGpuOnce) {
   EXPECT_EQ(r.gpus, 11U);
 }
 
+TEST(FleetOutliers, GroupsAreKeptWholeWhenAsked) {
+  std::vector<MetricObservation> fleet = healthy_fleet(16);
+  fleet[3].median = 40;
+  OutlierOptions keep;
+  keep.keep_groups = true;
+  const OutlierReport r = find_outliers(fleet, keep);
+  ASSERT_EQ(r.groups.size(), 1U);
+  EXPECT_EQ(r.groups[0].gpus.size(), 16U);
+  EXPECT_EQ(r.groups[0].metric, "GB/s");
+  EXPECT_NEAR(r.groups[0].median, 55, 0.5);
+  EXPECT_GT(r.groups[0].spread, 0);
+  EXPECT_TRUE(find_outliers(fleet, {}).groups.empty());  // not kept unless asked
+}
+
 }  // namespace
 }  // namespace memstress::db
