@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "harness/stats/summary.hpp"
+
 namespace memstress::db {
 namespace {
 
@@ -28,8 +30,7 @@ void group_key(const MetricObservation& o, std::string& key) {
 
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  return quantile_sorted(values, 0.5);  // the stats library's median (harness/stats/summary.hpp)
 }
 
 }  // namespace
