@@ -6,7 +6,7 @@
 #   P/share/memstress/scripts/      report, validate_results.py, torch_snapshot_to_trace.py (+ ms_pyenv.py,
 #                                   ms_json.py, ms_output.py, snapshot_sites.py, report_doctor.py,
 #                                   report_common.py, report_memory.py, report_links.py, report_sweep.py,
-#                                   report_accept.py)
+#                                   report_accept.py, report_fleet.py)
 #   P/share/memstress/python/       memstress_torch.py, the recorder PyTorch users import
 #   P/share/memstress/profiles/     the shipped acceptance profiles (memstress accept --profile h100)
 #   P/share/memstress/results/schema/  the results schemas
@@ -26,7 +26,7 @@ install(PROGRAMS scripts/report scripts/validate_results.py scripts/torch_snapsh
         DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
 install(FILES scripts/ms_pyenv.py scripts/ms_json.py scripts/ms_output.py scripts/snapshot_sites.py
               scripts/report_doctor.py scripts/report_common.py scripts/report_memory.py scripts/report_links.py
-              scripts/report_sweep.py scripts/report_accept.py
+              scripts/report_sweep.py scripts/report_accept.py scripts/report_fleet.py
         DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
 install(FILES python/memstress_torch.py DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python)
 install(DIRECTORY profiles/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/profiles FILES_MATCHING PATTERN "*.yaml")
