@@ -34,7 +34,11 @@ def group_title(g: dict) -> str:
 
 
 def threshold_line(g: dict, threshold: float) -> float:
-    """The value beyond which a GPU is an outlier, on the worse side of the median."""
+    """The value beyond which a GPU is an outlier, on the worse side of the median: each GPU's own limit where the
+    store gives it (its standard error counts: Note [Fleet outliers: median and MAD]), the median GPU's."""
+    limits = sorted(p["limit"] for p in g["gpus"] if "limit" in p)
+    if limits:
+        return limits[len(limits) // 2]
     return g["median"] - threshold * g["spread"] if g["better"] == "higher" else g["median"] + threshold * g["spread"]
 
 

@@ -49,6 +49,7 @@ nlohmann::json outliers_json(const OutlierReport& report, const OutlierOptions& 
                     {"value", o.value},
                     {"group_median", o.group_median},
                     {"spread", o.spread},
+                    {"runs", o.runs},
                     {"score", o.score},
                     {"worse_pct", o.worse_pct},
                     {"group_gpus", o.group_gpus},
@@ -70,7 +71,9 @@ nlohmann::json outliers_json(const OutlierReport& report, const OutlierOptions& 
         gpus.push_back({{"gpu_uuid", gpu.uuid},
                         {"host", gpu.host},
                         {"pci_bus_id", gpu.pci_bus_id},
-                        {"value", gpu.value}});
+                        {"value", gpu.value},
+                        {"runs", gpu.runs},
+                        {"limit", gpu.limit}});
       }
       groups.push_back({{"workload", g.workload},
                         {"case", g.case_label},
@@ -83,6 +86,7 @@ nlohmann::json outliers_json(const OutlierReport& report, const OutlierOptions& 
                         {"concurrent_ranks", g.concurrent_ranks},
                         {"median", g.median},
                         {"spread", g.spread},
+                        {"run_spread", g.run_spread},
                         {"gpus", std::move(gpus)}});
     }
     doc["groups"] = std::move(groups);

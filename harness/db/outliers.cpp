@@ -7,25 +7,30 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "harness/stats/summary.hpp"
 
 namespace memstress::db {
 namespace {
 
-// The group of an observation as one string, written into `key` (reused: a fleet has a million
-// observations, and a tuple of nine strings per observation was most of the query's time).
-void group_key(const MetricObservation& o, std::string& key) {
+// What a row's observations share (everything but the metric), as one string written into `key` (reused:
+// a fleet has a million observations).
+void row_key(const MetricObservation& o, std::string& key) {
   key.clear();
-  for (const std::string* part :
-       {&o.workload, &o.case_label, &o.allocator, &o.metric, &o.unit, &o.model, &o.driver}) {
+  for (const std::string* part : {&o.workload, &o.case_label, &o.allocator, &o.model, &o.driver}) {
     key += *part;
     key += '\x1f';
   }
-  key += std::to_string(static_cast<int>(o.better));
-  key += '\x1f';
   key += std::to_string(o.concurrent_ranks);
+}
+
+// The metric of an observation: with its row's key, its group.
+void metric_key(const MetricObservation& o, std::string& key) {
+  key.assign(o.metric);
+  key += '\x1f';
+  key += o.unit;
+  key += '\x1f';
+  key += std::to_string(static_cast<int>(o.better));
 }
 
 double median_of(std::vector<double> values) {
@@ -36,19 +41,33 @@ double median_of(std::vector<double> values) {
 }  // namespace
 
 void OutlierAccumulator::add(const MetricObservation& o) {
-  group_key(o, key_);
-  const auto [at, added] = index_.try_emplace(key_, groups_.size());
-  if (added) {
+  if (row_ == nullptr || o.row_id == 0 || o.row_id != last_row_) {
+    row_key(o, key_);
+    row_ = &rows_[key_];
+    const auto [at, added] = gpu_index_.try_emplace(o.gpu_uuid, static_cast<std::uint32_t>(seen_.size()));
+    if (added) {
+      seen_.push_back({o.gpu_uuid, o.host, o.pci_bus_id, o.started_at});
+    } else if (Seen& s = seen_[at->second]; o.started_at >= s.started_at) {
+      s.host = o.host;
+      s.pci_bus_id = o.pci_bus_id;
+      s.started_at = o.started_at;
+    }
+    gpu_ = at->second;
+    last_row_ = o.row_id;
+  }
+  metric_key(o, key_);
+  std::size_t group = groups_.size();
+  for (const auto& [metric, at] : row_->by_metric) {
+    if (metric == key_) {
+      group = at;
+      break;
+    }
+  }
+  if (group == groups_.size()) {
     groups_.push_back({o, {}});
+    row_->by_metric.emplace_back(key_, group);
   }
-  Gpu& g = groups_[at->second].gpus.try_emplace(o.gpu_uuid).first->second;
-  if (g.medians.empty() || o.started_at >= g.started_at) {
-    g.host = o.host;  // as last seen
-    g.pci_bus_id = o.pci_bus_id;
-    g.started_at = o.started_at;
-  }
-  g.medians.push_back(o.median);
-  gpus_.insert(o.gpu_uuid);
+  groups_[group].gpus[gpu_].push_back(o.median);
 }
 
 OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
@@ -62,7 +81,7 @@ OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
 
 OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
   OutlierReport report;
-  report.gpus = gpus_.size();
+  report.gpus = seen_.size();
   for (const Group& group : groups_) {
     const auto& members = group.gpus;
     if (members.size() < options.min_gpus) {
@@ -70,10 +89,21 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
       continue;
     }
     ++report.groups_judged;
+    // Each GPU's value (the median of its runs) and the group's run-to-run scatter W (Note [Fleet outliers:
+    // median and MAD], "A GPU's own uncertainty").
     std::vector<double> values;
+    std::vector<double> scatters;
     values.reserve(members.size());
-    for (const auto& [uuid, g] : members) {
-      values.push_back(median_of(g.medians));
+    for (const auto& [id, runs] : members) {
+      values.push_back(median_of(runs));
+      if (runs.size() >= 2) {
+        std::vector<double> apart;
+        apart.reserve(runs.size());
+        for (const double run : runs) {
+          apart.push_back(std::abs(run - values.back()));
+        }
+        scatters.push_back(kMadScale * median_of(std::move(apart)));
+      }
     }
     const double m = median_of(values);
     std::vector<double> deviations;
@@ -85,24 +115,34 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
     if (!(spread > 0)) {
       continue;  // every GPU at exactly 0: nothing to tell apart
     }
+    // W from at least min_gpus GPUs, or none (the plain rule): from fewer, one noisy GPU could set it.
+    const double scatter = scatters.size() >= options.min_gpus ? median_of(scatters) : 0.0;
+    const auto spread_of = [&](std::size_t runs) {
+      const double error = kMedianErrorScale * scatter / std::sqrt(static_cast<double>(runs));
+      return std::sqrt(spread * spread + error * error);
+    };
+    const MetricObservation& o = group.first;
+    const double toward_worse = o.better == Better::higher ? -1.0 : 1.0;
     if (options.keep_groups) {
-      const MetricObservation& o = group.first;
-      GroupValues kept{o.workload, o.case_label, o.allocator,        o.metric, o.unit, o.model,
-                       o.driver,   o.better,     o.concurrent_ranks, m,        spread, {}};
+      GroupValues kept{o.workload, o.case_label,       o.allocator, o.metric, o.unit,  o.model, o.driver,
+                       o.better,   o.concurrent_ranks, m,           spread,   scatter, {}};
       std::size_t k = 0;
-      for (const auto& [uuid, g] : members) {
-        kept.gpus.push_back({uuid, g.host, g.pci_bus_id, values[k++]});
+      for (const auto& [id, runs] : members) {
+        const Seen& g = seen_[id];
+        const double limit = m + toward_worse * options.threshold * spread_of(runs.size());
+        kept.gpus.push_back({g.uuid, g.host, g.pci_bus_id, values[k++], runs.size(), limit});
       }
       std::sort(kept.gpus.begin(), kept.gpus.end(),
                 [](const GroupValues::Gpu& a, const GroupValues::Gpu& b) { return a.uuid < b.uuid; });
       report.groups.push_back(std::move(kept));
     }
     std::size_t i = 0;
-    for (const auto& [uuid, g] : members) {
+    for (const auto& [id, runs] : members) {
+      const Seen& g = seen_[id];
       const double v = values[i++];
-      const MetricObservation& o = group.first;
-      const double worse = o.better == Better::higher ? m - v : v - m;
-      const double score = worse / spread;
+      const double worse = toward_worse * (v - m);
+      const double own = spread_of(runs.size());
+      const double score = worse / own;
       if (score <= options.threshold) {
         continue;
       }
@@ -116,12 +156,13 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
       out.model = o.model;
       out.driver = o.driver;
       out.host = g.host;
-      out.gpu_uuid = uuid;
+      out.gpu_uuid = g.uuid;
       out.pci_bus_id = g.pci_bus_id;
       out.value = v;
       out.group_median = m;
-      out.spread = spread;
+      out.spread = own;
       out.score = score;
+      out.runs = runs.size();
       out.worse_pct = m != 0 ? std::abs(v - m) / std::abs(m) * 100 : 0;
       out.group_gpus = members.size();
       out.concurrent_ranks = o.concurrent_ranks;

@@ -294,48 +294,54 @@ void Store::for_each_observation(const ObservationFilter& filter,
   }
   const auto s = c.prepare(R"sql(
 SELECT r.run_id, COALESCE(r.rank, 0), r.workload, r.case_label, r.allocator, m.name, m.unit, m.better,
-       r.device_name, r.device_uuid, m.median, r.concurrent_ranks
+       r.device_name, r.device_uuid, m.median, r.concurrent_ranks, r.id
 FROM metrics m
 JOIN rows r ON m.row_id = r.id
 WHERE m.better <> 'none' AND m.median IS NOT NULL AND r.device_uuid <> ''
   AND r.verdict IN ('pass', 'fail') AND (? = '' OR m.name = ?) AND (? = '' OR r.device_uuid = ?))sql");
   s->bind(1, filter.metric).bind(2, filter.metric).bind(3, filter.gpu_uuid).bind(4, filter.gpu_uuid);
   const RankFacts unknown;
-  MetricObservation o;  // reused: its strings keep their capacity from row to row
+  MetricObservation o;     // reused: its strings keep their capacity from row to row
+  bool row_known = false;  // o holds the row of o.row_id (a row's metrics come one after another)
   while (s->step()) {
-    const std::int64_t run = s->integer(0);
-    const auto when = started.find(run);
-    if (when == started.end()) {
-      continue;  // before --since
-    }
-    const std::int64_t rank = s->integer(1);
-    const auto facts = ranks.find(rank_key(run, rank));
-    const RankFacts& who = facts != ranks.end() ? facts->second : unknown;
-    if (!filter.host.empty() && who.host != filter.host) {
-      continue;
-    }
     o.median = s->real(10);
     o.better = better_from_string(s->text_view(7)).value_or(Better::none);
     if (!std::isfinite(o.median) || o.better == Better::none) {
       continue;
     }
-    o.workload = s->text_view(2);
-    o.case_label = s->text_view(3);
-    o.allocator = s->text_view(4);
+    const std::int64_t row = s->integer(12);
+    if (!row_known || row != o.row_id) {
+      row_known = false;
+      o.row_id = row;
+      const std::int64_t run = s->integer(0);
+      const auto when = started.find(run);
+      if (when == started.end()) {
+        continue;  // before --since
+      }
+      const auto facts = ranks.find(rank_key(run, s->integer(1)));
+      const RankFacts& who = facts != ranks.end() ? facts->second : unknown;
+      if (!filter.host.empty() && who.host != filter.host) {
+        continue;
+      }
+      o.workload = s->text_view(2);
+      o.case_label = s->text_view(3);
+      o.allocator = s->text_view(4);
+      o.model = s->text_view(8);
+      o.gpu_uuid = s->text_view(9);
+      o.concurrent_ranks = static_cast<int>(std::max<std::int64_t>(1, s->integer(11)));
+      o.driver = who.driver;
+      o.host = who.host;
+      o.pci_bus_id.clear();
+      for (const auto& [uuid, bus] : who.buses) {
+        if (uuid == o.gpu_uuid) {
+          o.pci_bus_id = bus;
+        }
+      }
+      o.started_at = when->second;
+      row_known = true;
+    }
     o.metric = s->text_view(5);
     o.unit = s->text_view(6);
-    o.model = s->text_view(8);
-    o.gpu_uuid = s->text_view(9);
-    o.concurrent_ranks = static_cast<int>(std::max<std::int64_t>(1, s->integer(11)));
-    o.driver = who.driver;
-    o.host = who.host;
-    o.pci_bus_id.clear();
-    for (const auto& [uuid, bus] : who.buses) {
-      if (uuid == o.gpu_uuid) {
-        o.pci_bus_id = bus;
-      }
-    }
-    o.started_at = when->second;
     visit(o);
   }
 }

@@ -59,6 +59,9 @@ struct MetricObservation {
   std::string pci_bus_id;
   std::string started_at;  // the run's
   double median = 0;
+  // The store's row: consecutive observations of one row differ in the metric only (the metric's name,
+  // unit, better direction and median), so a reader may skip the rest (OutlierAccumulator). 0: not known.
+  std::int64_t row_id = 0;
 };
 
 struct ObservationFilter {

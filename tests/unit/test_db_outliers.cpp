@@ -118,6 +118,61 @@ TEST(FleetOutliers, GroupsByModelAndDriverAndCountsEachGpuOnce) {
   EXPECT_EQ(r.gpus, 11U);
 }
 
+// `n` GPUs, each run `runs` times: its level 55 GB/s + 0.5%, each run's value its level + `run_noise`.
+std::vector<MetricObservation> noisy_runs(int n, int runs, double run_noise, unsigned seed = 1) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> level(55.0, 0.275);
+  std::normal_distribution<double> noise(0.0, run_noise);
+  std::vector<MetricObservation> fleet;
+  for (int i = 0; i < n; ++i) {
+    const double own = level(rng);
+    for (int r = 0; r < runs; ++r) {
+      fleet.push_back(gpu(i, own + noise(rng)));
+    }
+  }
+  return fleet;
+}
+
+TEST(FleetOutliers, AGpusOwnStandardErrorCounts) {
+  // 64 GPUs of 16 runs, each run +-5%: their medians agree to about 1.6%. A GPU new to the fleet ran once, 7%
+  // low: about 4 S from the median, but one run scatters 5%, so that is no evidence of a slow GPU.
+  std::vector<MetricObservation> fleet = noisy_runs(64, 16, 2.75);
+  fleet.push_back(gpu(100, 55.0 * 0.93));
+  const OutlierReport r = find_outliers(fleet, {});
+  for (const Outlier& o : r.outliers) {
+    EXPECT_NE(o.gpu_uuid, "GPU-100") << "one run 7% low, runs scatter 5%";
+  }
+  // A GPU 20% slow in every run is found, and its spread counts its standard error.
+  for (int run = 0; run < 16; ++run) {
+    fleet[static_cast<std::size_t>(16 * 9 + run)].median = 55.0 * 0.80;
+  }
+  const OutlierReport slow = find_outliers(fleet, {});
+  ASSERT_EQ(slow.outliers.size(), 1U);
+  EXPECT_EQ(slow.outliers[0].gpu_uuid, "GPU-9");
+  EXPECT_EQ(slow.outliers[0].runs, 16U);
+  EXPECT_GT(slow.outliers[0].spread, 0.01 * 55.0);
+}
+
+TEST(FleetOutliers, ABimodalGpuDoesNotHideBehindItsOwnScatter) {
+  // Siblings steady to 0.1% run to run; GPU-3 is slow (30%) in half its runs: its median lies far below,
+  // and the scatter that counts is the group's (small), not its own (large).
+  std::vector<MetricObservation> fleet = noisy_runs(32, 6, 0.055);
+  for (int r = 0; r < 6; ++r) {
+    fleet[static_cast<std::size_t>(6 * 3 + r)].median = r % 2 == 0 ? 38.5 : 55.0;
+  }
+  const OutlierReport r = find_outliers(fleet, {});
+  ASSERT_EQ(r.outliers.size(), 1U);
+  EXPECT_EQ(r.outliers[0].gpu_uuid, "GPU-3");
+  // Nor where it is the only GPU that ran more than once (fewer than 5 such GPUs: no W, the plain rule).
+  std::vector<MetricObservation> once = noisy_runs(8, 1, 0.055);
+  for (int run = 0; run < 12; ++run) {
+    once.push_back(gpu(20, run % 2 == 0 ? 27.0 : 55.0));
+  }
+  const OutlierReport alone = find_outliers(once, {});
+  ASSERT_EQ(alone.outliers.size(), 1U);
+  EXPECT_EQ(alone.outliers[0].gpu_uuid, "GPU-20");
+}
+
 TEST(FleetOutliers, GroupsAreKeptWholeWhenAsked) {
   std::vector<MetricObservation> fleet = healthy_fleet(16);
   fleet[3].median = 40;
@@ -129,6 +184,11 @@ TEST(FleetOutliers, GroupsAreKeptWholeWhenAsked) {
   EXPECT_EQ(r.groups[0].metric, "GB/s");
   EXPECT_NEAR(r.groups[0].median, 55, 0.5);
   EXPECT_GT(r.groups[0].spread, 0);
+  EXPECT_EQ(r.groups[0].run_spread, 0);  // one run each
+  for (const GroupValues::Gpu& g : r.groups[0].gpus) {
+    EXPECT_EQ(g.runs, 1U);
+    EXPECT_NEAR(g.limit, r.groups[0].median - 3.5 * r.groups[0].spread, 1e-9);
+  }
   EXPECT_TRUE(find_outliers(fleet, {}).groups.empty());  // not kept unless asked
 }
 
