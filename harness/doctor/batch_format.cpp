@@ -110,7 +110,24 @@ nlohmann::json batch_document(const BatchReport& r) {
       {"largest_fit", a.largest_fit ? try_json(r, *a.largest_fit) : nullptr},
       {"first_fail", a.first_fail ? try_json(r, *a.first_fail) : nullptr},
       {"tries", tries},
+      {"advice", far_beyond_advice(r)},
   };
+}
+
+std::string far_beyond_advice(const BatchReport& r) {
+  const BatchAnswer& a = *r.answer;
+  const std::uint64_t larger = std::max(r.batch_first, r.batch_second);
+  if (!a.largest_fit || larger == 0 ||
+      static_cast<double>(a.largest_fit->batch) <= kFarBeyond * static_cast<double>(larger)) {
+    return "";
+  }
+  const std::uint64_t n = a.largest_fit->batch;
+  return fmt::format(
+      "{} is {:.1f} times the larger batch recorded ({}): a request that stops growing in between (a library "
+      "workspace with a cap) is taken to grow all the way, so the answer may be low. To confirm it, record "
+      "again at about {} and {} (a quarter and a half of it).",
+      n, static_cast<double>(n) / static_cast<double>(larger), larger, std::max<std::uint64_t>(1, n / 4),
+      std::max<std::uint64_t>(1, n / 2));
 }
 
 std::string format_batch(const BatchReport& r) {
@@ -173,6 +190,9 @@ std::string format_batch(const BatchReport& r) {
         p.largest_free_block ? bytes(*p.largest_free_block) : "unknown");
   } else if (!a.first_fail) {
     out += fmt::format("-> It fits up to --max-batch {}.\n", r.max_batch);
+  }
+  if (const std::string advice = far_beyond_advice(r); !advice.empty()) {
+    out += "-> " + advice + "\n";
   }
   return out;
 }

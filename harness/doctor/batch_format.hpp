@@ -27,6 +27,16 @@ struct BatchReport {
 // Below this share of either run's requests matched, the prediction is said to be unreliable.
 inline constexpr double kWellMatched = 0.9;
 
+// Beyond this many times the larger recorded batch, the answer comes with advice: record again at about a
+// quarter and a half of it. A request that grew with the batch in both runs but stops growing between the
+// larger run and the answer (a library workspace with a cap) is extrapolated as if it never stopped: a
+// transformer predicted 96 from 12 and 24 where PyTorch fit 104, and 102 from 24 and 48
+// (results/h100/doctor-batch-580.159.04/). At twice the larger batch, the quarter-and-half runs themselves.
+inline constexpr double kFarBeyond = 2.5;
+
+// The advice, or "" when the answer lies within kFarBeyond of the larger batch recorded.
+[[nodiscard]] std::string far_beyond_advice(const BatchReport& report);
+
 [[nodiscard]] nlohmann::json batch_document(const BatchReport& report);
 [[nodiscard]] std::string format_batch(const BatchReport& report);
 

@@ -155,6 +155,9 @@ class Doctor(unittest.TestCase):
         doc = json.loads(self.run_ms("predict-batch", "b4.pickle", "b8.pickle", "--batch", "4,8", "--capacity", "1G",
                                      "--format", "json").stdout)
         self.assertEqual(doc["first_fail"]["batch"], doc["largest_fit"]["batch"] + 1)
+        # The advice comes only where the answer lies far beyond the larger batch recorded.
+        self.assertEqual(doc["advice"] == "", doc["largest_fit"]["batch"] <= 2.5 * 8, doc)
+        self.assertEqual("record again at about" in done.stdout, doc["largest_fit"]["batch"] > 2.5 * 8)
 
 
 REAL = ROOT / "results" / "h100" / "doctor-580.159.04" / "snapshots"
@@ -216,6 +219,10 @@ class CommittedSnapshots(unittest.TestCase):
                               capture_output=True, text=True, check=False, timeout=300)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("-> The largest batch that fits: 96", done.stdout)  # PyTorch's: 104 (summary.json)
+        # 96 is 4 times 24: predict-batch says the answer may be low and how to confirm it (from 24 and 48 it
+        # gave 102: results/h100/doctor-batch-580.159.04/).
+        self.assertIn("-> 96 is 4.0 times the larger batch recorded (24)", done.stdout)
+        self.assertIn("record again at about 24 and 48 (a quarter and a half of it)", done.stdout)
 
         def replay(trace: Path) -> str:
             r = subprocess.run([str(BINARY), "replay", str(trace), "--device", f"sim:{cap}"], capture_output=True,
