@@ -41,7 +41,9 @@ double median_of(std::vector<double> values) {
 }  // namespace
 
 void OutlierAccumulator::add(const MetricObservation& o) {
-  if (row_ == nullptr || o.row_id == 0 || o.row_id != last_row_) {
+  // A new row, or one that only claims to be the last (a row id is unique within one store: observations of
+  // two stores fed to one accumulator may share ids, so the GPU is checked too, cheaply).
+  if (row_ == nullptr || o.row_id == 0 || o.row_id != last_row_ || seen_[gpu_].uuid != o.gpu_uuid) {
     row_key(o, key_);
     row_ = &rows_[key_];
     const auto [at, added] = gpu_index_.try_emplace(o.gpu_uuid, static_cast<std::uint32_t>(seen_.size()));
@@ -115,8 +117,9 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
     if (!(spread > 0)) {
       continue;  // every GPU at exactly 0: nothing to tell apart
     }
-    // W from at least min_gpus GPUs, or none (the plain rule): from fewer, one noisy GPU could set it.
-    const double scatter = scatters.size() >= options.min_gpus ? median_of(scatters) : 0.0;
+    // W from enough GPUs, or none (the plain rule): from fewer, one noisy GPU could set it.
+    const double scatter =
+        scatters.size() >= std::max(kMinScatterGpus, options.min_gpus) ? median_of(scatters) : 0.0;
     const auto spread_of = [&](std::size_t runs) {
       const double error = kMedianErrorScale * scatter / std::sqrt(static_cast<double>(runs));
       return std::sqrt(spread * spread + error * error);

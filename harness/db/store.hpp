@@ -60,7 +60,8 @@ struct MetricObservation {
   std::string started_at;  // the run's
   double median = 0;
   // The store's row: consecutive observations of one row differ in the metric only (the metric's name,
-  // unit, better direction and median), so a reader may skip the rest (OutlierAccumulator). 0: not known.
+  // unit, better direction and median), so a reader may skip the rest (OutlierAccumulator). Unique within
+  // one store, not across stores. 0: not known.
   std::int64_t row_id = 0;
 };
 

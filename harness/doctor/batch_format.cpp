@@ -117,17 +117,20 @@ nlohmann::json batch_document(const BatchReport& r) {
 std::string far_beyond_advice(const BatchReport& r) {
   const BatchAnswer& a = *r.answer;
   const std::uint64_t larger = std::max(r.batch_first, r.batch_second);
-  if (!a.largest_fit || larger == 0 ||
+  // Only for an answer found (a batch that fits and the next that does not), not for "fits up to
+  // --max-batch".
+  if (!a.largest_fit || !a.first_fail || larger == 0 ||
       static_cast<double>(a.largest_fit->batch) <= kFarBeyond * static_cast<double>(larger)) {
     return "";
   }
   const std::uint64_t n = a.largest_fit->batch;
+  const std::uint64_t quarter = std::max<std::uint64_t>(1, n / 4);
+  const std::uint64_t half = std::max(quarter + 1, n / 2);
   return fmt::format(
       "{} is {:.1f} times the larger batch recorded ({}): a request that stops growing in between (a library "
       "workspace with a cap) is taken to grow all the way, so the answer may be low. To confirm it, record "
       "again at about {} and {} (a quarter and a half of it).",
-      n, static_cast<double>(n) / static_cast<double>(larger), larger, std::max<std::uint64_t>(1, n / 4),
-      std::max<std::uint64_t>(1, n / 2));
+      n, static_cast<double>(n) / static_cast<double>(larger), larger, quarter, half);
 }
 
 std::string format_batch(const BatchReport& r) {

@@ -34,7 +34,8 @@ inline constexpr double kWellMatched = 0.9;
 // (results/h100/doctor-batch-580.159.04/). At twice the larger batch, the quarter-and-half runs themselves.
 inline constexpr double kFarBeyond = 2.5;
 
-// The advice, or "" when the answer lies within kFarBeyond of the larger batch recorded.
+// The advice, or "" when the answer lies within kFarBeyond of the larger batch recorded or no batch was
+// found to fail (it fits up to --max-batch).
 [[nodiscard]] std::string far_beyond_advice(const BatchReport& report);
 
 [[nodiscard]] nlohmann::json batch_document(const BatchReport& report);

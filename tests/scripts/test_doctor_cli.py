@@ -223,6 +223,11 @@ class CommittedSnapshots(unittest.TestCase):
         # gave 102: results/h100/doctor-batch-580.159.04/).
         self.assertIn("-> 96 is 4.0 times the larger batch recorded (24)", done.stdout)
         self.assertIn("record again at about 24 and 48 (a quarter and a half of it)", done.stdout)
+        near = subprocess.run([str(BINARY), "predict-batch", str(base / "transformer_amp-b12.snapshot.pickle.gz"),
+                               str(base / "transformer_amp-b24.snapshot.pickle.gz"), "--batch", "12,24",
+                               "--capacity", "2000000000"], capture_output=True, text=True, check=False, timeout=300)
+        self.assertIn("-> The largest batch that fits: 40", near.stdout)  # within 2.5 x 24: no advice
+        self.assertNotIn("record again", near.stdout)
 
         def replay(trace: Path) -> str:
             r = subprocess.run([str(BINARY), "replay", str(trace), "--device", f"sim:{cap}"], capture_output=True,

@@ -173,6 +173,40 @@ TEST(FleetOutliers, ABimodalGpuDoesNotHideBehindItsOwnScatter) {
   EXPECT_EQ(alone.outliers[0].gpu_uuid, "GPU-20");
 }
 
+TEST(FleetOutliers, RowIdsOnlySpeedThingsUp) {
+  // The same observations with row ids give the same answer as without: a row's metrics come one after
+  // another, but ids come back out of order, and one id is reused by another GPU (as two stores' may be).
+  std::vector<MetricObservation> plain = healthy_fleet(16);
+  plain[3].median = 40;
+  std::vector<MetricObservation> with_ids;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    for (const char* metric : {"GB/s", "ref_GB/s"}) {
+      MetricObservation o = plain[i];
+      o.metric = metric;
+      // 1, 1, 2, 2, 3, 3, 1, 1, ...: one id for two GPUs one after another, and ids coming back
+      o.row_id = static_cast<std::int64_t>(i / 2 % 3 + 1);
+      with_ids.push_back(o);
+    }
+  }
+  std::vector<MetricObservation> both_metrics;
+  for (const MetricObservation& o : with_ids) {
+    MetricObservation p = o;
+    p.row_id = 0;
+    both_metrics.push_back(p);
+  }
+  const OutlierReport a = find_outliers(with_ids, {});
+  const OutlierReport b = find_outliers(both_metrics, {});
+  EXPECT_EQ(a.gpus, 16U);
+  EXPECT_EQ(a.groups_judged, 2U);
+  ASSERT_EQ(a.outliers.size(), 2U);
+  ASSERT_EQ(b.outliers.size(), 2U);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(a.outliers[i].gpu_uuid, "GPU-3");
+    EXPECT_EQ(a.outliers[i].metric, b.outliers[i].metric);
+    EXPECT_EQ(a.outliers[i].score, b.outliers[i].score);
+  }
+}
+
 TEST(FleetOutliers, GroupsAreKeptWholeWhenAsked) {
   std::vector<MetricObservation> fleet = healthy_fleet(16);
   fleet[3].median = 40;
