@@ -57,7 +57,8 @@ def group_figure(g: dict, flagged: dict[str, dict], threshold: float, figure_htm
         ax.annotate(f"{p['host']} {short_uuid(p['gpu_uuid'])}", (p["value"], 0.32), fontsize=7, color="#c0392b",
                     rotation=30, ha="left", va="bottom")
     ax.axvline(g["median"], color="#333333", lw=1, label=f"median {digits(g['median'])}")
-    ax.axvline(threshold_line(g, threshold), color="#c0392b", lw=1, ls="--", label=f"{threshold:g} spreads worse (median runs)")
+    ax.axvline(threshold_line(g, threshold), color="#c0392b", lw=1, ls="--",
+               label=f"{threshold:g} spreads worse (median runs)")
     ax.set_yticks([])
     ax.set_ylim(-0.5, 1.2)
     ax.set_xlabel(g["unit"])
@@ -98,8 +99,8 @@ def section_fleet_outliers(docs: list[tuple[str, dict]], figure_html: Callable[[
                         f"{100 * g['spread'] / abs(g['median']):.2f}" if g["median"] else "-"] for _, g in rest])
     return section("Fleet: GPUs against their siblings",
                    "Each point is a GPU's median in one group (a case's metric on one GPU model under one driver); the "
-                   "red ones are memstress db outliers' outliers (median and MAD, each GPU's standard error counted); the dashed "
-                   "line is where a GPU with the group's median number of runs becomes one (a GPU of fewer runs needs "
+                   "red ones are memstress db outliers' outliers (median and MAD, each GPU's standard error counted); "
+                   "the dashed line is where a GPU with the group's median number of runs becomes one (a GPU of fewer runs needs "
                    "to lie further out).", body)
 
 

@@ -25,10 +25,9 @@ std::string format_outliers_table(const OutlierReport& report, const OutlierOpti
     out += render_table(lines);
   }
   out += fmt::format(
-      "{} outlier(s) among {} GPU(s): {} group(s) judged (median and MAD: worse than {:g} spreads (scaled "
-      "MAD "
-      "and the GPU's standard error) and {:g}% of the median), {} group(s) of fewer than {} GPUs not "
-      "judged\n",
+      "{} outlier(s) among {} GPU(s): {} group(s) judged (median and MAD: worse than {:g} spreads "
+      "(scaled MAD and the GPU's standard error) and {:g}% of the median), {} group(s) of fewer than {} "
+      "GPUs not judged\n",
       report.outliers.size(), report.gpus, report.groups_judged, options.threshold,
       options.threshold * options.relative_floor * 100, report.groups_too_small, options.min_gpus);
   return out;

@@ -38,6 +38,17 @@ double median_of(std::vector<double> values) {
   return quantile_sorted(values, 0.5);  // the stats library's median (harness/stats/summary.hpp)
 }
 
+// The scaled MAD of `values` about `centre`: the group's spread S about M, and a GPU's scatter about its
+// median.
+double scaled_mad(const std::vector<double>& values, double centre) {
+  std::vector<double> apart;
+  apart.reserve(values.size());
+  for (const double v : values) {
+    apart.push_back(std::abs(v - centre));
+  }
+  return kMadScale * median_of(std::move(apart));
+}
+
 }  // namespace
 
 void OutlierAccumulator::add(const MetricObservation& o) {
@@ -99,21 +110,11 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
     for (const auto& [id, runs] : members) {
       values.push_back(median_of(runs));
       if (runs.size() >= 2) {
-        std::vector<double> apart;
-        apart.reserve(runs.size());
-        for (const double run : runs) {
-          apart.push_back(std::abs(run - values.back()));
-        }
-        scatters.push_back(kMadScale * median_of(std::move(apart)));
+        scatters.push_back(scaled_mad(runs, values.back()));
       }
     }
     const double m = median_of(values);
-    std::vector<double> deviations;
-    deviations.reserve(values.size());
-    for (const double v : values) {
-      deviations.push_back(std::abs(v - m));
-    }
-    const double spread = std::max(kMadScale * median_of(deviations), options.relative_floor * std::abs(m));
+    const double spread = std::max(scaled_mad(values, m), options.relative_floor * std::abs(m));
     if (!(spread > 0)) {
       continue;  // every GPU at exactly 0: nothing to tell apart
     }
