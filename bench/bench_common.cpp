@@ -36,7 +36,8 @@ std::unique_ptr<DeviceBackend> make_device(benchmark::State& state, Device devic
 
 std::unique_ptr<Allocator> make_peer(benchmark::State& state, std::string_view peer, DeviceBackend& backend) {
   try {
-    return make_allocator(peer, backend);
+    return make_allocator(
+        peer == kPluginPeer ? std::string("plugin:") + MEMSTRESS_CACHING_PLUGIN : std::string(peer), backend);
   } catch (const InputError& e) {
     state.SkipWithError(peer == "torch" ? "torch peer not built" : e.what());
   } catch (const std::exception& e) {  // EnvironmentError: the peer needs something this device lacks

@@ -27,11 +27,14 @@ enum class Device { sim, cuda };
 // The simulated device is an 80 GiB GPU (an H100's capacity), so sizes and caps mean the same on both.
 inline constexpr std::uint64_t kSimCapacity = 80ULL << 30;
 
-// The peers each device runs. "torch" is PyTorch's own caching allocator, a peer the project may build
-// later; until then make_allocator rejects the name and its rows are skipped ("torch peer not built").
-inline constexpr std::array<std::string_view, 5> kCudaPeers{"caching", "expandable", "direct", "async",
-                                                            "torch"};
-inline constexpr std::array<std::string_view, 3> kSimPeers{"caching", "expandable", "direct"};
+// The peers each device runs. "torch" is PyTorch's own caching allocator (the gpu-torch preset builds it;
+// elsewhere its rows are skipped: "torch peer not built"); the rmm-* peers are skipped with the reason
+// where the build has no RMM; "plugin-caching" is examples/allocator-plugin's caching plugin, loaded by
+// path as `--allocator plugin:PATH` loads it (bound to memstress's backend, so it runs on both devices).
+inline constexpr std::string_view kPluginPeer = "plugin-caching";
+inline constexpr std::array<std::string_view, 9> kCudaPeers{
+    "caching", "expandable", "direct", "async", "rmm-pool", "rmm-arena", "rmm-async", kPluginPeer, "torch"};
+inline constexpr std::array<std::string_view, 4> kSimPeers{"caching", "expandable", "direct", kPluginPeer};
 
 // "sim" or "cuda", the device part of a benchmark name.
 [[nodiscard]] std::string_view device_name(Device device) noexcept;

@@ -30,9 +30,7 @@ namespace {
 
 constexpr std::array<std::int64_t, 2> kSizes{512, 1 << 20};
 constexpr std::array<int, 5> kThreads{1, 2, 4, 8, 16};
-constexpr std::array<std::string_view, 5> kCudaThreadPeers{"caching", "expandable", "direct", "async",
-                                                           "torch"};
-constexpr std::array<std::string_view, 2> kSimThreadPeers{"caching", "direct"};
+constexpr std::array<std::string_view, 3> kSimThreadPeers{"caching", "direct", kPluginPeer};
 
 // What thread 0 builds for all threads of one run. Destruction order: allocator, streams, device.
 struct SharedRun {
@@ -130,7 +128,7 @@ void register_device(Device device, std::span<const std::string_view> peers) {
 
 void register_thread_benchmarks() {
   register_device(Device::sim, kSimThreadPeers);
-  register_device(Device::cuda, kCudaThreadPeers);
+  register_device(Device::cuda, kCudaPeers);
 }
 
 }  // namespace memstress::bench

@@ -330,18 +330,24 @@ ms_pick_preset() {
 # ms_configure_build PRESET: cmake --preset, then cmake --build --preset. Returns non-zero (after
 # saying so) on failure; the caller decides whether that ends the script. Warnings are errors only
 # with MEMSTRESS_WERROR=1, said explicitly either way so that an earlier configure's cache does not decide.
-# Likewise the fleet store: required in CI (MEMSTRESS_WITH_DB=ON), else built where its packages are (AUTO).
+# Likewise the fleet store: required in CI (MEMSTRESS_WITH_DB=ON), else built where its packages are (AUTO);
+# and the RMM peers: required in CI (MEMSTRESS_WITH_RMM=ON), else built where .venv has librmm (AUTO).
 ms_configure_build() {
-  local preset="$1" jobs werror=OFF db=AUTO
+  local preset="$1" jobs werror=OFF db=AUTO rmm=AUTO
   jobs="$(ms_jobs)"
   if [[ "${MEMSTRESS_WERROR:-0}" == 1 ]]; then
     werror=ON
   fi
   if ms_ci; then
     db=ON
+    rmm=ON
   fi
-  ms_log "configuring: cmake --preset $preset (warnings are errors: $werror; memstress db: $db)"
-  if ! cmake --preset "$preset" -DMEMSTRESS_WERROR="$werror" -DMEMSTRESS_WITH_DB="$db" >&2; then
+  if [[ "$preset" == fuzz ]]; then
+    rmm=OFF # the fuzz targets are parsers; RMM's headers are for g++ builds of the harness
+  fi
+  ms_log "configuring: cmake --preset $preset (warnings are errors: $werror; memstress db: $db; RMM peers: $rmm)"
+  if ! cmake --preset "$preset" -DMEMSTRESS_WERROR="$werror" -DMEMSTRESS_WITH_DB="$db" \
+    -DMEMSTRESS_WITH_RMM="$rmm" >&2; then
     ms_log "error: configuring failed (cmake --preset $preset): see the messages above"
     return 1
   fi

@@ -19,4 +19,7 @@ AdaptorBase::AdaptorBase(std::string_view adaptor, std::unique_ptr<Allocator> up
     : upstream_(non_null(std::move(upstream), adaptor)),
       name_(fmt::format("{}({})", adaptor, upstream_->name())) {}
 
+AdaptorBase::AdaptorBase(std::unique_ptr<Allocator> upstream)
+    : upstream_(non_null(std::move(upstream), "peer")), name_(upstream_->name()) {}
+
 }  // namespace memstress::detail

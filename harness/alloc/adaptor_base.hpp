@@ -17,6 +17,8 @@ class AdaptorBase : public Allocator {
  public:
   // Throws std::invalid_argument when `upstream` is null.
   AdaptorBase(std::string_view adaptor, std::unique_ptr<Allocator> upstream);
+  // Named as the upstream itself: for an adaptor that completes a peer rather than wrapping it.
+  explicit AdaptorBase(std::unique_ptr<Allocator> upstream);
 
   [[nodiscard]] std::string_view name() const noexcept override { return name_; }
   [[nodiscard]] DeviceBackend& backend() const noexcept override { return upstream_->backend(); }

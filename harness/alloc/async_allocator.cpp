@@ -31,14 +31,12 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <mutex>
-#include <unordered_map>
 #include <utility>
-#include <vector>
 
+#include "harness/alloc/live_blocks.hpp"
 #include "harness/core/cuda_check.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
@@ -111,14 +109,16 @@ class AsyncAllocator final : public Allocator {
     try {
       const cuda::ScopedDevice current(device_);
       MEMSTRESS_CUDA_WARN(cudaDeviceSynchronize());
-      if (!live_.empty()) {
+      const StatCounter held = live_.held();
+      const auto leaked = live_.drain();
+      if (!leaked.empty()) {
         std::fprintf(stderr,
                      "memstress: warning: async allocator on %s destroyed with %zu live allocations "
                      "(%s); freeing them\n",
-                     backend_.info().label().c_str(), live_.size(),
-                     format_bytes(static_cast<std::uint64_t>(allocated_.current)).c_str());
+                     backend_.info().label().c_str(), leaked.size(),
+                     format_bytes(static_cast<std::uint64_t>(held.current)).c_str());
       }
-      for (const auto& [ptr, live] : live_) {
+      for (const auto& [ptr, live] : leaked) {
         MEMSTRESS_CUDA_WARN(cudaFree(ptr));  // legal for pool memory once its work has completed
       }
     } catch (const std::exception& e) {
@@ -140,8 +140,8 @@ class AsyncAllocator final : public Allocator {
         static_cast<std::int64_t>(pool_.attribute(cudaMemPoolAttrReservedMemCurrent));
     stats["reserved_bytes.all.peak"] =
         static_cast<std::int64_t>(pool_.attribute(cudaMemPoolAttrReservedMemHigh));
+    live_.held().export_to(stats, "allocated_bytes.all");
     const std::scoped_lock lock(mutex_);
-    allocated_.export_to(stats, "allocated_bytes.all");
     stats["num_ooms"] = num_ooms_;
     stats["num_alloc_retries"] = num_alloc_retries_;
     return stats;
@@ -151,17 +151,10 @@ class AsyncAllocator final : public Allocator {
     const cuda::ScopedDevice current(device_);
     std::uint64_t zero = 0;  // the only value the high-water mark may be set to: it restarts from current
     MEMSTRESS_CUDA_TRY(cudaMemPoolSetAttribute(pool_.get(), cudaMemPoolAttrReservedMemHigh, &zero));
-    const std::scoped_lock lock(mutex_);
-    allocated_.reset_peak();
+    live_.reset_peak();
   }
 
  private:
-  struct Live {
-    std::size_t bytes = 0;
-    StreamRef stream;
-    std::vector<StreamRef> uses;  // other streams it is used on (record_stream)
-  };
-
   static cuda::Stream stream_on(int device) {
     const cuda::ScopedDevice current(device);
     return cuda::Stream();
@@ -188,48 +181,18 @@ class AsyncAllocator final : public Allocator {
       throw out_of_memory(bytes, stream);
     }
     MEMSTRESS_CUDA_TRY(status);
-    const std::scoped_lock lock(mutex_);
-    live_.emplace(ptr, Live{bytes, stream, {}});
-    allocated_.add(static_cast<std::int64_t>(bytes));
+    live_.add(ptr, bytes, stream);
     return ptr;
   }
 
   void do_deallocate(void* ptr) override {
-    Live live;
-    {
-      const std::scoped_lock lock(mutex_);
-      const auto it = live_.find(ptr);
-      if (it == live_.end()) {
-        throw InputError(fmt::format("async allocator: deallocate of {} which it did not allocate", ptr));
-      }
-      live = std::move(it->second);
-      live_.erase(it);
-      allocated_.sub(static_cast<std::int64_t>(live.bytes));
-    }
+    const LiveBlocks::Block live = live_.take(ptr, "async allocator");
     const cuda::ScopedDevice current(device_);
-    if (live.uses.empty()) {
-      MEMSTRESS_CUDA_TRY(cudaFreeAsync(ptr, live.stream.cuda()));
-      return;
-    }
-    live.uses.push_back(live.stream);
-    for (const StreamRef use : live.uses) {
-      const cuda::Event reached(cuda::Event::Timing::disabled);  // destroying it after the wait is fine
-      reached.record(use.cuda());
-      MEMSTRESS_CUDA_TRY(cudaStreamWaitEvent(free_stream_.get(), reached.get(), 0));
-    }
-    MEMSTRESS_CUDA_TRY(cudaFreeAsync(ptr, free_stream_.get()));
+    MEMSTRESS_CUDA_TRY(cudaFreeAsync(ptr, live.streams.free_stream(free_stream_.get()).cuda()));
   }
 
   void do_record_stream(void* ptr, StreamRef stream) override {
-    const std::scoped_lock lock(mutex_);
-    const auto it = live_.find(ptr);
-    if (it == live_.end()) {
-      throw InputError(fmt::format("async allocator: record_stream of {}, which is not allocated", ptr));
-    }
-    Live& live = it->second;
-    if (stream != live.stream && std::find(live.uses.begin(), live.uses.end(), stream) == live.uses.end()) {
-      live.uses.push_back(stream);
-    }
+    live_.record(ptr, stream, "async allocator");
   }
 
   void do_empty_cache() override {
@@ -249,7 +212,7 @@ class AsyncAllocator final : public Allocator {
         "allocator holds {} in {} allocations and its pool reserves {} (release threshold {})",
         backend_.info().label(), format_bytes(bytes), bytes, stream.id, backend_.info().name,
         format_bytes(mem.total), format_bytes(mem.free),
-        format_bytes(static_cast<std::uint64_t>(allocated_.current)), live_.size(), format_bytes(reserved),
+        format_bytes(static_cast<std::uint64_t>(live_.held().current)), live_.count(), format_bytes(reserved),
         release_threshold_ == std::numeric_limits<std::uint64_t>::max() ? std::string("unlimited")
                                                                         : format_bytes(release_threshold_)));
   }
@@ -260,8 +223,7 @@ class AsyncAllocator final : public Allocator {
   MemPool pool_;
   cuda::Stream free_stream_;  // frees of allocations used on several streams
   mutable std::mutex mutex_;
-  std::unordered_map<void*, Live> live_;
-  StatCounter allocated_;
+  LiveBlocks live_;
   std::int64_t num_ooms_ = 0;
   std::int64_t num_alloc_retries_ = 0;
 };

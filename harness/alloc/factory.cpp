@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "harness/alloc/adaptors.hpp"
 #include "harness/alloc/alloc_config.hpp"
 #include "harness/alloc/async_allocator.hpp"
 #include "harness/alloc/caching/caching_allocator.hpp"
 #include "harness/alloc/direct_allocator.hpp"
+#include "harness/alloc/plugin_allocator.hpp"
+#include "harness/alloc/rmm_allocator.hpp"
 #include "harness/core/error.hpp"
 #if defined(MEMSTRESS_HAVE_TORCH)
 #include "harness/alloc/torch_allocator.hpp"
@@ -20,10 +23,30 @@ namespace memstress {
 namespace {
 
 #if defined(MEMSTRESS_HAVE_TORCH)
-constexpr std::array<std::string_view, 5> kNames{"caching", "expandable", "direct", "async", "torch"};
+constexpr std::array<std::string_view, 8> kNames{"caching",  "expandable", "direct",    "async",
+                                                 "rmm-pool", "rmm-arena",  "rmm-async", "torch"};
 #else
-constexpr std::array<std::string_view, 4> kNames{"caching", "expandable", "direct", "async"};
+constexpr std::array<std::string_view, 7> kNames{"caching",  "expandable", "direct",   "async",
+                                                 "rmm-pool", "rmm-arena",  "rmm-async"};
 #endif
+
+std::optional<RmmResource> rmm_resource(std::string_view name) noexcept {
+  if (name == "rmm-pool") {
+    return RmmResource::pool;
+  }
+  if (name == "rmm-arena") {
+    return RmmResource::arena;
+  }
+  if (name == "rmm-async") {
+    return RmmResource::async;
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void unknown(std::string_view name) {
+  throw InputError(fmt::format("--allocator '{}': unknown allocator; choose one of: {}, or plugin:PATH.so",
+                               name, fmt::join(kNames, ", ")));
+}
 
 std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& backend) {
   AllocConfig config = AllocConfig::parse(spec.conf, "--alloc-conf");
@@ -40,6 +63,12 @@ std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& b
   if (spec.name == "async") {
     return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
   }
+  if (const auto resource = rmm_resource(spec.name)) {
+    return make_peer_statistics(make_rmm_allocator(*resource, backend, config));
+  }
+  if (is_plugin_name(spec.name)) {
+    return make_peer_statistics(make_plugin_allocator(parse_plugin_name(spec.name), backend));
+  }
   if (spec.name == "torch") {
 #if defined(MEMSTRESS_HAVE_TORCH)
     return make_torch_allocator(backend);
@@ -49,8 +78,7 @@ std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& b
         "installed");
 #endif
   }
-  throw InputError(fmt::format("--allocator '{}': unknown allocator; choose one of: {}", spec.name,
-                               fmt::join(kNames, ", ")));
+  unknown(spec.name);
 }
 
 }  // namespace
@@ -64,13 +92,16 @@ void validate(const AllocatorSpec& spec) {
   if (std::find(kNames.begin(), kNames.end(), spec.name) != kNames.end()) {
     return;
   }
+  if (is_plugin_name(spec.name)) {
+    static_cast<void>(parse_plugin_name(spec.name));
+    return;
+  }
   if (spec.name == "torch") {
     throw InputError(
         "--allocator torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
         "installed");
   }
-  throw InputError(fmt::format("--allocator '{}': unknown allocator; choose one of: {}", spec.name,
-                               fmt::join(kNames, ", ")));
+  unknown(spec.name);
 }
 
 std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBackend& backend) {

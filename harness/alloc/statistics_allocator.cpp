@@ -26,8 +26,10 @@ namespace {
 
 class StatisticsAllocator final : public detail::AdaptorBase {
  public:
+  struct AsPeer {};
   explicit StatisticsAllocator(std::unique_ptr<Allocator> upstream)
       : AdaptorBase("statistics", std::move(upstream)) {}
+  StatisticsAllocator(std::unique_ptr<Allocator> peer, AsPeer /*tag*/) : AdaptorBase(std::move(peer)) {}
 
   [[nodiscard]] MemoryStats memory_stats() const override {
     MemoryStats stats = upstream().memory_stats();
@@ -93,6 +95,10 @@ class StatisticsAllocator final : public detail::AdaptorBase {
 
 std::unique_ptr<Allocator> make_statistics_allocator(std::unique_ptr<Allocator> upstream) {
   return std::make_unique<StatisticsAllocator>(std::move(upstream));
+}
+
+std::unique_ptr<Allocator> make_peer_statistics(std::unique_ptr<Allocator> peer) {
+  return std::make_unique<StatisticsAllocator>(std::move(peer), StatisticsAllocator::AsPeer{});
 }
 
 }  // namespace memstress

@@ -4,8 +4,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gpu_test.hpp"
@@ -19,16 +22,46 @@ namespace {
 
 using kernels::Pattern;
 
+// The test name of a peer: "rmm_pool" for rmm-pool, "plugin_caching" for the caching example plugin.
+std::string peer_test_name(const ::testing::TestParamInfo<std::string>& param_info) {
+  std::string name = param_info.param;
+  if (name.starts_with("plugin:")) {
+    name = name.find("cudamalloc") != std::string::npos ? "plugin_cudamalloc" : "plugin_caching";
+  }
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+// The peers every conformance check runs: memstress's own, RMM's (skipped with the reason where this build
+// has none) and the two example plugins (one bound to memstress's backend, one on cudaMalloc alone).
+const auto kPeers = ::testing::Values("caching", "expandable", "direct", "async", "rmm-pool", "rmm-arena",
+                                      "rmm-async", std::string("plugin:") + MEMSTRESS_CACHING_PLUGIN,
+                                      std::string("plugin:") + MEMSTRESS_CUDAMALLOC_PLUGIN);
+
+// Each test's device and peer; a peer this build lacks (the RMM peers without librmm) skips the test with
+// the reason.
 class AllocatorOnGpu : public testing::GpuTest, public ::testing::WithParamInterface<std::string> {
  protected:
-  std::unique_ptr<Allocator> make(DeviceBackend& dev) {
-    return make_allocator(std::string_view(GetParam()), dev);
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFailure()) {
+      return;
+    }
+    dev_.emplace(0);
+    try {
+      alloc_ = make_allocator(std::string_view(GetParam()), *dev_);
+    } catch (const EnvironmentError& e) {
+      GTEST_SKIP() << e.what();
+    }
   }
+  void TearDown() override { alloc_.reset(); }  // before the device
+
+  std::optional<CudaBackend> dev_;
+  std::unique_ptr<Allocator> alloc_;
 };
 
 TEST_P(AllocatorOnGpu, LiveBlocksNeverOverlapWithDataVerified) {
-  CudaBackend dev(0);
-  auto alloc = make(dev);
+  Allocator* alloc = alloc_.get();
   const std::vector<cuda::Stream> streams(2);
   kernels::Checker checker;
   struct Live {
@@ -68,8 +101,8 @@ TEST_P(AllocatorOnGpu, LiveBlocksNeverOverlapWithDataVerified) {
 }
 
 TEST_P(AllocatorOnGpu, OutOfMemoryIsReportedAndTheAllocatorRecovers) {
-  CudaBackend dev(0);
-  auto alloc = make(dev);
+  CudaBackend& dev = *dev_;
+  Allocator* alloc = alloc_.get();
   EXPECT_THROW(static_cast<void>(alloc->allocate(dev.info().capacity * 2)), OutOfMemoryError);
   cuda::Stream s;
   void* p = alloc->allocate(64 << 20, StreamRef::from(s.get()));
@@ -77,38 +110,120 @@ TEST_P(AllocatorOnGpu, OutOfMemoryIsReportedAndTheAllocatorRecovers) {
   kernels::fill(p, 64 << 20, Pattern::address, 3, s.get());
   EXPECT_TRUE(checker.check(p, 64 << 20, Pattern::address, 3, s.get()).ok());
   alloc->deallocate(p);
+  EXPECT_GE(alloc->memory_stats().at("num_ooms"), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Peers, AllocatorOnGpu, ::testing::Values("caching", "expandable", "direct", "async"),
-                         [](const ::testing::TestParamInfo<std::string>& param_info) {
-                           return param_info.param;
-                         });
+// Statistics on real memory: reserved covers allocated at every step and at the peaks, and what callers
+// hold returns to 0.
+TEST_P(AllocatorOnGpu, StatisticsInvariantsHold) {
+  Allocator* alloc = alloc_.get();
+  cuda::Stream s;
+  std::vector<void*> held;
+  std::int64_t requested = 0;
+  for (int i = 0; i < 64; ++i) {
+    const std::size_t bytes = (static_cast<std::size_t>(i % 8) + 1) << 20;
+    held.push_back(alloc->allocate(bytes, StreamRef::from(s.get())));
+    requested += static_cast<std::int64_t>(bytes);
+    const MemoryStats stats = alloc->memory_stats();
+    EXPECT_EQ(stats.at("allocated_bytes.all.current"), requested);
+    EXPECT_LE(stats.at("allocated_bytes.all.current"), stats.at("reserved_bytes.all.current"));
+    EXPECT_LE(stats.at("allocated_bytes.all.peak"), stats.at("reserved_bytes.all.peak"));
+  }
+  for (void* p : held) {
+    alloc->deallocate(p);
+  }
+  s.synchronize();
+  const MemoryStats stats = alloc->memory_stats();
+  EXPECT_EQ(stats.at("allocated_bytes.all.current"), 0);
+  EXPECT_EQ(stats.at("allocated_bytes.all.peak"), requested);
+  EXPECT_GE(stats.at("reserved_bytes.all.peak"), requested);
+  alloc->reset_peak_stats();
+  EXPECT_EQ(alloc->memory_stats().at("allocated_bytes.all.peak"), 0);
+}
+
+// Many threads on their own streams and one shared one, each block filled and checked on the device.
+TEST_P(AllocatorOnGpu, ManyThreadsWithDataVerified) {
+  Allocator* alloc = alloc_.get();
+  constexpr int kThreads = 16;
+  std::vector<cuda::Stream> streams(kThreads / 2 + 1);
+  std::vector<std::uint64_t> errors(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const cudaStream_t stream =
+          streams[t % 2 == 0 ? static_cast<std::size_t>(t / 2) : streams.size() - 1].get();
+      kernels::Checker checker;
+      std::mt19937_64 rng(static_cast<std::uint64_t>(t) + 1);
+      for (int op = 0; op < 200; ++op) {
+        const std::size_t bytes = 4096 + rng() % (2 << 20);
+        void* p = alloc->allocate(bytes, StreamRef::from(stream));
+        const std::uint64_t seed = rng();
+        kernels::fill(p, bytes, Pattern::random, seed, stream);
+        errors[static_cast<std::size_t>(t)] +=
+            checker.check(p, bytes, Pattern::random, seed, stream).bad_words;
+        alloc->deallocate(p);
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(errors[static_cast<std::size_t>(t)], 0U) << "thread " << t;
+  }
+  EXPECT_EQ(alloc->memory_stats().at("allocated_bytes.all.current"), 0);
+}
+
+// The hazard record_stream exists for: a 32 MiB buffer allocated on s1 is written by a kernel on s2 that
+// starts after 50 ms of other work there, and is freed at once; then the same size is allocated on s1,
+// filled on s1 and checked after s2 is done. If the allocator handed the buffer out before s2's kernel ran,
+// the late kernel would overwrite the new owner's data.
+struct Hazard {
+  static constexpr std::size_t kBytes = 32 << 20;
+  cuda::Stream s1;
+  cuda::Stream s2;
+  void* first = nullptr;   // freed while s2 still writes it
+  void* second = nullptr;  // the next allocation, filled on s1
+  bool second_intact = false;
+
+  explicit Hazard(Allocator& alloc) {
+    kernels::Checker checker;
+    first = alloc.allocate(kBytes, StreamRef::from(s1.get()));
+    kernels::spin(50'000'000, s2.get());
+    kernels::fill(first, kBytes, Pattern::random, 111, s2.get());
+    alloc.record_stream(first, StreamRef::from(s2.get()));
+    alloc.deallocate(first);
+    second = alloc.allocate(kBytes, StreamRef::from(s1.get()));
+    kernels::fill(second, kBytes, Pattern::random, 222, s1.get());
+    s2.synchronize();
+    second_intact = checker.check(second, kBytes, Pattern::random, 222, s1.get()).ok();
+  }
+};
+
+// Every peer: the stream-ordered ones (async, rmm-*, plugins) may hand the buffer out again at once, but
+// only to work ordered after s2's; either way the new owner's data must survive.
+TEST_P(AllocatorOnGpu, BufferStillWrittenOnAnotherStreamKeepsTheNewOwnersData) {
+  const Hazard hazard(*alloc_);
+  EXPECT_TRUE(hazard.second_intact);
+  alloc_->deallocate(hazard.second);
+}
+
+INSTANTIATE_TEST_SUITE_P(Peers, AllocatorOnGpu, kPeers, peer_test_name);
 
 class RecordStreamOnGpu : public testing::GpuTest, public ::testing::WithParamInterface<std::string> {};
 
-// A buffer freed on one stream while a kernel on another still writes it must not be handed out again
-// until that kernel is done: if it were, the late kernel would overwrite the new owner's data.
+// The caching peers keep a buffer freed while in use on another stream out of reach until that stream's
+// work is done (PyTorch's pending frees), then reuse it.
 TEST_P(RecordStreamOnGpu, BufferStillWrittenOnAnotherStreamIsNotReused) {
   CudaBackend dev(0);
   auto alloc = make_allocator(std::string_view(GetParam()), dev);
-  cuda::Stream s1;
-  cuda::Stream s2;
-  constexpr std::size_t kBytes = 32 << 20;
-  kernels::Checker checker;
-  void* p = alloc->allocate(kBytes, StreamRef::from(s1.get()));
-  kernels::spin(50'000'000, s2.get());  // 50 ms of other work first
-  kernels::fill(p, kBytes, Pattern::random, 111, s2.get());
-  alloc->record_stream(p, StreamRef::from(s2.get()));
-  alloc->deallocate(p);
-  void* q = alloc->allocate(kBytes, StreamRef::from(s1.get()));
-  EXPECT_NE(q, p) << "handed out while still in use on another stream";
-  kernels::fill(q, kBytes, Pattern::random, 222, s1.get());
-  s2.synchronize();
-  EXPECT_TRUE(checker.check(q, kBytes, Pattern::random, 222, s1.get()).ok());
-  // Once s2 has passed it, the cached block is reused (q is still held, so p is the only candidate).
-  void* r = alloc->allocate(kBytes, StreamRef::from(s1.get()));
-  EXPECT_EQ(r, p);
-  alloc->deallocate(q);
+  const Hazard hazard(*alloc);
+  EXPECT_NE(hazard.second, hazard.first) << "handed out while still in use on another stream";
+  EXPECT_TRUE(hazard.second_intact);
+  // Once s2 has passed it, the cached block is reused (second is still held, so first is the only candidate).
+  void* r = alloc->allocate(Hazard::kBytes, StreamRef::from(hazard.s1.get()));
+  EXPECT_EQ(r, hazard.first);
+  alloc->deallocate(hazard.second);
   alloc->deallocate(r);
 }
 

@@ -181,9 +181,14 @@ TEST_P(Conformance, ManyThreadsOnTheirOwnAndSharedStreams) {
   EXPECT_EQ(dev.mem_info().free, 16 * kGiB);
 }
 
-INSTANTIATE_TEST_SUITE_P(Peers, Conformance, ::testing::Values("caching", "expandable", "direct"),
+// The plugin is examples/allocator-plugin's caching plugin, which takes its memory from the simulated
+// device through memstress_plugin_bind: a plugin's whole path through the seam, on a CPU-only machine.
+INSTANTIATE_TEST_SUITE_P(Peers, Conformance,
+                         ::testing::Values("caching", "expandable", "direct",
+                                           std::string("plugin:") + MEMSTRESS_CACHING_PLUGIN),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
-                           return param_info.param;
+                           return param_info.param.starts_with("plugin:") ? std::string("plugin")
+                                                                          : param_info.param;
                          });
 
 }  // namespace

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "harness/alloc/allocator.hpp"
+
+namespace memstress {
+
+// `--allocator plugin:PATH[:ALLOC:FREE]`: an allocator from a shared library with PyTorch's
+// pluggable-allocator interface (harness/alloc/allocator_plugin.h; plugin_allocator.cpp has the design note).
+struct PluginSpec {
+  std::string path;
+  std::string alloc_fn = "my_malloc";
+  std::string free_fn = "my_free";
+};
+
+// Whether `name` asks for a plugin ("plugin:" prefix).
+[[nodiscard]] bool is_plugin_name(std::string_view name) noexcept;
+// Parses `plugin:PATH[:ALLOC:FREE]` and checks that PATH is a readable file; InputError naming --allocator.
+[[nodiscard]] PluginSpec parse_plugin_name(std::string_view name);
+// Loads the plugin (InputError for a library that does not load or lacks a symbol, EnvironmentError for one
+// that cannot run on this device) and returns the peer; the factory wraps it in the statistics adaptor.
+std::unique_ptr<Allocator> make_plugin_allocator(const PluginSpec& spec, DeviceBackend& backend);
+
+}  // namespace memstress

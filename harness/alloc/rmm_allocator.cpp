@@ -1,0 +1,285 @@
+// The rmm-pool, rmm-arena and rmm-async peers (make_rmm_allocator): RAPIDS RMM's memory resources behind
+// the allocator seam, so that every workload, replay, doctor and benchmark can run through them.
+//
+// Note [What "reserved" is for each peer]
+// memstress reports every peer's memory in PyTorch's terms: allocated = the bytes callers asked for and
+// still hold, reserved = the device memory the allocator holds to serve them, whether in use or cached.
+// RMM keeps no such statistics by these names, so the factory wraps each RMM peer in memstress's
+// statistics adaptor (allocated_bytes, requested_bytes, allocation counts and num_ooms, counted at the
+// seam exactly as for the async and plugin peers), and the peer itself reports reserved:
+//   rmm-pool   pool_memory_resource(statistics_resource_adaptor(cuda_memory_resource), initial 0): the
+//              bytes the pool got from cudaMalloc, counted by RMM's own statistics_resource_adaptor between
+//              the pool and cuda_memory_resource. The pool grows on demand and never shrinks: empty_cache
+//              is a no-op (RMM has no call that returns a pool's free blocks).
+//   rmm-arena  arena_memory_resource(statistics_resource_adaptor(cuda_memory_resource)): the same count.
+//              The arena takes its whole global arena from cudaMalloc when it is built (RMM's default:
+//              half the device's free memory, or per_process_memory_fraction of the capacity when
+//              --alloc-conf sets it), so its reserved is that size from the start and its OOM threshold is
+//              the arena, not the device.
+//   rmm-async  cuda_async_memory_resource (cudaMallocAsync on a pool of RMM's own): the pool's
+//              ReservedMemCurrent / ReservedMemHigh, as for memstress's own async peer;
+//              release_threshold_mb sets its release threshold and empty_cache trims the pool to 0.
+// For rmm-pool, per_process_memory_fraction caps the pool (maximum_pool_size).
+//
+// Streams: RMM's resources are stream-ordered. An allocation is made on the caller's stream and freed on
+// it; one that record_stream marked as used on other streams is freed on a stream of the peer's own that
+// first waits for all of them (StreamUses), so RMM reuses it only after their work. RMM needs the size
+// of a free, so the peer keeps pointer -> {size, streams}.
+//
+// Out of memory: RMM throws rmm::out_of_memory; the peer counts it and throws OutOfMemoryError with the
+// request, the device's free and total memory, what the peer holds and reserves, and RMM's message. RMM
+// does not synchronize and retry, and neither does the peer: the figures are RMM's own behaviour.
+//
+// The wheel's librmm.so links its own (static, hidden) CUDA runtime; both runtimes share the driver's
+// primary context, so streams and the current device mean the same to both.
+
+#include "harness/alloc/rmm_allocator.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cuda/stream_ref>
+#include <mutex>
+#include <optional>
+#include <rmm/error.hpp>
+#include <rmm/mr/arena_memory_resource.hpp>
+#include <rmm/mr/cuda_async_memory_resource.hpp>
+#include <rmm/mr/cuda_memory_resource.hpp>
+#include <rmm/mr/pool_memory_resource.hpp>
+#include <rmm/mr/statistics_resource_adaptor.hpp>
+#include <unordered_map>
+#include <utility>
+
+#include "harness/alloc/alloc_config.hpp"
+#include "harness/alloc/live_blocks.hpp"
+#include "harness/core/cuda_check.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/units.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/memory/cuda_handles.hpp"
+
+namespace memstress {
+namespace {
+
+using DeviceResource = ::cuda::mr::any_resource<::cuda::mr::device_accessible>;
+constexpr std::size_t kAlignment = 256;
+
+std::string_view peer_name(RmmResource resource) noexcept {
+  switch (resource) {
+    case RmmResource::pool:
+      return "rmm-pool";
+    case RmmResource::arena:
+      return "rmm-arena";
+    case RmmResource::async:
+      return "rmm-async";
+  }
+  return "rmm";
+}
+
+// Bytes a resource holds from cudaMalloc, with a peak that can be reset: RMM's statistics adaptor keeps a
+// stack of counters; a reset merges the pushed one back and pushes a fresh one, whose peak then counts
+// from the bytes held at the reset (`base_`).
+class UpstreamCount {
+ public:
+  UpstreamCount() : counted_(DeviceResource(rmm::mr::cuda_memory_resource{})) {}
+
+  [[nodiscard]] const rmm::mr::statistics_resource_adaptor& resource() const noexcept { return counted_; }
+  [[nodiscard]] std::int64_t current() const { return base_ + counted_.get_bytes_counter().value; }
+  [[nodiscard]] std::int64_t peak() const { return base_ + counted_.get_bytes_counter().peak; }
+  void reset_peak() {
+    if (pushed_) {
+      counted_.pop_counters();
+    }
+    base_ = counted_.get_bytes_counter().value;
+    counted_.push_counters();
+    pushed_ = true;
+  }
+
+ private:
+  rmm::mr::statistics_resource_adaptor counted_;
+  std::int64_t base_ = 0;
+  bool pushed_ = false;
+};
+
+class RmmAllocator final : public Allocator {
+ public:
+  RmmAllocator(RmmResource kind, DeviceBackend& backend, const AllocConfig& config)
+      : kind_(kind),
+        backend_(backend),
+        device_(backend.info().ordinal),
+        resource_(make_resource(config)),
+        free_stream_(stream_on(device_)) {}
+
+  ~RmmAllocator() override {
+    try {
+      const cuda::ScopedDevice current(device_);
+      MEMSTRESS_CUDA_WARN(cudaDeviceSynchronize());
+      const auto leaked = live_.drain();
+      if (!leaked.empty()) {
+        std::fprintf(stderr,
+                     "memstress: warning: %s on %s destroyed with %zu live allocations; freeing them\n",
+                     std::string(name()).c_str(), backend_.info().label().c_str(), leaked.size());
+      }
+      for (const auto& [ptr, live] : leaked) {
+        resource_.deallocate(::cuda::stream_ref(live.streams.own().cuda()), ptr, live.bytes, kAlignment);
+      }
+      MEMSTRESS_CUDA_WARN(cudaDeviceSynchronize());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "memstress: warning: destroying %s: %s\n", std::string(name()).c_str(), e.what());
+    }
+  }
+  RmmAllocator(const RmmAllocator&) = delete;
+  RmmAllocator& operator=(const RmmAllocator&) = delete;
+  RmmAllocator(RmmAllocator&&) = delete;
+  RmmAllocator& operator=(RmmAllocator&&) = delete;
+
+  [[nodiscard]] std::string_view name() const noexcept override { return peer_name(kind_); }
+  [[nodiscard]] DeviceBackend& backend() const noexcept override { return backend_; }
+
+  [[nodiscard]] MemoryStats memory_stats() const override {
+    MemoryStats stats;
+    if (async_) {
+      const cuda::ScopedDevice current(device_);
+      stats["reserved_bytes.all.current"] = pool_attribute(cudaMemPoolAttrReservedMemCurrent);
+      stats["reserved_bytes.all.peak"] = pool_attribute(cudaMemPoolAttrReservedMemHigh);
+    }
+    const std::scoped_lock lock(mutex_);
+    if (upstream_) {
+      stats["reserved_bytes.all.current"] = upstream_->current();
+      stats["reserved_bytes.all.peak"] = upstream_->peak();
+    }
+    stats["num_ooms"] = num_ooms_;
+    return stats;
+  }
+
+  void reset_peak_stats() override {
+    if (async_) {
+      const cuda::ScopedDevice current(device_);
+      std::uint64_t zero = 0;  // the high-water mark restarts from the current reservation
+      MEMSTRESS_CUDA_TRY(
+          cudaMemPoolSetAttribute(async_->pool_handle(), cudaMemPoolAttrReservedMemHigh, &zero));
+    }
+    const std::scoped_lock lock(mutex_);
+    if (upstream_) {
+      upstream_->reset_peak();
+    }
+  }
+
+ private:
+  static cuda::Stream stream_on(int device) {
+    const cuda::ScopedDevice current(device);
+    return cuda::Stream();
+  }
+
+  // Builds the resource with the device current (RMM's resources belong to the current device).
+  DeviceResource make_resource(const AllocConfig& config) {
+    const cuda::ScopedDevice current(device_);
+    const std::optional<std::size_t> fraction_of_capacity =
+        config.memory_fraction ? std::optional<std::size_t>(
+                                     static_cast<std::size_t>(*config.memory_fraction *
+                                                              static_cast<double>(backend_.info().capacity)) /
+                                     kAlignment * kAlignment)
+                               : std::nullopt;
+    switch (kind_) {
+      case RmmResource::pool:
+        upstream_.emplace();
+        return DeviceResource(
+            rmm::mr::pool_memory_resource(DeviceResource(upstream_->resource()), 0, fraction_of_capacity));
+      case RmmResource::arena:
+        upstream_.emplace();
+        return DeviceResource(
+            rmm::mr::arena_memory_resource(DeviceResource(upstream_->resource()), fraction_of_capacity));
+      case RmmResource::async: {
+        const std::optional<std::size_t> threshold =
+            config.release_threshold && *config.release_threshold != AllocConfig::kUnlimited
+                ? std::optional<std::size_t>(*config.release_threshold)
+                : std::nullopt;
+        async_.emplace(std::nullopt, threshold);
+        return DeviceResource(*async_);
+      }
+    }
+    throw std::logic_error("unknown RMM resource");
+  }
+
+  [[nodiscard]] std::int64_t pool_attribute(cudaMemPoolAttr attr) const {
+    std::uint64_t value = 0;
+    MEMSTRESS_CUDA_TRY(cudaMemPoolGetAttribute(async_->pool_handle(), attr, &value));
+    return static_cast<std::int64_t>(value);
+  }
+
+  void* do_allocate(std::size_t bytes, StreamRef stream) override {
+    if (bytes == 0) {
+      return nullptr;
+    }
+    const cuda::ScopedDevice current(device_);
+    void* ptr = nullptr;
+    try {
+      ptr = resource_.allocate(::cuda::stream_ref(stream.cuda()), bytes, kAlignment);
+    } catch (const rmm::bad_alloc& e) {  // rmm::out_of_memory, or a failed cudaMalloc upstream
+      throw out_of_memory(bytes, stream, e.what());
+    }
+    live_.add(ptr, bytes, stream);
+    return ptr;
+  }
+
+  void do_deallocate(void* ptr) override {
+    const LiveBlocks::Block live = live_.take(ptr, name());
+    const cuda::ScopedDevice current(device_);
+    const StreamRef on = live.streams.free_stream(free_stream_.get());
+    resource_.deallocate(::cuda::stream_ref(on.cuda()), ptr, live.bytes, kAlignment);
+  }
+
+  void do_record_stream(void* ptr, StreamRef stream) override { live_.record(ptr, stream, name()); }
+
+  void do_empty_cache() override {
+    if (async_) {
+      const cuda::ScopedDevice current(device_);
+      MEMSTRESS_CUDA_TRY(cudaDeviceSynchronize());
+      MEMSTRESS_CUDA_TRY(cudaMemPoolTrimTo(async_->pool_handle(), 0));
+    }
+  }
+
+  OutOfMemoryError out_of_memory(std::size_t bytes, StreamRef stream, std::string_view rmm_message) {
+    const MemInfo mem = backend_.mem_info();
+    const MemoryStats stats = memory_stats();
+    const std::scoped_lock lock(mutex_);
+    ++num_ooms_;
+    return OutOfMemoryError(fmt::format(
+        "{}: out of memory allocating {} ({} bytes) with {} on stream {:#x}: device {} has {} total, {} "
+        "free; this allocator holds {} in {} allocations and reserves {}; RMM says: {}",
+        backend_.info().label(), format_bytes(bytes), bytes, name(), stream.id, backend_.info().name,
+        format_bytes(mem.total), format_bytes(mem.free),
+        format_bytes(static_cast<std::uint64_t>(live_.held().current)), live_.count(),
+        format_bytes(static_cast<std::uint64_t>(stats.at("reserved_bytes.all.current"))), rmm_message));
+  }
+
+  const RmmResource kind_;
+  DeviceBackend& backend_;
+  const int device_;
+  std::optional<UpstreamCount> upstream_;                     // rmm-pool, rmm-arena
+  std::optional<rmm::mr::cuda_async_memory_resource> async_;  // rmm-async
+  DeviceResource resource_;
+  cuda::Stream free_stream_;  // frees of allocations used on several streams
+  mutable std::mutex mutex_;
+  LiveBlocks live_;
+  std::int64_t num_ooms_ = 0;
+};
+
+}  // namespace
+
+bool rmm_built() noexcept {
+  return true;
+}
+
+std::unique_ptr<Allocator> make_rmm_allocator(RmmResource resource, DeviceBackend& backend,
+                                              const AllocConfig& config) {
+  if (!backend.has_memory()) {
+    throw EnvironmentError(fmt::format(
+        "the {} allocator needs a real GPU (RMM allocates with the CUDA runtime); running on the simulated "
+        "device {}: choose another allocator (e.g. --allocator caching) or a CUDA device (--device cuda)",
+        peer_name(resource), backend.info().label()));
+  }
+  return std::make_unique<RmmAllocator>(resource, backend, config);
+}
+
+}  // namespace memstress

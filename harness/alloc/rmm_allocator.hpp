@@ -1,0 +1,26 @@
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "harness/alloc/allocator.hpp"
+
+namespace memstress {
+
+struct AllocConfig;
+
+// The RAPIDS RMM peers, RMM's own memory resources through the allocator seam (rmm_allocator.cpp has the
+// design note): rmm-pool (pool_memory_resource over cuda_memory_resource), rmm-arena
+// (arena_memory_resource over cuda_memory_resource) and rmm-async (cuda_async_memory_resource). Built only
+// with RMM (MEMSTRESS_WITH_RMM, cmake/FindRMM.cmake); each needs a real GPU.
+enum class RmmResource { pool, arena, async };
+
+// Whether this build has the RMM peers.
+[[nodiscard]] bool rmm_built() noexcept;
+// The peer (its statistics are reserved bytes and OOM counts; the factory wraps it in the statistics
+// adaptor for allocated and requested bytes). Throws EnvironmentError on the simulated device or where
+// this build has no RMM.
+std::unique_ptr<Allocator> make_rmm_allocator(RmmResource resource, DeviceBackend& backend,
+                                              const AllocConfig& config);
+
+}  // namespace memstress

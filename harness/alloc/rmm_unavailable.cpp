@@ -1,0 +1,26 @@
+// make_rmm_allocator where this build has no RMM (MEMSTRESS_WITH_RMM=OFF, or AUTO without librmm).
+
+#include <fmt/format.h>
+
+#include "harness/alloc/rmm_allocator.hpp"
+#include "harness/core/error.hpp"
+
+namespace memstress {
+
+bool rmm_built() noexcept {
+  return false;
+}
+
+std::unique_ptr<Allocator> make_rmm_allocator(RmmResource resource, DeviceBackend& /*backend*/,
+                                              const AllocConfig& /*config*/) {
+  const std::string_view name = resource == RmmResource::pool    ? "rmm-pool"
+                                : resource == RmmResource::arena ? "rmm-arena"
+                                                                 : "rmm-async";
+  throw EnvironmentError(fmt::format(
+      "--allocator {}: this build has no RMM peers; scripts/setup builds them where librmm-cu13 is installed "
+      "in .venv (requirements.txt), or configure with -DMEMSTRESS_WITH_RMM=ON -DRMM_ROOT=<librmm package "
+      "dir>",
+      name));
+}
+
+}  // namespace memstress
