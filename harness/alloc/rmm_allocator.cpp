@@ -9,8 +9,8 @@
 // seam exactly as for the async and plugin peers), and the peer itself reports reserved:
 //   rmm-pool   pool_memory_resource(statistics_resource_adaptor(cuda_memory_resource), initial 0): the
 //              bytes the pool got from cudaMalloc, counted by RMM's own statistics_resource_adaptor between
-//              the pool and cuda_memory_resource. The pool grows on demand and never shrinks: empty_cache
-//              is a no-op (RMM has no call that returns a pool's free blocks).
+//              the pool and cuda_memory_resource. The pool grows on demand and never shrinks while it
+//              lives: RMM has no call that returns a pool's free blocks.
 //   rmm-arena  arena_memory_resource(statistics_resource_adaptor(cuda_memory_resource)): the same count.
 //              The arena takes its whole global arena from cudaMalloc when it is built (RMM's default:
 //              half the device's free memory, or per_process_memory_fraction of the capacity when
@@ -20,6 +20,12 @@
 //              ReservedMemCurrent / ReservedMemHigh, as for memstress's own async peer;
 //              release_threshold_mb sets its release threshold and empty_cache trims the pool to 0.
 // For rmm-pool, per_process_memory_fraction caps the pool (maximum_pool_size).
+// empty_cache: rmm-async trims its pool to 0. rmm-pool and rmm-arena, when nothing is allocated, destroy the
+// resource (RMM's destructor is its only way to return their memory) and build it again at the next
+// allocation; with blocks live it does nothing. Without this a pool that an OOM search grew to the whole GPU
+// would keep it for the rest of the run, and the next workload's own allocations (NCCL's buffers) fail.
+// Calls into the resource hold a shared lock, empty_cache an exclusive one; a block is recorded and
+// removed while the lock is held, so empty_cache never destroys a resource with a block still out.
 //
 // Streams: RMM's resources are stream-ordered. An allocation is made on the caller's stream and freed on
 // it; one that record_stream marked as used on other streams is freed on a stream of the peer's own that
@@ -42,11 +48,13 @@
 #include <mutex>
 #include <optional>
 #include <rmm/error.hpp>
+#include <rmm/logger.hpp>
 #include <rmm/mr/arena_memory_resource.hpp>
 #include <rmm/mr/cuda_async_memory_resource.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
+#include <shared_mutex>
 #include <unordered_map>
 #include <utility>
 
@@ -107,8 +115,20 @@ class RmmAllocator final : public Allocator {
       : kind_(kind),
         backend_(backend),
         device_(backend.info().ordinal),
-        resource_(make_resource(config)),
-        free_stream_(stream_on(device_)) {}
+        limit_(fraction_of_capacity(config, backend)),
+        release_threshold_(config.release_threshold && *config.release_threshold != AllocConfig::kUnlimited
+                               ? std::optional<std::size_t>(*config.release_threshold)
+                               : std::nullopt),
+        free_stream_(stream_on(device_)) {
+    // RMM logs every failed pool expansion at error level (dozens of lines in one OOM search); memstress
+    // reports each OOM itself, so RMM's logger says only what is critical.
+    rmm::default_logger().set_level(rapids_logger::level_enum::critical);
+    const cuda::ScopedDevice current(device_);
+    if (kind_ != RmmResource::async) {
+      upstream_.emplace();
+    }
+    resource_.emplace(make_resource());
+  }
 
   ~RmmAllocator() override {
     try {
@@ -121,7 +141,7 @@ class RmmAllocator final : public Allocator {
                      std::string(name()).c_str(), backend_.info().label().c_str(), leaked.size());
       }
       for (const auto& [ptr, live] : leaked) {
-        resource_.deallocate(::cuda::stream_ref(live.streams.own().cuda()), ptr, live.bytes, kAlignment);
+        resource_->deallocate(::cuda::stream_ref(live.streams.own().cuda()), ptr, live.bytes, kAlignment);
       }
       MEMSTRESS_CUDA_WARN(cudaDeviceSynchronize());
     } catch (const std::exception& e) {
@@ -171,32 +191,27 @@ class RmmAllocator final : public Allocator {
     return cuda::Stream();
   }
 
-  // Builds the resource with the device current (RMM's resources belong to the current device).
-  DeviceResource make_resource(const AllocConfig& config) {
+  static std::optional<std::size_t> fraction_of_capacity(const AllocConfig& config,
+                                                         const DeviceBackend& backend) {
+    if (!config.memory_fraction) {
+      return std::nullopt;
+    }
+    const double bytes = *config.memory_fraction * static_cast<double>(backend.info().capacity);
+    return static_cast<std::size_t>(bytes) / kAlignment * kAlignment;
+  }
+
+  // Builds the resource, with the device current (RMM's resources belong to the current device).
+  DeviceResource make_resource() {
     const cuda::ScopedDevice current(device_);
-    const std::optional<std::size_t> fraction_of_capacity =
-        config.memory_fraction ? std::optional<std::size_t>(
-                                     static_cast<std::size_t>(*config.memory_fraction *
-                                                              static_cast<double>(backend_.info().capacity)) /
-                                     kAlignment * kAlignment)
-                               : std::nullopt;
     switch (kind_) {
       case RmmResource::pool:
-        upstream_.emplace();
         return DeviceResource(
-            rmm::mr::pool_memory_resource(DeviceResource(upstream_->resource()), 0, fraction_of_capacity));
+            rmm::mr::pool_memory_resource(DeviceResource(upstream_->resource()), 0, limit_));
       case RmmResource::arena:
-        upstream_.emplace();
-        return DeviceResource(
-            rmm::mr::arena_memory_resource(DeviceResource(upstream_->resource()), fraction_of_capacity));
-      case RmmResource::async: {
-        const std::optional<std::size_t> threshold =
-            config.release_threshold && *config.release_threshold != AllocConfig::kUnlimited
-                ? std::optional<std::size_t>(*config.release_threshold)
-                : std::nullopt;
-        async_.emplace(std::nullopt, threshold);
+        return DeviceResource(rmm::mr::arena_memory_resource(DeviceResource(upstream_->resource()), limit_));
+      case RmmResource::async:
+        async_.emplace(std::nullopt, release_threshold_);
         return DeviceResource(*async_);
-      }
     }
     throw std::logic_error("unknown RMM resource");
   }
@@ -212,30 +227,51 @@ class RmmAllocator final : public Allocator {
       return nullptr;
     }
     const cuda::ScopedDevice current(device_);
-    void* ptr = nullptr;
     try {
-      ptr = resource_.allocate(::cuda::stream_ref(stream.cuda()), bytes, kAlignment);
+      {
+        const std::shared_lock lock(resource_mutex_);
+        if (resource_) {
+          return allocate_from(*resource_, bytes, stream);
+        }
+      }
+      const std::unique_lock lock(resource_mutex_);
+      if (!resource_) {  // dropped by empty_cache: built again on demand
+        resource_.emplace(make_resource());
+      }
+      return allocate_from(*resource_, bytes, stream);
     } catch (const rmm::bad_alloc& e) {  // rmm::out_of_memory, or a failed cudaMalloc upstream
       throw out_of_memory(bytes, stream, e.what());
     }
+  }
+
+  // The block is recorded while the caller holds resource_mutex_, so empty_cache never sees it missing.
+  void* allocate_from(DeviceResource& resource, std::size_t bytes, StreamRef stream) {
+    void* ptr = resource.allocate(::cuda::stream_ref(stream.cuda()), bytes, kAlignment);
     live_.add(ptr, bytes, stream);
     return ptr;
   }
 
   void do_deallocate(void* ptr) override {
+    const std::shared_lock lock(resource_mutex_);
     const LiveBlocks::Block live = live_.take(ptr, name());
     const cuda::ScopedDevice current(device_);
     const StreamRef on = live.streams.free_stream(free_stream_.get());
-    resource_.deallocate(::cuda::stream_ref(on.cuda()), ptr, live.bytes, kAlignment);
+    resource_->deallocate(::cuda::stream_ref(on.cuda()), ptr, live.bytes, kAlignment);
   }
 
   void do_record_stream(void* ptr, StreamRef stream) override { live_.record(ptr, stream, name()); }
 
   void do_empty_cache() override {
+    const cuda::ScopedDevice current(device_);
     if (async_) {
-      const cuda::ScopedDevice current(device_);
       MEMSTRESS_CUDA_TRY(cudaDeviceSynchronize());
       MEMSTRESS_CUDA_TRY(cudaMemPoolTrimTo(async_->pool_handle(), 0));
+      return;
+    }
+    const std::unique_lock lock(resource_mutex_);
+    if (resource_ && live_.count() == 0) {
+      MEMSTRESS_CUDA_TRY(cudaDeviceSynchronize());
+      resource_.reset();  // RMM's destructor returns the pool's or arena's memory to cudaFree
     }
   }
 
@@ -256,9 +292,14 @@ class RmmAllocator final : public Allocator {
   const RmmResource kind_;
   DeviceBackend& backend_;
   const int device_;
+  const std::optional<std::size_t> limit_;                    // maximum pool size, arena size
+  const std::optional<std::size_t> release_threshold_;        // rmm-async
   std::optional<UpstreamCount> upstream_;                     // rmm-pool, rmm-arena
   std::optional<rmm::mr::cuda_async_memory_resource> async_;  // rmm-async
-  DeviceResource resource_;
+  // The resource; none after an empty_cache that found nothing allocated. Calls into it hold the lock
+  // shared; empty_cache and a rebuild hold it alone.
+  mutable std::shared_mutex resource_mutex_;
+  std::optional<DeviceResource> resource_;
   cuda::Stream free_stream_;  // frees of allocations used on several streams
   mutable std::mutex mutex_;
   LiveBlocks live_;
