@@ -31,7 +31,9 @@ MIB = 1 << 20
 GIB = 1 << 30
 # The order rows appear in: memstress's own, PyTorch's, CUDA's, RMM's, the example plugin, the baseline.
 ORDER = ["caching", "expandable", "torch", "async", "rmm-pool", "rmm-arena", "rmm-async", "plugin-caching", "direct"]
-THREAD_COLUMNS = [(512, 1), (512, 16), (1 << 20, 1), (1 << 20, 16)]
+# (family, bytes, threads): BM_Pair is one thread on the default stream; BM_Threads gives each thread a stream.
+LATENCY_COLUMNS = [("BM_Pair", 512, 1), ("BM_Pair", 1 << 20, 1), ("BM_Threads", 512, 1), ("BM_Threads", 512, 16),
+                   ("BM_Threads", 1 << 20, 1), ("BM_Threads", 1 << 20, 16)]
 RANDOM_MIX = "log_uniform"
 
 
@@ -88,10 +90,10 @@ def bench_rows(bench: dict) -> dict[str, dict]:
         if len(parts) < 4 or parts[2] != "cuda":
             continue
         peer = parts[1]
-        if parts[0] == "BM_Threads" and b.get("items_per_second"):
+        if parts[0] in ("BM_Pair", "BM_Threads") and b.get("items_per_second"):
             threads = next((int(p.split(":")[1]) for p in parts if p.startswith("threads:")), 1)
-            key = f"{int(parts[3])}x{threads}"
-            out.setdefault(peer, {}).setdefault("threads", {})[key] = threads / float(b["items_per_second"]) * 1e9
+            key = latency_key(parts[0], int(parts[3]), threads)
+            out.setdefault(peer, {}).setdefault("latency", {})[key] = threads / float(b["items_per_second"]) * 1e9
         elif parts[0] == "BM_Random" and parts[3] == RANDOM_MIX:
             out.setdefault(peer, {})["random"] = {
                 "peak_reserved_bytes": b.get("peak_reserved_bytes"),
@@ -101,13 +103,17 @@ def bench_rows(bench: dict) -> dict[str, dict]:
     return out
 
 
+def latency_key(family: str, size: int, threads: int) -> str:
+    return f"{family}/{size}/threads:{threads}"
+
+
 def ratios(bench: dict[str, dict]) -> list[dict]:
-    """caching's pair latency over torch's and over each RMM resource's, per size and thread count."""
+    """caching's pair latency over torch's and over each RMM resource's, per benchmark, size and threads."""
     out = []
-    mine = bench.get("caching", {}).get("threads", {})
+    mine = bench.get("caching", {}).get("latency", {})
     for other in ("torch", "rmm-pool", "rmm-arena", "rmm-async"):
-        theirs = bench.get(other, {}).get("threads", {})
-        for key in (f"{size}x{threads}" for size, threads in THREAD_COLUMNS):
+        theirs = bench.get(other, {}).get("latency", {})
+        for key in (latency_key(*column) for column in LATENCY_COLUMNS):
             if key in mine and key in theirs and theirs[key] > 0:
                 out.append({"against": other, "case": key, "ratio": mine[key] / theirs[key]})
     return out
@@ -161,23 +167,26 @@ def tables(data: dict) -> list[tuple[str, list[str], list[list[str]]]]:
             rows.append([peer] + cells)
         rows.append(["best"] + [_best({p: data["traces"][t].get(p, {}).get(key) for p in peers}, low) for t in traces])
         out.append((title, ["allocator"] + traces, rows))
-    head = ["allocator"] + [f"{_size(s)}, {n} thread{'s' if n > 1 else ''} (ns)" for s, n in THREAD_COLUMNS] + [
+    head = ["allocator"] + [
+        f"{'pair' if f == 'BM_Pair' else 'own stream'}, {_size(s)}, {n} thread{'s' if n > 1 else ''}"
+        for f, s, n in LATENCY_COLUMNS] + [
         f"random {RANDOM_MIX}: peak reserved (GiB)", "utilization", "Mops/s"]
     rows = []
+    n_lat = len(LATENCY_COLUMNS)
     columns: list[dict[str, float | None]] = [{} for _ in range(len(head) - 1)]
     for peer in peers:
         b = data["bench"].get(peer, {})
-        values: list[float | None] = [b.get("threads", {}).get(f"{s}x{n}") for s, n in THREAD_COLUMNS]
+        values: list[float | None] = [b.get("latency", {}).get(latency_key(*c)) for c in LATENCY_COLUMNS]
         rnd = b.get("random", {})
         values += [rnd.get("peak_reserved_bytes"), rnd.get("utilization"), rnd.get("ops_per_second")]
         for i, v in enumerate(values):
             columns[i][peer] = v
         rows.append([peer] + [
-            "-" if v is None else (f"{v:,.0f}" if i < 4 else f"{v / GIB:.2f}" if i == 4 else f"{v:.3f}" if i == 5
-                                   else f"{v / 1e6:.2f}") for i, v in enumerate(values)])
-    rows.append(["best"] + [_best(c, low=i in (0, 1, 2, 3, 4)) for i, c in enumerate(columns)])
-    out.append(("alloc+free pair latency (ns per pair per thread, median of the repetitions) and the random-"
-                "allocation benchmark", head, rows))
+            "-" if v is None else (f"{v:,.0f}" if i < n_lat else f"{v / GIB:.2f}" if i == n_lat else
+                                   f"{v:.3f}" if i == n_lat + 1 else f"{v / 1e6:.2f}") for i, v in enumerate(values)])
+    rows.append(["best"] + [_best(c, low=i <= n_lat) for i, c in enumerate(columns)])
+    out.append(("alloc+free pair latency (ns per pair per thread, median of the repetitions: BM_Pair on the "
+                "default stream, BM_Threads with a stream per thread) and the random-allocation benchmark", head, rows))
     return out
 
 
@@ -196,7 +205,7 @@ def markdown(data: dict) -> str:
         out.extend("| " + " | ".join(r) + " |\n" for r in rows)
     if data["ratios"]:
         out.append("\n## caching's pair latency over each peer's (below 1: caching is faster)\n\n"
-                   "| against | case (bytes x threads) | ratio |\n|---|---|---|\n")
+                   "| against | benchmark | ratio |\n|---|---|---|\n")
         out.extend(f"| {r['against']} | {r['case']} | {r['ratio']:.3f} |\n" for r in data["ratios"])
     return "".join(out)
 
@@ -212,7 +221,7 @@ def section_html(data: dict) -> str:
         out += f"<h3>{html.escape(title)}</h3>" + table(head, rows)
     if data["ratios"]:
         out += "<h3>caching's pair latency over each peer's (below 1: caching is faster)</h3>" + table(
-            ["against", "case (bytes x threads)", "ratio"],
+            ["against", "benchmark", "ratio"],
             [[r["against"], r["case"], f"{r['ratio']:.3f}"] for r in data["ratios"]])
     return out
 
