@@ -6,11 +6,14 @@
 #   P/share/memstress/scripts/      report, validate_results.py, torch_snapshot_to_trace.py (+ ms_pyenv.py,
 #                                   ms_json.py, ms_output.py, snapshot_sites.py, report_doctor.py,
 #                                   report_common.py, report_memory.py, report_links.py, report_sweep.py,
-#                                   report_accept.py, report_fleet.py)
+#                                   report_accept.py, report_fleet.py, report_allocators.py)
 #   P/share/memstress/python/       memstress_torch.py, the recorder PyTorch users import
 #   P/share/memstress/profiles/     the shipped acceptance profiles (memstress accept --profile h100)
 #   P/share/memstress/results/schema/  the results schemas
 #   P/share/doc/memstress/README.md
+#   P/lib/memstress/                librmm.so, librapids_logger.so (the RMM peers, where built); plugins/: the
+#                                   example allocator plugins
+#   P/include/memstress/            allocator_plugin.h, the interface of --allocator plugin:PATH
 #   P/lib/cmake/memstress/          memstressConfig.cmake (+ version): find_package(memstress) gives
 #                                   memstress::memstress and memstress_add_test() (MemstressTest.cmake)
 #
@@ -26,7 +29,7 @@ install(PROGRAMS scripts/report scripts/validate_results.py scripts/torch_snapsh
         DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
 install(FILES scripts/ms_pyenv.py scripts/ms_json.py scripts/ms_output.py scripts/snapshot_sites.py
               scripts/report_doctor.py scripts/report_common.py scripts/report_memory.py scripts/report_links.py
-              scripts/report_sweep.py scripts/report_accept.py scripts/report_fleet.py
+              scripts/report_sweep.py scripts/report_accept.py scripts/report_fleet.py scripts/report_allocators.py
         DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
 install(FILES python/memstress_torch.py DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python)
 install(DIRECTORY profiles/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/profiles FILES_MATCHING PATTERN "*.yaml")
@@ -52,6 +55,20 @@ set_target_properties(memstress PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 if(TARGET memstress_bench)
   set_target_properties(memstress_bench PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 endif()
+
+# The RMM peers' libraries (the wheel's librmm.so and librapids_logger.so) are installed with the binaries and
+# found through $ORIGIN, so an installed or moved memstress does not depend on the checkout's .venv.
+if(MEMSTRESS_HAVE_RMM)
+  install(FILES ${RMM_LIBRARY} ${RMM_LOGGER_LIBRARY} DESTINATION ${CMAKE_INSTALL_LIBDIR}/memstress)
+  set_property(TARGET memstress APPEND PROPERTY INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}/memstress")
+  if(TARGET memstress_bench)
+    set_property(TARGET memstress_bench APPEND PROPERTY INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}/memstress")
+  endif()
+endif()
+# Allocator plugins: the interface (README "Bring your own allocator") and the two example plugins.
+install(FILES harness/alloc/allocator_plugin.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memstress)
+install(TARGETS memstress_caching_plugin memstress_cudamalloc_plugin
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/memstress/plugins)
 
 if(NOT TARGET uninstall)
   add_custom_target(

@@ -226,6 +226,31 @@ def section_html(data: dict) -> str:
     return out
 
 
+def section_allocator_table(replays: list[tuple[str, dict]], benches: list[tuple[str, dict]]) -> str:
+    """scripts/report's "Allocator table": drawn when two or more allocators replayed one trace."""
+    from report_common import section
+
+    by_trace: dict[str, set[str]] = {}
+    for _, doc in replays:
+        by_trace.setdefault(trace_of(doc), set()).add(str((doc.get("replay") or {}).get("allocator", "")))
+    if not any(len(allocators) > 1 for allocators in by_trace.values()):
+        return ""
+    data = build([d for _, d in replays], [d for _, d in benches])
+    return section("Allocator table", "Every allocator side by side: peak reserved, utilization and OOM margin per "
+                   "replayed trace, and pair latency and the random-allocation benchmark where given "
+                   "(scripts/gpu-allocators).", section_html(data))
+
+
+def section_allocators_documents(docs: list[tuple[str, dict]]) -> str:
+    """scripts/report's section for allocators.json documents (memstress.allocators/1), one table set each."""
+    from report_common import section
+
+    if not docs:
+        return ""
+    body = "".join(f"<h3>{html.escape(name)}</h3>" + section_html(doc) for name, doc in docs)
+    return section("Allocator table", "Every allocator side by side, as scripts/gpu-allocators measured them.", body)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("outdir", type=Path, help="the folder scripts/gpu-allocators wrote")

@@ -67,7 +67,8 @@ class Installed(unittest.TestCase):
                      "share/memstress/scripts/validate_results.py", "share/memstress/scripts/ms_pyenv.py",
                      "share/memstress/scripts/ms_json.py", "share/memstress/scripts/ms_output.py",
                      "share/memstress/profiles/h100.yaml", "share/memstress/profiles/h200.yaml",
-                     "share/memstress/results/schema/memstress-run-1.schema.json", "share/doc/memstress/README.md"):
+                     "share/memstress/results/schema/memstress-run-1.schema.json", "share/doc/memstress/README.md",
+                     "include/memstress/allocator_plugin.h", "lib/memstress/plugins/libmemstress_caching_plugin.so"):
             self.assertTrue((self.prefix / path).is_file(), path)
         for script in ("report", "torch_snapshot_to_trace.py", "validate_results.py"):
             self.assertTrue(os.access(share / "scripts" / script, os.X_OK), script)
@@ -80,6 +81,12 @@ class Installed(unittest.TestCase):
                 self.assertTrue((share / "scripts" / f"{module}.py").is_file(), f"{script.name} imports {module}")
         if (BUILD / "bench" / "memstress_bench").exists():
             self.assertTrue((self.prefix / "bin" / "memstress_bench").is_file())
+
+    def test_an_installed_plugin_runs_on_the_simulated_device(self) -> None:
+        plugin = self.prefix / "lib/memstress/plugins/libmemstress_caching_plugin.so"
+        done = self.memstress("run", "alloc-smoke", "-d", "sim:80G", "-n", "1", "--allocator", f"plugin:{plugin}")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("plugin:libmemstress_caching_plugin.so", done.stdout)
 
     def test_list_and_a_run_on_the_simulated_device(self) -> None:
         listed = self.memstress("list")

@@ -59,6 +59,8 @@ CPU = {
     "memstress predict-batch run8.snapshot.pickle run16.snapshot.pickle --batch 8,16 --capacity 40G": 0,
     "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz": 0,
     "memstress run oom leak -d sim -q": 0,
+    "memstress run alloc-smoke fragmentation --device sim --allocator "
+    "plugin:build/cpu/examples/allocator-plugin/libmemstress_caching_plugin.so": 0,
     # the fleet store: each ingest before its outliers (they read what it wrote)
     "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite": 0,
     "memstress db outliers --db fleet.sqlite": 1,
@@ -121,6 +123,8 @@ NOT_RUN = {
     "memstress db ingest results/*.json --db postgresql://memstress@db.example.org/fleet":
     "an illustration of the URL; CTest runs every db command on a PostgreSQL server it starts (tests/db)",
     "scripts/fleet-bench": "the benchmark at scale: 10,000 files, minutes of work; its record is results/fleet/",
+    "scripts/gpu-allocators": "every allocator on a real GPU (replays and benchmarks, minutes); run on an H100 "
+                              "through the device tool, its record is results/h100/allocators-580.159.04/",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 # `memstress db` is built only where SQLite and libcrypto were found (cmake/FleetStore.cmake); elsewhere its

@@ -462,3 +462,55 @@ class SeriesColours(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+ALLOCATORS = H100 / "allocators-580.159.04"
+
+
+class AllocatorTable(unittest.TestCase):
+    """scripts/report_allocators.py on the committed H100 run of scripts/gpu-allocators: every peer has its rows,
+    the table it writes is the one committed, and scripts/report draws it from the documents and from the table."""
+
+    def module(self):
+        spec = importlib.util.spec_from_file_location("report_allocators", ROOT / "scripts" / "report_allocators.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(ROOT / "scripts"))
+        spec.loader.exec_module(module)
+        return module
+
+    def test_every_peer_on_every_trace_and_in_the_benchmarks(self) -> None:
+        committed = json.loads((ALLOCATORS / "allocators.json").read_text())
+        peers = {"caching", "expandable", "torch", "async", "rmm-pool", "rmm-arena", "rmm-async", "plugin-caching",
+                 "direct"}
+        self.assertEqual(len(committed["traces"]), 4)
+        for trace, rows in committed["traces"].items():
+            self.assertEqual(set(rows), peers, trace)
+            for peer, row in rows.items():
+                self.assertLessEqual(row["peak_allocated_bytes"], row["peak_reserved_bytes"], (trace, peer))
+                self.assertEqual(row["oom_margin_bytes"], row["capacity_bytes"] - row["peak_reserved_bytes"])
+        self.assertEqual(set(committed["bench"]), peers)
+        for peer, row in committed["bench"].items():
+            self.assertEqual(len(row["latency"]), 6, peer)
+        self.assertEqual({r["against"] for r in committed["ratios"]}, {"torch", "rmm-pool", "rmm-arena", "rmm-async"})
+
+    def test_the_committed_table_is_what_the_documents_give(self) -> None:
+        m = self.module()
+        replays, benches = [], []
+        for path in sorted(ALLOCATORS.glob("*.json")):
+            if path.name == "allocators.json":
+                continue
+            doc = json.loads(path.read_text())
+            (benches if "benchmarks" in doc else replays).append(doc)
+        data = m.build(replays, benches)
+        self.assertEqual(m.markdown(data), (ALLOCATORS / "allocators.md").read_text())
+
+    @unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+    def test_the_report_draws_the_table(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            table = section_of(render(tmp, ALLOCATORS / "allocators.json"), "Allocator table")
+            self.assertIn("rmm-arena", table)
+            self.assertIn("caching's pair latency over each peer's", table)
+            docs = [ALLOCATORS / f"transformer_train-{peer}.json" for peer in ("caching", "rmm-pool", "torch")]
+            table = section_of(render(tmp, *docs, ALLOCATORS / "bench-allocators.json"), "Allocator table")
+            self.assertIn("transformer_train", table)
+            self.assertIn("rmm-pool", table)
