@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "apps/commands.hpp"
+#include "harness/alloc/factory.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/data_dir.hpp"
 #include "harness/core/error.hpp"
@@ -33,7 +34,8 @@ struct DoctorFlags {
   std::string format = "table";
   std::string out;
   std::size_t top = 10;
-  bool alloc_conf_given = false;  // --alloc-conf '' is PyTorch's defaults, not the flag left out
+  std::vector<std::string> peers;  // --allocator
+  bool alloc_conf_given = false;   // --alloc-conf '' is PyTorch's defaults, not the flag left out
 };
 
 // The settings table replays on twice the largest capacity, and a simulated device holds at most
@@ -69,6 +71,12 @@ int doctor_command(const DoctorFlags& f) {
     options.alloc_conf = f.alloc_conf;
   }
   options.trace_device = f.trace_device;
+  for (const std::string& peer : f.peers) {
+    AllocatorSpec spec;
+    spec.name = peer;
+    validate(spec);  // before the replays: an unknown name or a missing plugin is exit 2 at once
+    options.peers.push_back(peer);
+  }
   options.top_sites = f.top;
   if (f.format == "html" && f.out.empty()) {
     throw InputError("--format html: give the page to write with -o FILE.html");
@@ -118,6 +126,10 @@ Subcommand add_doctor(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--out", flags->out, "Write the JSON document here (the HTML page with --format html)")
       ->check(a_path());
+  sub->add_option("-a,--allocator", flags->peers,
+                  "Also replay these allocators, each once, beside the settings table: rmm-pool, rmm-arena, "
+                  "rmm-async, async, plugin:PATH.so (comma-separated; those that need a GPU use GPU 0)")
+      ->delimiter(',');
   sub->add_option("--top", flags->top, "Sites shown at the peak")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();

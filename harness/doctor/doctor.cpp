@@ -188,6 +188,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   }
   r.settings =
       judge_settings(trace, walk, input.facts, plan, grid, r.setting, r.capacities, base, options.threads);
+  r.peers = judge_peers(trace, options.peers, r.capacities, base);
   r.growth = growth_of(walk, trace);
   return r;
 }

@@ -22,7 +22,8 @@ struct DoctorOptions {
   std::optional<std::string> alloc_conf;  // the setting the program ran with, when the snapshot lacks it
   std::string trace_device;               // "cuda:1"; empty: the trace's first device
   std::size_t top_sites = 10;
-  unsigned threads = 0;  // replays side by side (0: one per hardware thread)
+  unsigned threads = 0;            // replays side by side (0: one per hardware thread)
+  std::vector<std::string> peers;  // --allocator: other allocators, each replayed once (judge_peers)
 };
 
 struct Needed {
@@ -65,6 +66,7 @@ struct DoctorReport {
   std::int64_t live_at_peak = 0;
   std::optional<OomAnalysis> oom;
   SettingsAnswer settings;
+  std::vector<PeerRow> peers;  // --allocator
   GrowthAnswer growth;
   std::vector<replay::TimelinePoint> timeline;  // under the program's setting
   std::vector<Site> sites;                      // the facts' sites, for names

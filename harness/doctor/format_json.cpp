@@ -46,6 +46,25 @@ nlohmann::json settings_json(const SettingsAnswer& a) {
           {"recorded", optional_json(a.recorded)}};
 }
 
+nlohmann::json peers_json(const std::vector<PeerRow>& peers) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PeerRow& row : peers) {
+    nlohmann::json verdicts = nlohmann::json::array();
+    for (const CapacityVerdict& v : row.verdicts) {
+      verdicts.push_back({{"capacity", v.capacity}, {"fits", v.fits}});
+    }
+    rows.push_back({{"allocator", row.allocator},
+                    {"device", row.device.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.device)},
+                    {"skipped", row.skipped.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.skipped)},
+                    {"peak_reserved", row.peak_reserved},
+                    {"peak_allocated", row.peak_allocated},
+                    {"utilization", row.utilization},
+                    {"num_ooms", row.ooms},
+                    {"capacities", verdicts}});
+  }
+  return rows;
+}
+
 nlohmann::json oom_json(const OomAnalysis& o) {
   nlohmann::json grant = nlohmann::json::array();
   for (const replay::SweepSetting& s : o.would_grant) {
@@ -141,6 +160,7 @@ nlohmann::json doctor_document(const DoctorReport& r) {
       {"at_peak", {{"live_bytes", r.live_at_peak}, {"sites", at_peak}}},
       {"oom", r.oom ? oom_json(*r.oom) : nlohmann::json(nullptr)},
       {"settings", settings_json(r.settings)},
+      {"peers", peers_json(r.peers)},
       {"growth",
        {{"floors", floors},
         {"fit", fit_json(r.growth.fit)},

@@ -300,6 +300,40 @@ void growth(std::string& out, const DoctorReport& r) {
   out += render_table(t);
 }
 
+// `--allocator`: the other allocators, each replayed once (Note [Other allocators in the doctor]).
+void peers(std::string& out, const DoctorReport& r) {
+  if (r.peers.empty()) {
+    return;
+  }
+  out += "\n== Other allocators (--allocator: each replayed once; judged by peak reserved alone) ==\n";
+  TableLine head{"ALLOCATOR", "REPLAYED ON", "PEAK RESERVED", "UTILIZATION"};
+  for (const std::uint64_t c : r.capacities) {
+    head.push_back(fmt::format("AT {}", bytes(static_cast<std::int64_t>(c))));
+  }
+  std::vector<TableLine> t{head};
+  std::vector<const PeerRow*> skipped;
+  for (const PeerRow& row : r.peers) {
+    if (!row.skipped.empty()) {
+      skipped.push_back(&row);
+      continue;
+    }
+    TableLine line{row.allocator, row.device, bytes(row.peak_reserved),
+                   fmt::format("{:.3f}", row.utilization)};
+    for (const CapacityVerdict& v : row.verdicts) {
+      line.push_back(v.fits         ? std::string("fits")
+                     : row.ooms > 0 ? std::string("OOM")
+                                    : std::string("needs more"));
+    }
+    t.push_back(std::move(line));
+  }
+  if (t.size() > 1) {
+    out += render_table(t);
+  }
+  for (const PeerRow* row : skipped) {
+    out += fmt::format("{}: skipped: {}\n", row->allocator, row->skipped);
+  }
+}
+
 }  // namespace
 
 std::string format_doctor(const DoctorReport& report) {
@@ -309,6 +343,7 @@ std::string format_doctor(const DoctorReport& report) {
   at_peak(out, report);
   oom(out, report);
   settings(out, report);
+  peers(out, report);
   growth(out, report);
   return out;
 }

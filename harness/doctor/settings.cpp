@@ -5,10 +5,14 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "harness/alloc/alloc_config.hpp"
+#include "harness/core/error.hpp"
 #include "harness/core/parallel.hpp"
+#include "harness/memory/cuda_backend.hpp"
+#include "harness/memory/cuda_handles.hpp"
 #include "harness/memory/device_spec.hpp"
 
 namespace memstress::doctor {
@@ -219,6 +223,50 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
     }
   }
   return answer;
+}
+
+std::vector<PeerRow> judge_peers(const replay::ReplayTrace& trace, const std::vector<std::string>& allocators,
+                                 const std::vector<std::uint64_t>& capacities,
+                                 const replay::ReplayOptions& base) {
+  replay::ReplayOptions options = base;
+  options.timeline_points = 1;
+  const replay::BackendFactory gpu = [] {
+    return std::unique_ptr<DeviceBackend>(std::make_unique<CudaBackend>(0));
+  };
+  std::vector<PeerRow> rows;
+  for (const std::string& name : allocators) {
+    PeerRow row;
+    row.allocator = name;
+    const replay::SweepSetting setting{name, ""};
+    std::optional<replay::ReplayResult> result;
+    try {
+      result = replay::replay_setting(trace, setting, sim_device(kUnconstrained), options).result;
+      row.device = "sim";
+    } catch (const EnvironmentError& on_sim) {
+      if (cuda::device_count() == 0) {
+        row.skipped = fmt::format("no GPU here, and {}", on_sim.what());
+      } else {
+        try {
+          result = replay::replay_setting(trace, setting, gpu, options).result;
+          row.device = "cuda:0";
+        } catch (const EnvironmentError& on_gpu) {
+          row.skipped = on_gpu.what();
+        }
+      }
+    }
+    if (result) {
+      row.peak_reserved = result->peak_reserved;
+      row.peak_allocated = result->peak_allocated;
+      row.utilization = result->fragmentation.utilization;
+      row.ooms = result->num_ooms;
+      for (const std::uint64_t c : capacities) {
+        row.verdicts.push_back(CapacityVerdict{
+            c, row.ooms == 0 && row.peak_reserved <= static_cast<std::int64_t>(c), false, std::nullopt});
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace memstress::doctor

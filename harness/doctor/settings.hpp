@@ -62,6 +62,29 @@ struct SettingsAnswer {
   std::optional<std::size_t> recorded;  // the row of the setting the program ran with
 };
 
+// Note [Other allocators in the doctor]. `doctor --allocator NAME` adds allocators that are not PyTorch
+// settings (the RMM peers, plugin:PATH, async): each is replayed once, on its own, after the settings table,
+// on the simulated device where it runs there (a plugin with memstress_plugin_bind), else on GPU 0 where
+// there is one (the RMM peers, async, a plugin on CUDA alone), else it is skipped with the reason. A peer
+// is judged against each capacity by its peak reserved alone: its own retry rules are not modelled, and a
+// real GPU cannot be made smaller, so "fits" means it never held more than the capacity, and "needs more"
+// that it did. Replays run one at a time: a plugin serves one allocator per device.
+struct PeerRow {
+  std::string allocator;
+  std::string device;   // where it was replayed: "sim:1.00 TiB", "cuda:0"; "" when skipped
+  std::string skipped;  // why it could not be replayed; "" when it was
+  std::int64_t peak_reserved = 0;
+  std::int64_t peak_allocated = 0;
+  double utilization = 1.0;
+  std::int64_t ooms = 0;                  // OOMs in its replay
+  std::vector<CapacityVerdict> verdicts;  // by peak reserved, one per capacity (replayed: false)
+};
+
+[[nodiscard]] std::vector<PeerRow> judge_peers(const replay::ReplayTrace& trace,
+                                               const std::vector<std::string>& allocators,
+                                               const std::vector<std::uint64_t>& capacities,
+                                               const replay::ReplayOptions& base);
+
 // The placements of the trace's segments on `device` (an index into its devices), as the snapshot
 // recorded them (SimBackend::follow_placements); empty when it did not.
 using PlacementPlan = std::vector<PlannedReservation>;
