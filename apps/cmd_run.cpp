@@ -187,7 +187,12 @@ std::filesystem::path rank_path(const std::filesystem::path& path, const World& 
 std::filesystem::path snapshot_path(const RunFlags& f, std::string_view allocator, bool several) {
   std::filesystem::path path = f.snapshot;
   if (several) {
-    path.replace_extension(fmt::format(".{}{}", allocator, path.extension().string()));
+    // A plugin by its library's name: "plugin:/opt/lib/liba.so" (the flag) and "plugin:liba.so" (the peer's
+    // name) are both "plugin-liba", with no directory in the file name.
+    const std::string label = allocator.starts_with("plugin:")
+                                  ? "plugin-" + std::filesystem::path(allocator.substr(7)).stem().string()
+                                  : std::string(allocator);
+    path.replace_extension(fmt::format(".{}{}", label, path.extension().string()));
   }
   return path;
 }

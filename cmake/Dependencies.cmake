@@ -13,8 +13,8 @@ endif()
 find_package(fmt 9 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ZLIB 1.2.11 REQUIRED) # gzip-compressed traces (harness/alloc/trace_file.cpp)
-include(FleetStore)
-include(Rmm) # the rmm-* allocator peers, when librmm is found # SQLite and libcrypto, when the fleet store (memstress db) is built
+include(FleetStore) # SQLite and libcrypto, when the fleet store (memstress db) is built
+include(Rmm) # librmm, when the rmm-* allocator peers are built
 if(MEMSTRESS_BUILD_TESTS)
   find_package(GTest 1.12 REQUIRED)
   include(GoogleTest)

@@ -3,8 +3,10 @@
 # need: the wheel's own rmm-config.cmake asks for CMake 4, and we build with 3.25.
 #
 # The wheel carries the CCCL (Thrust/CUB/libcu++) RMM was built with, newer than the CUDA toolkit's; its
-# headers must come before the toolkit's (RMM refuses CCCL older than 3.3), so the include directories are
-# not SYSTEM-demoted behind CUDA's, and only host .cpp files compiled by the C++ compiler use this target.
+# headers must come before the toolkit's (RMM refuses CCCL older than 3.3, with an #error). They are -isystem
+# like every imported target's, so only their order puts them first: harness/CMakeLists.txt links RMM::rmm
+# before CUDA::cudart_static in the one object library that uses it, a host .cpp compiled by the C++
+# compiler.
 # The definitions are the ones CCCL's own CMake package sets for RMM's build (namespaces RMM was built with).
 #
 # Searched: RMM_ROOT (the librmm package directory), then the librmm package of the python3 on PATH, then
@@ -56,7 +58,7 @@ endif()
 find_package_handle_standard_args(
   RMM
   REQUIRED_VARS RMM_LIBRARY RMM_INCLUDE_DIR RMM_CCCL_INCLUDE_DIR RMM_LOGGER_LIBRARY RMM_LOGGER_INCLUDE_DIR
-  VERSION_VAR RMM_VERSION)
+  VERSION_VAR RMM_VERSION HANDLE_VERSION_RANGE)
 
 if(RMM_FOUND AND NOT TARGET RMM::rmm)
   add_library(RMM::logger SHARED IMPORTED)

@@ -14,7 +14,7 @@ set(MEMSTRESS_HAVE_RMM OFF)
 if(_rmm_choice STREQUAL "OFF")
   message(STATUS "RMM allocator peers (rmm-*): not built, MEMSTRESS_WITH_RMM=OFF")
 else()
-  find_package(RMM 26.10)
+  find_package(RMM 26.10...<26.11) # the resources' constructors change between releases
   if(RMM_FOUND)
     set(MEMSTRESS_HAVE_RMM ON)
     message(STATUS "RMM allocator peers (rmm-pool, rmm-arena, rmm-async): built, on RMM ${RMM_VERSION}")

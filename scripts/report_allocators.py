@@ -39,8 +39,9 @@ RANDOM_MIX = "log_uniform"
 
 def peer_of(allocator: str) -> str:
     """The table's name of a replay's allocator ("plugin:libmemstress_caching_plugin.so" is plugin-caching)."""
-    if allocator.startswith("plugin:"):
-        return "plugin-" + allocator.removeprefix("plugin:libmemstress_").split("_plugin")[0]
+    if allocator.startswith("plugin:"):  # as scripts/gpu-allocators labels it
+        stem = Path(allocator.removeprefix("plugin:")).name.removesuffix(".so").removeprefix("lib")
+        return "plugin-" + stem.removeprefix("memstress_").removesuffix("_plugin")
     return allocator
 
 

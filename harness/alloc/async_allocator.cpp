@@ -181,7 +181,7 @@ class AsyncAllocator final : public Allocator {
       throw out_of_memory(bytes, stream);
     }
     MEMSTRESS_CUDA_TRY(status);
-    live_.add(ptr, bytes, stream);
+    live_.add(ptr, bytes, stream, "async allocator");
     return ptr;
   }
 

@@ -93,7 +93,7 @@ void validate(const AllocatorSpec& spec) {
     return;
   }
   if (is_plugin_name(spec.name)) {
-    static_cast<void>(parse_plugin_name(spec.name));
+    check_plugin(parse_plugin_name(spec.name));
     return;
   }
   if (spec.name == "torch") {

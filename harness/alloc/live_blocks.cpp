@@ -6,9 +6,12 @@
 
 namespace memstress {
 
-void LiveBlocks::add(void* ptr, std::size_t bytes, StreamRef stream) {
+void LiveBlocks::add(void* ptr, std::size_t bytes, StreamRef stream, std::string_view who) {
   const std::scoped_lock lock(mutex_);
-  blocks_.emplace(ptr, Block{bytes, StreamUses(stream)});
+  if (!blocks_.emplace(ptr, Block{bytes, StreamUses(stream)}).second) {
+    throw Error(ExitCode::check_failed,
+                fmt::format("{}: handed out {} again while it is still allocated", who, ptr));
+  }
   held_.add(static_cast<std::int64_t>(bytes));
 }
 

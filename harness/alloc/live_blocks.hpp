@@ -23,7 +23,8 @@ class LiveBlocks {
     StreamUses streams;
   };
 
-  void add(void* ptr, std::size_t bytes, StreamRef stream);
+  // Error (a check failure, exit 1) naming `who` when `ptr` is still live: the library handed it out twice.
+  void add(void* ptr, std::size_t bytes, StreamRef stream, std::string_view who);
   // Removes and returns the block; InputError "<who>: deallocate of P which it did not allocate" if unknown.
   Block take(void* ptr, std::string_view who);
   // record_stream: `ptr` is used on `stream` too; InputError naming `who` if unknown.

@@ -21,9 +21,12 @@
 //    (current and peak counted here);
 //  - a plugin for PyTorch alone calls cudaMalloc itself and needs a real GPU. Its reserved bytes are not
 //    visible to memstress: reserved_bytes.all.current is the device memory used now minus what was used when
-//    the plugin was loaded (cudaMemGetInfo: other processes on the GPU count too), never below what callers
-//    hold, sampled when statistics are read; the peak is the largest of those samples and of what callers
-//    held, a lower bound. The statistics say so: plugin_reserved_exact is 1 for the first kind, 0 otherwise.
+//    the plugin was loaded (cudaMemGetInfo), never below what callers hold, sampled when statistics are read;
+//    the peak is the largest of those samples and of what callers held. An estimate both ways: other
+//    processes and memory taken outside the allocator count too, and a peak between two samples is missed.
+//    The statistics say which: plugin_reserved_exact is 1 for the first kind, 0 otherwise.
+// One plugin allocator per device at a time: the interface has no context argument, so a plugin keeps its
+// state per device, and memstress builds one allocator per device (doctor replays plugins one at a time).
 // allocated and requested bytes come from the statistics adaptor the factory wraps the peer in.
 //
 // Teardown: the device is synchronized, blocks still live are freed through FREE (with a warning: they
@@ -133,8 +136,8 @@ class PluginAllocator final : public Allocator {
                      "memstress: warning: %s on %s destroyed with %zu live allocations; freeing them\n",
                      name_.c_str(), backend_.info().label().c_str(), leaked.size());
       }
-      for (const auto& [ptr, live] : leaked) {
-        api_.free(ptr, static_cast<ssize_t>(live.bytes), device_, live.streams.own().cuda());
+      for (const auto& [ptr, live] : leaked) {  // on the legacy stream: the caller's may be gone by now
+        api_.free(ptr, static_cast<ssize_t>(live.bytes), device_, nullptr);
       }
       if (api_.empty_cache != nullptr) {
         api_.empty_cache(device_);
@@ -142,6 +145,7 @@ class PluginAllocator final : public Allocator {
       if (api_.bind != nullptr) {
         api_.bind(device_, nullptr);
       }
+      synchronize();  // nothing the plugin enqueued may run after its library is unloaded
     } catch (const std::exception& e) {
       std::fprintf(stderr, "memstress: warning: destroying %s: %s\n", name_.c_str(), e.what());
     }
@@ -188,8 +192,11 @@ class PluginAllocator final : public Allocator {
     } catch (const std::exception& e) {  // never across the C boundary: the plugin sees an OOM
       std::fprintf(stderr, "memstress: warning: %s: reserving %zu bytes: %s\n", self->name_.c_str(), bytes,
                    e.what());
-      return nullptr;
+    } catch (...) {
+      std::fprintf(stderr, "memstress: warning: %s: reserving %zu bytes failed\n", self->name_.c_str(),
+                   bytes);
     }
+    return nullptr;
   }
 
   static void host_release(void* context, void* ptr, std::size_t bytes, int /*device*/) {
@@ -201,6 +208,9 @@ class PluginAllocator final : public Allocator {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "memstress: warning: %s: releasing %zu bytes: %s\n", self->name_.c_str(), bytes,
                    e.what());
+    } catch (...) {
+      std::fprintf(stderr, "memstress: warning: %s: releasing %zu bytes failed\n", self->name_.c_str(),
+                   bytes);
     }
   }
 
@@ -238,7 +248,7 @@ class PluginAllocator final : public Allocator {
     if (ptr == nullptr) {
       throw out_of_memory(bytes, stream);
     }
-    live_.add(ptr, bytes, stream);
+    live_.add(ptr, bytes, stream, name_);
     if (api_.bind == nullptr) {
       const std::int64_t held = live_.held().current;
       const std::scoped_lock lock(mutex_);
@@ -321,6 +331,12 @@ bool is_plugin_name(std::string_view name) noexcept {
 
 PluginSpec parse_plugin_name(std::string_view name) {
   std::string_view rest = name.substr(kPrefix.size());
+  std::error_code error;
+  if (!rest.empty() && std::filesystem::is_regular_file(std::filesystem::path(rest), error)) {
+    PluginSpec whole;  // a path with colons in it, and the default names
+    whole.path = std::string(rest);
+    return whole;
+  }
   std::vector<std::string_view> parts;
   for (std::size_t at = rest.find(':'); at != std::string_view::npos; at = rest.find(':')) {
     parts.push_back(rest.substr(0, at));
@@ -348,11 +364,15 @@ PluginSpec parse_plugin_name(std::string_view name) {
         "pluggable-allocator functions)",
         name));
   }
-  std::error_code error;
   if (!std::filesystem::is_regular_file(spec.path, error)) {
     throw InputError(fmt::format("--allocator {}: {} is not a file", name, spec.path));
   }
   return spec;
+}
+
+void check_plugin(const PluginSpec& spec) {
+  const SharedLibrary library(spec.path, flag_text(spec));
+  static_cast<void>(resolve(library, spec));
 }
 
 std::unique_ptr<Allocator> make_plugin_allocator(const PluginSpec& spec, DeviceBackend& backend) {

@@ -20,6 +20,9 @@ struct PluginSpec {
 [[nodiscard]] bool is_plugin_name(std::string_view name) noexcept;
 // Parses `plugin:PATH[:ALLOC:FREE]` and checks that PATH is a readable file; InputError naming --allocator.
 [[nodiscard]] PluginSpec parse_plugin_name(std::string_view name);
+// Loads the plugin and resolves its functions, then unloads it: InputError for one that does not load or
+// lacks a function (what validate() checks before any work starts).
+void check_plugin(const PluginSpec& spec);
 // Loads the plugin (InputError for a library that does not load or lacks a symbol, EnvironmentError for one
 // that cannot run on this device) and returns the peer; the factory wraps it in the statistics adaptor.
 std::unique_ptr<Allocator> make_plugin_allocator(const PluginSpec& spec, DeviceBackend& backend);

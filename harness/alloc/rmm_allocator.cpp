@@ -92,14 +92,18 @@ class UpstreamCount {
   UpstreamCount() : counted_(DeviceResource(rmm::mr::cuda_memory_resource{})) {}
 
   [[nodiscard]] const rmm::mr::statistics_resource_adaptor& resource() const noexcept { return counted_; }
-  [[nodiscard]] std::int64_t current() const { return base_ + counted_.get_bytes_counter().value; }
-  [[nodiscard]] std::int64_t peak() const { return base_ + counted_.get_bytes_counter().peak; }
+  // Reserved bytes now and at their peak since the last reset, from one reading of RMM's counter.
+  [[nodiscard]] std::pair<std::int64_t, std::int64_t> current_and_peak() const {
+    const auto counter = counted_.get_bytes_counter();
+    return {base_ + counter.value, base_ + counter.peak};
+  }
   void reset_peak() {
     if (pushed_) {
       counted_.pop_counters();
     }
-    base_ = counted_.get_bytes_counter().value;
-    counted_.push_counters();
+    // push_counters returns the bottom counter as it stood when the fresh one was pushed (under RMM's lock),
+    // so an expansion by another thread in between is counted in one of the two, never lost.
+    base_ = counted_.push_counters().first.value;
     pushed_ = true;
   }
 
@@ -141,7 +145,8 @@ class RmmAllocator final : public Allocator {
                      std::string(name()).c_str(), backend_.info().label().c_str(), leaked.size());
       }
       for (const auto& [ptr, live] : leaked) {
-        resource_->deallocate(::cuda::stream_ref(live.streams.own().cuda()), ptr, live.bytes, kAlignment);
+        // On the peer's own stream: the caller's may be gone by now (the device was synchronized above).
+        resource_->deallocate(::cuda::stream_ref(free_stream_.get()), ptr, live.bytes, kAlignment);
       }
       MEMSTRESS_CUDA_WARN(cudaDeviceSynchronize());
     } catch (const std::exception& e) {
@@ -165,8 +170,9 @@ class RmmAllocator final : public Allocator {
     }
     const std::scoped_lock lock(mutex_);
     if (upstream_) {
-      stats["reserved_bytes.all.current"] = upstream_->current();
-      stats["reserved_bytes.all.peak"] = upstream_->peak();
+      const auto [current, peak] = upstream_->current_and_peak();
+      stats["reserved_bytes.all.current"] = current;
+      stats["reserved_bytes.all.peak"] = peak;
     }
     stats["num_ooms"] = num_ooms_;
     return stats;
@@ -247,7 +253,7 @@ class RmmAllocator final : public Allocator {
   // The block is recorded while the caller holds resource_mutex_, so empty_cache never sees it missing.
   void* allocate_from(DeviceResource& resource, std::size_t bytes, StreamRef stream) {
     void* ptr = resource.allocate(::cuda::stream_ref(stream.cuda()), bytes, kAlignment);
-    live_.add(ptr, bytes, stream);
+    live_.add(ptr, bytes, stream, name());
     return ptr;
   }
 

@@ -34,9 +34,9 @@ std::string peer_test_name(const ::testing::TestParamInfo<std::string>& param_in
 
 // The peers every conformance check runs: memstress's own, RMM's (skipped with the reason where this build
 // has none) and the two example plugins (one bound to memstress's backend, one on cudaMalloc alone).
-const auto kPeers = ::testing::Values("caching", "expandable", "direct", "async", "rmm-pool", "rmm-arena",
-                                      "rmm-async", std::string("plugin:") + MEMSTRESS_CACHING_PLUGIN,
-                                      std::string("plugin:") + MEMSTRESS_CUDAMALLOC_PLUGIN);
+const auto kPeers = ::testing::Values(
+    "caching", "expandable", "direct", "async", "torch", "rmm-pool", "rmm-arena", "rmm-async",
+    std::string("plugin:") + MEMSTRESS_CACHING_PLUGIN, std::string("plugin:") + MEMSTRESS_CUDAMALLOC_PLUGIN);
 
 // Each test's device and peer; a peer this build lacks (the RMM peers without librmm) skips the test with
 // the reason.
@@ -50,7 +50,9 @@ class AllocatorOnGpu : public testing::GpuTest, public ::testing::WithParamInter
     dev_.emplace(0);
     try {
       alloc_ = make_allocator(std::string_view(GetParam()), *dev_);
-    } catch (const EnvironmentError& e) {
+    } catch (const EnvironmentError& e) {  // the RMM peers without librmm
+      GTEST_SKIP() << e.what();
+    } catch (const InputError& e) {  // torch, outside the gpu-torch preset
       GTEST_SKIP() << e.what();
     }
   }

@@ -5,12 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "harness/alloc/factory.hpp"
+#include "harness/alloc/live_blocks.hpp"
+#include "harness/alloc/plugin_allocator.hpp"
 #include "harness/core/error.hpp"
 #include "harness/memory/sim_backend.hpp"
 
@@ -190,6 +194,50 @@ INSTANTIATE_TEST_SUITE_P(Peers, Conformance,
                            return param_info.param.starts_with("plugin:") ? std::string("plugin")
                                                                           : param_info.param;
                          });
+
+}  // namespace
+}  // namespace memstress
+
+namespace memstress {
+namespace {
+
+// A library that hands out a block still allocated (a plugin's bug) fails the run, naming it.
+TEST(LiveBlocks, ABlockHandedOutTwiceIsACheckFailure) {
+  LiveBlocks live;
+  int storage = 0;
+  live.add(&storage, 64, StreamRef{}, "plugin:liba.so");
+  try {
+    live.add(&storage, 64, StreamRef{}, "plugin:liba.so");
+    FAIL() << "accepted twice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), ExitCode::check_failed);
+    EXPECT_NE(std::string(e.what()).find("plugin:liba.so: handed out"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(live.held().current, 64);
+  EXPECT_EQ(live.take(&storage, "plugin:liba.so").bytes, 64U);
+  EXPECT_THROW(static_cast<void>(live.take(&storage, "plugin:liba.so")), InputError);
+}
+
+// plugin:PATH[:ALLOC:FREE]: a path that is a file is taken whole, colons and all; else the last two fields
+// name the functions.
+TEST(PluginName, APathWithColonsAndNamedFunctions) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "memstress-plugin-name";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path odd = dir / "lib:odd.so";
+  std::ofstream(odd) << "not a library";
+  const PluginSpec whole = parse_plugin_name("plugin:" + odd.string());
+  EXPECT_EQ(whole.path, odd.string());
+  EXPECT_EQ(whole.alloc_fn, "my_malloc");
+  const PluginSpec named = parse_plugin_name("plugin:" + odd.string() + ":a_fn:f_fn");
+  EXPECT_EQ(named.path, odd.string());
+  EXPECT_EQ(named.alloc_fn, "a_fn");
+  EXPECT_EQ(named.free_fn, "f_fn");
+  EXPECT_THROW(static_cast<void>(parse_plugin_name("plugin:" + (dir / "missing.so").string())), InputError);
+  AllocatorSpec spec;
+  spec.name = "plugin:" + odd.string();
+  EXPECT_THROW(validate(spec), InputError);  // validate loads it: not a shared library
+  std::filesystem::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace memstress
