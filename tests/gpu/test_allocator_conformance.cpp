@@ -62,6 +62,16 @@ class AllocatorOnGpu : public testing::GpuTest, public ::testing::WithParamInter
   std::unique_ptr<Allocator> alloc_;
 };
 
+// requested_bytes.all.<which> where the peer keeps it, else allocated_bytes.all.<which> (the peers that
+// count requested sizes as allocated: direct, async).
+std::int64_t requested_or_allocated(const MemoryStats& stats, const std::string& which) {
+  const auto it = stats.find("requested_bytes.all." + which);
+  return it != stats.end() ? it->second : stats.at("allocated_bytes.all." + which);
+}
+
+// A random sequence against a reference model of what is live: every block is 256-byte aligned and overlaps
+// no live block by address, the peer's requested (or allocated) bytes are the model's, and reserved covers
+// allocated; each block is also filled with its own pattern on the device and checked when it is freed.
 TEST_P(AllocatorOnGpu, LiveBlocksNeverOverlapWithDataVerified) {
   Allocator* alloc = alloc_.get();
   const std::vector<cuda::Stream> streams(2);
@@ -76,23 +86,46 @@ TEST_P(AllocatorOnGpu, LiveBlocksNeverOverlapWithDataVerified) {
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> log_size(9.0, 26.0);  // 512 B .. 64 MiB
   std::uint64_t errors = 0;
+  std::map<std::uintptr_t, std::size_t> model;  // address -> bytes asked for
+  std::int64_t requested = 0;
   const auto release = [&](std::size_t i) {
     const Live b = live[i];
     errors += checker.check(b.ptr, b.bytes, Pattern::random, b.seed, b.stream).bad_words;
     alloc->deallocate(b.ptr);
+    model.erase(
+        reinterpret_cast<std::uintptr_t>(b.ptr));  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+    requested -= static_cast<std::int64_t>(b.bytes);
     live[i] = live.back();
     live.pop_back();
+  };
+  const auto admit = [&](void* p, std::size_t bytes) {
+    const auto a =
+        reinterpret_cast<std::uintptr_t>(p);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+    EXPECT_EQ(a % 256, 0U) << "not 256-byte aligned";
+    const auto next = model.lower_bound(a);
+    EXPECT_TRUE(next == model.end() || a + bytes <= next->first) << "overlaps the next live block";
+    if (next != model.begin()) {
+      EXPECT_LE(std::prev(next)->first + std::prev(next)->second, a) << "overlaps the previous live block";
+    }
+    model.emplace(a, bytes);
+    requested += static_cast<std::int64_t>(bytes);
   };
   for (int op = 0; op < 600; ++op) {
     if (live.empty() || rng() % 100 < 55) {
       const auto bytes = static_cast<std::size_t>(std::exp2(log_size(rng))) / 16 * 16 + 16;
       const cudaStream_t s = streams[rng() % 2].get();
       void* p = alloc->allocate(bytes, StreamRef::from(s));
+      admit(p, bytes);
       const std::uint64_t seed = rng();
       kernels::fill(p, bytes, Pattern::random, seed, s);
       live.push_back({p, bytes, seed, s});
     } else {
       release(rng() % live.size());
+    }
+    if (op % 50 == 0) {
+      const MemoryStats stats = alloc->memory_stats();
+      EXPECT_EQ(requested_or_allocated(stats, "current"), requested) << "after operation " << op;
+      EXPECT_LE(stats.at("allocated_bytes.all.current"), stats.at("reserved_bytes.all.current"));
     }
   }
   while (!live.empty()) {
@@ -113,13 +146,6 @@ TEST_P(AllocatorOnGpu, OutOfMemoryIsReportedAndTheAllocatorRecovers) {
   EXPECT_TRUE(checker.check(p, 64 << 20, Pattern::address, 3, s.get()).ok());
   alloc->deallocate(p);
   EXPECT_GE(alloc->memory_stats().at("num_ooms"), 1);
-}
-
-// requested_bytes.all.<which> where the peer keeps it, else allocated_bytes.all.<which> (the peers that
-// count requested sizes as allocated: direct, async).
-std::int64_t requested_or_allocated(const MemoryStats& stats, const std::string& which) {
-  const auto it = stats.find("requested_bytes.all." + which);
-  return it != stats.end() ? it->second : stats.at("allocated_bytes.all." + which);
 }
 
 // Statistics on real memory: reserved covers allocated at every step and at the peaks, and what callers
