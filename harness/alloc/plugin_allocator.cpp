@@ -6,7 +6,8 @@
 // Loading: dlopen(RTLD_NOW | RTLD_LOCAL) of PATH, then the ALLOC and FREE functions (my_malloc and my_free
 // unless `plugin:PATH:ALLOC:FREE` names them), which the library itself must define: dlsym also finds
 // names in the libraries it depends on, and a plugin without a `free` of its own would otherwise be handed
-// libc's. The library stays loaded while the peer lives (one peer per device, as for every allocator).
+// libc's. The library is never unmapped (RTLD_NODELETE, as PyTorch never closes one): its state outlives the
+// peer, and memstress_plugin_bind(device, NULL) is how a peer says it is done.
 //
 // Calls: ALLOC(size, device, stream) as PyTorch makes it (null: out of memory) and FREE(ptr, size, device,
 // stream) with the size, device and stream of the allocation, which the peer remembers, as PyTorch's

@@ -25,7 +25,10 @@ std::string object_of(const void* address) {
 SharedLibrary::SharedLibrary(const std::filesystem::path& path, std::string_view what) : path_(path) {
   // A bare file name would make dlopen search the library path; a plugin is named by its file.
   const std::filesystem::path file = path.has_parent_path() ? path : std::filesystem::path(".") / path;
-  handle_ = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: the library stays mapped after dlclose (as PyTorch never closes a plugin). A library that
+  // links the CUDA runtime statically registers exit handlers in itself; unmapped, they would crash the
+  // process at exit (seen under ThreadSanitizer).
+  handle_ = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle_ == nullptr) {
     const char* reason = dlerror();
     throw InputError(fmt::format("{}: cannot load {}: {}", what, path.string(),

@@ -6,7 +6,8 @@
 
 namespace memstress {
 
-// A shared library opened with dlopen(RTLD_NOW | RTLD_LOCAL) and closed with it; move-only.
+// A shared library opened with dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) and closed with it (it stays
+// mapped until the process ends, its state with it); move-only.
 class SharedLibrary {
  public:
   // Throws InputError naming `what` (the flag and value) with dlerror's reason when it does not load.
