@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 
 #include "harness/alloc/adaptors.hpp"
 #include "harness/alloc/alloc_config.hpp"
@@ -29,19 +28,6 @@ constexpr std::array<std::string_view, 8> kNames{"caching",  "expandable", "dire
 constexpr std::array<std::string_view, 7> kNames{"caching",  "expandable", "direct",   "async",
                                                  "rmm-pool", "rmm-arena",  "rmm-async"};
 #endif
-
-std::optional<RmmResource> rmm_resource(std::string_view name) noexcept {
-  if (name == "rmm-pool") {
-    return RmmResource::pool;
-  }
-  if (name == "rmm-arena") {
-    return RmmResource::arena;
-  }
-  if (name == "rmm-async") {
-    return RmmResource::async;
-  }
-  return std::nullopt;
-}
 
 [[noreturn]] void unknown(std::string_view name) {
   throw InputError(fmt::format("--allocator '{}': unknown allocator; choose one of: {}, or plugin:PATH.so",

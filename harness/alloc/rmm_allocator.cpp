@@ -72,18 +72,6 @@ namespace {
 using DeviceResource = ::cuda::mr::any_resource<::cuda::mr::device_accessible>;
 constexpr std::size_t kAlignment = 256;
 
-std::string_view peer_name(RmmResource resource) noexcept {
-  switch (resource) {
-    case RmmResource::pool:
-      return "rmm-pool";
-    case RmmResource::arena:
-      return "rmm-arena";
-    case RmmResource::async:
-      return "rmm-async";
-  }
-  return "rmm";
-}
-
 // Bytes a resource holds from cudaMalloc, with a peak that can be reset: RMM's statistics adaptor keeps a
 // stack of counters; a reset merges the pushed one back and pushes a fresh one, whose peak then counts
 // from the bytes held at the reset (`base_`).
@@ -158,7 +146,7 @@ class RmmAllocator final : public Allocator {
   RmmAllocator(RmmAllocator&&) = delete;
   RmmAllocator& operator=(RmmAllocator&&) = delete;
 
-  [[nodiscard]] std::string_view name() const noexcept override { return peer_name(kind_); }
+  [[nodiscard]] std::string_view name() const noexcept override { return rmm_peer_name(kind_); }
   [[nodiscard]] DeviceBackend& backend() const noexcept override { return backend_; }
 
   [[nodiscard]] MemoryStats memory_stats() const override {
@@ -314,17 +302,13 @@ class RmmAllocator final : public Allocator {
 
 }  // namespace
 
-bool rmm_built() noexcept {
-  return true;
-}
-
 std::unique_ptr<Allocator> make_rmm_allocator(RmmResource resource, DeviceBackend& backend,
                                               const AllocConfig& config) {
   if (!backend.has_memory()) {
     throw EnvironmentError(fmt::format(
         "the {} allocator needs a real GPU (RMM allocates with the CUDA runtime); running on the simulated "
         "device {}: choose another allocator (e.g. --allocator caching) or a CUDA device (--device cuda)",
-        peer_name(resource), backend.info().label()));
+        rmm_peer_name(resource), backend.info().label()));
   }
   return std::make_unique<RmmAllocator>(resource, backend, config);
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "harness/alloc/allocator.hpp"
@@ -15,8 +16,26 @@ struct AllocConfig;
 // with RMM (MEMSTRESS_WITH_RMM, cmake/FindRMM.cmake); each needs a real GPU.
 enum class RmmResource { pool, arena, async };
 
-// Whether this build has the RMM peers.
-[[nodiscard]] bool rmm_built() noexcept;
+// The --allocator name of each resource, and the other way (nullopt: not an RMM peer's name).
+[[nodiscard]] constexpr std::string_view rmm_peer_name(RmmResource resource) noexcept {
+  switch (resource) {
+    case RmmResource::pool:
+      return "rmm-pool";
+    case RmmResource::arena:
+      return "rmm-arena";
+    case RmmResource::async:
+      return "rmm-async";
+  }
+  return "rmm";
+}
+[[nodiscard]] constexpr std::optional<RmmResource> rmm_resource(std::string_view name) noexcept {
+  for (const RmmResource r : {RmmResource::pool, RmmResource::arena, RmmResource::async}) {
+    if (rmm_peer_name(r) == name) {
+      return r;
+    }
+  }
+  return std::nullopt;
+}
 // The peer (its statistics are reserved bytes and OOM counts; the factory wraps it in the statistics
 // adaptor for allocated and requested bytes). Throws EnvironmentError on the simulated device or where
 // this build has no RMM.

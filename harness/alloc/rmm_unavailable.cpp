@@ -7,20 +7,13 @@
 
 namespace memstress {
 
-bool rmm_built() noexcept {
-  return false;
-}
-
 std::unique_ptr<Allocator> make_rmm_allocator(RmmResource resource, DeviceBackend& /*backend*/,
                                               const AllocConfig& /*config*/) {
-  const std::string_view name = resource == RmmResource::pool    ? "rmm-pool"
-                                : resource == RmmResource::arena ? "rmm-arena"
-                                                                 : "rmm-async";
   throw EnvironmentError(fmt::format(
       "--allocator {}: this build has no RMM peers; scripts/setup builds them where librmm-cu13 is installed "
       "in .venv (requirements.txt), or configure with -DMEMSTRESS_WITH_RMM=ON -DRMM_ROOT=<librmm package "
       "dir>",
-      name));
+      rmm_peer_name(resource)));
 }
 
 }  // namespace memstress
