@@ -186,9 +186,10 @@ class AsyncAllocator final : public Allocator {
   }
 
   void do_deallocate(void* ptr) override {
-    const LiveBlocks::Block live = live_.take(ptr, "async allocator");
     const cuda::ScopedDevice current(device_);
-    MEMSTRESS_CUDA_TRY(cudaFreeAsync(ptr, live.streams.free_stream(free_stream_.get()).cuda()));
+    live_.release(ptr, "async allocator", [&](const LiveBlocks::Block& live) {
+      MEMSTRESS_CUDA_TRY(cudaFreeAsync(ptr, live.streams.free_stream(free_stream_.get()).cuda()));
+    });
   }
 
   void do_record_stream(void* ptr, StreamRef stream) override {

@@ -27,6 +27,13 @@ LiveBlocks::Block LiveBlocks::take(void* ptr, std::string_view who) {
   return block;
 }
 
+void LiveBlocks::restore(void* ptr, Block block) {
+  const std::scoped_lock lock(mutex_);
+  const auto bytes = static_cast<std::int64_t>(block.bytes);
+  blocks_.emplace(ptr, std::move(block));
+  held_.add(bytes);
+}
+
 void LiveBlocks::record(void* ptr, StreamRef stream, std::string_view who) {
   const std::scoped_lock lock(mutex_);
   const auto it = blocks_.find(ptr);

@@ -27,6 +27,18 @@ class LiveBlocks {
   void add(void* ptr, std::size_t bytes, StreamRef stream, std::string_view who);
   // Removes and returns the block; InputError "<who>: deallocate of P which it did not allocate" if unknown.
   Block take(void* ptr, std::string_view who);
+  // Removes the block and hands it to `free` (which returns it to the library); if `free` throws, the block
+  // is put back, still live, so that a failed free (an event or stream call) loses nothing.
+  template <typename Free>
+  void release(void* ptr, std::string_view who, Free&& free) {
+    Block block = take(ptr, who);
+    try {
+      std::forward<Free>(free)(static_cast<const Block&>(block));
+    } catch (...) {
+      restore(ptr, std::move(block));
+      throw;
+    }
+  }
   // record_stream: `ptr` is used on `stream` too; InputError naming `who` if unknown.
   void record(void* ptr, StreamRef stream, std::string_view who);
   // Everything still live, removed (teardown).
@@ -37,6 +49,8 @@ class LiveBlocks {
   void reset_peak();
 
  private:
+  void restore(void* ptr, Block block);
+
   mutable std::mutex mutex_;
   std::unordered_map<void*, Block> blocks_;
   StatCounter held_;

@@ -13,7 +13,8 @@
 // stream) with the size, device and stream of the allocation, which the peer remembers, as PyTorch's
 // CUDAPluggableAllocator does; a block that record_stream marked as used on other streams is freed on a
 // stream of the peer's own that waited for all of them (StreamUses). A request for 0 bytes is answered
-// with null without calling the plugin.
+// with null without calling the plugin, and one the interface's ssize_t cannot carry (from a trace, say) is
+// out of memory without calling it either.
 //
 // Device memory and "reserved" (see Note [What "reserved" is for each peer] in rmm_allocator.cpp):
 //  - a plugin that exports memstress_plugin_bind is handed memstress's device backend (reserve/release), so
@@ -42,6 +43,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -238,6 +240,12 @@ class PluginAllocator final : public Allocator {
     if (bytes == 0) {
       return nullptr;
     }
+    if (bytes > static_cast<std::size_t>(std::numeric_limits<ssize_t>::max())) {
+      throw OutOfMemoryError(fmt::format(
+          "{}: out of memory: tried to allocate {} bytes with {}, more than PyTorch's pluggable-allocator "
+          "interface can pass (its size is an ssize_t)",
+          backend_.info().label(), bytes, name_));
+    }
     void* ptr = nullptr;
     {
       std::optional<cuda::ScopedDevice> current;  // none on the simulated device: no CUDA there
@@ -261,14 +269,16 @@ class PluginAllocator final : public Allocator {
   }
 
   void do_deallocate(void* ptr) override {
-    const LiveBlocks::Block live = live_.take(ptr, name_);
     if (!backend_.has_memory()) {
+      const LiveBlocks::Block live = live_.take(ptr, name_);
       api_.free(ptr, static_cast<ssize_t>(live.bytes), device_, live.streams.own().cuda());
       return;
     }
     const cuda::ScopedDevice current(device_);
-    const StreamRef on = live.streams.free_stream(free_stream().get());
-    api_.free(ptr, static_cast<ssize_t>(live.bytes), device_, on.cuda());
+    live_.release(ptr, name_, [&](const LiveBlocks::Block& live) {
+      const StreamRef on = live.streams.free_stream(free_stream().get());
+      api_.free(ptr, static_cast<ssize_t>(live.bytes), device_, on.cuda());
+    });
   }
 
   void do_record_stream(void* ptr, StreamRef stream) override {

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -216,6 +218,36 @@ TEST(LiveBlocks, ABlockHandedOutTwiceIsACheckFailure) {
   EXPECT_EQ(live.held().current, 64);
   EXPECT_EQ(live.take(&storage, "plugin:liba.so").bytes, 64U);
   EXPECT_THROW(static_cast<void>(live.take(&storage, "plugin:liba.so")), InputError);
+}
+
+// A free that fails (an event or stream call of the GPU, say) puts the block back, still live: it is neither
+// lost nor counted as returned, and a second free can still return it.
+TEST(LiveBlocks, AFailedFreeKeepsTheBlock) {
+  LiveBlocks live;
+  int storage = 0;
+  live.add(&storage, 64, StreamRef{}, "rmm-pool");
+  EXPECT_THROW(
+      live.release(&storage, "rmm-pool",
+                   [](const LiveBlocks::Block&) { throw std::runtime_error("cudaEventRecord failed"); }),
+      std::runtime_error);
+  EXPECT_EQ(live.count(), 1U);
+  EXPECT_EQ(live.held().current, 64);
+  std::size_t freed = 0;
+  live.release(&storage, "rmm-pool", [&](const LiveBlocks::Block& block) { freed = block.bytes; });
+  EXPECT_EQ(freed, 64U);
+  EXPECT_EQ(live.count(), 0U);
+  EXPECT_EQ(live.held().current, 0);
+}
+
+// A request the pluggable-allocator interface's ssize_t cannot carry never reaches the plugin: it is out of
+// memory, counted as one.
+TEST(PluginAllocator, ARequestBeyondSsizeMaxIsOutOfMemory) {
+  SimBackend dev(16 * kGiB);
+  const auto alloc = make_allocator(std::string("plugin:") + MEMSTRESS_CACHING_PLUGIN, dev);
+  EXPECT_THROW(static_cast<void>(alloc->allocate(std::numeric_limits<std::size_t>::max() - 1)),
+               OutOfMemoryError);
+  EXPECT_EQ(alloc->memory_stats().at("num_ooms"), 1);
+  EXPECT_EQ(alloc->memory_stats().at("allocated_bytes.all.current"), 0);
 }
 
 // plugin:PATH[:ALLOC:FREE]: a path that is a file is taken whole, colons and all; else the last two fields
