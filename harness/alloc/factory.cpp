@@ -21,17 +21,27 @@
 namespace memstress {
 namespace {
 
+// The RMM peers come last: a build without RMM lists the names before them (allocator_names()).
 #if defined(MEMSTRESS_HAVE_TORCH)
-constexpr std::array<std::string_view, 8> kNames{"caching",  "expandable", "direct",    "async",
-                                                 "rmm-pool", "rmm-arena",  "rmm-async", "torch"};
+constexpr std::array<std::string_view, 8> kNames{"caching", "expandable", "direct",    "async",
+                                                 "torch",   "rmm-pool",   "rmm-arena", "rmm-async"};
 #else
 constexpr std::array<std::string_view, 7> kNames{"caching",  "expandable", "direct",   "async",
                                                  "rmm-pool", "rmm-arena",  "rmm-async"};
 #endif
+constexpr std::size_t kRmmNames = 3;
 
 [[noreturn]] void unknown(std::string_view name) {
   throw InputError(fmt::format("--allocator '{}': unknown allocator; choose one of: {}, or plugin:PATH.so",
-                               name, fmt::join(kNames, ", ")));
+                               name, fmt::join(allocator_names(), ", ")));
+}
+
+// A peer this build leaves out is missing from the environment, not a wrong name: exit 3, saying how to get
+// it.
+[[noreturn]] void torch_not_built() {
+  throw EnvironmentError(
+      "--allocator torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
+      "installed");
 }
 
 std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& backend) {
@@ -59,9 +69,7 @@ std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& b
 #if defined(MEMSTRESS_HAVE_TORCH)
     return make_torch_allocator(backend);
 #else
-    throw InputError(
-        "--allocator torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
-        "installed");
+    torch_not_built();
 #endif
   }
   unknown(spec.name);
@@ -70,22 +78,24 @@ std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& b
 }  // namespace
 
 std::span<const std::string_view> allocator_names() noexcept {
-  return kNames;
+  return std::span<const std::string_view>(kNames).first(kNames.size() - (rmm_built() ? 0 : kRmmNames));
 }
 
 void validate(const AllocatorSpec& spec) {
   static_cast<void>(AllocConfig::parse(spec.conf, "--alloc-conf"));
-  if (std::find(kNames.begin(), kNames.end(), spec.name) != kNames.end()) {
+  const auto names = allocator_names();
+  if (std::find(names.begin(), names.end(), spec.name) != names.end()) {
     return;
+  }
+  if (const auto resource = rmm_resource(spec.name)) {
+    require_rmm_built(*resource);  // before any case runs
   }
   if (is_plugin_name(spec.name)) {
     check_plugin(parse_plugin_name(spec.name));
     return;
   }
   if (spec.name == "torch") {
-    throw InputError(
-        "--allocator torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
-        "installed");
+    torch_not_built();
   }
   unknown(spec.name);
 }

@@ -15,10 +15,15 @@
 //              The arena takes its whole global arena from cudaMalloc when it is built (RMM's default:
 //              half the device's free memory, or per_process_memory_fraction of the capacity when
 //              --alloc-conf sets it), so its reserved is that size from the start and its OOM threshold is
-//              the arena, not the device.
+//              the arena, not the device. A rebuild after empty_cache takes the same size as the first
+//              arena, so every case of a run sees one arena.
 //   rmm-async  cuda_async_memory_resource (cudaMallocAsync on a pool of RMM's own): the pool's
 //              ReservedMemCurrent / ReservedMemHigh, as for memstress's own async peer;
 //              release_threshold_mb sets its release threshold and empty_cache trims the pool to 0.
+// allocated: the caching peers (caching, expandable, torch) count a block's rounded size, as PyTorch's
+// allocated_bytes does; the adaptor counts the bytes asked for (RMM's own rounding is not visible at the
+// seam). requested_bytes is the bytes asked for in both, so peak requested / peak reserved is the one
+// utilization that means the same for every peer (scripts/report_allocators.py draws it beside the other).
 // For rmm-pool, per_process_memory_fraction caps the pool (maximum_pool_size).
 // empty_cache: rmm-async trims its pool to 0. rmm-pool and rmm-arena, when nothing is allocated, destroy the
 // resource (RMM's destructor is its only way to return their memory) and build it again at the next
@@ -107,6 +112,7 @@ class RmmAllocator final : public Allocator {
       : kind_(kind),
         backend_(backend),
         device_(backend.info().ordinal),
+        config_fraction_(config.memory_fraction),
         limit_(fraction_of_capacity(config, backend)),
         release_threshold_(config.release_threshold && *config.release_threshold != AllocConfig::kUnlimited
                                ? std::optional<std::size_t>(*config.release_threshold)
@@ -119,7 +125,7 @@ class RmmAllocator final : public Allocator {
     if (kind_ != RmmResource::async) {
       upstream_.emplace();
     }
-    resource_.emplace(make_resource());
+    resource_.emplace(first_resource());
   }
 
   ~RmmAllocator() override {
@@ -194,6 +200,39 @@ class RmmAllocator final : public Allocator {
     return static_cast<std::size_t>(bytes) / kAlignment * kAlignment;
   }
 
+  // The first resource. RMM's errors here come from the settings or the device's state, not from a
+  // workload: a fraction whose arena is too small for RMM or does not fit in the free memory is bad input
+  // (exit 2); RMM's default arena not fitting, or a CUDA error (a driver older than RMM's runtime), is the
+  // environment (exit 3). Either way the message names the allocator and what RMM said.
+  DeviceResource first_resource() {
+    const std::string setting =
+        config_fraction_ ? fmt::format(" --alloc-conf per_process_memory_fraction:{}", *config_fraction_)
+                         : "";
+    try {
+      DeviceResource resource = make_resource();
+      if (kind_ == RmmResource::arena && !limit_) {  // RMM chose it: every rebuild takes the same size
+        arena_size_ = static_cast<std::size_t>(upstream_->current_and_peak().first);
+      }
+      return resource;
+    } catch (const rmm::logic_error& e) {
+      throw InputError(
+          fmt::format("--allocator {}{}: RMM refuses the resource: {}", name(), setting, e.what()));
+    } catch (const rmm::bad_alloc& e) {
+      const MemInfo mem = backend_.mem_info();
+      const std::string what =
+          fmt::format("--allocator {}{}: RMM could not take its {} from {} ({} free of {}): {}", name(),
+                      setting, limit_ ? format_bytes(*limit_) : std::string("arena (half the free memory)"),
+                      backend_.info().label(), format_bytes(mem.free), format_bytes(mem.total), e.what());
+      if (limit_) {
+        throw InputError(what);
+      }
+      throw EnvironmentError(what);
+    } catch (const rmm::cuda_error& e) {
+      throw EnvironmentError(fmt::format("--allocator {}: RMM could not build its resource on {}: {}", name(),
+                                         backend_.info().label(), e.what()));
+    }
+  }
+
   // Builds the resource, with the device current (RMM's resources belong to the current device).
   DeviceResource make_resource() {
     const cuda::ScopedDevice current(device_);
@@ -202,7 +241,8 @@ class RmmAllocator final : public Allocator {
         return DeviceResource(
             rmm::mr::pool_memory_resource(DeviceResource(upstream_->resource()), 0, limit_));
       case RmmResource::arena:
-        return DeviceResource(rmm::mr::arena_memory_resource(DeviceResource(upstream_->resource()), limit_));
+        return DeviceResource(rmm::mr::arena_memory_resource(DeviceResource(upstream_->resource()),
+                                                             limit_ ? limit_ : arena_size_));
       case RmmResource::async:
         async_.emplace(std::nullopt, release_threshold_);
         return DeviceResource(*async_);
@@ -235,6 +275,9 @@ class RmmAllocator final : public Allocator {
       return allocate_from(*resource_, bytes, stream);
     } catch (const rmm::bad_alloc& e) {  // rmm::out_of_memory, or a failed cudaMalloc upstream
       throw out_of_memory(bytes, stream, e.what());
+    } catch (const rmm::cuda_error& e) {  // a CUDA error inside RMM: a failure of the run, said as RMM's
+      throw Error(ExitCode::check_failed, fmt::format("{}: {} allocating {} bytes: RMM: {}",
+                                                      backend_.info().label(), name(), bytes, e.what()));
     }
   }
 
@@ -247,10 +290,11 @@ class RmmAllocator final : public Allocator {
 
   void do_deallocate(void* ptr) override {
     const std::shared_lock lock(resource_mutex_);
-    const LiveBlocks::Block live = live_.take(ptr, name());
     const cuda::ScopedDevice current(device_);
-    const StreamRef on = live.streams.free_stream(free_stream_.get());
-    resource_->deallocate(::cuda::stream_ref(on.cuda()), ptr, live.bytes, kAlignment);
+    live_.release(ptr, name(), [&](const LiveBlocks::Block& live) {
+      const StreamRef on = live.streams.free_stream(free_stream_.get());
+      resource_->deallocate(::cuda::stream_ref(on.cuda()), ptr, live.bytes, kAlignment);
+    });
   }
 
   void do_record_stream(void* ptr, StreamRef stream) override { live_.record(ptr, stream, name()); }
@@ -286,7 +330,9 @@ class RmmAllocator final : public Allocator {
   const RmmResource kind_;
   DeviceBackend& backend_;
   const int device_;
+  const std::optional<double> config_fraction_;               // per_process_memory_fraction, as given
   const std::optional<std::size_t> limit_;                    // maximum pool size, arena size
+  std::optional<std::size_t> arena_size_;                     // rmm-arena without a fraction: RMM's choice
   const std::optional<std::size_t> release_threshold_;        // rmm-async
   std::optional<UpstreamCount> upstream_;                     // rmm-pool, rmm-arena
   std::optional<rmm::mr::cuda_async_memory_resource> async_;  // rmm-async
@@ -301,6 +347,12 @@ class RmmAllocator final : public Allocator {
 };
 
 }  // namespace
+
+bool rmm_built() noexcept {
+  return true;
+}
+
+void require_rmm_built(RmmResource /*resource*/) {}
 
 std::unique_ptr<Allocator> make_rmm_allocator(RmmResource resource, DeviceBackend& backend,
                                               const AllocConfig& config) {

@@ -36,6 +36,9 @@ enum class RmmResource { pool, arena, async };
   }
   return std::nullopt;
 }
+// Whether this build has the RMM peers, and EnvironmentError (exit 3, saying how to build them) where not.
+[[nodiscard]] bool rmm_built() noexcept;
+void require_rmm_built(RmmResource resource);
 // The peer (its statistics are reserved bytes and OOM counts; the factory wraps it in the statistics
 // adaptor for allocated and requested bytes). Throws EnvironmentError on the simulated device or where
 // this build has no RMM.
