@@ -52,7 +52,9 @@ if(RMM_INCLUDE_DIR)
     HINTS "${_rmm_site}/rapids_logger"
     PATH_SUFFIXES lib64 lib
     NO_DEFAULT_PATH)
-  file(STRINGS "${RMM_INCLUDE_DIR}/../VERSION" RMM_VERSION LIMIT_COUNT 1)
+  if(EXISTS "${RMM_INCLUDE_DIR}/../VERSION") # the wheel's; elsewhere no version, so "not found" in AUTO
+    file(STRINGS "${RMM_INCLUDE_DIR}/../VERSION" RMM_VERSION LIMIT_COUNT 1)
+  endif()
 endif()
 
 find_package_handle_standard_args(

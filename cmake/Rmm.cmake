@@ -13,6 +13,14 @@ endif()
 set(MEMSTRESS_HAVE_RMM OFF)
 if(_rmm_choice STREQUAL "OFF")
   message(STATUS "RMM allocator peers (rmm-*): not built, MEMSTRESS_WITH_RMM=OFF")
+elseif(CUDAToolkit_VERSION_MAJOR LESS 13)
+  # The wheel (librmm-cu13) carries a CUDA 13 runtime: with an older toolkit (and driver) its peers would
+  # only fail at run time.
+  set(_rmm_why "librmm-cu13 needs CUDA 13, and this toolkit is ${CUDAToolkit_VERSION}")
+  if(_rmm_choice STREQUAL "ON")
+    message(FATAL_ERROR "MEMSTRESS_WITH_RMM=ON: ${_rmm_why}")
+  endif()
+  message(STATUS "RMM allocator peers (rmm-*): not built, ${_rmm_why}")
 else()
   find_package(RMM 26.10...<26.11) # the resources' constructors change between releases
   if(RMM_FOUND)
