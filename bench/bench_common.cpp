@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <filesystem>
+#include <system_error>
 
 #include "harness/alloc/factory.hpp"
 #include "harness/core/error.hpp"
@@ -34,13 +36,78 @@ std::unique_ptr<DeviceBackend> make_device(benchmark::State& state, Device devic
   }
 }
 
-std::unique_ptr<Allocator> make_peer(benchmark::State& state, std::string_view peer, DeviceBackend& backend) {
+namespace {
+
+// The example caching plugin beside this binary: the build tree's examples/allocator-plugin/ or an install's
+// plugin directory (MEMSTRESS_PLUGIN_RELDIR from the binary's directory); the build tree's name when neither
+// holds it, so that its rows say which file is missing.
+std::string example_plugin() {
+  constexpr std::string_view kFile = "libmemstress_caching_plugin.so";
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path dir = error ? std::filesystem::path(".") : exe.parent_path();
+  const std::filesystem::path build_tree = dir / ".." / "examples" / "allocator-plugin" / kFile;
+  for (const std::filesystem::path& candidate : {build_tree, dir / MEMSTRESS_PLUGIN_RELDIR / kFile}) {
+    if (std::filesystem::exists(candidate, error)) {
+      return candidate.lexically_normal().string();
+    }
+  }
+  return build_tree.lexically_normal().string();
+}
+
+}  // namespace
+
+std::string plugin_label(std::string_view spec) {
+  std::string path(spec.substr(spec.starts_with("plugin:") ? 7 : 0));
+  // plugin:PATH[:ALLOC:FREE]: the path is what stands before the function names, if any
+  if (const auto so = path.rfind(".so"); so != std::string::npos) {
+    path.resize(so + 3);
+  }
+  std::string name = std::filesystem::path(path).stem().string();
+  for (const std::string_view prefix : {"lib", "memstress_"}) {
+    if (name.starts_with(prefix)) {
+      name.erase(0, prefix.size());
+    }
+  }
+  if (name.ends_with("_plugin")) {
+    name.resize(name.size() - std::string_view("_plugin").size());
+  }
+  return "plugin-" + name;
+}
+
+Peers::Peers(const std::vector<std::string>& plugins) {
+  for (const std::string_view name : {"caching", "expandable", "direct"}) {
+    const Peer peer = keep(std::string(name), std::string(name));
+    cuda_.push_back(peer);
+    sim_.push_back(peer);
+  }
+  for (const std::string_view name : {"async", "rmm-pool", "rmm-arena", "rmm-async"}) {
+    cuda_.push_back(keep(std::string(name), std::string(name)));
+  }
+  sim_threads_ = {sim_[0], sim_[2]};  // caching and direct
+  std::vector<std::string> specs{"plugin:" + example_plugin()};
+  for (const std::string& plugin : plugins) {
+    specs.push_back(plugin.starts_with("plugin:") ? plugin : "plugin:" + plugin);
+  }
+  for (std::string& spec : specs) {
+    const Peer peer = keep(plugin_label(spec), std::move(spec));
+    cuda_.push_back(peer);
+    sim_.push_back(peer);
+    sim_threads_.push_back(peer);
+  }
+  cuda_.push_back(keep("torch", "torch"));
+}
+
+Peer Peers::keep(std::string label, std::string spec) {
+  const std::string_view l = text_.emplace_back(std::move(label));
+  const std::string_view s = text_.emplace_back(std::move(spec));
+  return Peer{l, s};
+}
+
+std::unique_ptr<Allocator> make_peer(benchmark::State& state, const Peer& peer, DeviceBackend& backend) {
   try {
-    return make_allocator(
-        peer == kPluginPeer ? std::string("plugin:") + MEMSTRESS_CACHING_PLUGIN : std::string(peer), backend);
-  } catch (const InputError& e) {
-    state.SkipWithError(peer == "torch" ? "torch peer not built" : e.what());
-  } catch (const std::exception& e) {  // EnvironmentError: the peer needs something this device lacks
+    return make_allocator(peer.spec, backend);
+  } catch (const std::exception& e) {  // not built here, or it needs something this device lacks
     state.SkipWithError(e.what());
   }
   return nullptr;
@@ -58,7 +125,7 @@ std::string benchmark_name(std::string_view family, std::string_view peer, Devic
   return fmt::format("BM_{}/{}/{}", family, peer, device_name(device));
 }
 
-std::optional<Subject> make_subject(benchmark::State& state, std::string_view peer, Device device) {
+std::optional<Subject> make_subject(benchmark::State& state, const Peer& peer, Device device) {
   Subject subject;
   subject.backend = make_device(state, device);
   if (!subject.backend) {

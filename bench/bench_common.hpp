@@ -12,10 +12,13 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/alloc/allocator.hpp"
 #include "harness/memory/backend.hpp"
@@ -27,14 +30,43 @@ enum class Device { sim, cuda };
 // The simulated device is an 80 GiB GPU (an H100's capacity), so sizes and caps mean the same on both.
 inline constexpr std::uint64_t kSimCapacity = 80ULL << 30;
 
+// One peer of the benchmarks: the label in their names and the --allocator spec it is built from.
+struct Peer {
+  std::string_view label;  // "caching", "plugin-caching"
+  std::string_view spec;   // "caching", "plugin:/…/libmemstress_caching_plugin.so"
+};
+
 // The peers each device runs. "torch" is PyTorch's own caching allocator (the gpu-torch preset builds it;
-// elsewhere its rows are skipped: "torch peer not built"); the rmm-* peers are skipped with the reason
-// where the build has no RMM; "plugin-caching" is examples/allocator-plugin's caching plugin, loaded by
-// path as `--allocator plugin:PATH` loads it (bound to memstress's backend, so it runs on both devices).
-inline constexpr std::string_view kPluginPeer = "plugin-caching";
-inline constexpr std::array<std::string_view, 9> kCudaPeers{
-    "caching", "expandable", "direct", "async", "rmm-pool", "rmm-arena", "rmm-async", kPluginPeer, "torch"};
-inline constexpr std::array<std::string_view, 4> kSimPeers{"caching", "expandable", "direct", kPluginPeer};
+// elsewhere its rows are skipped with the reason), as are the rmm-* peers where the build has no RMM.
+// "plugin-caching" is examples/allocator-plugin's caching plugin, found beside the binary (the build tree's
+// examples/allocator-plugin/, or an install's lib/memstress/plugins/) and loaded by path as
+// `--allocator plugin:PATH` loads it (bound to memstress's backend, so it runs on both devices). Each
+// `--plugin=PATH.so[:ALLOC:FREE]` given to memstress_bench adds a peer "plugin-NAME" (libNAME.so) on both
+// devices: a plugin that allocates with CUDA itself skips its simulated rows with the reason. The views
+// point into the object, which therefore neither copies nor moves.
+class Peers {
+ public:
+  explicit Peers(const std::vector<std::string>& plugins);
+  Peers(const Peers&) = delete;
+  Peers& operator=(const Peers&) = delete;
+  Peers(Peers&&) = delete;
+  Peers& operator=(Peers&&) = delete;
+  ~Peers() = default;
+
+  [[nodiscard]] std::span<const Peer> cuda() const noexcept { return cuda_; }
+  [[nodiscard]] std::span<const Peer> sim() const noexcept { return sim_; }
+  [[nodiscard]] std::span<const Peer> sim_threads() const noexcept { return sim_threads_; }
+
+ private:
+  Peer keep(std::string label, std::string spec);
+
+  std::deque<std::string> text_;  // what the views point into (a deque never moves its elements)
+  std::vector<Peer> cuda_, sim_, sim_threads_;
+};
+
+// The label of a plugin peer: "plugin-" and the library's file name without "lib", "memstress_",
+// "_plugin" and ".so" (libmemstress_caching_plugin.so: plugin-caching; libmy_alloc.so: plugin-my_alloc).
+[[nodiscard]] std::string plugin_label(std::string_view spec);
 
 // "sim" or "cuda", the device part of a benchmark name.
 [[nodiscard]] std::string_view device_name(Device device) noexcept;
@@ -42,8 +74,8 @@ inline constexpr std::array<std::string_view, 4> kSimPeers{"caching", "expandabl
 // The backend for one benchmark run, or null after state.SkipWithError when it cannot be had.
 [[nodiscard]] std::unique_ptr<DeviceBackend> make_device(benchmark::State& state, Device device);
 
-// The peer named `peer` over `backend`, or null after state.SkipWithError when it cannot be built.
-[[nodiscard]] std::unique_ptr<Allocator> make_peer(benchmark::State& state, std::string_view peer,
+// The peer over `backend`, or null after state.SkipWithError when it cannot be built.
+[[nodiscard]] std::unique_ptr<Allocator> make_peer(benchmark::State& state, const Peer& peer,
                                                    DeviceBackend& backend);
 
 // A benchmark's device and allocator (the allocator is destroyed first), labelled with the device's
@@ -52,8 +84,7 @@ struct Subject {
   std::unique_ptr<DeviceBackend> backend;
   std::unique_ptr<Allocator> allocator;
 };
-[[nodiscard]] std::optional<Subject> make_subject(benchmark::State& state, std::string_view peer,
-                                                  Device device);
+[[nodiscard]] std::optional<Subject> make_subject(benchmark::State& state, const Peer& peer, Device device);
 
 // A statistic by its PyTorch name ("reserved_bytes.all.peak"), when the allocator reports it.
 [[nodiscard]] std::optional<std::int64_t> stat(const MemoryStats& stats, std::string_view key);
@@ -63,8 +94,9 @@ struct Subject {
 
 // Registration, called once from main() before the benchmarks run (bench_pairs.cpp, bench_threads.cpp,
 // bench_random.cpp).
-void register_pair_benchmarks();
-void register_thread_benchmarks();
-void register_random_benchmarks();
+// `peers` outlives the benchmarks' runs (main() owns it).
+void register_pair_benchmarks(const Peers& peers);
+void register_thread_benchmarks(const Peers& peers);
+void register_random_benchmarks(const Peers& peers);
 
 }  // namespace memstress::bench

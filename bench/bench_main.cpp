@@ -1,18 +1,60 @@
 // main() for memstress_bench: registers the allocator micro-benchmarks (pairs, threads, random; names
-// are built at startup, so they say peer and device) and runs Google Benchmark with the run's
-// environment in the JSON "context", so a committed result says which driver, GPU and commit produced it.
+// are built at startup, so they say peer and device; --plugin=PATH.so adds an allocator plugin as a peer) and
+// runs Google Benchmark with the run's environment in the JSON "context", so a committed result says which
+// driver, GPU and commit produced it.
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "bench/bench_common.hpp"
+#include "harness/alloc/factory.hpp"
 #include "harness/core/version.hpp"
 #include "harness/env/environment.hpp"
 
+namespace {
+
+// memstress_bench's own flag, --plugin=PATH.so[:ALLOC:FREE] (repeatable): taken out of argv before Google
+// Benchmark reads it, each checked as --allocator plugin:… is (a library that does not load, or lacks the
+// functions, is bad input: exit 2).
+std::vector<std::string> take_plugins(int& argc, char** argv) {
+  constexpr std::string_view kFlag = "--plugin=";
+  std::vector<std::string> plugins;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.starts_with(kFlag)) {
+      plugins.emplace_back(arg.substr(kFlag.size()));
+      memstress::AllocatorSpec spec;
+      spec.name = "plugin:" + plugins.back();
+      memstress::validate(spec);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return plugins;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  memstress::bench::register_pair_benchmarks();
-  memstress::bench::register_thread_benchmarks();
-  memstress::bench::register_random_benchmarks();
+  std::vector<std::string> plugins;
+  try {
+    plugins = take_plugins(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "memstress_bench: --plugin: {}\n", e.what());
+    return 2;
+  }
+  const memstress::bench::Peers peers(plugins);
+  memstress::bench::register_pair_benchmarks(peers);
+  memstress::bench::register_thread_benchmarks(peers);
+  memstress::bench::register_random_benchmarks(peers);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     return 2;

@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::array<std::int64_t, 7> kSizes{512, 4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30};
 
-void pair_case(benchmark::State& state, std::string_view peer, Device device) {
+void pair_case(benchmark::State& state, const Peer& peer, Device device) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   const std::optional<Subject> subject = make_subject(state, peer, device);
   if (!subject) {
@@ -48,11 +48,11 @@ void pair_case(benchmark::State& state, std::string_view peer, Device device) {
   }
 }
 
-void register_device(Device device, std::span<const std::string_view> peers) {
+void register_device(Device device, std::span<const Peer> peers) {
   for (const std::int64_t bytes : kSizes) {
-    for (const std::string_view peer : peers) {
+    for (const Peer& peer : peers) {
       auto* b = benchmark::RegisterBenchmark(
-          benchmark_name("Pair", peer, device).c_str(),
+          benchmark_name("Pair", peer.label, device).c_str(),
           [peer, device](benchmark::State& state) { pair_case(state, peer, device); });
       b->Arg(bytes)->Unit(benchmark::kNanosecond)->MinTime(0.2);
       if (device == Device::cuda) {
@@ -64,9 +64,9 @@ void register_device(Device device, std::span<const std::string_view> peers) {
 
 }  // namespace
 
-void register_pair_benchmarks() {
-  register_device(Device::sim, kSimPeers);
-  register_device(Device::cuda, kCudaPeers);
+void register_pair_benchmarks(const Peers& peers) {
+  register_device(Device::sim, peers.sim());
+  register_device(Device::cuda, peers.cuda());
 }
 
 }  // namespace memstress::bench

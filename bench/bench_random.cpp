@@ -142,7 +142,7 @@ void replay(Allocator& allocator, const Plan& plan, std::vector<void*>& live) {
   }
 }
 
-void random_case(benchmark::State& state, const Plan& plan, std::string_view peer, Device device) {
+void random_case(benchmark::State& state, const Plan& plan, const Peer& peer, Device device) {
   const std::optional<Subject> subject = make_subject(state, peer, device);
   if (!subject) {
     return;
@@ -179,12 +179,12 @@ void random_case(benchmark::State& state, const Plan& plan, std::string_view pee
   state.counters["peak_requested_bytes"] = static_cast<double>(plan.peak_live_bytes);
 }
 
-void register_device(Device device, std::span<const std::string_view> peers,
+void register_device(Device device, std::span<const Peer> peers,
                      std::span<const std::shared_ptr<const Plan>> plans) {
   for (std::size_t m = 0; m < kMixes.size(); ++m) {
-    for (const std::string_view peer : peers) {
+    for (const Peer& peer : peers) {
       const std::string name =
-          fmt::format("{}/{}", benchmark_name("Random", peer, device), mix_name(kMixes[m]));
+          fmt::format("{}/{}", benchmark_name("Random", peer.label, device), mix_name(kMixes[m]));
       auto* b = benchmark::RegisterBenchmark(name.c_str(),
                                              [plan = plans[m], peer, device](benchmark::State& state) {
                                                random_case(state, *plan, peer, device);
@@ -199,13 +199,13 @@ void register_device(Device device, std::span<const std::string_view> peers,
 
 }  // namespace
 
-void register_random_benchmarks() {
+void register_random_benchmarks(const Peers& peers) {
   std::vector<std::shared_ptr<const Plan>> plans;
   for (const Mix mix : kMixes) {
     plans.push_back(std::make_shared<const Plan>(make_plan(mix)));
   }
-  register_device(Device::sim, kSimPeers, plans);
-  register_device(Device::cuda, kCudaPeers, plans);
+  register_device(Device::sim, peers.sim(), plans);
+  register_device(Device::cuda, peers.cuda(), plans);
 }
 
 }  // namespace memstress::bench

@@ -30,7 +30,6 @@ namespace {
 
 constexpr std::array<std::int64_t, 2> kSizes{512, 1 << 20};
 constexpr std::array<int, 5> kThreads{1, 2, 4, 8, 16};
-constexpr std::array<std::string_view, 3> kSimThreadPeers{"caching", "direct", kPluginPeer};
 
 // What thread 0 builds for all threads of one run. Destruction order: allocator, streams, device.
 struct SharedRun {
@@ -40,7 +39,7 @@ struct SharedRun {
   std::unique_ptr<Allocator> allocator;
 
   // Called by thread 0 only; on failure skips (thread 0's state) and leaves `allocator` null.
-  void set_up(benchmark::State& state, std::string_view peer, Device device) {
+  void set_up(benchmark::State& state, const Peer& peer, Device device) {
     backend = make_device(state, device);
     if (!backend) {
       return;
@@ -77,7 +76,7 @@ struct SharedRun {
   }
 };
 
-void threads_case(benchmark::State& state, SharedRun& run, std::string_view peer, Device device) {
+void threads_case(benchmark::State& state, SharedRun& run, const Peer& peer, Device device) {
   if (state.thread_index() == 0) {
     run.set_up(state, peer, device);
   }
@@ -109,12 +108,12 @@ void threads_case(benchmark::State& state, SharedRun& run, std::string_view peer
   }
 }
 
-void register_device(Device device, std::span<const std::string_view> peers) {
+void register_device(Device device, std::span<const Peer> peers) {
   for (const std::int64_t bytes : kSizes) {
-    for (const std::string_view peer : peers) {
+    for (const Peer& peer : peers) {
       auto run = std::make_shared<SharedRun>();
       auto* b = benchmark::RegisterBenchmark(
-          benchmark_name("Threads", peer, device).c_str(),
+          benchmark_name("Threads", peer.label, device).c_str(),
           [run, peer, device](benchmark::State& state) { threads_case(state, *run, peer, device); });
       b->Arg(bytes)->Unit(benchmark::kNanosecond)->MinTime(0.2)->UseRealTime();
       for (const int n : kThreads) {
@@ -126,9 +125,9 @@ void register_device(Device device, std::span<const std::string_view> peers) {
 
 }  // namespace
 
-void register_thread_benchmarks() {
-  register_device(Device::sim, kSimThreadPeers);
-  register_device(Device::cuda, kCudaPeers);
+void register_thread_benchmarks(const Peers& peers) {
+  register_device(Device::sim, peers.sim_threads());
+  register_device(Device::cuda, peers.cuda());
 }
 
 }  // namespace memstress::bench
