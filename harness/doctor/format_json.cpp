@@ -51,7 +51,8 @@ nlohmann::json peers_json(const std::vector<PeerRow>& peers) {
   for (const PeerRow& row : peers) {
     nlohmann::json verdicts = nlohmann::json::array();
     for (const CapacityVerdict& v : row.verdicts) {
-      verdicts.push_back({{"capacity", v.capacity}, {"fits", v.fits}});
+      verdicts.push_back(
+          {{"capacity", v.capacity}, {"fits", v.judged ? nlohmann::json(v.fits) : nlohmann::json(nullptr)}});
     }
     rows.push_back({{"allocator", row.allocator},
                     {"device", row.device.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.device)},

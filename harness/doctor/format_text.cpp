@@ -320,7 +320,8 @@ void peers(std::string& out, const DoctorReport& r) {
     TableLine line{row.allocator, row.device, bytes(row.peak_reserved),
                    fmt::format("{:.3f}", row.utilization)};
     for (const CapacityVerdict& v : row.verdicts) {
-      line.push_back(v.fits         ? std::string("fits")
+      line.push_back(!v.judged      ? std::string("not judged")
+                     : v.fits       ? std::string("fits")
                      : row.ooms > 0 ? std::string("OOM")
                                     : std::string("needs more"));
     }

@@ -172,7 +172,7 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
     for (const std::uint64_t c : capacities) {
       // With an OOM in the recording, the request that failed must be tried too: every capacity is replayed.
       row.verdicts.push_back(CapacityVerdict{c, !ran_out && r.peak_reserved <= static_cast<std::int64_t>(c),
-                                             false, std::nullopt});
+                                             true, false, std::nullopt});
     }
   });
   // Settings that asked for more than a capacity: replayed on exactly that capacity.
@@ -259,9 +259,12 @@ std::vector<PeerRow> judge_peers(const replay::ReplayTrace& trace, const std::ve
       row.peak_allocated = result->peak_allocated;
       row.utilization = result->fragmentation.utilization;
       row.ooms = result->num_ooms;
+      // On the GPU an OOM is that GPU's: capacities above it are not judged.
+      const bool oom_on_gpu = row.ooms > 0 && row.device == "cuda:0";
       for (const std::uint64_t c : capacities) {
-        row.verdicts.push_back(CapacityVerdict{
-            c, row.ooms == 0 && row.peak_reserved <= static_cast<std::int64_t>(c), false, std::nullopt});
+        row.verdicts.push_back(
+            CapacityVerdict{c, row.ooms == 0 && row.peak_reserved <= static_cast<std::int64_t>(c),
+                            !(oom_on_gpu && c > result->capacity), false, std::nullopt});
       }
     }
     rows.push_back(std::move(row));

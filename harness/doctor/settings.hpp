@@ -41,6 +41,8 @@ struct OomAt {
 struct CapacityVerdict {
   std::uint64_t capacity = 0;
   bool fits = true;
+  // false: no verdict. A peer replayed on a GPU that ran out of memory there says nothing of a larger one.
+  bool judged = true;
   bool replayed = false;  // false: the peak reserved was within the capacity
   std::optional<OomAt> oom;
 };
@@ -68,7 +70,8 @@ struct SettingsAnswer {
 // there is one (the RMM peers, async, a plugin on CUDA alone), else it is skipped with the reason. A peer
 // is judged against each capacity by its peak reserved alone: its own retry rules are not modelled, and a
 // real GPU cannot be made smaller, so "fits" means it never held more than the capacity, and "needs more"
-// that it did. Replays run one at a time: a plugin serves one allocator per device.
+// that it did. A peer that ran out of memory on GPU 0 is not judged at capacities larger than that GPU's
+// ("not judged"; null in JSON). Replays run one at a time: a plugin serves one allocator per device.
 struct PeerRow {
   std::string allocator;
   std::string device;   // where it was replayed: "sim:1.00 TiB", "cuda:0"; "" when skipped
