@@ -5,8 +5,9 @@ Inputs are the documents that run writes: one `memstress replay --device cuda --
 (memstress.replay/1) per committed PyTorch trace and allocator, and memstress_bench's Google Benchmark JSON
 (medians of repetitions). Outputs:
 
-- per trace: peak reserved, utilization (peak allocated / peak reserved) and the OOM margin (capacity - peak
-  reserved) of every allocator, on the real GPU;
+- per trace: peak reserved, utilization (peak allocated / peak reserved; and peak requested / peak reserved,
+  the same measure for every peer, since the caching peers count allocated bytes rounded) and the OOM margin
+  (capacity - peak reserved) of every allocator, on the real GPU;
 - per allocator: alloc+free pair latency (ns per pair per thread, BM_Threads at 1 and 16 threads, 512 B and
   1 MiB), and the random-allocation benchmark's peak reserved, utilization and operations per second;
 - the ratios the issue's targets name (caching against torch and each RMM resource), and the best peer of
@@ -50,6 +51,12 @@ def trace_of(doc: dict) -> str:
     return Path(path).name.removesuffix(".gz").removesuffix(".csv").removesuffix(".trace")
 
 
+def _ratio(num: Any, den: Any) -> float | None:
+    if isinstance(num, (int, float)) and isinstance(den, (int, float)) and den > 0:
+        return num / den
+    return None
+
+
 def replay_rows(replays: list[dict]) -> dict[str, dict[str, dict]]:
     """{trace: {peer: {peak_reserved, utilization, oom_margin, capacity, ooms}}}."""
     out: dict[str, dict[str, dict]] = {}
@@ -61,6 +68,9 @@ def replay_rows(replays: list[dict]) -> dict[str, dict[str, dict]]:
             "peak_reserved_bytes": peaks.get("reserved_bytes"),
             "peak_allocated_bytes": peaks.get("allocated_bytes"),
             "utilization": frag.get("utilization"),
+            # direct and async keep no requested bytes: their allocated bytes are the bytes asked for
+            "utilization_requested": _ratio(peaks.get("requested_bytes") or peaks.get("allocated_bytes"),
+                                            peaks.get("reserved_bytes")),
             "oom_margin_bytes": r.get("oom_margin_bytes"),
             "capacity_bytes": r.get("capacity_bytes"),
             "ooms": r.get("num_ooms"),
@@ -157,6 +167,11 @@ def tables(data: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         ("Peak reserved on the GPU (MiB), replaying each committed PyTorch trace", "peak_reserved_bytes",
          lambda v: f"{v / MIB:,.1f}", True),
         ("Utilization (peak allocated / peak reserved)", "utilization", lambda v: f"{v:.3f}", False),
+        # caching, expandable and torch count allocated bytes rounded (PyTorch's 512 B and power-of-two
+        # rules); the peers behind the statistics adaptor count the bytes asked for: this one measure is the
+        # same for every peer.
+        ("Utilization of the bytes asked for (peak requested / peak reserved: the same measure for every peer)",
+         "utilization_requested", lambda v: f"{v:.3f}", False),
         ("OOM margin (capacity - peak reserved, GiB)", "oom_margin_bytes", lambda v: f"{v / GIB:,.2f}", False),
     ):
         rows = []
