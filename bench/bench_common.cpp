@@ -90,7 +90,8 @@ Peers::Peers(const std::vector<std::string>& plugins) {
     specs.push_back(plugin.starts_with("plugin:") ? plugin : "plugin:" + plugin);
   }
   for (std::string& spec : specs) {
-    const Peer peer = keep(plugin_label(spec), std::move(spec));
+    std::string label = plugin_label(spec);  // before spec is moved from
+    const Peer peer = keep(std::move(label), std::move(spec));
     cuda_.push_back(peer);
     sim_.push_back(peer);
     sim_threads_.push_back(peer);
