@@ -13,12 +13,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/alloc/pinned_host_allocator.hpp"
+#include "harness/alloc/plugin_allocator.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/interrupt.hpp"
@@ -386,6 +388,17 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   }
   if (in.allocators.empty()) {
     throw InputError("--allocator: name at least one allocator");
+  }
+  // Rows and snapshots name a plugin by its file: two libraries of one file name could not be told apart.
+  std::map<std::string, std::string, std::less<>> reported;  // reported name -> the spec given
+  for (const AllocatorSpec& a : in.allocators) {
+    const std::string name = is_plugin_name(a.name) ? plugin_peer_name(parse_plugin_name(a.name)) : a.name;
+    if (const auto [it, added] = reported.emplace(name, a.name); !added && it->second != a.name) {
+      throw InputError(
+          fmt::format("--allocator: {} and {} would both be reported as {}; give them different "
+                      "file names",
+                      it->second, a.name, name));
+    }
   }
   if (in.allocators.size() > 1 && !f.alloc_trace.empty()) {
     throw InputError("--alloc-trace records one allocator's calls: name a single --allocator with it");

@@ -112,7 +112,7 @@ class PluginAllocator final : public Allocator {
         api_(resolve(library_, spec)),
         backend_(backend),
         device_(backend.info().ordinal),
-        name_(fmt::format("plugin:{}", std::filesystem::path(spec.path).filename().string())) {
+        name_(plugin_peer_name(spec)) {
     if (api_.bind == nullptr && !backend.has_memory()) {
       throw EnvironmentError(fmt::format(
           "{}: the plugin exports no memstress_plugin_bind, so it allocates with CUDA itself and needs a "
@@ -335,6 +335,10 @@ class PluginAllocator final : public Allocator {
 };
 
 }  // namespace
+
+std::string plugin_peer_name(const PluginSpec& spec) {
+  return fmt::format("plugin:{}", std::filesystem::path(spec.path).filename().string());
+}
 
 bool is_plugin_name(std::string_view name) noexcept {
   return name.starts_with(kPrefix);

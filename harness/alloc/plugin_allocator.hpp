@@ -16,6 +16,8 @@ struct PluginSpec {
   std::string free_fn = "my_free";
 };
 
+// The peer's name in results and snapshots: "plugin:" and the library's file name ("plugin:liba.so").
+[[nodiscard]] std::string plugin_peer_name(const PluginSpec& spec);
 // Whether `name` asks for a plugin ("plugin:" prefix).
 [[nodiscard]] bool is_plugin_name(std::string_view name) noexcept;
 // Parses `plugin:PATH[:ALLOC:FREE]` and checks that PATH is a readable file; InputError naming --allocator.
