@@ -26,6 +26,17 @@ struct StatCounter {
     }
     peak = std::max(peak, current);
   }
+  // update() for a delta known to be >= 0 (increase) or <= 0 (decrease, given as its size): the same
+  // result without the branch, for hot paths. A decrease cannot raise the peak: peak >= current always holds.
+  void increase(std::int64_t amount) noexcept {
+    current += amount;
+    allocated += amount;
+    peak = std::max(peak, current);
+  }
+  void decrease(std::int64_t amount) noexcept {
+    current -= amount;
+    freed += amount;
+  }
   void add(std::int64_t amount) noexcept { update(amount); }
   void sub(std::int64_t amount) noexcept { update(-amount); }
   void reset_peak() noexcept { peak = current; }

@@ -14,15 +14,6 @@
 #include "harness/core/error.hpp"
 
 namespace memstress::caching {
-namespace {
-
-void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) noexcept {
-  std::int64_t seen = peak.load(std::memory_order_relaxed);
-  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-  }
-}
-
-}  // namespace
 
 StreamPools::StreamPools(StreamRef s)
     : stream(s),
@@ -35,6 +26,26 @@ Block* StreamPools::new_block() {
 
 void StreamPools::delete_block(Block* block) noexcept {
   std::pmr::polymorphic_allocator<Block>(&memory).delete_object(block);
+}
+
+void StreamPools::insert_free(FreeSet& pool, Block* block) {
+  if (spare.empty()) {
+    pool.insert(block);
+    return;
+  }
+  spare.value() = block;
+  auto result = pool.insert(std::move(spare));
+  if (!result.inserted) {  // never for distinct blocks (the key is size, then address): keep the node
+    spare = std::move(result.node);
+  }
+}
+
+void StreamPools::erase_free(FreeSet& pool, FreeSet::iterator it) {
+  if (spare.empty()) {
+    spare = pool.extract(it);
+  } else {
+    pool.erase(it);
+  }
 }
 
 CachingAllocator::CachingAllocator(DeviceBackend& backend, AllocConfig config)
@@ -89,20 +100,13 @@ std::string_view CachingAllocator::name() const noexcept {
   return config_.expandable_segments ? "expandable" : "caching";
 }
 
-StreamPools& CachingAllocator::pools_for(StreamRef stream) {
-  if (StreamPools* sp = streams_.find(stream.id)) {
-    return *sp;
-  }
+StreamPools& CachingAllocator::add_pools(StreamRef stream) {
   const std::scoped_lock lock(pools_mutex_);
   if (StreamPools* sp = streams_.find(stream.id)) {
     return *sp;
   }
   pools_.push_back(std::make_unique<StreamPools>(stream));
   return *streams_.insert(stream.id, pools_.back().get());
-}
-
-StreamPools* CachingAllocator::owner_of(const void* ptr) const noexcept {
-  return owners_.find(reinterpret_cast<std::uintptr_t>(ptr));
 }
 
 std::vector<StreamPools*> CachingAllocator::all_pools() const {
@@ -113,31 +117,6 @@ std::vector<StreamPools*> CachingAllocator::all_pools() const {
     out.push_back(sp.get());
   }
   return out;
-}
-
-void CachingAllocator::note_thread() noexcept {
-  if (concurrent_.load(std::memory_order_relaxed)) {
-    return;
-  }
-  const std::thread::id self = std::this_thread::get_id();
-  std::thread::id first = first_thread_.load(std::memory_order_relaxed);
-  if (first == std::thread::id{} &&
-      first_thread_.compare_exchange_strong(first, self, std::memory_order_relaxed)) {
-    return;
-  }
-  if (first != self) {
-    concurrent_.store(true, std::memory_order_relaxed);
-  }
-}
-
-void CachingAllocator::add_allocated(std::int64_t delta) noexcept {
-  if (concurrent_.load(std::memory_order_relaxed)) {
-    return;  // device-wide peaks now come from the streams' peaks
-  }
-  const std::int64_t now = allocated_current_.fetch_add(delta, std::memory_order_relaxed) + delta;
-  if (delta > 0) {
-    raise_peak(allocated_peak_, now);
-  }
 }
 
 void CachingAllocator::add_reserved(std::int64_t delta) noexcept {
@@ -219,7 +198,7 @@ Block* CachingAllocator::get_free_block(StreamPools& sp, const Request& r) {
   if (r.size >= config_.max_split_size && b->size >= r.size + config_.max_non_split_rounding) {
     return nullptr;
   }
-  pool.erase(it);
+  sp.erase_free(pool, it);
   return b;
 }
 
@@ -291,14 +270,6 @@ Block* CachingAllocator::alloc_block(StreamPools& sp, const Request& r, bool ret
   return b;
 }
 
-bool CachingAllocator::should_split(const Block& block, std::uint64_t size) const noexcept {
-  const std::uint64_t remaining = block.size - size;
-  if (block.pool == PoolKind::small || config_.expandable_segments) {
-    return remaining >= kMinBlockSize;
-  }
-  return size < config_.max_split_size && remaining > kSmallSize;
-}
-
 void* CachingAllocator::finish_allocation(StreamPools& sp, Block* b, const Request& r) {
   const bool was_split = b->is_split();
   const auto pool = r.pool;
@@ -317,30 +288,30 @@ void* CachingAllocator::finish_allocation(StreamPools& sp, Block* b, const Reque
     b->next = rest;
     b->size = r.size;
     rest->gc_base = sp.gc_clock[static_cast<std::size_t>(pool)];
-    sp.free[static_cast<std::size_t>(pool)].insert(rest);
+    sp.insert_free(sp.free[static_cast<std::size_t>(pool)], rest);
     if (!b->expandable) {
       if (was_split) {
-        sp.stats.inactive_split_bytes.update(pool, -static_cast<std::int64_t>(r.size));
+        sp.stats.inactive_split_bytes.decrease(pool, static_cast<std::int64_t>(r.size));
       } else {
-        sp.stats.inactive_split.update(pool, 1);
-        sp.stats.inactive_split_bytes.update(pool, static_cast<std::int64_t>(rest->size));
+        sp.stats.inactive_split.increase(pool, 1);
+        sp.stats.inactive_split_bytes.increase(pool, static_cast<std::int64_t>(rest->size));
       }
     }
   } else if (was_split && !b->expandable) {
-    sp.stats.inactive_split.update(pool, -1);
-    sp.stats.inactive_split_bytes.update(pool, -static_cast<std::int64_t>(b->size));
+    sp.stats.inactive_split.decrease(pool, 1);
+    sp.stats.inactive_split_bytes.decrease(pool, static_cast<std::int64_t>(b->size));
   }
   b->allocated = true;
   b->requested = r.bytes;
   sp.live.insert(b->ptr, b);
   const auto size = static_cast<std::int64_t>(b->size);
-  sp.stats.allocation.update(pool, 1);
-  sp.stats.allocated_bytes.update(pool, size);
-  sp.stats.active.update(pool, 1);
-  sp.stats.active_bytes.update(pool, size);
-  sp.stats.requested_bytes.update(pool, static_cast<std::int64_t>(r.bytes));
+  sp.stats.allocation.increase(pool, 1);
+  sp.stats.allocated_bytes.increase(pool, size);
+  sp.stats.active.increase(pool, 1);
+  sp.stats.active_bytes.increase(pool, size);
+  sp.stats.requested_bytes.increase(pool, static_cast<std::int64_t>(r.bytes));
   if (b->size >= config_.max_split_size) {
-    sp.stats.oversize_allocations.update(1);
+    sp.stats.oversize_allocations.increase(1);
   }
   add_allocated(size);
   return reinterpret_cast<void*>(b->ptr);  // NOLINT(performance-no-int-to-ptr)
@@ -360,10 +331,10 @@ void CachingAllocator::do_deallocate(void* ptr) {
   }
   b->allocated = false;
   const auto size = static_cast<std::int64_t>(b->size);
-  sp->stats.allocation.update(b->pool, -1);
-  sp->stats.allocated_bytes.update(b->pool, -size);
+  sp->stats.allocation.decrease(b->pool, 1);
+  sp->stats.allocated_bytes.decrease(b->pool, size);
   if (b->size >= config_.max_split_size) {
-    sp->stats.oversize_allocations.update(-1);
+    sp->stats.oversize_allocations.decrease(1);
   }
   add_allocated(-size);
   if (b->stream_uses.empty()) {
@@ -408,7 +379,7 @@ void CachingAllocator::free_block(StreamPools& sp, Block* b) {
     }
   }
   b->gc_base = sp.gc_clock[static_cast<std::size_t>(b->pool)];
-  sp.free[static_cast<std::size_t>(b->pool)].insert(b);
+  sp.insert_free(sp.free[static_cast<std::size_t>(b->pool)], b);
   if (b->is_split()) {
     ++split_count;
     split_bytes += static_cast<std::int64_t>(b->size);
@@ -417,9 +388,9 @@ void CachingAllocator::free_block(StreamPools& sp, Block* b) {
     sp.stats.inactive_split.update(b->pool, split_count);
     sp.stats.inactive_split_bytes.update(b->pool, split_bytes);
   }
-  sp.stats.active.update(b->pool, -1);
-  sp.stats.active_bytes.update(b->pool, -original);
-  sp.stats.requested_bytes.update(b->pool, -static_cast<std::int64_t>(b->requested));
+  sp.stats.active.decrease(b->pool, 1);
+  sp.stats.active_bytes.decrease(b->pool, original);
+  sp.stats.requested_bytes.decrease(b->pool, static_cast<std::int64_t>(b->requested));
 }
 
 std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* src) {
@@ -427,7 +398,10 @@ std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* sr
     return 0;
   }
   if (src->mapped) {
-    sp.free[static_cast<std::size_t>(src->pool)].erase(src);
+    auto& pool = sp.free[static_cast<std::size_t>(src->pool)];
+    if (const auto it = pool.find(src); it != pool.end()) {
+      sp.erase_free(pool, it);
+    }
   } else {
     sp.unmapped[static_cast<std::size_t>(src->pool)].erase(src);
   }
@@ -449,10 +423,7 @@ std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* sr
   return merged;
 }
 
-void CachingAllocator::process_events(StreamPools& sp) {
-  if (sp.pending.empty()) {
-    return;
-  }
+void CachingAllocator::process_pending(StreamPools& sp) {
   for (auto it = sp.pending.begin(); it != sp.pending.end();) {
     if (!backend_.event_complete(it->first)) {
       ++it;

@@ -21,6 +21,15 @@ struct StatArray {
     by_type[0].update(delta);
     by_type[kind == PoolKind::small ? 1 : 2].update(delta);
   }
+  // update() for a delta of known sign (StatCounter::increase, decrease): the allocator's hot paths.
+  void increase(PoolKind kind, std::int64_t amount) noexcept {
+    by_type[0].increase(amount);
+    by_type[kind == PoolKind::small ? 1 : 2].increase(amount);
+  }
+  void decrease(PoolKind kind, std::int64_t amount) noexcept {
+    by_type[0].decrease(amount);
+    by_type[kind == PoolKind::small ? 1 : 2].decrease(amount);
+  }
   void reset_peak() noexcept {
     for (Stat& s : by_type) {
       s.reset_peak();
