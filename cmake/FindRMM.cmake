@@ -52,7 +52,10 @@ if(RMM_INCLUDE_DIR)
     HINTS "${_rmm_site}/rapids_logger"
     PATH_SUFFIXES lib64 lib
     NO_DEFAULT_PATH)
-  if(EXISTS "${RMM_INCLUDE_DIR}/../VERSION") # the wheel's; elsewhere no version, so "not found" in AUTO
+  # The wheel's VERSION file; elsewhere the version is empty, which find_package_handle_standard_args
+  # takes as not matching (an undefined one would skip the check), so RMM is "not found" in AUTO.
+  set(RMM_VERSION "")
+  if(EXISTS "${RMM_INCLUDE_DIR}/../VERSION")
     file(STRINGS "${RMM_INCLUDE_DIR}/../VERSION" RMM_VERSION LIMIT_COUNT 1)
   endif()
 endif()

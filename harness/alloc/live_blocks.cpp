@@ -30,8 +30,10 @@ LiveBlocks::Block LiveBlocks::take(void* ptr, std::string_view who) {
 void LiveBlocks::restore(void* ptr, Block block) {
   const std::scoped_lock lock(mutex_);
   const auto bytes = static_cast<std::int64_t>(block.bytes);
-  blocks_.emplace(ptr, std::move(block));
-  held_.add(bytes);
+  if (blocks_.emplace(ptr, std::move(block)).second) {  // take() undone: not freed, and never counted so
+    held_.current += bytes;
+    held_.freed -= bytes;
+  }
 }
 
 void LiveBlocks::record(void* ptr, StreamRef stream, std::string_view who) {

@@ -201,9 +201,10 @@ class RmmAllocator final : public Allocator {
   }
 
   // The first resource. RMM's errors here come from the settings or the device's state, not from a
-  // workload: a fraction whose arena is too small for RMM or does not fit in the free memory is bad input
-  // (exit 2); RMM's default arena not fitting, or a CUDA error (a driver older than RMM's runtime), is the
-  // environment (exit 3). Either way the message names the allocator and what RMM said.
+  // workload: an arena that a fraction sized too small for RMM or too large for the free memory is bad input
+  // (exit 2); RMM's default arena (half the free memory) too small or not fitting, or any other CUDA error
+  // (a driver older than RMM's runtime), is the environment (exit 3). Either way the message names the
+  // allocator and what RMM said.
   DeviceResource first_resource() {
     const std::string setting =
         config_fraction_ ? fmt::format(" --alloc-conf per_process_memory_fraction:{}", *config_fraction_)
@@ -215,9 +216,13 @@ class RmmAllocator final : public Allocator {
       }
       return resource;
     } catch (const rmm::logic_error& e) {
-      throw InputError(
-          fmt::format("--allocator {}{}: RMM refuses the resource: {}", name(), setting, e.what()));
-    } catch (const rmm::bad_alloc& e) {
+      const std::string what =
+          fmt::format("--allocator {}{}: RMM refuses the resource: {}", name(), setting, e.what());
+      if (limit_) {
+        throw InputError(what);
+      }
+      throw EnvironmentError(what);
+    } catch (const rmm::out_of_memory& e) {
       const MemInfo mem = backend_.mem_info();
       const std::string what =
           fmt::format("--allocator {}{}: RMM could not take its {} from {} ({} free of {}): {}", name(),
@@ -227,7 +232,7 @@ class RmmAllocator final : public Allocator {
         throw InputError(what);
       }
       throw EnvironmentError(what);
-    } catch (const rmm::cuda_error& e) {
+    } catch (const std::exception& e) {  // rmm::cuda_error, or rmm::bad_alloc from a CUDA error but OOM
       throw EnvironmentError(fmt::format("--allocator {}: RMM could not build its resource on {}: {}", name(),
                                          backend_.info().label(), e.what()));
     }

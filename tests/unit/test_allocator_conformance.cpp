@@ -232,11 +232,14 @@ TEST(LiveBlocks, AFailedFreeKeepsTheBlock) {
       std::runtime_error);
   EXPECT_EQ(live.count(), 1U);
   EXPECT_EQ(live.held().current, 64);
+  EXPECT_EQ(live.held().allocated, 64);  // counted once, as allocated and never freed
+  EXPECT_EQ(live.held().freed, 0);
   std::size_t freed = 0;
   live.release(&storage, "rmm-pool", [&](const LiveBlocks::Block& block) { freed = block.bytes; });
   EXPECT_EQ(freed, 64U);
   EXPECT_EQ(live.count(), 0U);
   EXPECT_EQ(live.held().current, 0);
+  EXPECT_EQ(live.held().freed, 64);
 }
 
 // A request the pluggable-allocator interface's ssize_t cannot carry never reaches the plugin: it is out of
