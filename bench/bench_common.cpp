@@ -6,6 +6,7 @@
 
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <system_error>
 
 #include "harness/alloc/factory.hpp"
@@ -87,10 +88,17 @@ Peers::Peers(const std::vector<std::string>& plugins) {
   sim_threads_ = {sim_[0], sim_[2]};  // caching and direct
   std::vector<std::string> specs{"plugin:" + example_plugin()};
   for (const std::string& plugin : plugins) {
-    specs.push_back(plugin.starts_with("plugin:") ? plugin : "plugin:" + plugin);
+    specs.push_back("plugin:" + plugin);
   }
+  std::map<std::string, std::string, std::less<>> labels;  // label -> the spec it came from
   for (std::string& spec : specs) {
-    std::string label = plugin_label(spec);  // before spec is moved from
+    std::string label = plugin_label(spec);
+    if (const auto [it, added] = labels.emplace(label, spec); !added) {
+      throw InputError(
+          fmt::format("--plugin: {} and {} would both be benchmarked as {}; give them different "
+                      "file names",
+                      it->second, spec, label));
+    }
     const Peer peer = keep(std::move(label), std::move(spec));
     cuda_.push_back(peer);
     sim_.push_back(peer);

@@ -42,8 +42,8 @@ struct Peer {
 // examples/allocator-plugin/, or an install's lib/memstress/plugins/) and loaded by path as
 // `--allocator plugin:PATH` loads it (bound to memstress's backend, so it runs on both devices). Each
 // `--plugin=PATH.so[:ALLOC:FREE]` given to memstress_bench adds a peer "plugin-NAME" (libNAME.so) on both
-// devices: a plugin that allocates with CUDA itself skips its simulated rows with the reason. The views
-// point into the object, which therefore neither copies nor moves.
+// devices: a plugin that allocates with CUDA itself skips its simulated rows with the reason. Two plugins of
+// one label are InputError. The views point into the object, which therefore neither copies nor moves.
 class Peers {
  public:
   explicit Peers(const std::vector<std::string>& plugins);

@@ -7,12 +7,14 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "bench/bench_common.hpp"
 #include "harness/alloc/factory.hpp"
+#include "harness/core/error.hpp"
 #include "harness/core/version.hpp"
 #include "harness/env/environment.hpp"
 
@@ -24,6 +26,9 @@ namespace {
 std::vector<std::string> take_plugins(int& argc, char** argv) {
   constexpr std::string_view kFlag = "--plugin=";
   std::vector<std::string> plugins;
+  if (argc < 1) {
+    return plugins;
+  }
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -31,7 +36,11 @@ std::vector<std::string> take_plugins(int& argc, char** argv) {
       plugins.emplace_back(arg.substr(kFlag.size()));
       memstress::AllocatorSpec spec;
       spec.name = "plugin:" + plugins.back();
-      memstress::validate(spec);
+      try {
+        memstress::validate(spec);
+      } catch (const std::exception& e) {
+        throw memstress::InputError(fmt::format("--plugin={}: {}", plugins.back(), e.what()));
+      }
     } else {
       argv[kept++] = argv[i];
     }
@@ -44,17 +53,16 @@ std::vector<std::string> take_plugins(int& argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> plugins;
+  std::optional<memstress::bench::Peers> peers;
   try {
-    plugins = take_plugins(argc, argv);
+    peers.emplace(take_plugins(argc, argv));
   } catch (const std::exception& e) {
-    fmt::print(stderr, "memstress_bench: --plugin: {}\n", e.what());
+    fmt::print(stderr, "memstress_bench: {}\n", e.what());
     return 2;
   }
-  const memstress::bench::Peers peers(plugins);
-  memstress::bench::register_pair_benchmarks(peers);
-  memstress::bench::register_thread_benchmarks(peers);
-  memstress::bench::register_random_benchmarks(peers);
+  memstress::bench::register_pair_benchmarks(*peers);
+  memstress::bench::register_thread_benchmarks(*peers);
+  memstress::bench::register_random_benchmarks(*peers);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     return 2;
