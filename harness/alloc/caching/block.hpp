@@ -31,11 +31,19 @@ struct Block {
   }
 };
 
+// A free-set key that sorts before every block of its size: lower_bound(SizeKey{n}) is the best fit for n.
+struct SizeKey {
+  std::uint64_t size = 0;
+};
+
 // Best fit: the smallest size, then the lowest address (PyTorch's order within a stream).
 struct BySize {
+  using is_transparent = void;
   bool operator()(const Block* a, const Block* b) const noexcept {
     return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
   }
+  bool operator()(const Block* a, SizeKey key) const noexcept { return a->size < key.size; }
+  bool operator()(SizeKey key, const Block* b) const noexcept { return key.size <= b->size; }
 };
 
 struct ByAddress {

@@ -60,6 +60,7 @@ CachingAllocator::~CachingAllocator() {
   std::size_t leaked = 0;
   for (StreamPools* sp : all_pools()) {
     const std::scoped_lock lock(sp->lock);
+    unpark(*sp);
     try {
       synchronize_and_free_events(*sp);
     } catch (const std::exception& e) {
@@ -145,6 +146,19 @@ void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
   bool tried_alloc = false;
   {
     const std::scoped_lock lock(sp.lock);
+    if (sp.parked != nullptr) {
+      if (Block* b = take_parked(sp, r)) {  // Note [Parked free]
+        sp.parked = nullptr;
+        ++sp.gc_clock[static_cast<std::size_t>(r.pool)];
+        Block* rest = sp.parked_merges_next ? b->next : nullptr;
+        const bool was_split = b->prev != nullptr || (rest != nullptr ? rest->next : b->next) != nullptr;
+        if (rest != nullptr) {
+          rest->gc_base = sp.gc_clock[static_cast<std::size_t>(r.pool)];
+        }
+        return hand_out(sp, b, r, was_split, rest);
+      }
+      unpark(sp);
+    }
     process_events(sp);
     Block* block = get_free_block(sp, r);
     // Garbage collection, when configured, runs before a new segment is reserved (slow path).
@@ -163,11 +177,10 @@ void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
 }
 
 Block* CachingAllocator::get_free_block(StreamPools& sp, const Request& r) {
+  unpark(sp);
   auto& pool = sp.free[static_cast<std::size_t>(r.pool)];
   ++sp.gc_clock[static_cast<std::size_t>(r.pool)];
-  Block key;
-  key.size = r.size;
-  auto it = pool.lower_bound(&key);
+  auto it = pool.lower_bound(SizeKey{r.size});
   if (it == pool.end()) {
     return nullptr;
   }
@@ -289,17 +302,26 @@ void* CachingAllocator::finish_allocation(StreamPools& sp, Block* b, const Reque
     b->size = r.size;
     rest->gc_base = sp.gc_clock[static_cast<std::size_t>(pool)];
     sp.insert_free(sp.free[static_cast<std::size_t>(pool)], rest);
-    if (!b->expandable) {
+    return hand_out(sp, b, r, was_split, rest);
+  }
+  return hand_out(sp, b, r, was_split, nullptr);
+}
+
+void* CachingAllocator::hand_out(StreamPools& sp, Block* b, const Request& r, bool was_split,
+                                 const Block* rest) {
+  const auto pool = r.pool;
+  if (!b->expandable) {
+    if (rest != nullptr) {
       if (was_split) {
-        sp.stats.inactive_split_bytes.decrease(pool, static_cast<std::int64_t>(r.size));
+        sp.stats.inactive_split_bytes.decrease(pool, static_cast<std::int64_t>(b->size));
       } else {
         sp.stats.inactive_split.increase(pool, 1);
         sp.stats.inactive_split_bytes.increase(pool, static_cast<std::int64_t>(rest->size));
       }
+    } else if (was_split) {
+      sp.stats.inactive_split.decrease(pool, 1);
+      sp.stats.inactive_split_bytes.decrease(pool, static_cast<std::int64_t>(b->size));
     }
-  } else if (was_split && !b->expandable) {
-    sp.stats.inactive_split.decrease(pool, 1);
-    sp.stats.inactive_split_bytes.decrease(pool, static_cast<std::int64_t>(b->size));
   }
   b->allocated = true;
   b->requested = r.bytes;
@@ -324,6 +346,7 @@ void CachingAllocator::do_deallocate(void* ptr) {
     throw InputError(fmt::format("{} allocator: deallocate of {}, which it did not allocate", name(), ptr));
   }
   const std::scoped_lock lock(sp->lock);
+  unpark(*sp);
   Block* b = sp->live.erase(reinterpret_cast<std::uintptr_t>(ptr));
   if (b == nullptr) {
     throw InputError(
@@ -338,7 +361,14 @@ void CachingAllocator::do_deallocate(void* ptr) {
   }
   add_allocated(-size);
   if (b->stream_uses.empty()) {
-    free_block(*sp, b);
+    const FreePlan plan = plan_free(*b);
+    count_free(*sp, *b, plan);
+    if (!plan.merge_prev && !config_.expandable_segments) {  // Note [Parked free]
+      sp->parked = b;
+      sp->parked_merges_next = plan.merge_next;
+    } else {
+      merge_free(*sp, b, plan);
+    }
     return;
   }
   // Used on other streams: free once the work enqueued on them by now has completed.
@@ -369,28 +399,77 @@ void CachingAllocator::do_record_stream(void* ptr, StreamRef stream) {
 }
 
 void CachingAllocator::free_block(StreamPools& sp, Block* b) {
-  const auto original = static_cast<std::int64_t>(b->size);
+  const FreePlan plan = plan_free(*b);
+  count_free(sp, *b, plan);
+  merge_free(sp, b, plan);
+}
+
+void CachingAllocator::count_free(StreamPools& sp, const Block& b, FreePlan plan) {
+  // After the merges the block spans its free neighbours; it is still split if anything lies beyond them.
+  std::uint64_t merged = b.size;
   std::int64_t split_count = 0;
   std::int64_t split_bytes = 0;
-  for (Block* neighbour : {b->prev, b->next}) {
-    if (const std::uint64_t merged = try_merge(sp, b, neighbour); merged != 0) {
-      --split_count;
-      split_bytes -= static_cast<std::int64_t>(merged);
-    }
+  const Block* before = b.prev;
+  const Block* after = b.next;
+  if (plan.merge_prev) {
+    --split_count;
+    split_bytes -= static_cast<std::int64_t>(before->size);
+    merged += before->size;
+    before = before->prev;
+  }
+  if (plan.merge_next) {
+    --split_count;
+    split_bytes -= static_cast<std::int64_t>(after->size);
+    merged += after->size;
+    after = after->next;
+  }
+  if (before != nullptr || after != nullptr) {
+    ++split_count;
+    split_bytes += static_cast<std::int64_t>(merged);
+  }
+  if (!b.expandable) {
+    sp.stats.inactive_split.update(b.pool, split_count);
+    sp.stats.inactive_split_bytes.update(b.pool, split_bytes);
+  }
+  sp.stats.active.decrease(b.pool, 1);
+  sp.stats.active_bytes.decrease(b.pool, static_cast<std::int64_t>(b.size));
+  sp.stats.requested_bytes.decrease(b.pool, static_cast<std::int64_t>(b.requested));
+}
+
+void CachingAllocator::merge_free(StreamPools& sp, Block* b, FreePlan plan) {
+  if (plan.merge_prev) {
+    try_merge(sp, b, b->prev);
+  }
+  if (plan.merge_next) {
+    try_merge(sp, b, b->next);
   }
   b->gc_base = sp.gc_clock[static_cast<std::size_t>(b->pool)];
   sp.insert_free(sp.free[static_cast<std::size_t>(b->pool)], b);
-  if (b->is_split()) {
-    ++split_count;
-    split_bytes += static_cast<std::int64_t>(b->size);
+}
+
+Block* CachingAllocator::take_parked(StreamPools& sp, const Request& r) const {
+  Block* b = sp.parked;
+  if (r.size != b->size || r.pool != b->pool || !sp.pending.empty()) {
+    return nullptr;
   }
-  if (!b->expandable) {
-    sp.stats.inactive_split.update(b->pool, split_count);
-    sp.stats.inactive_split_bytes.update(b->pool, split_bytes);
+  const Block* rest = sp.parked_merges_next ? b->next : nullptr;
+  const std::uint64_t merged = b->size + (rest != nullptr ? rest->size : 0);
+  if (merged >= config_.max_split_size) {
+    return nullptr;  // get_free_block's oversize rules: leave them to it
   }
-  sp.stats.active.decrease(b->pool, 1);
-  sp.stats.active_bytes.decrease(b->pool, original);
-  sp.stats.requested_bytes.decrease(b->pool, static_cast<std::int64_t>(b->requested));
+  if (rest != nullptr && !should_split(b->pool, merged, r.size)) {
+    return nullptr;  // the merged block would be handed out whole
+  }
+  // Best fit over the free set as the merge would leave it (without `rest`, with the merged block).
+  const auto& pool = sp.free[static_cast<std::size_t>(r.pool)];
+  auto it = pool.lower_bound(SizeKey{r.size});
+  if (it != pool.end() && *it == rest) {
+    ++it;
+  }
+  if (it != pool.end() && ((*it)->size < merged || ((*it)->size == merged && (*it)->ptr < b->ptr))) {
+    return nullptr;
+  }
+  return b;
 }
 
 std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* src) {
@@ -424,6 +503,7 @@ std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* sr
 }
 
 void CachingAllocator::process_pending(StreamPools& sp) {
+  unpark(sp);
   for (auto it = sp.pending.begin(); it != sp.pending.end();) {
     if (!backend_.event_complete(it->first)) {
       ++it;
@@ -439,6 +519,7 @@ void CachingAllocator::process_pending(StreamPools& sp) {
 }
 
 void CachingAllocator::synchronize_and_free_events(StreamPools& sp) {
+  unpark(sp);
   while (!sp.pending.empty()) {
     const auto [event, b] = sp.pending.front();
     sp.pending.pop_front();
@@ -492,6 +573,7 @@ std::uint64_t CachingAllocator::largest_free_block() const {
   std::uint64_t largest = 0;
   for (StreamPools* sp : all_pools()) {
     const std::scoped_lock lock(sp->lock);
+    unpark(*sp);
     for (const auto& pool : sp->free) {
       if (!pool.empty()) {
         largest = std::max(largest, (*pool.rbegin())->size);

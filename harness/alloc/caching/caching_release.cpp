@@ -73,6 +73,7 @@ void CachingAllocator::release_cached_blocks() {
 }
 
 void CachingAllocator::release_blocks(StreamPools& sp, PoolKind pool) {
+  unpark(sp);
   std::vector<Block*> whole;
   std::vector<Block*> expandable;
   for (Block* b : sp.free[static_cast<std::size_t>(pool)]) {
@@ -114,10 +115,10 @@ bool CachingAllocator::release_available_cached_blocks(StreamPools& sp, const Re
   if (config_.max_split_size == AllocConfig::kUnlimited) {
     return false;
   }
+  unpark(sp);
   auto& pool = sp.free[static_cast<std::size_t>(r.pool)];
-  Block key;
-  key.size = std::max(r.size, config_.max_split_size);
-  auto it = pool.lower_bound(&key);
+  const std::uint64_t wanted = std::max(r.size, config_.max_split_size);
+  auto it = pool.lower_bound(SizeKey{wanted});
   if (it != pool.end() && !(*it)->expandable && !(*it)->is_split()) {
     release_segment(sp, *it);  // the smallest single oversize segment that is large enough
     return true;
@@ -125,7 +126,7 @@ bool CachingAllocator::release_available_cached_blocks(StreamPools& sp, const Re
   // Otherwise free oversize segments from the largest down until enough is released.
   std::vector<Block*> victims;
   std::uint64_t released = 0;
-  for (auto rit = std::make_reverse_iterator(it); rit != pool.rend() && released < key.size; ++rit) {
+  for (auto rit = std::make_reverse_iterator(it); rit != pool.rend() && released < wanted; ++rit) {
     Block* b = *rit;
     if (b->size < config_.max_split_size) {
       break;
@@ -138,7 +139,7 @@ bool CachingAllocator::release_available_cached_blocks(StreamPools& sp, const Re
   for (Block* b : victims) {
     release_segment(sp, b);
   }
-  return released >= key.size;
+  return released >= wanted;
 }
 
 // PyTorch's garbage collection: while reserved memory is above threshold x allowed, free the cached,
@@ -157,6 +158,7 @@ bool CachingAllocator::garbage_collect() {
   std::uint64_t reclaimed = 0;
   for (StreamPools* sp : all_pools()) {
     const std::scoped_lock lock(sp->lock);
+    unpark(*sp);
     auto& pool = sp->free[static_cast<std::size_t>(PoolKind::large)];
     const std::uint64_t clock = sp->gc_clock[static_cast<std::size_t>(PoolKind::large)];
     bool freed_any = true;

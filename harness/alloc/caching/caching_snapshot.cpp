@@ -52,6 +52,7 @@ nlohmann::json CachingAllocator::snapshot() const {
   nlohmann::json segments = nlohmann::json::array();
   for (StreamPools* sp : all_pools()) {
     const std::scoped_lock lock(sp->lock);
+    unpark(*sp);
     std::unordered_set<const Block*> heads;
     const auto add_head = [&](const Block* b) {
       while (b->prev != nullptr) {
