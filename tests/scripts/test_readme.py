@@ -131,6 +131,8 @@ SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 # commands are skipped, saying why.
 NO_DB = ("this build has no fleet store (MEMSTRESS_HAVE_DB is not ON in its CMakeCache.txt: libsqlite3-dev or "
          "libssl-dev missing, or MEMSTRESS_WITH_DB=OFF); memstress db exits 3 there")
+# Commands that read what `memstress db` wrote: skipped with it.
+READS_DB_OUTPUT = ("scripts/report outliers.json history.json -o fleet.html",)
 
 
 def build_has_db() -> bool:
@@ -258,7 +260,7 @@ class RunOnTheCpu(unittest.TestCase):
                     # the README's recipe for a machine without a GPU; CI runs it, a GPU checkout has build/gpu
                     print(f"  not run: no build/cpu here: {command}", file=sys.stderr)
                     continue
-                if command.startswith("memstress db ") and not build_has_db():
+                if (command.startswith("memstress db ") or command in READS_DB_OUTPUT) and not build_has_db():
                     self.skipTest(NO_DB)
                 if command.startswith(NEEDS_MATPLOTLIB) and self.run_command(
                         "scripts/report /nonexistent.json -o r.html").returncode == 3:
