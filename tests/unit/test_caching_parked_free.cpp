@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -161,6 +163,26 @@ TEST(ParkedFree, WithMaxSplitSizeAndRoundingDivisions) {
 
 TEST(ParkedFree, WithExpandableSegments) {
   run_random("expandable_segments:True", 2ULL << 30, 7);
+}
+
+// Best fit still decides: a whole free segment of the same size as the parked block merged with its free
+// next block ties with it, and the lower address wins (PyTorch's order), whichever segment that is.
+TEST(ParkedFree, ATieWithAnotherFreeBlockGoesToTheLowerAddress) {
+  for (const SimAddressOrder order : {SimAddressOrder::first_fit, SimAddressOrder::cuda_like}) {
+    SimBackend dev(1ULL << 30, order);
+    CachingAllocator a(dev, AllocConfig::parse("", "test"));
+    void* p1 = a.allocate(kMiB);
+    void* p2 = a.allocate(kMiB);        // p1 and p2 fill one 2 MiB segment
+    void* p3 = a.allocate(512 * kKiB);  // a second segment: p3 and 1.5 MiB free
+    a.deallocate(p1);
+    a.deallocate(p2);  // the first segment is one free 2 MiB block
+    a.deallocate(p3);  // parked: with its next block, also 2 MiB
+    void* q = a.allocate(512 * kKiB);
+    EXPECT_EQ(q, std::min(p1, p3, std::less<>()));
+    a.deallocate(q);
+    EXPECT_EQ(a.memory_stats().at("inactive_split.all.current"), 0);
+    EXPECT_EQ(a.memory_stats().at("segment.all.current"), 2);
+  }
 }
 
 // The pair the benchmarks time: the freed block comes straight back, with every figure of a real

@@ -38,7 +38,8 @@
 // (else the merged block would start elsewhere) and never with expandable segments. Everything that reads
 // or changes a stream's blocks (snapshots, the largest free block, releases, garbage collection, pending
 // events, the destructor) unparks first, so the blocks, the statistics and every trace replay are those of
-// PyTorch's order. tests/unit/test_caching_parked_free.cpp checks it step by step against an
+// PyTorch's order (so a caller that reads memory_stats() between every pair never takes the fast path: the
+// largest free block unparks). tests/unit/test_caching_parked_free.cpp checks it step by step against an
 // allocator that unparks after every call. callgrind, BM_Pair/caching/sim/1048576, the timed loop's
 // instructions a pair: 1,262 before, 771 after; its median on a 2-core CPU host: about 70 ns before, 50
 // after.
