@@ -60,9 +60,8 @@ CachingAllocator::~CachingAllocator() {
   std::size_t leaked = 0;
   for (StreamPools* sp : all_pools()) {
     const std::scoped_lock lock(sp->lock);
-    unpark(*sp);
     try {
-      synchronize_and_free_events(*sp);
+      synchronize_and_free_events(*sp);  // unparks first
     } catch (const std::exception& e) {
       std::fprintf(stderr, "memstress: warning: caching allocator: waiting for events: %s\n", e.what());
     }
@@ -147,15 +146,8 @@ void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
   {
     const std::scoped_lock lock(sp.lock);
     if (sp.parked != nullptr) {
-      if (Block* b = take_parked(sp, r)) {  // Note [Parked free]
-        sp.parked = nullptr;
-        ++sp.gc_clock[static_cast<std::size_t>(r.pool)];
-        Block* rest = sp.parked_merges_next ? b->next : nullptr;
-        const bool was_split = b->prev != nullptr || (rest != nullptr ? rest->next : b->next) != nullptr;
-        if (rest != nullptr) {
-          rest->gc_base = sp.gc_clock[static_cast<std::size_t>(r.pool)];
-        }
-        return hand_out(sp, b, r, was_split, rest);
+      if (void* p = take_parked(sp, r)) {  // Note [Parked free]
+        return p;
       }
       unpark(sp);
     }
@@ -447,12 +439,12 @@ void CachingAllocator::merge_free(StreamPools& sp, Block* b, FreePlan plan) {
   sp.insert_free(sp.free[static_cast<std::size_t>(b->pool)], b);
 }
 
-Block* CachingAllocator::take_parked(StreamPools& sp, const Request& r) const {
+void* CachingAllocator::take_parked(StreamPools& sp, const Request& r) {
   Block* b = sp.parked;
   if (r.size != b->size || r.pool != b->pool || !sp.pending.empty()) {
     return nullptr;
   }
-  const Block* rest = sp.parked_merges_next ? b->next : nullptr;
+  Block* rest = sp.parked_merges_next ? b->next : nullptr;
   const std::uint64_t merged = b->size + (rest != nullptr ? rest->size : 0);
   if (merged >= config_.max_split_size) {
     return nullptr;  // get_free_block's oversize rules: leave them to it
@@ -469,11 +461,19 @@ Block* CachingAllocator::take_parked(StreamPools& sp, const Request& r) const {
   if (it != pool.end() && ((*it)->size < merged || ((*it)->size == merged && (*it)->ptr < b->ptr))) {
     return nullptr;
   }
-  return b;
+  // What get_free_block and finish_allocation would leave: the clock advanced, the merged block (split
+  // if anything lies beyond it) split again into `b` and `rest`, aged now.
+  sp.parked = nullptr;
+  const std::uint64_t clock = ++sp.gc_clock[static_cast<std::size_t>(r.pool)];
+  const bool was_split = b->prev != nullptr || (rest != nullptr ? rest->next : b->next) != nullptr;
+  if (rest != nullptr) {
+    rest->gc_base = clock;
+  }
+  return hand_out(sp, b, r, was_split, rest);
 }
 
 std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* src) {
-  if (src == nullptr || !src->is_free() || src->mapped != dst->mapped) {
+  if (!mergeable(*dst, src)) {
     return 0;
   }
   if (src->mapped) {

@@ -209,9 +209,9 @@ class CachingAllocator final : public Allocator {
       merge_free(sp, b, {false, sp.parked_merges_next});
     }
   }
-  // The parked block if a request would get exactly it back, unsplit, with its free next block as the
-  // remainder: the result of merging and splitting again, without either. Null otherwise.
-  Block* take_parked(StreamPools& sp, const Request& r) const;
+  // Hands out the parked block if the request would get exactly it back, with its free next block as the
+  // remainder: the result of merging and splitting again, without either. Null otherwise (nothing changed).
+  void* take_parked(StreamPools& sp, const Request& r);
   void process_events(StreamPools& sp) {
     if (!sp.pending.empty()) {
       process_pending(sp);
