@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
 #include "harness/stats/fragmentation.hpp"
@@ -70,6 +72,59 @@ GrowthAnswer growth_of(const LiveWalk& walk, const replay::ReplayTrace& trace) {
   return g;
 }
 
+// The largest `top` shares, then one row for the rest (kOtherSites).
+std::vector<SiteShare> top_sites(std::vector<SiteShare> shares, std::size_t top) {
+  if (shares.size() > top) {
+    SiteShare rest{kOtherSites, 0, 0, 0};
+    for (std::size_t i = top; i < shares.size(); ++i) {
+      rest.bytes += shares[i].bytes;
+      rest.count += shares[i].count;
+      rest.largest = std::max(rest.largest, shares[i].largest);
+    }
+    shares.resize(top);
+    shares.push_back(rest);
+  }
+  return shares;
+}
+
+// What was live when the program ran out, and the floor before it: what the step kept over the memory kept
+// between steps (activations and the like) is what checkpointing or AMP shrinks.
+void what_was_live_at_the_oom(const LiveWalk& walk, const GrowthAnswer& growth, OomAnalysis& oom) {
+  if (oom.at.event == 0 || oom.at.event > walk.positions()) {
+    return;
+  }
+  const std::size_t position = oom.at.event - 1;
+  oom.live = walk.live[position];
+  for (const Floor& f : growth.floors) {
+    if (f.position < position) {
+      oom.floor = f.bytes;
+    }
+  }
+  oom.sites = top_sites(sites_live_at(walk, position), 3);
+}
+
+// With an OOM, the settings table recommends only the setting the OOM analysis named: one whose replay
+// granted the request at the limit (none for exhaustion or an OOM not reproduced).
+void recommend_only_what_grants(DoctorReport& r) {
+  if (!r.oom || !r.oom->cause) {
+    return;
+  }
+  SettingsAnswer& a = r.settings;
+  a.recommended.reset();
+  a.recommended_fits_all = false;
+  if (!r.oom->named) {
+    return;
+  }
+  const replay::SweepSetting& named = r.oom->would_grant[*r.oom->named].setting;
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    if (a.rows[i].setting.allocator == named.allocator && a.rows[i].setting.conf == named.conf) {
+      a.recommended = i;
+      a.recommended_fits_all = std::all_of(a.rows[i].verdicts.begin(), a.rows[i].verdicts.end(),
+                                           [](const CapacityVerdict& v) { return v.fits; });
+    }
+  }
+}
+
 }  // namespace
 
 std::string DoctorReport::site_name(std::int32_t site) const {
@@ -93,6 +148,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   r.frames_recorded = input.facts.frames_recorded;
   r.sites = input.facts.sites;
   r.recorder = input.facts.recorder;
+  r.recorded_batch = input.facts.recorded_number("batch");
   const std::uint32_t device = replay::device_index(trace, options.trace_device);
   r.trace_device = trace.devices[device];
   for (std::size_t i = 0; i < trace.devices.size(); ++i) {
@@ -119,8 +175,11 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
         "(e.g. --alloc-conf '' for its defaults)",
         r.input));
   }
-  std::string own_origin;
-  std::optional<std::uint64_t> own = recorded_capacity(input.facts, own_origin);
+  LimitHint hint;
+  if (!options.capacities.empty()) {
+    hint.given = options.capacities.front();
+  }
+  hint.recorded = recorded_capacity(input.facts, hint.recorded_origin);
 
   const LiveWalk walk = walk_live(trace, device, input.facts);
   // Replays of the setting it ran with place segments where the driver did (SimBackend::follow_placements).
@@ -129,30 +188,21 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   base.device = r.trace_device;
 
   // Who held it at the peak.
-  std::vector<SiteShare> shares =
-      walk.positions() > 0 ? sites_live_at(walk, walk.peak) : std::vector<SiteShare>{};
-  for (const SiteShare& s : shares) {
+  r.sites_at_peak = walk.positions() > 0 ? top_sites(sites_live_at(walk, walk.peak), options.top_sites)
+                                         : std::vector<SiteShare>{};
+  for (const SiteShare& s : r.sites_at_peak) {
     r.live_at_peak += static_cast<std::int64_t>(s.bytes);
   }
-  if (shares.size() > options.top_sites) {
-    SiteShare rest{kOtherSites, 0, 0, 0};
-    for (std::size_t i = options.top_sites; i < shares.size(); ++i) {
-      rest.bytes += shares[i].bytes;
-      rest.count += shares[i].count;
-      rest.largest = std::max(rest.largest, shares[i].largest);
-    }
-    shares.resize(options.top_sites);
-    shares.push_back(rest);
-  }
-  r.sites_at_peak = std::move(shares);
 
-  // The OOM is judged at the capacity the program had (recorded, else implied by the OOM's own figures),
-  // never at a capacity the user asks about.
+  // The OOM is judged at the limit in force (Note [The limit in force]), and that limit drives every
+  // section below.
   const std::vector<replay::SweepSetting> grid = doctor_grid(r.setting);
-  r.oom = analyse_oom(trace, walk, input.facts, plan, grid, r.setting, own, base, options.threads);
-  if (!own && r.oom && r.oom->capacity) {
-    own = r.oom->capacity;
-    own_origin = "what PyTorch could use when it ran out (reserved + the device's free memory then)";
+  r.oom = analyse_oom(trace, walk, input.facts, plan, grid, r.setting, hint, base, options.threads);
+  std::optional<std::uint64_t> own = hint.given ? hint.given : hint.recorded;
+  std::string own_origin = hint.given ? std::string("--capacity") : hint.recorded_origin;
+  if (r.oom && r.oom->limit) {
+    own = r.oom->limit->bytes;
+    own_origin = r.oom->limit->origin;
   }
   r.own_capacity = own;
   if (!options.capacities.empty()) {
@@ -188,8 +238,12 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   }
   r.settings =
       judge_settings(trace, walk, input.facts, plan, grid, r.setting, r.capacities, base, options.threads);
+  recommend_only_what_grants(r);
   r.peers = judge_peers(trace, options.peers, r.capacities, base);
   r.growth = growth_of(walk, trace);
+  if (r.oom) {
+    what_was_live_at_the_oom(walk, r.growth, *r.oom);
+  }
   return r;
 }
 

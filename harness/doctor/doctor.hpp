@@ -60,7 +60,8 @@ struct DoctorReport {
   std::string setting_origin;             // "the snapshot", "--alloc-conf", "assumed: PyTorch's defaults"
   std::vector<std::uint64_t> capacities;  // judged in the settings table
   std::string capacity_origin;
-  std::optional<std::uint64_t> own_capacity;  // what PyTorch could use where it ran (recorded or implied)
+  std::optional<std::uint64_t> own_capacity;    // the limit in force (Note [The limit in force]), when known
+  std::optional<std::uint64_t> recorded_batch;  // the recorder's batch size
   Needed needed;
   std::vector<SiteShare> sites_at_peak;  // the largest top_sites, then one row for the rest (site -2)
   std::int64_t live_at_peak = 0;

@@ -66,25 +66,46 @@ nlohmann::json peers_json(const std::vector<PeerRow>& peers) {
   return rows;
 }
 
+nlohmann::json limit_json(const Limit& l) {
+  return {{"bytes", l.bytes},
+          {"source", limit_source_name(l.source)},
+          {"origin", l.origin},
+          {"upper", optional_json(l.upper)},
+          {"device_capacity", optional_json(l.device_capacity)}};
+}
+
 nlohmann::json oom_json(const OomAnalysis& o) {
   nlohmann::json grant = nlohmann::json::array();
-  for (const replay::SweepSetting& s : o.would_grant) {
-    grant.push_back(setting_json(s));
+  for (const GrantingSetting& g : o.would_grant) {
+    nlohmann::json j = setting_json(g.setting);
+    j["reserved"] = g.reserved;
+    if (o.limit) {
+      j["headroom"] = static_cast<std::int64_t>(o.limit->bytes) - g.reserved;
+    }
+    grant.push_back(std::move(j));
   }
-  return {
-      {"count", o.count},
-      {"at", oom_at_json(o.at)},
-      {"device_free", optional_json(o.device_free)},
-      {"recorded_reserved", optional_json(o.recorded_reserved)},
-      {"capacity", optional_json(o.capacity)},
-      {"reserved", o.reserved},
-      {"allocated", o.allocated},
-      {"largest_free_block", optional_json(o.largest_free_block)},
-      {"reproduced", optional_json(o.reproduced)},
-      {"replay_failed_earlier", o.replay_failed_earlier},
-      {"cause", o.cause ? nlohmann::json(*o.cause == OomCause::exhaustion ? "exhaustion" : "fragmentation")
-                        : nlohmann::json(nullptr)},
-      {"would_grant", grant}};
+  nlohmann::json sites = nlohmann::json::array();
+  for (const SiteShare& s : o.sites) {
+    sites.push_back({{"site", s.site}, {"bytes", s.bytes}, {"count", s.count}});
+  }
+  return {{"count", o.count},
+          {"at", oom_at_json(o.at)},
+          {"device_free", optional_json(o.device_free)},
+          {"recorded_reserved", optional_json(o.recorded_reserved)},
+          {"recorded_peak_reserved", optional_json(o.recorded_peak_reserved)},
+          {"limit", o.limit ? limit_json(*o.limit) : nlohmann::json(nullptr)},
+          {"capacity", optional_json(o.capacity())},
+          {"reserved", o.reserved},
+          {"allocated", o.allocated},
+          {"largest_free_block", optional_json(o.largest_free_block)},
+          {"reproduced", optional_json(o.reproduced)},
+          {"replay_failed_earlier", o.replay_failed_earlier},
+          {"cause", o.cause ? nlohmann::json(cause_name(*o.cause)) : nlohmann::json(nullptr)},
+          {"would_grant", grant},
+          {"named", o.named ? setting_json(o.would_grant[*o.named].setting) : nlohmann::json(nullptr)},
+          {"live", o.live},
+          {"floor", optional_json(o.floor)},
+          {"sites", sites}};
 }
 
 nlohmann::json fit_json(const LineFit& f) {

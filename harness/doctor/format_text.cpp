@@ -108,6 +108,64 @@ void at_peak(std::string& out, const DoctorReport& r) {
   }
 }
 
+std::string limit_text(const Limit& l) {
+  return bytes(static_cast<std::int64_t>(l.bytes));
+}
+
+// The advice for an OOM no setting avoids: what does help.
+void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysis& o) {
+  const std::uint64_t limit = o.limit->bytes;
+  out += fmt::format(
+      "-> Exhaustion: the live allocations ({}) and the request ({}) need more than the {} the process "
+      "could use, and no allocator setting of the sweep grants the request there (each replayed to that "
+      "point). No PYTORCH_CUDA_ALLOC_CONF helps.\n",
+      bytes(o.allocated), bytes(static_cast<std::int64_t>(o.at.request)),
+      bytes(static_cast<std::int64_t>(limit)));
+  const std::optional<std::uint64_t> batch = r.recorded_batch;
+  if (batch && *batch >= 2) {
+    out += fmt::format(
+        "-> Lower the batch: it ran out at batch {}. For the largest batch that fits, record the same step "
+        "at "
+        "about half of it and run\n     memstress predict-batch {} SMALLER.pickle --batch {},{} --capacity "
+        "{}\n",
+        *batch, r.input, *batch, *batch / 2, limit);
+  } else {
+    out += fmt::format(
+        "-> Lower the batch. For the largest batch that fits, record the step at two batch sizes "
+        "(python -m memstress_torch --batch N) and run memstress predict-batch A B --batch N,M --capacity "
+        "{}\n",
+        limit);
+  }
+  if (o.floor && o.live > 0) {
+    const std::int64_t step = o.live - *o.floor;
+    if (2 * step >= o.live) {
+      out += fmt::format(
+          "-> {} of the {} live at the OOM ({}) was made by the step itself, above the {} kept between "
+          "steps (weights, gradients, optimizer state): activations. Activation checkpointing "
+          "(torch.utils.checkpoint) or mixed precision (torch.autocast, bf16) shrinks them.\n",
+          bytes(step), bytes(o.live), percent(static_cast<double>(step), static_cast<double>(o.live)),
+          bytes(*o.floor));
+    } else {
+      out += fmt::format(
+          "-> Most of the {} live at the OOM ({}) is kept between steps (weights, gradients, optimizer "
+          "state): a smaller model, fp32 master weights or optimizer state kept off the GPU, or more GPUs "
+          "(sharding) help more than checkpointing.\n",
+          bytes(o.live), bytes(*o.floor));
+    }
+  }
+  if (!o.sites.empty()) {
+    std::vector<std::string> names;
+    for (const SiteShare& s : o.sites) {
+      if (s.site != kOtherSites) {
+        names.push_back(
+            fmt::format("{} ({})", r.site_name(s.site), bytes(static_cast<std::int64_t>(s.bytes))));
+      }
+    }
+    out += fmt::format("-> The sites that held the most at the OOM, to shrink first: {}.\n",
+                       fmt::join(names, "; "));
+  }
+}
+
 void oom(std::string& out, const DoctorReport& r) {
   out += "\n== The OOM ==\n";
   if (!r.oom) {
@@ -129,62 +187,69 @@ void oom(std::string& out, const DoctorReport& r) {
   if (o.device_free) {
     t.push_back({"free on the device (cudaMemGetInfo)", bytes(static_cast<std::int64_t>(*o.device_free))});
   }
-  if (o.capacity) {
-    t.push_back({"capacity PyTorch could use", bytes(static_cast<std::int64_t>(*o.capacity))});
+  if (o.limit) {
+    t.push_back(
+        {"limit in force", fmt::format("{} ({})", limit_text(*o.limit), limit_source_name(o.limit->source))});
   }
   if (o.count > 1) {
     t.push_back({"OOMs in the recording", std::to_string(o.count)});
   }
   out += render_table(t);
   if (!o.cause) {
-    out += "-> Without the capacity (give --capacity) the cause cannot be judged.\n";
+    out += "-> Without the limit the process ran under (give --capacity) the cause cannot be judged.\n";
     return;
+  }
+  if (o.limit->source == LimitSource::inferred) {
+    out += fmt::format("-> {}.\n", o.limit->origin);
   }
   if (o.replay_failed_earlier) {
     out +=
         "note: the replay under the same setting had already run out before this point (a replay is not the "
         "program): the figures are the replay's, after that.\n";
   }
-  if (o.reproduced && !*o.reproduced) {
-    out += "note: the replay under the same setting granted the request: the figures are the replay's.\n";
-  }
-  const std::int64_t free_total = static_cast<std::int64_t>(*o.capacity) - o.allocated;
-  if (*o.cause == OomCause::exhaustion) {
+  const std::uint64_t limit = o.limit->bytes;
+  if (*o.cause == OomCause::not_reproduced) {
     out += fmt::format(
-        "-> Exhaustion: the live allocations ({}) and the request ({}) need more than the {} PyTorch "
-        "could use. No allocator setting helps: use less memory (a smaller batch, activation "
-        "checkpointing) or a larger GPU.\n",
-        bytes(o.allocated), bytes(static_cast<std::int64_t>(o.at.request)),
-        bytes(static_cast<std::int64_t>(*o.capacity)));
+        "-> Not reproduced: replayed under the setting it ran with, at the {} limit ({}), the request was "
+        "granted. Something the snapshot does not show made the difference: a smaller limit (give the real "
+        "one "
+        "with --capacity), memory taken outside PyTorch's allocator (another library, NCCL, another "
+        "process), "
+        "or allocations made before the recording began. No setting is recommended.\n",
+        bytes(static_cast<std::int64_t>(limit)), o.limit->origin);
     return;
   }
+  if (*o.cause == OomCause::exhaustion) {
+    exhaustion_advice(out, r, o);
+    return;
+  }
+  const GrantingSetting& named = o.would_grant[*o.named];
+  const std::int64_t free_total = static_cast<std::int64_t>(limit) - o.allocated;
   out += fmt::format(
-      "-> Fragmentation: {} was free in total, more than the {} asked for, but in no piece large "
-      "enough (the largest free block in the cache was {}).\n",
-      bytes(free_total), bytes(static_cast<std::int64_t>(o.at.request)),
+      "-> Fragmentation: {} was free under the {} limit, more than the {} asked for, but in no piece the "
+      "setting it ran with could use (the largest free block in the cache was {}).\n",
+      bytes(free_total), bytes(static_cast<std::int64_t>(limit)),
+      bytes(static_cast<std::int64_t>(o.at.request)),
       o.largest_free_block ? bytes(*o.largest_free_block) : std::string("unknown"));
-  if (o.would_grant.empty()) {
-    out +=
-        "-> No setting of the sweep would have granted it at that capacity (each replayed to that point).\n";
-    return;
-  }
-  // Best first: in the order of the settings table (lowest peak reserved first).
-  std::vector<std::string> names;
-  for (const SettingRow& row : r.settings.rows) {
-    const bool grants =
-        std::any_of(o.would_grant.begin(), o.would_grant.end(), [&](const replay::SweepSetting& s) {
-          return s.allocator == row.setting.allocator && s.conf == row.setting.conf;
-        });
-    if (grants && row.setting.allocator != "direct") {
-      names.push_back(conf_name(row.setting));
-    }
-  }
-  const std::size_t shown = std::min<std::size_t>(names.size(), 3);
   out += fmt::format(
-      "-> Replayed to that point at the same capacity, {} of the sweep's settings grant it{}{}\n",
-      names.size(), shown > 0 ? ", the best: " : ".",
-      fmt::format("{}{}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), "; "),
-                  names.size() > shown ? "; …" : ""));
+      "-> Use PYTORCH_CUDA_ALLOC_CONF={}: replayed to that point at the same limit it grants the request, "
+      "with {} reserved, {} of headroom left ({} of the sweep's settings grant it).\n",
+      pytorch_conf(named.setting), bytes(named.reserved),
+      bytes(static_cast<std::int64_t>(limit) - named.reserved), o.would_grant.size());
+}
+
+// With an OOM the recommendation is the OOM's: only a setting whose replay granted the request.
+void settings_after_an_oom(std::string& out, const OomAnalysis& o) {
+  if (*o.cause == OomCause::fragmentation) {
+    out += fmt::format(
+        "-> Recommended: PYTORCH_CUDA_ALLOC_CONF={} (it grants the OOM's request; see The OOM).\n",
+        pytorch_conf(o.would_grant[*o.named].setting));
+  } else if (*o.cause == OomCause::exhaustion) {
+    out += fmt::format("-> No setting is recommended: none grants the OOM's request at the {} limit.\n",
+                       bytes(static_cast<std::int64_t>(o.limit->bytes)));
+  } else {
+    out += "-> No setting is recommended: the OOM was not reproduced (see The OOM).\n";
+  }
 }
 
 void settings(std::string& out, const DoctorReport& r) {
@@ -226,6 +291,10 @@ void settings(std::string& out, const DoctorReport& r) {
     i = j;
   }
   out += render_table(t);
+  if (r.oom && r.oom->cause) {
+    settings_after_an_oom(out, *r.oom);
+    return;
+  }
   if (!a.recommended) {
     return;
   }

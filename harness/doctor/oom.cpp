@@ -1,32 +1,166 @@
 #include "harness/doctor/oom.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <tuple>
 
 #include "harness/core/parallel.hpp"
+#include "harness/core/units.hpp"
 
 namespace memstress::doctor {
 namespace {
 
+constexpr std::uint64_t kMiB = 1ULL << 20;
+
+struct AtTheOom {
+  replay::RecordedOom oom;
+  std::optional<std::int64_t> trace_peak_reserved;  // the recorded allocator's, up to the OOM
+};
+
 // The replay of `setting` up to the OOM line, the request tried there.
-replay::RecordedOom at_the_oom(const replay::ReplayTrace& trace, const replay::SweepSetting& setting,
-                               std::uint64_t capacity, std::uint64_t oom_index,
-                               const replay::ReplayOptions& base, const PlacementPlan* plan) {
+AtTheOom at_the_oom(const replay::ReplayTrace& trace, const replay::SweepSetting& setting,
+                    std::uint64_t capacity, std::uint64_t oom_index, const replay::ReplayOptions& base,
+                    const PlacementPlan* plan) {
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
   options.probe_recorded_ooms = true;
   options.stop_after_event = oom_index;
   const replay::ReplayResult r =
       replay::replay_setting(trace, setting, sim_device(capacity, plan), options).result;
-  return r.recorded_ooms.empty() ? replay::RecordedOom{} : r.recorded_ooms.back();
+  return {r.recorded_ooms.empty() ? replay::RecordedOom{} : r.recorded_ooms.back(), r.trace_peak_reserved};
+}
+
+bool same_setting(const replay::SweepSetting& a, const replay::SweepSetting& b) {
+  return a.allocator == b.allocator && a.conf == b.conf;
+}
+
+// Knobs a user sets: "expandable_segments:True,max_split_size_mb:64" is two; PyTorch's defaults none.
+std::size_t knobs(const replay::SweepSetting& s) {
+  const std::string conf = pytorch_conf(s);
+  return conf.empty() ? 0 : static_cast<std::size_t>(std::count(conf.begin(), conf.end(), ',')) + 1;
+}
+
+// Note [The limit in force].
+std::optional<Limit> limit_in_force(const LimitHint& hint, const OomAnalysis& a) {
+  std::optional<std::uint64_t> device_capacity;
+  if (a.device_free && a.recorded_reserved) {
+    device_capacity =
+        *a.device_free + static_cast<std::uint64_t>(std::max<std::int64_t>(*a.recorded_reserved, 0));
+  }
+  Limit l;
+  l.device_capacity = device_capacity;
+  if (hint.given) {
+    l.bytes = *hint.given;
+    l.source = LimitSource::given;
+    l.origin = "--capacity";
+    return l;
+  }
+  if (hint.recorded) {
+    l.bytes = *hint.recorded;
+    l.source = LimitSource::recorder;
+    l.origin = hint.recorded_origin;
+    return l;
+  }
+  if (!a.device_free || !a.recorded_reserved) {
+    return std::nullopt;
+  }
+  const std::uint64_t segment = segment_for(a.at.request);
+  const auto reserved = static_cast<std::uint64_t>(std::max<std::int64_t>(*a.recorded_reserved, 0));
+  if (*a.device_free >= segment + kCapEvidence) {
+    const auto peak =
+        static_cast<std::uint64_t>(std::max<std::int64_t>(a.recorded_peak_reserved.value_or(0), 0));
+    l.bytes = std::max(reserved, peak);
+    l.upper = std::max(l.bytes, reserved + segment);
+    l.source = LimitSource::inferred;
+    l.origin = fmt::format(
+        "inferred from the OOM: PyTorch refused {} while the device had {} free, so a limit of about {} was "
+        "in "
+        "force (between {} and {}), not the device's {}",
+        human_bytes(a.at.request), human_bytes(*a.device_free), human_bytes(l.bytes), human_bytes(l.bytes),
+        human_bytes(*l.upper), human_bytes(*device_capacity));
+    return l;
+  }
+  l.bytes = *device_capacity;
+  l.source = LimitSource::device;
+  l.origin = "what PyTorch could use when it ran out (reserved + the device's free memory then)";
+  return l;
+}
+
+// The settings other than the recorded one that grant the request at the limit, and the one to name.
+void judge_grid(const replay::ReplayTrace& trace, std::uint64_t first,
+                const std::vector<replay::SweepSetting>& grid, const replay::SweepSetting& recorded,
+                const replay::ReplayOptions& base, unsigned threads, OomAnalysis& a) {
+  std::vector<replay::SweepSetting> others;
+  for (const replay::SweepSetting& s : grid) {
+    if (!same_setting(s, recorded) && s.allocator != "direct") {
+      others.push_back(s);
+    }
+  }
+  std::vector<std::optional<std::int64_t>> granted(others.size());
+  parallel_for(others.size(), threads == 0 ? default_threads(others.size()) : threads, [&](std::size_t i) {
+    const replay::RecordedOom r = at_the_oom(trace, others[i], a.limit->bytes, first, base, nullptr).oom;
+    if (r.probe_granted.value_or(false) && !r.earlier_replay_oom) {
+      granted[i] = r.probe_reserved;
+    }
+  });
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    if (granted[i]) {
+      a.would_grant.push_back({others[i], *granted[i]});
+    }
+  }
+  if (a.would_grant.empty()) {
+    return;
+  }
+  const auto simpler = [](const GrantingSetting& x, const GrantingSetting& y) {
+    return std::tuple(knobs(x.setting), x.reserved) < std::tuple(knobs(y.setting), y.reserved);
+  };
+  a.named = static_cast<std::size_t>(std::min_element(a.would_grant.begin(), a.would_grant.end(), simpler) -
+                                     a.would_grant.begin());
 }
 
 }  // namespace
 
+const char* cause_name(OomCause cause) noexcept {
+  switch (cause) {
+    case OomCause::fragmentation:
+      return "fragmentation";
+    case OomCause::exhaustion:
+      return "exhaustion";
+    case OomCause::not_reproduced:
+      return "not_reproduced";
+  }
+  return "unknown";
+}
+
+const char* limit_source_name(LimitSource source) noexcept {
+  switch (source) {
+    case LimitSource::given:
+      return "given";
+    case LimitSource::recorder:
+      return "recorder";
+    case LimitSource::inferred:
+      return "inferred";
+    case LimitSource::device:
+      return "device";
+  }
+  return "unknown";
+}
+
+std::uint64_t segment_for(std::uint64_t bytes) noexcept {
+  if (bytes <= kMiB) {
+    return 2 * kMiB;
+  }
+  if (bytes < 10 * kMiB) {
+    return 20 * kMiB;
+  }
+  return (bytes + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
+}
+
 std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const LiveWalk& walk,
                                        const SnapshotFacts& facts, const PlacementPlan& plan,
                                        const std::vector<replay::SweepSetting>& grid,
-                                       const replay::SweepSetting& recorded,
-                                       std::optional<std::uint64_t> capacity_given,
+                                       const replay::SweepSetting& recorded, const LimitHint& hint,
                                        const replay::ReplayOptions& base, unsigned threads) {
   std::optional<std::size_t> first;
   OomAnalysis a;
@@ -51,20 +185,17 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
     a.at.site = fact->site;
   }
   // The recorded allocator's reserved bytes then: a replay on a device too large to run out.
-  const replay::RecordedOom unconstrained = at_the_oom(trace, recorded, kUnconstrained, *first, base, &plan);
-  a.recorded_reserved = unconstrained.recorded_reserved;
-  if (capacity_given) {
-    a.capacity = capacity_given;
-  } else if (a.device_free && a.recorded_reserved) {
-    a.capacity = *a.device_free + static_cast<std::uint64_t>(*a.recorded_reserved);
-  }
-  if (!a.capacity) {
-    a.reserved = unconstrained.reserved;
-    a.allocated = unconstrained.allocated;
-    a.largest_free_block = unconstrained.largest_free_block;
+  const AtTheOom unconstrained = at_the_oom(trace, recorded, kUnconstrained, *first, base, &plan);
+  a.recorded_reserved = unconstrained.oom.recorded_reserved;
+  a.recorded_peak_reserved = unconstrained.trace_peak_reserved;
+  a.limit = limit_in_force(hint, a);
+  if (!a.limit) {
+    a.reserved = unconstrained.oom.reserved;
+    a.allocated = unconstrained.oom.allocated;
+    a.largest_free_block = unconstrained.oom.largest_free_block;
     return a;
   }
-  const replay::RecordedOom own = at_the_oom(trace, recorded, *a.capacity, *first, base, &plan);
+  const replay::RecordedOom own = at_the_oom(trace, recorded, a.limit->bytes, *first, base, &plan).oom;
   a.reserved = own.reserved;
   a.allocated = own.allocated;
   a.largest_free_block = own.largest_free_block;
@@ -72,21 +203,14 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
   if (own.probe_granted) {
     a.reproduced = !*own.probe_granted;
   }
-  a.cause = own.allocated + static_cast<std::int64_t>(e.bytes) > static_cast<std::int64_t>(*a.capacity)
-                ? OomCause::exhaustion
-                : OomCause::fragmentation;
-  std::vector<char> granted(grid.size(), 0);
-  parallel_for(grid.size(), threads == 0 ? default_threads(grid.size()) : threads, [&](std::size_t i) {
-    const replay::RecordedOom r = at_the_oom(
-        trace, grid[i], *a.capacity, *first, base,
-        grid[i].allocator == recorded.allocator && grid[i].conf == recorded.conf ? &plan : nullptr);
-    granted[i] = r.probe_granted.value_or(false) && !r.earlier_replay_oom ? 1 : 0;
-  });
-  for (std::size_t i = 0; i < grid.size(); ++i) {
-    if (granted[i] != 0) {
-      a.would_grant.push_back(grid[i]);
-    }
+  // Not reproduced: the replay granted it (Note [Fragmentation or exhaustion]). One that ran out earlier than
+  // the program did and refuses it too is judged, with a note.
+  if (!a.reproduced.value_or(false)) {
+    a.cause = OomCause::not_reproduced;
+    return a;
   }
+  judge_grid(trace, *first, grid, recorded, base, threads, a);
+  a.cause = a.would_grant.empty() ? OomCause::exhaustion : OomCause::fragmentation;
   return a;
 }
 

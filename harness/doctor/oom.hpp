@@ -1,17 +1,29 @@
 #pragma once
 
-// The program's own OOM (the snapshot's first `oom` entry of the device): what it asked for, what the
-// allocator held then, why it failed, and which settings would have granted it.
+// The program's own OOM (the snapshot's first `oom` entry of the device): what it asked for, the limit it
+// ran under, what the allocator held then, why it failed, and which setting would have granted it.
 //
-// Note [Fragmentation or exhaustion]. The capacity PyTorch's allocator had is what it held (reserved,
-// from the trace's segment lines) plus what the device still had free (the OOM entry's device_free):
-// the rest of the GPU belonged to the CUDA context and anyone else. The trace is replayed under the
-// program's own setting on a simulated device of that capacity, up to the OOM line, and the request
-// is tried there (replay reproduces the OOM when it is refused too). If the live allocations and the
-// request together exceed the capacity, no setting can help: the program needs more memory than it
-// had (exhaustion). Otherwise the memory existed but not in one piece: the free bytes were scattered
-// through partly used segments (fragmentation), and the same replay under each setting of the grid
-// says which would have granted the request with no OOM before it. Replayed, not guessed.
+// Note [The limit in force]. An OOM is judged against the memory the process could really use, never
+// against the device's free memory alone. In order: `--capacity` (its first value); else the limit the
+// recorder stored (python/memstress_torch.py: the per-process memory fraction's share, or what the
+// device left PyTorch); else one inferred from the OOM itself. PyTorch calls cudaMalloc only for what
+// its cache cannot serve, and raises an OOM without calling it when a memory fraction caps the process:
+// a request refused while the device had far more free than the segment it needed (kCapEvidence beyond
+// it) means a cap was in force. PyTorch refuses when reserved + segment > cap, after freeing its cache,
+// and every reservation before it was granted, so the cap lies in [the largest reserved before the OOM,
+// reserved at the OOM + the segment): the doctor judges at the lower end (a setting that grants the
+// request there grants it under the real cap too) and says "a limit of about X was in force, not the
+// device's Y". With no such sign, the limit is what PyTorch held plus what the device still had free.
+//
+// Note [Fragmentation or exhaustion]. Decided by replay at that limit, never by arithmetic alone. The
+// trace is replayed under the setting the program ran with, up to the OOM line, and the request tried
+// there. If that replay grants it, the OOM is not reproduced: something the snapshot does not show (a
+// smaller limit, memory taken outside PyTorch's allocator, another process) made the difference, and the
+// doctor says so instead of naming a cause. If it is refused too, every other setting of the grid is
+// replayed the same way: fragmentation when one grants the request with no OOM before it (the memory
+// existed, but not in pieces that setting could not use), exhaustion when none does (the program needs
+// more than the limit; no setting helps). The setting named is the simplest that grants it (fewest knobs,
+// then the most headroom left), and no setting is ever recommended whose replay did not grant it.
 
 #include <cstdint>
 #include <optional>
@@ -22,22 +34,65 @@
 
 namespace memstress::doctor {
 
-enum class OomCause { fragmentation, exhaustion };
+enum class OomCause { fragmentation, exhaustion, not_reproduced };
+
+[[nodiscard]] const char* cause_name(OomCause cause) noexcept;
+
+enum class LimitSource { given, recorder, inferred, device };
+
+[[nodiscard]] const char* limit_source_name(LimitSource source) noexcept;
+
+// What the caller knows of the limit before the OOM is read: --capacity, the recorder's note.
+struct LimitHint {
+  std::optional<std::uint64_t> given;
+  std::optional<std::uint64_t> recorded;
+  std::string recorded_origin;
+};
+
+struct Limit {
+  std::uint64_t bytes = 0;  // what the OOM is judged against
+  LimitSource source = LimitSource::device;
+  std::string origin;                            // for people
+  std::optional<std::uint64_t> upper;            // inferred: the cap lies in [bytes, upper)
+  std::optional<std::uint64_t> device_capacity;  // reserved + the device's free memory at the OOM
+};
+
+// A cap is inferred only where the device had at least this much free beyond the segment refused.
+inline constexpr std::uint64_t kCapEvidence = 256ULL << 20;
+
+// The segment PyTorch's caching allocator asks cudaMalloc for to serve a request of `bytes` (rounded):
+// 2 MiB up to 1 MiB, 20 MiB below 10 MiB, else the request rounded up to 2 MiB.
+[[nodiscard]] std::uint64_t segment_for(std::uint64_t bytes) noexcept;
+
+struct GrantingSetting {
+  replay::SweepSetting setting;
+  std::int64_t reserved = 0;  // reserved while it held the request
+};
 
 struct OomAnalysis {
   std::size_t count = 0;  // oom lines of the device in the trace
   OomAt at;               // the first
   std::optional<std::uint64_t> device_free;
   std::optional<std::int64_t> recorded_reserved;
-  std::optional<std::uint64_t> capacity;  // what the allocator could have had (none when unknown)
-  // The replay under the program's setting, at the OOM (on the capacity when known):
+  std::optional<std::int64_t> recorded_peak_reserved;  // the largest before the OOM
+  std::optional<Limit> limit;                          // none when nothing tells it
+  // The replay under the program's setting, at the OOM (at the limit when known):
   std::int64_t reserved = 0;
   std::int64_t allocated = 0;
   std::optional<std::int64_t> largest_free_block;
   std::optional<bool> reproduced;  // the replay refused the request too
   bool replay_failed_earlier = false;
-  std::optional<OomCause> cause;                  // with a capacity
-  std::vector<replay::SweepSetting> would_grant;  // settings that granted it with no OOM before
+  std::optional<OomCause> cause;             // with a limit
+  std::vector<GrantingSetting> would_grant;  // other settings that granted it with no OOM before
+  std::optional<std::size_t> named;          // the one the doctor names (into would_grant)
+  // Filled by the doctor from the walk: what was live at the OOM, above the last floor before it.
+  std::int64_t live = 0;
+  std::optional<std::int64_t> floor;  // the live bytes kept between steps before it (growth's floors)
+  std::vector<SiteShare> sites;       // live at the OOM, the largest first (at most a few)
+
+  [[nodiscard]] std::optional<std::uint64_t> capacity() const {
+    return limit ? std::optional<std::uint64_t>(limit->bytes) : std::nullopt;
+  }
 };
 
 // Empty when the trace has no oom line for the walk's device.
@@ -45,7 +100,7 @@ struct OomAnalysis {
                                                      const SnapshotFacts& facts, const PlacementPlan& plan,
                                                      const std::vector<replay::SweepSetting>& grid,
                                                      const replay::SweepSetting& recorded,
-                                                     std::optional<std::uint64_t> capacity_given,
-                                                     const replay::ReplayOptions& base, unsigned threads);
+                                                     const LimitHint& hint, const replay::ReplayOptions& base,
+                                                     unsigned threads);
 
 }  // namespace memstress::doctor

@@ -254,6 +254,7 @@ class Replayer {
     if (options_.probe_recorded_ooms) {
       try {
         void* ptr = allocator_.allocate(e.bytes, device_.stream(e.stream));
+        r.probe_reserved = moment_of(allocator_.memory_stats()).reserved;
         allocator_.deallocate(ptr);
         r.probe_granted = true;
       } catch (const OutOfMemoryError&) {

@@ -93,6 +93,7 @@ struct RecordedOom {
   std::int64_t allocated = 0;
   std::optional<std::int64_t> largest_free_block;
   std::optional<bool> probe_granted;  // with probe_recorded_ooms: whether the request was granted
+  std::int64_t probe_reserved = 0;    // reserved while the granted probe held the request
   bool earlier_replay_oom = false;    // this replay had already failed an allocation before this line
 };
 

@@ -249,12 +249,14 @@ def frames_at(where: str, line: int, name: str) -> list[dict[str, Any]]:
 
 
 def training_snapshot(steps: int = 8, *, leak: bool = False, frames: bool = True,
-                      oom_request: int | None = None, batch: int = 4) -> dict[str, Any]:
+                      oom_request: int | None = None, batch: int = 4, device_free: int = 16 << 20,
+                      recorder: bool = True) -> dict[str, Any]:
     """A training loop as a snapshot: 64 MiB of weights, then per step 6 activations of 1 MiB per sample
     (model.py:42 in forward) and a 4-byte loss (train.py:57 in <module>), freed at the step's end unless
     `leak` (losses.append(loss) without .item()). With `oom_request`, the program ends with an OOM of
-    that many bytes and 16 MiB free on the device. Recorded from the start, with stack frames unless
-    `frames` is false."""
+    that many bytes and `device_free` free on the device. Recorded from the start, with stack frames unless
+    `frames` is false; with the memstress recorder's notes unless `recorder` is false (a plain PyTorch
+    snapshot, as its out-of-memory observer writes one)."""
     fake = FakeCachingAllocator()
     fake.recording = True
     at = (lambda *where: frames_at(*where)) if frames else (lambda *where: None)
@@ -267,8 +269,10 @@ def training_snapshot(steps: int = 8, *, leak: bool = False, frames: bool = True
         if not leak:
             fake.free(0, loss)
     if oom_request is not None:
-        fake.oom(0, oom_request, device_free=16 << 20)
+        fake.oom(0, oom_request, device_free=device_free)
     snapshot = fake.snapshot()
+    if not recorder:
+        return snapshot
     snapshot["memstress"] = {"recorded_by": "memstress_torch", "device_name": "NVIDIA H100 80GB HBM3",
                              "device_total": 85_031_714_816, "allocator_capacity": 84_396_015_616,
                              "batch": batch}
