@@ -111,7 +111,34 @@ nlohmann::json batch_document(const BatchReport& r) {
       {"first_fail", a.first_fail ? try_json(r, *a.first_fail) : nullptr},
       {"tries", tries},
       {"advice", far_beyond_advice(r)},
+      {"estimate", a.largest_fit ? nlohmann::json(a.largest_fit->batch) : nlohmann::json(nullptr)},
+      {"safe_batch", a.safe_fit ? nlohmann::json(a.safe_fit->batch) : nlohmann::json(nullptr)},
+      {"range",
+       {{"low", a.safe_fit ? nlohmann::json(a.safe_fit->batch) : nlohmann::json(nullptr)},
+        {"high", a.largest_fit ? nlohmann::json(a.largest_fit->batch) : nlohmann::json(nullptr)}}},
+      {"sure", sure(r)},
+      {"record_at", record_at(r)},
   };
+}
+
+bool sure(const BatchReport& r) {
+  const BatchAnswer& a = *r.answer;
+  if (!a.largest_fit || !a.safe_fit || !a.first_fail || !well_matched(r)) {
+    return false;
+  }
+  const std::uint64_t larger = std::max(r.batch_first, r.batch_second);
+  return static_cast<double>(a.largest_fit->batch) <= kFarBeyond * static_cast<double>(larger) &&
+         static_cast<double>(a.safe_fit->batch) >= kNarrow * static_cast<double>(a.largest_fit->batch);
+}
+
+nlohmann::json record_at(const BatchReport& r) {
+  const BatchAnswer& a = *r.answer;
+  if (sure(r) || !a.largest_fit || !a.first_fail) {
+    return nullptr;
+  }
+  const std::uint64_t n = a.safe_fit ? a.safe_fit->batch : a.largest_fit->batch;
+  const std::uint64_t quarter = std::max<std::uint64_t>(1, n / 4);
+  return {quarter, std::max(quarter + 1, n / 2)};
 }
 
 std::string far_beyond_advice(const BatchReport& r) {
@@ -178,9 +205,18 @@ std::string format_batch(const BatchReport& r) {
   }
   if (!a.largest_fit) {
     out += "-> Not even a batch of 1 fits.\n";
+  } else if (!a.safe_fit) {
+    out += fmt::format(
+        "-> The model's largest batch is {}, but not even the smaller batch recorded is sure to fit: no "
+        "batch is "
+        "named safe.\n",
+        a.largest_fit->batch);
   } else {
-    out += fmt::format("-> The largest batch that fits: {} (peak reserved {} of {}).\n", a.largest_fit->batch,
-                       bytes(a.largest_fit->peak_reserved), human_bytes(a.capacity));
+    out += fmt::format(
+        "-> The largest batch that is safe: {} (peak reserved {} of {}); the estimate is {}, so the largest "
+        "batch lies in {}..{} (Note [The batch that is safe]).\n",
+        a.safe_fit->batch, bytes(a.safe_fit->peak_reserved), human_bytes(a.capacity), a.largest_fit->batch,
+        a.safe_fit->batch, a.largest_fit->batch);
   }
   if (a.first_fail && a.first_fail->oom) {
     const replay::OomPoint& p = *a.first_fail->oom;
@@ -196,6 +232,12 @@ std::string format_batch(const BatchReport& r) {
   }
   if (const std::string advice = far_beyond_advice(r); !advice.empty()) {
     out += "-> " + advice + "\n";
+  } else if (const nlohmann::json at = record_at(r); !at.is_null()) {
+    out += fmt::format(
+        "-> Not sure: the range is wide or the runs matched poorly. Record again at about {} and {} and "
+        "predict "
+        "from those.\n",
+        at[0].get<std::uint64_t>(), at[1].get<std::uint64_t>());
   }
   return out;
 }

@@ -38,6 +38,15 @@ inline constexpr double kFarBeyond = 2.5;
 // found to fail (it fits up to --max-batch).
 [[nodiscard]] std::string far_beyond_advice(const BatchReport& report);
 
+// The safe end of the range below this share of the estimate: not sure, record again.
+inline constexpr double kNarrow = 0.9;
+
+// Sure: an answer found within kFarBeyond of the larger batch recorded, the runs well matched and the range
+// narrow. When not, record_at names two batches to record (a quarter and a half of the safe answer); null
+// when sure.
+[[nodiscard]] bool sure(const BatchReport& report);
+[[nodiscard]] nlohmann::json record_at(const BatchReport& report);
+
 [[nodiscard]] nlohmann::json batch_document(const BatchReport& report);
 [[nodiscard]] std::string format_batch(const BatchReport& report);
 

@@ -56,6 +56,7 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
     request_of_event[ra[i].event_index] = i;
   }
   std::vector<double> slope_of_request(ra.size(), 0.0);
+  std::vector<double> upper_of_request(ra.size(), 0.0);
   std::vector<std::uint64_t> size_of_request(ra.size());
   for (std::size_t i = 0; i < ra.size(); ++i) {
     size_of_request[i] = ra[i].bytes;
@@ -70,9 +71,11 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
       m.constant_bytes += ra[i].bytes;
     } else if (sa > 0 && sb / sa >= ratio / kBatchLike && sb / sa <= ratio * kBatchLike) {
       slope_of_request[i] = (sb - sa) / span;  // grows as a tensor of the batch does
+      upper_of_request[i] = slope_of_request[i] * (1 + kSlopeMargin);
       m.bytes_per_sample += slope_of_request[i];
     } else {
       size_of_request[i] = std::max(ra[i].bytes, rb[j].bytes);  // a workspace: held, not extrapolated
+      upper_of_request[i] = std::max(0.0, (sb - sa) / span);    // unless it grew with the batch
       ++m.held;
     }
   }
@@ -86,7 +89,7 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
     if (e.action == replay::Action::alloc) {
       const std::size_t r = request_of_event.at(i);
       resize_of_id[e.id] = m.resizes.size();
-      m.resizes.push_back(Resize{index, {}, size_of_request[r], slope_of_request[r]});
+      m.resizes.push_back(Resize{index, {}, size_of_request[r], slope_of_request[r], upper_of_request[r]});
     } else if (const auto it = resize_of_id.find(e.id); it != resize_of_id.end()) {
       m.resizes[it->second].lines.push_back(index);
     }
@@ -95,12 +98,14 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
   return m;
 }
 
-replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n) {
+replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n, bool pessimistic) {
   replay::ReplayTrace t = model.template_trace;
   const double delta = static_cast<double>(n) - static_cast<double>(model.batch_a);
   for (const Resize& r : model.resizes) {
     // At least a byte, and at most 2^62 (a double beyond 2^64 has no integer to be): any device refuses it.
-    const double size = std::clamp(std::round(static_cast<double>(r.size_a) + r.slope * delta), 1.0, 0x1p62);
+    // Below the template's batch the pessimistic model is the model: it bounds growth, not shrinking.
+    const double slope = pessimistic && delta > 0 ? r.upper_slope : r.slope;
+    const double size = std::clamp(std::round(static_cast<double>(r.size_a) + slope * delta), 1.0, 0x1p62);
     const auto bytes = static_cast<std::uint64_t>(size);
     t.events[r.alloc].bytes = bytes;
     for (const std::size_t line : r.lines) {
@@ -110,53 +115,75 @@ replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n) {
   return t;
 }
 
-BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& setting, std::uint64_t capacity,
-                         std::uint64_t max_batch) {
-  BatchAnswer answer;
-  answer.capacity = capacity;
-  answer.setting = setting;
+namespace {
+
+struct Search {
+  std::optional<BatchTry> largest_fit;
+  std::optional<BatchTry> first_fail;
+  std::vector<BatchTry> tries;
+};
+
+// Doubling from `start`, then bisecting between the last fit and the first failure; no batch above `ceiling`.
+Search search(const BatchModel& model, bool pessimistic, const replay::SweepSetting& setting,
+              std::uint64_t capacity, std::uint64_t start, std::uint64_t ceiling) {
+  Search s;
   replay::ReplayOptions options;
   options.timeline_points = 1;
   options.stop_at_first_oom = true;
   const replay::BackendFactory device = sim_device(capacity);
   const auto attempt = [&](std::uint64_t n) {
     const replay::ReplayResult r =
-        replay::replay_setting(trace_at(model, n), setting, device, options).result;
+        replay::replay_setting(trace_at(model, n, pessimistic), setting, device, options).result;
     BatchTry t{n, r.ooms.empty(), r.peak_reserved, r.peak_allocated, std::nullopt};
     if (!r.ooms.empty()) {
       t.oom = r.ooms.front();
     }
-    answer.tries.push_back(t);
-    return t;
+    s.tries.push_back(t);
+    if (t.fits) {
+      s.largest_fit = t;
+    } else {
+      s.first_fail = t;
+    }
+    return t.fits;
   };
-  // Doubling from the larger recorded batch, then bisecting between the last fit and the first failure.
   std::uint64_t lo = 0;  // the largest batch known to fit (0: none)
   std::uint64_t hi = 0;  // the smallest known not to (0: none)
-  std::uint64_t n = std::min(std::max(model.batch_a, model.batch_b), max_batch);
+  std::uint64_t n = std::min(start, ceiling);
   while (hi == 0) {
-    const BatchTry t = attempt(n);
-    if (t.fits) {
+    if (attempt(n)) {
       lo = n;
-      answer.largest_fit = t;
-      if (n >= max_batch) {
-        return answer;
+      if (n >= ceiling) {
+        return s;
       }
-      n = std::min(2 * n, max_batch);
+      n = std::min(2 * n, ceiling);
     } else {
       hi = n;
-      answer.first_fail = t;
     }
   }
   while (hi - lo > 1) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    const BatchTry t = attempt(mid);
-    if (t.fits) {
-      lo = mid;
-      answer.largest_fit = t;
-    } else {
-      hi = mid;
-      answer.first_fail = t;
-    }
+    (attempt(mid) ? lo : hi) = mid;
+  }
+  return s;
+}
+
+}  // namespace
+
+BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& setting, std::uint64_t capacity,
+                         std::uint64_t max_batch) {
+  BatchAnswer answer;
+  answer.capacity = capacity;
+  answer.setting = setting;
+  Search nominal = search(model, false, setting, capacity, std::max(model.batch_a, model.batch_b), max_batch);
+  answer.largest_fit = nominal.largest_fit;
+  answer.first_fail = nominal.first_fail;
+  answer.tries = std::move(nominal.tries);
+  if (answer.largest_fit) {
+    // The pessimistic model needs at least as much at every batch: its answer is at most the estimate.
+    Search safe = search(model, true, setting, capacity, std::min(model.batch_a, model.batch_b),
+                         answer.largest_fit->batch);
+    answer.safe_fit = safe.largest_fit;
+    answer.safe_tries = std::move(safe.tries);
   }
   return answer;
 }

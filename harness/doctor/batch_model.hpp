@@ -33,12 +33,22 @@ namespace memstress::doctor {
 
 inline constexpr double kBatchLike = 1.25;
 
+// Note [The batch that is safe]. The answer's replay is a model's, and a model can be over: the largest
+// batch named must run. A second, pessimistic model gives the safe end of the range: each request that
+// grew as a tensor of the batch grows kSlopeMargin faster, and each workspace held at the larger of its
+// two sizes (two points say nothing of its law) is extrapolated linearly instead where it grew with the
+// batch. Between the recorded batches and the answer a request can also cross a size class of the
+// allocator (the small pool, the 20 MiB segments, rounding): the replays model those rules exactly, on
+// the sizes each model gives. The range is [safe, estimate]; predict-batch names the safe end.
+inline constexpr double kSlopeMargin = 0.03;
+
 // One allocation of the template, and the lines that name it (its free, its free_completed).
 struct Resize {
   std::size_t alloc = 0;  // index into the template's events
   std::vector<std::size_t> lines;
   std::uint64_t size_a = 0;  // at batch A
   double slope = 0;          // bytes per sample (0: it does not depend on the batch)
+  double upper_slope = 0;    // the pessimistic model's (Note [The batch that is safe])
 };
 
 // A is the template's run (the larger batch), B the other.
@@ -60,8 +70,10 @@ struct BatchModel {
 [[nodiscard]] BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b, std::uint64_t batch_a,
                                            std::uint64_t batch_b, const std::string& trace_device);
 
-// The template with every allocation (and its frees) resized for batch `n`.
-[[nodiscard]] replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n);
+// The template with every allocation (and its frees) resized for batch `n`, by the model or, `pessimistic`,
+// by its pessimistic twin.
+[[nodiscard]] replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n,
+                                           bool pessimistic = false);
 
 struct BatchTry {
   std::uint64_t batch = 0;
@@ -77,6 +89,8 @@ struct BatchAnswer {
   std::optional<BatchTry> largest_fit;  // none: not even batch 1 fits
   std::optional<BatchTry> first_fail;   // none: it fits up to max_batch
   std::vector<BatchTry> tries;          // in the order they were replayed
+  std::optional<BatchTry> safe_fit;     // the pessimistic model's largest fit: the batch named
+  std::vector<BatchTry> safe_tries;
 };
 
 [[nodiscard]] BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& setting,
