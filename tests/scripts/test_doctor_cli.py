@@ -39,6 +39,10 @@ class Doctor(unittest.TestCase):
         fx.write_pickle(cls.tmp / "fixed.pickle", fx.training_snapshot(10))
         fx.write_pickle(cls.tmp / "noframes.pickle", fx.training_snapshot(10, frames=False))
         fx.write_pickle(cls.tmp / "oom.pickle", fx.training_snapshot(3, oom_request=200 << 30))
+        # PyTorch's own OOM snapshot of a process capped by set_per_process_memory_fraction: a request of
+        # 1 GiB refused while the device had 100 GiB free.
+        fx.write_pickle(cls.tmp / "capped.pickle",
+                        fx.training_snapshot(3, oom_request=1 << 30, device_free=100 << 30, recorder=False))
         fx.write_pickle(cls.tmp / "b4.pickle", fx.training_snapshot(3, batch=4))
         fx.write_pickle(cls.tmp / "b8.pickle", fx.training_snapshot(3, batch=8))
 
@@ -80,6 +84,46 @@ class Doctor(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("request                              200.00 GiB", done.stdout)
         self.assertIn("-> Exhaustion", done.stdout)
+
+    def test_an_oom_under_a_cap_is_judged_at_the_limit_inferred_not_the_devices_memory(self) -> None:
+        done = self.run_ms("doctor", "capped.pickle", "--format", "json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        doc = json.loads(done.stdout)
+        oom = doc["oom"]
+        self.assertEqual(oom["cause"], "exhaustion")
+        self.assertEqual(oom["limit"]["source"], "inferred")
+        # About what PyTorch held (64 MiB of weights and the step's segments), not the device's 100 GiB.
+        self.assertLess(oom["limit"]["bytes"], 1 << 30)
+        self.assertGreaterEqual(oom["limit"]["bytes"], oom["recorded_reserved"])
+        self.assertGreater(oom["limit"]["device_capacity"], 100 << 30)
+        self.assertEqual(oom["would_grant"], [])
+        self.assertIsNone(oom["named"])
+        self.assertIsNone(doc["settings"]["recommended"])
+        self.assertEqual(doc["capacities"], [oom["limit"]["bytes"]])
+        self.assertTrue(all(not c["fits"] for r in doc["settings"]["rows"] for c in r["capacities"]
+                            if r["allocator"] != "direct"))
+        out = self.run_ms("doctor", "capped.pickle").stdout
+        self.assertIn("a limit of about", out)
+        self.assertIn("not the device's", out)
+        self.assertIn("-> Exhaustion", out)
+        self.assertIn("No PYTORCH_CUDA_ALLOC_CONF helps", out)
+        self.assertIn("-> Lower the batch", out)
+        self.assertNotIn("Fragmentation", out)
+        self.assertNotIn("Recommended", out)
+
+    def test_an_oom_the_replay_grants_is_not_reproduced_and_nothing_is_recommended(self) -> None:
+        # Judged at 4 GiB (--capacity), the 1 GiB request fits: the snapshot does not show what refused it.
+        done = self.run_ms("doctor", "capped.pickle", "--capacity", "4G", "--format", "json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        oom = json.loads(done.stdout)["oom"]
+        self.assertEqual(oom["cause"], "not_reproduced")
+        self.assertEqual(oom["limit"], {"bytes": 4 << 30, "source": "given", "origin": "--capacity", "upper": None,
+                                        "device_capacity": oom["limit"]["device_capacity"]})
+        self.assertIsNone(oom["named"])
+        out = self.run_ms("doctor", "capped.pickle", "--capacity", "4G").stdout
+        self.assertIn("-> Not reproduced", out)
+        self.assertNotIn("Recommended", out)
+        self.assertNotIn("Fragmentation", out)
 
     def test_json_and_capacities_as_given(self) -> None:
         done = self.run_ms("doctor", "fixed.pickle", "--format", "json", "--capacity", "80M,1G")
@@ -150,7 +194,7 @@ class Doctor(unittest.TestCase):
         self.assertIn("matched 22 of 22 and 22 requests (by allocation site and stream)", done.stdout)
         self.assertIn("18.00 MiB more asked for per sample over the run", done.stdout)  # 6 activations x 3 steps
         self.assertIn("the peak grows by 6.00 MiB per sample", done.stdout)  # one step's activations
-        self.assertRegex(done.stdout, r"-> The largest batch that fits: \d+ \(peak reserved")
+        self.assertRegex(done.stdout, r"-> The largest batch that is safe: \d+ \(peak reserved .*; the estimate is \d+")
         self.assertRegex(done.stdout, r"-> At \d+ it runs out at event \d+: a request of .* at project/")
         doc = json.loads(self.run_ms("predict-batch", "b4.pickle", "b8.pickle", "--batch", "4,8", "--capacity", "1G",
                                      "--format", "json").stdout)
@@ -158,6 +202,13 @@ class Doctor(unittest.TestCase):
         # The advice comes only where the answer lies far beyond the larger batch recorded.
         self.assertEqual(doc["advice"] == "", doc["largest_fit"]["batch"] <= 2.5 * 8, doc)
         self.assertEqual("record again at about" in done.stdout, doc["largest_fit"]["batch"] > 2.5 * 8)
+        # The batch named is the pessimistic model's: never above the estimate, and a range between them.
+        self.assertLessEqual(doc["safe_batch"], doc["estimate"])
+        self.assertEqual(doc["estimate"], doc["largest_fit"]["batch"])
+        self.assertEqual(doc["range"], {"low": doc["safe_batch"], "high": doc["estimate"]})
+        # 158 is far beyond the batches recorded: not sure, and the batches to record are named.
+        self.assertFalse(doc["sure"])
+        self.assertEqual(doc["record_at"], [doc["safe_batch"] // 4, doc["safe_batch"] // 2])
 
 
 REAL = ROOT / "results" / "h100" / "doctor-580.159.04" / "snapshots"
@@ -185,7 +236,8 @@ class CommittedSnapshots(unittest.TestCase):
         out = self.doctor("oom_infer_varying")
         oom = out.split("== The OOM ==")[1].split("== Settings")[0]
         self.assertRegex(oom, r"request +384\.00 MiB at event 1414 \(scripts/doctor_programs\.py:110 in forward\)")
-        self.assertRegex(oom, r"capacity PyTorch could use +806\.40 MiB")
+        self.assertRegex(oom, r"limit in force +806\.40 MiB \(recorder\)")
+        self.assertIn("-> Use PYTORCH_CUDA_ALLOC_CONF=", oom)
         self.assertIn("-> Fragmentation", oom)
         self.assertIn("capacity judged: 806.40 MiB (what PyTorch could use of the NVIDIA H100 80GB HBM3", out)
 
@@ -218,7 +270,8 @@ class CommittedSnapshots(unittest.TestCase):
                                "--capacity", cap, "--write-trace", f"104:{predicted}"],
                               capture_output=True, text=True, check=False, timeout=300)
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertIn("-> The largest batch that fits: 96", done.stdout)  # PyTorch's: 104 (summary.json)
+        self.assertIn("the estimate is 96,", done.stdout)  # PyTorch's: 104 (summary.json)
+        self.assertRegex(done.stdout, r"-> The largest batch that is safe: 9[0-6] ")
         # 96 is 4 times 24: predict-batch says the answer may be low and how to confirm it (from 24 and 48 it
         # gave 102: results/h100/doctor-batch-580.159.04/).
         self.assertIn("-> 96 is 4.0 times the larger batch recorded (24)", done.stdout)
@@ -226,7 +279,7 @@ class CommittedSnapshots(unittest.TestCase):
         near = subprocess.run([str(BINARY), "predict-batch", str(base / "transformer_amp-b12.snapshot.pickle.gz"),
                                str(base / "transformer_amp-b24.snapshot.pickle.gz"), "--batch", "12,24",
                                "--capacity", "2000000000"], capture_output=True, text=True, check=False, timeout=300)
-        self.assertIn("-> The largest batch that fits: 40", near.stdout)  # within 2.5 x 24: no advice
+        self.assertIn("the estimate is 40,", near.stdout)  # within 2.5 x 24: no advice
         self.assertNotIn("record again", near.stdout)
 
         def replay(trace: Path) -> str:
