@@ -124,13 +124,19 @@ def section_doctor(doctors: list[tuple[str, dict]], figure_html: Callable[[Any, 
         out += "<h3>Who holds the memory at the peak</h3>" + _sites_bar(doc, figure_html)
         oom = doc.get("oom")
         if oom:
-            cause = oom.get("cause") or "not judged (no capacity)"
+            cause = {"not_reproduced": "not reproduced (the replay under the setting it ran with grants it)"}.get(
+                oom.get("cause"), oom.get("cause") or "not judged (no limit known)")
             granted = [conf_name(s) for s in oom.get("would_grant") or [] if s.get("allocator") != "direct"]
+            limit = oom.get("limit") or {}
+            named = oom.get("named")
             out += "<h3>The OOM</h3>" + table(["figure", "value"], [
-                ["request", human(oom["at"]["request"])], ["reserved then (replayed)", human(oom["reserved"])],
+                ["request", human(oom["at"]["request"])],
+                ["limit in force", f"{human(limit['bytes'])} ({limit.get('origin', '')})" if limit else "unknown"],
+                ["reserved then (replayed)", human(oom["reserved"])],
                 ["allocated then (replayed)", human(oom["allocated"])],
                 ["largest free block", "-" if oom.get("largest_free_block") is None else human(oom["largest_free_block"])],
-                ["cause", cause], ["settings that grant it", "; ".join(granted[:6]) or "none"],
+                ["cause", cause], ["setting that avoids it", conf_name(named) if named else "none"],
+                ["settings that grant it", "; ".join(granted[:6]) or "none"],
             ])
         settings = doc.get("settings") or {}
         caps = doc.get("capacities") or []
