@@ -1,4 +1,4 @@
-"""Record a PyTorch program's GPU memory for ``memstress doctor``, in two lines or none.
+"""Record a PyTorch program's GPU memory for ``memstress doctor``, and find the largest batch that fits.
 
 In the training script::
 
@@ -15,11 +15,36 @@ line that holds the memory. The snapshot is written when the program runs out of
 out-of-memory observer: even if the OOM ends the program, the snapshot is there) and again at exit,
 and each time the ``memstress doctor`` command to run is printed on stderr.
 
-Beside PyTorch's own keys the snapshot gets ``"memstress"``: the GPU's name and memory, the memory
-PyTorch's allocator could use (the GPU's memory less what the CUDA context and other processes held
-when the snapshot was written, or the per-process memory fraction's share when one is set), the batch
-size if given, and versions. ``memstress doctor`` judges the recorded GPU's capacity from it;
-pytorch.org/memory_viz and PyTorch's tools ignore the extra key.
+Beside PyTorch's own keys the snapshot gets ``"memstress"``: the GPU's name and memory, the bytes free on
+it when the snapshot was written (``device_free``), ``CUDA_VISIBLE_DEVICES``, whether the device is a MIG
+slice (``mig``), the per-process memory fraction (read when recording starts and again when the snapshot
+is written: a fraction set after ``record()`` counts), and the limit in force, ``limit``:
+``{"bytes": N, "source": "memory_fraction" | "capacity argument" | "device"}``. ``allocator_capacity`` is
+the same N: the memory PyTorch's allocator could use (the GPU's memory less what the CUDA context and
+other processes held when the snapshot was written; the fraction's share when one is set and smaller;
+the ``capacity`` argument when given), what ``memstress doctor`` judges the recorded GPU's capacity
+from. Then the batch size if given, and versions. pytorch.org/memory_viz and PyTorch's tools ignore the
+extra key.
+
+The largest batch that fits, from three steps of the real program::
+
+    found = memstress_torch.find_max_batch(lambda n: train_step(model, optimizer, n),
+                                           restore=(model, optimizer))
+    print(found.batch)
+
+``find_max_batch(step, capacity=None, *, memstress=None, start=None, ...)``: ``step(n)`` runs one real
+step at batch size ``n`` (it makes its own inputs). It records a step at two small batches (``start``,
+default 2, and twice that), asks ``memstress predict-batch`` (the ``memstress`` argument, else
+``$MEMSTRESS``, else ``memstress`` on ``PATH``) for the largest batch that surely fits ``capacity``
+(default: the process's limit, the per-process fraction's share when one is set, else the free memory
+plus what PyTorch holds), and confirms it with one real step. When predict-batch is not sure and names
+two batches to record, the larger is recorded too (a fourth step). A confirmation that runs out of
+memory is caught, never raised: the references it held are dropped, the cache emptied, the state
+restored, and a smaller batch (the low end of predict-batch's range, else 90%) confirmed instead.
+``restore``: modules and optimizers whose ``state_dict()`` is copied to the CPU before the first step
+and loaded back after the last, so the search leaves them as they were. It returns a ``FoundBatch``:
+the batch that ran, every trial step ``(batch, kind, ok, seconds)`` with kind ``"record"`` or
+``"confirm"``, the OOMs met, the seconds taken and predict-batch's JSON.
 
 Only PyTorch (and the standard library) is needed; this file is installed with memstress under
 ``share/memstress/python`` (in a checkout: ``python/``), so ``PYTHONPATH`` names that directory.
@@ -29,15 +54,88 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import copy
+import gc
+import json
 import os
 import pickle
 import runpy
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
-from typing import Any
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 PROG = "memstress_torch"
 MAX_ENTRIES = 1_000_000
+
+
+def _fraction(torch: Any, device: int) -> float | None:
+    """The per-process memory fraction in force, or None (none set, or this PyTorch cannot say)."""
+    getter = getattr(torch.cuda, "get_per_process_memory_fraction", None)
+    if getter is None:
+        return None
+    try:
+        fraction = float(getter(device))
+    except (RuntimeError, TypeError, ValueError, AttributeError):
+        return None
+    return fraction if 0 < fraction < 1 else None
+
+
+def _is_mig(torch: Any, device: int, name: str) -> bool:
+    if "MIG" in name:
+        return True
+    try:
+        uuid = str(torch.cuda.get_device_properties(device).uuid)
+    except Exception:  # noqa: BLE001 - an older PyTorch, a stand-in, a device that cannot say
+        return False
+    return uuid.upper().startswith("MIG-")
+
+
+def snapshot_metadata(torch: Any, *, device: int | None = None, batch: int | None = None,
+                      capacity: int | None = None, fraction_at_record: float | None = None) -> dict[str, Any]:
+    """The snapshot's ``"memstress"`` key: the device, the limit in force and where it came from, versions."""
+    if device is None:
+        device = torch.cuda.current_device()
+    free, total = torch.cuda.mem_get_info(device)
+    reserved = torch.cuda.memory_reserved(device)
+    outside = max(total - free - reserved, 0)  # the CUDA context, libraries, other processes
+    fraction = _fraction(torch, device)
+    if fraction is None:
+        fraction = fraction_at_record
+    limit, source = total - outside, "device"
+    if fraction is not None and int(fraction * total) < limit:
+        limit, source = int(fraction * total), "memory_fraction"
+    if capacity is not None:
+        limit, source = int(capacity), "capacity argument"
+    try:
+        name = str(torch.cuda.get_device_name(device))
+    except Exception:  # noqa: BLE001 - the name is information, never a reason to lose the snapshot
+        name = "unknown"
+    meta = {
+        "recorded_by": PROG,
+        "device": f"cuda:{device}",
+        "device_name": name,
+        "device_total": int(total),
+        "device_free": int(free),
+        "used_outside_allocator": int(outside),
+        "allocator_capacity": int(limit),
+        "limit": {"bytes": int(limit), "source": source},
+        "memory_fraction": fraction,
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "mig": _is_mig(torch, device, name),
+        "torch": str(torch.__version__),  # a TorchVersion: plain data only in a snapshot
+        "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        "argv": list(sys.argv),
+    }
+    if batch is not None:
+        meta["batch"] = int(batch)
+    return meta
 
 
 class Recorder:
@@ -56,6 +154,10 @@ class Recorder:
         self._lock = threading.Lock()
         if stacks not in ("python", "all", "none"):
             raise ValueError(f"{PROG}: stacks must be 'python', 'all' or 'none', not {stacks!r}")
+        try:
+            self.fraction_at_record = _fraction(torch, torch.cuda.current_device())
+        except Exception:  # noqa: BLE001 - read again at dump time
+            self.fraction_at_record = None
         torch.cuda.memory._record_memory_history(
             enabled="all", context=None if stacks == "none" else "alloc",
             stacks="python" if stacks == "none" else stacks, max_entries=max_entries)
@@ -78,53 +180,26 @@ class Recorder:
         self.dump()
 
     def metadata(self) -> dict[str, Any]:
-        torch = self.torch
-        device = torch.cuda.current_device()
-        free, total = torch.cuda.mem_get_info(device)
-        reserved = torch.cuda.memory_reserved(device)
-        outside = max(total - free - reserved, 0)  # the CUDA context, libraries, other processes
-        capacity = total - outside
-        fraction = None
-        getter = getattr(torch.cuda, "get_per_process_memory_fraction", None)
-        if getter is not None:
-            try:
-                fraction = float(getter(device))
-            except (RuntimeError, TypeError, ValueError):
-                fraction = None
-        if fraction is not None and 0 < fraction < 1:
-            capacity = min(capacity, int(fraction * total))
-        if self.capacity is not None:
-            capacity = int(self.capacity)
-        meta = {
-            "recorded_by": PROG,
-            "device": f"cuda:{device}",
-            "device_name": torch.cuda.get_device_name(device),
-            "device_total": int(total),
-            "used_outside_allocator": int(outside),
-            "allocator_capacity": int(capacity),
-            "memory_fraction": fraction,
-            "torch": str(torch.__version__),  # a TorchVersion: plain data only in a snapshot
-            "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
-            "argv": list(sys.argv),
-        }
-        if self.batch is not None:
-            meta["batch"] = int(self.batch)
-        return meta
+        return snapshot_metadata(self.torch, batch=self.batch, capacity=self.capacity,
+                                 fraction_at_record=self.fraction_at_record)
 
     def dump(self) -> None:
         """Writes the snapshot (atomically: a temporary file renamed over the path)."""
         with self._lock:
-            torch = self.torch
-            snapshot = torch.cuda.memory._snapshot()
+            snapshot = self.torch.cuda.memory._snapshot()
             snapshot["memstress"] = self.metadata()
-            tmp = f"{self.path}.tmp{os.getpid()}"
-            with open(tmp, "wb") as f:
-                pickle.dump(snapshot, f)
-            os.replace(tmp, self.path)
+            _write_pickle(self.path, snapshot)
             self.written += 1
             events = sum(len(t) for t in snapshot.get("device_traces", []))
             print(f"{PROG}: wrote {self.path} ({events} events); diagnose it with:\n"
                   f"  memstress doctor {self.path}", file=sys.stderr)
+
+
+def _write_pickle(path: str, snapshot: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        pickle.dump(snapshot, f)
+    os.replace(tmp, path)
 
 
 def record(path: str = "run.snapshot.pickle", *, batch: int | None = None, stacks: str = "python",
@@ -133,6 +208,230 @@ def record(path: str = "run.snapshot.pickle", *, batch: int | None = None, stack
     `capacity`: the bytes PyTorch may use, when the program limits itself in a way the recorder cannot see
     (it sees torch.cuda.set_per_process_memory_fraction where PyTorch can report it)."""
     return Recorder(path, batch=batch, stacks=stacks, max_entries=max_entries, capacity=capacity)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# find_max_batch
+
+
+class PredictError(RuntimeError):
+    """memstress predict-batch could not be run, failed, or said nothing readable."""
+
+
+class Trial(NamedTuple):
+    batch: int
+    kind: str  # "record" or "confirm"
+    ok: bool
+    seconds: float
+
+
+@dataclass
+class FoundBatch:
+    batch: int  # the largest batch that ran (0: not even the first one did)
+    trials: list[Trial] = field(default_factory=list)
+    ooms: int = 0
+    seconds: float = 0.0
+    prediction: dict[str, Any] | None = None  # predict-batch's JSON (the last one asked)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def process_limit(torch: Any, device: int) -> int:
+    """The bytes this process's PyTorch may use: the fraction's share when one is set, else free plus reserved."""
+    free, total = torch.cuda.mem_get_info(device)
+    fraction = _fraction(torch, device)
+    if fraction is not None:
+        return int(fraction * total)
+    return int(free + torch.cuda.memory_reserved(device))
+
+
+def memstress_binary(memstress: str | None = None) -> str:
+    found = memstress or os.environ.get("MEMSTRESS") or shutil.which("memstress")
+    if not found:
+        raise PredictError(f"{PROG}: no memstress binary: pass memstress=PATH, set MEMSTRESS, or put it on PATH")
+    return found
+
+
+def _to_cpu(value: Any, tensor_type: type) -> Any:
+    if isinstance(value, tensor_type):
+        return value.detach().to("cpu", copy=True)
+    if isinstance(value, dict):
+        return type(value)((k, _to_cpu(v, tensor_type)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(v, tensor_type) for v in value)
+    return copy.deepcopy(value)
+
+
+class _Search:
+    """One find_max_batch: its trial steps, the OOMs met, the recordings and the state to put back."""
+
+    def __init__(self, torch: Any, step: Callable[[int], Any], device: int, capacity: int, stacks: str,
+                 restore: Iterable[Any], log: Callable[[str], None]) -> None:
+        self.torch = torch
+        self.step = step
+        self.device = device
+        self.capacity = capacity
+        self.stacks = stacks
+        self.log = log
+        self.trials: list[Trial] = []
+        self.ooms = 0
+        self.ran = 0  # the largest batch known to run
+        self.recorded: dict[int, str] = {}
+        self.work = tempfile.mkdtemp(prefix="memstress-find-")
+        self.saved = [(obj, _to_cpu(obj.state_dict(), torch.Tensor)) for obj in restore]
+
+    def restore(self) -> None:
+        for obj, state in self.saved:
+            obj.load_state_dict(state)
+            zero_grad = getattr(obj, "zero_grad", None)
+            if zero_grad is not None:
+                zero_grad(set_to_none=True)
+
+    def clean(self) -> None:
+        gc.collect()
+        self.torch.cuda.empty_cache()
+
+    def close(self) -> None:
+        self.clean()
+        self.restore()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def run(self, batch: int, kind: str) -> bool:
+        """One real step ("record": with the history on, its snapshot kept). False when it ran out of memory:
+        the OOM is caught here, never raised."""
+        torch = self.torch
+        self.clean()
+        path = os.path.join(self.work, f"batch{batch}.pickle") if kind == "record" else None
+        if path is not None:
+            torch.cuda.memory._record_memory_history(
+                enabled="all", context=None if self.stacks == "none" else "alloc", stacks="python",
+                max_entries=MAX_ENTRIES)
+        started = time.perf_counter()
+        message = None
+        try:
+            self.step(batch)
+            torch.cuda.synchronize(self.device)
+            if path is not None:
+                snapshot = torch.cuda.memory._snapshot()
+                snapshot["memstress"] = snapshot_metadata(torch, device=self.device, batch=batch,
+                                                          capacity=self.capacity)
+                _write_pickle(path, snapshot)
+        except torch.cuda.OutOfMemoryError as e:
+            message = (str(e).splitlines() or ["out of memory"])[0]
+            traceback.clear_frames(e.__traceback__)  # its frames hold the step's tensors
+            e.__traceback__ = None
+        finally:
+            if path is not None:
+                torch.cuda.memory._record_memory_history(enabled=None)
+        seconds = time.perf_counter() - started
+        self.trials.append(Trial(batch, kind, message is None, round(seconds, 4)))
+        if message is not None:
+            self.ooms += 1
+            self.log(f"{PROG}: {kind} batch {batch}: out of memory ({message})")
+            self.clean()
+            self.restore()
+            return False
+        self.log(f"{PROG}: {kind} batch {batch}: ran ({seconds:.2f} s)")
+        self.ran = max(self.ran, batch)
+        if path is not None:
+            self.recorded[batch] = path
+        return True
+
+
+def _predict(binary: str, search: _Search, a: int, b: int, max_batch: int, alloc_conf: str | None,
+             trace_device: str | None) -> dict[str, Any]:
+    cmd = [binary, "predict-batch", search.recorded[a], search.recorded[b], "--batch", f"{a},{b}",
+           "--capacity", str(int(search.capacity)), "--max-batch", str(max_batch), "--format", "json"]
+    if alloc_conf is not None:
+        cmd += ["--alloc-conf", alloc_conf]
+    if trace_device is not None:
+        cmd += ["--trace-device", trace_device]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PredictError(f"{PROG}: could not run {binary} predict-batch: {e}") from None
+    if done.returncode != 0:
+        said = done.stderr.strip() or done.stdout.strip()
+        raise PredictError(f"{PROG}: memstress predict-batch exited {done.returncode}: {said[-2000:]}")
+    try:
+        answer = json.loads(done.stdout)
+    except ValueError as e:
+        raise PredictError(f"{PROG}: memstress predict-batch printed no JSON ({e})") from None
+    if not isinstance(answer, dict):
+        raise PredictError(f"{PROG}: memstress predict-batch printed a {type(answer).__name__}, not an object")
+    return answer
+
+
+def _safe_batch(prediction: dict[str, Any]) -> int | None:
+    """predict-batch's largest batch that surely runs: "safe_batch", else largest_fit's batch."""
+    safe = prediction["safe_batch"] if "safe_batch" in prediction else \
+        (prediction.get("largest_fit") or {}).get("batch")
+    return int(safe) if isinstance(safe, (int, float)) and not isinstance(safe, bool) and safe >= 0 else None
+
+
+def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, memstress: str | None = None,
+                   start: int | None = None, max_batch: int = 1_000_000, restore: Iterable[Any] = (),
+                   alloc_conf: str | None = None, device: Any = None, stacks: str = "python",
+                   log: Callable[[str], None] = _stderr) -> FoundBatch:
+    """The largest batch `step` runs with in `capacity` bytes: two recorded steps, predict-batch, one confirmation
+    (the module's docstring tells the whole of it). Raises PredictError when memstress predict-batch fails."""
+    import torch  # noqa: PLC0415 - the recorder half of this module is imported before torch
+
+    began = time.perf_counter()
+    index = torch.cuda.current_device() if device is None else _device_index(torch, device)
+    capacity = process_limit(torch, index) if capacity is None else int(capacity)
+    binary = memstress_binary(memstress)
+    max_batch = max(1, int(max_batch))
+    trace_device = None if device is None else f"cuda:{index}"
+    search = _Search(torch, step, index, capacity, stacks, restore, log)
+    prediction: dict[str, Any] | None = None
+
+    def found() -> FoundBatch:
+        return FoundBatch(search.ran, search.trials, search.ooms, round(time.perf_counter() - began, 4), prediction)
+
+    try:
+        # Two recordings, b1 and 2 * b1; a b1 that does not run is halved, a 2 * b1 that does not run ends it.
+        b1 = max(1, min(int(start or 2), max_batch))
+        while not search.run(b1, "record"):
+            if b1 == 1:
+                log(f"{PROG}: not even batch 1 runs in {capacity} bytes")
+                return found()
+            b1 //= 2
+        b2 = min(2 * b1, max_batch)
+        if b2 == b1 or not search.run(b2, "record"):
+            return found()
+        prediction = _predict(binary, search, b1, b2, max_batch, alloc_conf, trace_device)
+        wanted = [int(b) for b in prediction.get("record_at") or [] if isinstance(b, int) and 1 <= b <= max_batch]
+        if prediction.get("sure") is False and wanted and max(wanted) not in search.recorded:
+            # Not sure: one more recording, the larger batch it asks for, paired with the largest recorded below.
+            new = max(wanted)
+            below = [b for b in search.recorded if b < new]
+            if below and search.run(new, "record"):
+                prediction = _predict(binary, search, max(below), new, max_batch, alloc_conf, trace_device)
+        answer = _safe_batch(prediction)
+        low = (prediction.get("range") or {}).get("low")
+        for _ in range(6):  # confirmations: the answer, then the range's low end or 90% of the answer
+            if answer is None or min(answer, max_batch) <= search.ran:
+                break
+            answer = min(answer, max_batch)
+            if search.run(answer, "confirm"):
+                break
+            low_ok = isinstance(low, int) and search.ran < low < answer
+            answer, low = (low if low_ok else int(0.9 * answer)), None
+        return found()
+    finally:
+        search.close()
+
+
+def _device_index(torch: Any, device: Any) -> int:
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        return int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
+    index = getattr(device, "index", None)
+    return torch.cuda.current_device() if index is None else int(index)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,341 @@
+"""python/memstress_torch.py without torch or a GPU: the recorder's metadata (the limit in force and where it came
+from) and find_max_batch against a stand-in for torch whose "GPU" runs out of memory above a batch size, with a
+stand-in memstress binary that prints canned predict-batch JSON and logs how it was called.
+
+    cd tests/scripts && python3 -m unittest -v test_memstress_torch
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import sys
+import tempfile
+import types
+import unittest
+from contextlib import redirect_stderr
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "python"))
+import memstress_torch as mt  # noqa: E402
+
+GiB = 1 << 30
+
+
+class FakeOOM(RuntimeError):
+    """torch.cuda.OutOfMemoryError's stand-in."""
+
+
+class FakeTensor:
+    def __init__(self, value: float, device: str = "cuda") -> None:
+        self.value = value
+        self.device = device
+
+    def detach(self) -> FakeTensor:
+        return self
+
+    def to(self, device: str, copy: bool = False) -> FakeTensor:
+        return FakeTensor(self.value, device)
+
+
+class FakeModel:
+    """A module with one weight that every step changes; zero_grad is counted."""
+
+    def __init__(self) -> None:
+        self.weight = FakeTensor(1.0)
+        self.zero_grads = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"weight": self.weight, "nested": [{"momentum": FakeTensor(0.5)}], "step": 0}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.weight = FakeTensor(state["weight"].value, "cuda")
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.zero_grads += 1
+
+
+class FakeTorch(types.ModuleType):
+    """Just enough of torch: a device of `total` bytes, `free` of them free, PyTorch holding `reserved`; a step
+    at batch n runs out of memory when n > `fits`. Records whether the history is on during each step."""
+
+    Tensor = FakeTensor
+
+    def __init__(self, *, total: int = 80 * GiB, free: int = 70 * GiB, reserved: int = 8 * GiB,
+                 fraction: float = 1.0, name: str = "Fake GPU", uuid: str = "GPU-5f1c", fits: int = 1000) -> None:
+        super().__init__("torch")
+        self.__version__ = "2.11.0+fake"
+        self.total, self.free, self.reserved, self.fraction = total, free, reserved, fraction
+        self.fits = fits
+        self.history_on = False
+        self.history_calls: list[dict[str, Any]] = []
+        self.steps: list[tuple[int, bool]] = []  # (batch, history on)
+        self.empty_caches = 0
+        self.cuda = types.SimpleNamespace(
+            OutOfMemoryError=FakeOOM,
+            memory=types.SimpleNamespace(_record_memory_history=self._history, _snapshot=self._snapshot),
+            current_device=lambda: 0, mem_get_info=lambda d=0: (self.free, self.total),
+            memory_reserved=lambda d=0: self.reserved, get_device_name=lambda d=0: name,
+            get_device_properties=lambda d=0: types.SimpleNamespace(uuid=uuid),
+            get_per_process_memory_fraction=lambda d=0: self.fraction,
+            synchronize=lambda d=None: None, empty_cache=self._empty_cache)
+        self._C = types.SimpleNamespace(_cuda_attach_out_of_memory_observer=lambda observer: None)
+
+    def _history(self, enabled: Any = "all", **kwargs: Any) -> None:
+        self.history_calls.append({"enabled": enabled, **kwargs})
+        self.history_on = enabled is not None
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {"segments": [], "device_traces": [[{"action": "alloc", "size": 512}]]}
+
+    def _empty_cache(self) -> None:
+        self.empty_caches += 1
+
+    def step(self, model: FakeModel) -> Any:
+        def run(batch: int) -> None:
+            self.steps.append((batch, self.history_on))
+            model.weight.value += 1  # an optimizer step
+            held = [FakeTensor(batch)]  # what the exception's frames hold
+            if batch > self.fits:
+                raise FakeOOM(f"CUDA out of memory. Tried to allocate {batch} MiB.\nmore text")
+            del held
+        return run
+
+
+FAKE_BINARY = """#!{python}
+import json, os, pickle, sys
+log, answers = os.environ["FAKE_LOG"], json.load(open(os.environ["FAKE_ANSWERS"]))
+calls = open(log).read().count("\\n") if os.path.exists(log) else 0
+metas = [pickle.load(open(p, "rb"))["memstress"] for p in sys.argv[2:4]]
+with open(log, "a") as f:
+    f.write(json.dumps({{"argv": sys.argv[1:], "metas": metas}}) + "\\n")
+answer = answers[min(calls, len(answers) - 1)]
+if "_exit" in answer:
+    sys.stderr.write(answer["_stderr"])
+    sys.exit(answer["_exit"])
+print(json.dumps(answer))
+"""
+
+
+class FindMaxBatch(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="memstress-torch-test-"))
+        self.binary = self.tmp / "memstress"
+        self.binary.write_text(FAKE_BINARY.format(python=sys.executable))
+        self.binary.chmod(0o755)
+        self.log = self.tmp / "calls.jsonl"
+        self.env = mock.patch.dict(os.environ, {"FAKE_LOG": str(self.log), "FAKE_ANSWERS": str(self.tmp / "a.json")})
+        self.env.start()
+
+    def tearDown(self) -> None:
+        self.env.stop()
+        for p in sorted(self.tmp.rglob("*"), reverse=True):
+            p.unlink() if p.is_file() else p.rmdir()
+        self.tmp.rmdir()
+
+    def answers(self, *answers: dict[str, Any]) -> None:
+        (self.tmp / "a.json").write_text(json.dumps(answers))
+
+    def calls(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines()] if self.log.exists() else []
+
+    def find(self, torch: FakeTorch, model: FakeModel, **kwargs: Any) -> tuple[mt.FoundBatch, list[str]]:
+        lines: list[str] = []
+        kwargs.setdefault("memstress", str(self.binary))
+        with mock.patch.dict(sys.modules, {"torch": torch}), mock.patch.object(tempfile, "tempdir", str(self.tmp)):
+            found = mt.find_max_batch(torch.step(model), restore=(model,), log=lines.append, **kwargs)
+        return found, lines
+
+    def assert_left_as_found(self, torch: FakeTorch, model: FakeModel) -> None:
+        self.assertEqual(model.weight.value, 1.0)  # the state put back
+        self.assertFalse(torch.history_on)
+        self.assertEqual(list(self.tmp.glob("memstress-find-*")), [])
+
+    def test_the_common_path_is_two_recordings_and_one_confirmation(self) -> None:
+        torch, model = FakeTorch(fits=700), FakeModel()
+        self.answers({"safe_batch": 640, "range": {"low": 600, "high": 700}, "sure": True,
+                      "largest_fit": {"batch": 9999}})
+        found, lines = self.find(torch, model, capacity=20 * GiB)
+        self.assertEqual(found.batch, 640)
+        self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
+                         [(2, "record", True), (4, "record", True), (640, "confirm", True)])
+        self.assertEqual(torch.steps, [(2, True), (4, True), (640, False)])  # history on only while recording
+        self.assertEqual(found.ooms, 0)
+        self.assertEqual(found.prediction["safe_batch"], 640)
+        (call,) = self.calls()
+        argv = call["argv"]
+        self.assertEqual(argv[0], "predict-batch")
+        self.assertEqual(argv[argv.index("--batch") + 1], "2,4")
+        self.assertEqual(argv[argv.index("--capacity") + 1], str(20 * GiB))
+        self.assertEqual(argv[argv.index("--format") + 1], "json")
+        self.assertEqual([m["batch"] for m in call["metas"]], [2, 4])
+        self.assertEqual(call["metas"][0]["limit"], {"bytes": 20 * GiB, "source": "capacity argument"})
+        self.assert_left_as_found(torch, model)
+        self.assertTrue(any("confirm batch 640: ran" in line for line in lines))
+
+    def test_largest_fit_is_read_when_there_is_no_safe_batch(self) -> None:
+        torch, model = FakeTorch(fits=1000), FakeModel()
+        self.answers({"largest_fit": {"batch": 300, "peak_reserved": 1}, "first_fail": {"batch": 301}})
+        found, _ = self.find(torch, model, start=8)
+        self.assertEqual(found.batch, 300)
+        self.assertEqual([t.batch for t in found.trials], [8, 16, 300])
+
+    def test_not_sure_records_once_more_and_never_takes_more_than_four_steps(self) -> None:
+        torch, model = FakeTorch(fits=900), FakeModel()
+        self.answers({"safe_batch": 2000, "sure": False, "record_at": [200, 400]},
+                     {"safe_batch": 850, "sure": True, "range": {"low": 800, "high": 900}})
+        found, _ = self.find(torch, model, capacity=GiB)
+        self.assertEqual(found.batch, 850)
+        self.assertEqual([(t.batch, t.kind) for t in found.trials],
+                         [(2, "record"), (4, "record"), (400, "record"), (850, "confirm")])
+        _, second = self.calls()
+        self.assertEqual(second["argv"][second["argv"].index("--batch") + 1], "4,400")
+        self.assertEqual(found.prediction["safe_batch"], 850)
+        self.assert_left_as_found(torch, model)
+
+    def test_an_oom_at_the_confirmation_backs_off_without_raising(self) -> None:
+        torch, model = FakeTorch(fits=620), FakeModel()
+        self.answers({"safe_batch": 640, "sure": True, "range": {"low": 600, "high": 700}})
+        err = io.StringIO()
+        with redirect_stderr(err):
+            found, lines = self.find(torch, model)
+        self.assertEqual(found.batch, 600)  # the range's low end, and it ran
+        self.assertEqual(found.ooms, 1)
+        self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
+                         [(2, "record", True), (4, "record", True), (640, "confirm", False), (600, "confirm", True)])
+        self.assertTrue(any("out of memory (CUDA out of memory. Tried to allocate 640 MiB.)" in x for x in lines))
+        self.assertGreater(model.zero_grads, 0)
+        self.assert_left_as_found(torch, model)
+        self.assertEqual(err.getvalue(), "")  # everything went to `log`
+
+    def test_without_a_range_it_backs_off_by_a_tenth_until_one_runs(self) -> None:
+        torch, model = FakeTorch(fits=500), FakeModel()
+        self.answers({"safe_batch": 600})
+        found, _ = self.find(torch, model)
+        self.assertEqual([t.batch for t in found.trials], [2, 4, 600, 540, 486])
+        self.assertEqual(found.batch, 486)
+        self.assertEqual(found.ooms, 2)
+        self.assert_left_as_found(torch, model)
+
+    def test_a_first_recording_that_runs_out_halves_the_pair(self) -> None:
+        torch, model = FakeTorch(fits=5), FakeModel()
+        self.answers({"safe_batch": 5})
+        found, _ = self.find(torch, model, start=8)
+        self.assertEqual([(t.batch, t.ok) for t in found.trials], [(8, False), (4, True), (8, False)])
+        self.assertEqual(found.batch, 4)  # 8 did not run: nothing to predict from, the largest that ran
+        self.assertIsNone(found.prediction)
+        self.assert_left_as_found(torch, model)
+
+    def test_the_default_capacity_is_the_fractions_share_else_free_plus_reserved(self) -> None:
+        self.answers({"safe_batch": 3})
+        for torch, expected in ((FakeTorch(fraction=0.25), 20 * GiB), (FakeTorch(), 78 * GiB)):
+            self.log.unlink(missing_ok=True)
+            self.find(torch, FakeModel())
+            argv = self.calls()[0]["argv"]
+            self.assertEqual(argv[argv.index("--capacity") + 1], str(expected))
+
+    def test_the_setting_and_max_batch_are_passed_on(self) -> None:
+        torch = FakeTorch()
+        self.answers({"safe_batch": 5000})
+        found, _ = self.find(torch, FakeModel(), alloc_conf="expandable_segments:True", max_batch=900)
+        argv = self.calls()[0]["argv"]
+        self.assertEqual(argv[argv.index("--alloc-conf") + 1], "expandable_segments:True")
+        self.assertEqual(argv[argv.index("--max-batch") + 1], "900")
+        self.assertEqual(found.batch, 900)  # never above max_batch
+
+    def test_a_failing_binary_is_a_clear_error_and_the_state_is_put_back(self) -> None:
+        torch, model = FakeTorch(), FakeModel()
+        self.answers({"_exit": 2, "_stderr": "batch2.pickle: not a PyTorch snapshot\n"})
+        with self.assertRaises(mt.PredictError) as caught:
+            self.find(torch, model)
+        self.assertIn("memstress predict-batch exited 2: ", str(caught.exception))
+        self.assertIn("not a PyTorch snapshot", str(caught.exception))
+        self.assert_left_as_found(torch, model)
+
+    def test_no_binary_at_all_is_a_clear_error(self) -> None:
+        torch, model = FakeTorch(), FakeModel()
+        with mock.patch.dict(os.environ, {"PATH": str(self.tmp / "nowhere")}), \
+                self.assertRaises(mt.PredictError) as caught:
+            os.environ.pop("MEMSTRESS", None)
+            self.find(torch, model, memstress=None)
+        self.assertIn("no memstress binary", str(caught.exception))
+
+    def test_the_binary_is_found_through_MEMSTRESS(self) -> None:  # noqa: N802
+        self.answers({"safe_batch": 10})
+        with mock.patch.dict(os.environ, {"MEMSTRESS": str(self.binary)}):
+            found, _ = self.find(FakeTorch(), FakeModel(), memstress=None)
+        self.assertEqual(found.batch, 10)
+
+
+class Metadata(unittest.TestCase):
+    """The limit in force, where it came from, and what else tells it."""
+
+    def dump(self, torch: FakeTorch, *, after: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory() as tmp, redirect_stderr(io.StringIO()):
+            path = Path(tmp) / "run.pickle"
+            rec = mt.Recorder(str(path), batch=16, torch=torch, **kwargs)
+            for key, value in (after or {}).items():
+                setattr(torch, key, value)
+            rec.dump()
+            rec.stop()
+            return pickle.loads(path.read_bytes())["memstress"]
+
+    def test_the_device_is_the_limit_without_a_fraction_or_a_capacity(self) -> None:
+        meta = self.dump(FakeTorch())
+        self.assertEqual(meta["limit"], {"bytes": 78 * GiB, "source": "device"})
+        self.assertEqual(meta["allocator_capacity"], 78 * GiB)
+        self.assertEqual(meta["device_free"], 70 * GiB)
+        self.assertIsNone(meta["memory_fraction"])
+        self.assertFalse(meta["mig"])
+        self.assertEqual(meta["batch"], 16)
+
+    def test_a_fraction_is_the_limit(self) -> None:
+        meta = self.dump(FakeTorch(fraction=0.5))
+        self.assertEqual(meta["limit"], {"bytes": 40 * GiB, "source": "memory_fraction"})
+        self.assertEqual(meta["allocator_capacity"], 40 * GiB)
+        self.assertEqual(meta["memory_fraction"], 0.5)
+
+    def test_a_fraction_set_after_recording_started_counts(self) -> None:
+        meta = self.dump(FakeTorch(), after={"fraction": 0.25})
+        self.assertEqual(meta["limit"], {"bytes": 20 * GiB, "source": "memory_fraction"})
+
+    def test_the_fraction_read_at_the_start_counts_when_it_cannot_be_read_at_the_end(self) -> None:
+        torch = FakeTorch(fraction=0.5)
+        with tempfile.TemporaryDirectory() as tmp, redirect_stderr(io.StringIO()):
+            rec = mt.Recorder(str(Path(tmp) / "run.pickle"), torch=torch)
+            del torch.cuda.get_per_process_memory_fraction
+            meta = rec.metadata()
+            rec.stop()
+        self.assertEqual(meta["limit"], {"bytes": 40 * GiB, "source": "memory_fraction"})
+
+    def test_a_fraction_larger_than_what_is_left_is_not_the_limit(self) -> None:
+        meta = self.dump(FakeTorch(fraction=0.99))  # 79.2 GiB of 80, but only 78 can be had
+        self.assertEqual(meta["limit"], {"bytes": 78 * GiB, "source": "device"})
+
+    def test_the_capacity_argument_wins(self) -> None:
+        meta = self.dump(FakeTorch(fraction=0.5), capacity=3 * GiB)
+        self.assertEqual(meta["limit"], {"bytes": 3 * GiB, "source": "capacity argument"})
+        self.assertEqual(meta["allocator_capacity"], 3 * GiB)
+
+    def test_mig_from_the_name_or_the_uuid(self) -> None:
+        self.assertTrue(self.dump(FakeTorch(name="NVIDIA H100 80GB HBM3 MIG 1g.10gb"))["mig"])
+        self.assertTrue(self.dump(FakeTorch(uuid="MIG-8a3e1d2c"))["mig"])
+        torch = FakeTorch()
+        del torch.cuda.get_device_properties  # an older PyTorch: guarded
+        self.assertFalse(self.dump(torch)["mig"])
+
+    def test_cuda_visible_devices(self) -> None:
+        with mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": "2,3"}):
+            self.assertEqual(self.dump(FakeTorch())["cuda_visible_devices"], "2,3")
+        with mock.patch.dict(os.environ, {}, clear=False):
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+            self.assertIsNone(self.dump(FakeTorch())["cuda_visible_devices"])
+
+
+if __name__ == "__main__":
+    unittest.main()
