@@ -34,8 +34,10 @@ struct DoctorFlags {
   std::string format = "table";
   std::string out;
   std::size_t top = 10;
-  std::vector<std::string> peers;  // --allocator
-  bool alloc_conf_given = false;   // --alloc-conf '' is PyTorch's defaults, not the flag left out
+  std::vector<std::string> peers;       // --allocator
+  bool alloc_conf_given = false;        // --alloc-conf '' is PyTorch's defaults, not the flag left out
+  std::vector<std::string> batch_runs;  // --batch-runs A,B
+  std::string batch;                    // --batch a,b
 };
 
 // The settings table replays on twice the largest capacity, and a simulated device holds at most
@@ -80,6 +82,24 @@ int doctor_command(const DoctorFlags& f) {
   options.top_sites = f.top;
   if (f.format == "html" && f.out.empty()) {
     throw InputError("--format html: give the page to write with -o FILE.html");
+  }
+  if (f.batch_runs.empty() != f.batch.empty()) {
+    throw InputError(
+        "--batch-runs and --batch: give both (two runs of the program and their batch sizes), or neither");
+  }
+  std::optional<doctor::DoctorInput> run_a;
+  std::optional<doctor::DoctorInput> run_b;
+  if (!f.batch_runs.empty()) {
+    if (f.batch_runs.size() != 2) {
+      throw InputError(fmt::format("--batch-runs: give two snapshots (A,B), not {}", f.batch_runs.size()));
+    }
+    const auto [batch_a, batch_b] = parse_batch_pair(f.batch);
+    run_a.emplace(doctor::load_input(f.batch_runs[0]));
+    run_b.emplace(doctor::load_input(f.batch_runs[1]));
+    options.batch_runs = doctor::BatchRuns{&*run_a, &*run_b, batch_a, batch_b};
+    if (batch_a == 0 || batch_b == 0 || batch_a == batch_b) {
+      throw InputError(fmt::format("--batch '{}': two different batch sizes above 0, one per run", f.batch));
+    }
   }
   const doctor::DoctorReport report = doctor::diagnose(doctor::load_input(f.snapshot), options);
   const nlohmann::json doc = doctor::doctor_document(report);
@@ -130,6 +150,12 @@ Subcommand add_doctor(CLI::App& app) {
                   "Also replay these allocators, each once, beside the settings table: rmm-pool, rmm-arena, "
                   "rmm-async, async, plugin:PATH.so (comma-separated; those that need a GPU use GPU 0)")
       ->delimiter(',');
+  sub->add_option(
+         "--batch-runs", flags->batch_runs,
+         "Two complete runs of the program at two batch sizes (A,B): for an OOM no setting avoids, the "
+         "largest batch that fits the limit (as predict-batch finds it)")
+      ->delimiter(',');
+  sub->add_option("--batch", flags->batch, "The batch sizes of --batch-runs, in their order (e.g. 8,16)");
   sub->add_option("--top", flags->top, "Sites shown at the peak")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();

@@ -40,31 +40,8 @@ struct PredictFlags {
   std::string write_trace;  // N:FILE
 };
 
-std::pair<std::uint64_t, std::uint64_t> parse_batches(const std::string& text) {
-  std::stringstream in(text);
-  std::vector<std::uint64_t> values;
-  for (std::string item; std::getline(in, item, ',');) {
-    std::size_t used = 0;
-    std::uint64_t v = 0;
-    try {
-      v = std::stoull(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || item.front() == '-') {
-      throw InputError(fmt::format("--batch '{}': '{}' is not a batch size", text, item));
-    }
-    values.push_back(v);
-  }
-  if (values.size() != 2) {
-    throw InputError(
-        fmt::format("--batch '{}': give the two batch sizes, the first snapshot's first (e.g. 8,16)", text));
-  }
-  return {values[0], values[1]};
-}
-
 int predict_command(const PredictFlags& f) {
-  const auto [batch_a, batch_b] = parse_batches(f.batch);
+  const auto [batch_a, batch_b] = parse_batch_pair(f.batch);
   if (!f.out.empty()) {
     check_output_path(f.out, "--out");  // before the replays, not after them
   }
@@ -130,6 +107,29 @@ int predict_command(const PredictFlags& f) {
 }
 
 }  // namespace
+
+std::pair<std::uint64_t, std::uint64_t> parse_batch_pair(const std::string& text) {
+  std::stringstream in(text);
+  std::vector<std::uint64_t> values;
+  for (std::string item; std::getline(in, item, ',');) {
+    std::size_t used = 0;
+    std::uint64_t v = 0;
+    try {
+      v = std::stoull(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || item.front() == '-') {
+      throw InputError(fmt::format("--batch '{}': '{}' is not a batch size", text, item));
+    }
+    values.push_back(v);
+  }
+  if (values.size() != 2) {
+    throw InputError(
+        fmt::format("--batch '{}': give the two batch sizes, the first snapshot's first (e.g. 8,16)", text));
+  }
+  return {values[0], values[1]};
+}
 
 Subcommand add_predict_batch(CLI::App& app) {
   auto flags = std::make_shared<PredictFlags>();

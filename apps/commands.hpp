@@ -4,8 +4,10 @@
 // when it was chosen; that function returns the process exit code or throws memstress::Error.
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memstress::app {
@@ -24,6 +26,9 @@ inline const CLI::Validator& a_path() {
       "PATH");
   return validator;
 }
+
+// "8,16": two batch sizes (predict-batch's and doctor's --batch); throws InputError naming --batch.
+std::pair<std::uint64_t, std::uint64_t> parse_batch_pair(const std::string& text);
 
 Subcommand add_compare(CLI::App& app);
 Subcommand add_db(CLI::App& app);

@@ -6,6 +6,7 @@
 
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
+#include "harness/doctor/batch_model.hpp"
 #include "harness/stats/fragmentation.hpp"
 
 namespace memstress::doctor {
@@ -123,6 +124,16 @@ void recommend_only_what_grants(DoctorReport& r) {
                                            [](const CapacityVerdict& v) { return v.fits; });
     }
   }
+}
+
+// The largest batch that fits the limit, from two runs at two batch sizes (harness/doctor/batch_model.hpp).
+BatchAdvice batch_at_the_limit(const BatchRuns& runs, const replay::SweepSetting& setting,
+                               std::uint64_t limit, const std::string& trace_device) {
+  constexpr std::uint64_t kMaxBatch = 1'000'000;
+  const BatchModel model =
+      build_batch_model(*runs.first, *runs.second, runs.batch_first, runs.batch_second, trace_device);
+  const BatchAnswer answer = search_batch(model, setting, limit, kMaxBatch);
+  return {answer.safe_fit ? answer.safe_fit->batch : 0, answer.largest_fit ? answer.largest_fit->batch : 0};
 }
 
 }  // namespace
@@ -243,6 +254,10 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   r.growth = growth_of(walk, trace);
   if (r.oom) {
     what_was_live_at_the_oom(walk, r.growth, *r.oom);
+    if (options.batch_runs && r.oom->cause == OomCause::exhaustion) {
+      r.batch_advice =
+          batch_at_the_limit(*options.batch_runs, r.setting, r.oom->limit->bytes, r.trace_device);
+    }
   }
   return r;
 }

@@ -17,6 +17,21 @@
 
 namespace memstress::doctor {
 
+// Two complete runs of the same program at two batch sizes (`doctor --batch-runs A,B --batch a,b`): for an
+// exhaustion, the largest batch that fits the limit, as predict-batch finds it.
+struct BatchRuns {
+  const DoctorInput* first = nullptr;
+  const DoctorInput* second = nullptr;
+  std::uint64_t batch_first = 0;
+  std::uint64_t batch_second = 0;
+};
+
+// What the batch runs say at the limit: the safe end of the range and the estimate (0: none fits).
+struct BatchAdvice {
+  std::uint64_t safe = 0;
+  std::uint64_t estimate = 0;
+};
+
 struct DoctorOptions {
   std::vector<std::uint64_t> capacities;  // empty: the recorded GPU's, when the snapshot says
   std::optional<std::string> alloc_conf;  // the setting the program ran with, when the snapshot lacks it
@@ -24,6 +39,7 @@ struct DoctorOptions {
   std::size_t top_sites = 10;
   unsigned threads = 0;            // replays side by side (0: one per hardware thread)
   std::vector<std::string> peers;  // --allocator: other allocators, each replayed once (judge_peers)
+  std::optional<BatchRuns> batch_runs;
 };
 
 struct Needed {
@@ -62,6 +78,7 @@ struct DoctorReport {
   std::string capacity_origin;
   std::optional<std::uint64_t> own_capacity;    // the limit in force (Note [The limit in force]), when known
   std::optional<std::uint64_t> recorded_batch;  // the recorder's batch size
+  std::optional<BatchAdvice> batch_advice;      // with --batch-runs, for an exhaustion
   Needed needed;
   std::vector<SiteShare> sites_at_peak;  // the largest top_sites, then one row for the rest (site -2)
   std::int64_t live_at_peak = 0;

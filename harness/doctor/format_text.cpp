@@ -122,7 +122,14 @@ void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysi
       bytes(o.allocated), bytes(static_cast<std::int64_t>(o.at.request)),
       bytes(static_cast<std::int64_t>(limit)));
   const std::optional<std::uint64_t> batch = r.recorded_batch;
-  if (batch && *batch >= 2) {
+  if (r.batch_advice && r.batch_advice->safe > 0) {
+    out += fmt::format(
+        "-> Lower the batch to {}: the largest batch sure to fit the limit, from the two batch runs "
+        "(predict-batch's range: {}..{}).\n",
+        r.batch_advice->safe, r.batch_advice->safe, r.batch_advice->estimate);
+  } else if (r.batch_advice) {
+    out += "-> Even the smaller batch run does not fit the limit: lower the batch below it.\n";
+  } else if (batch && *batch >= 2) {
     out += fmt::format(
         "-> Lower the batch: it ran out at batch {}. For the largest batch that fits, record the same step "
         "at "
@@ -147,9 +154,10 @@ void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysi
           bytes(*o.floor));
     } else {
       out += fmt::format(
-          "-> Most of the {} live at the OOM ({}) is kept between steps (weights, gradients, optimizer "
-          "state): a smaller model, fp32 master weights or optimizer state kept off the GPU, or more GPUs "
-          "(sharding) help more than checkpointing.\n",
+          "-> Most of the {} live at the OOM is kept between steps ({}: weights, gradients, optimizer "
+          "state): a "
+          "smaller model, optimizer state kept off the GPU, or more GPUs (sharding) help more than "
+          "checkpointing.\n",
           bytes(o.live), bytes(*o.floor));
     }
   }
@@ -200,7 +208,9 @@ void oom(std::string& out, const DoctorReport& r) {
     return;
   }
   if (o.limit->source == LimitSource::inferred) {
-    out += fmt::format("-> {}.\n", o.limit->origin);
+    std::string origin = o.limit->origin;
+    origin[0] = 'I';  // "inferred from the OOM: ..."
+    out += fmt::format("-> {}.\n", origin);
   }
   if (o.replay_failed_earlier) {
     out +=

@@ -16,19 +16,21 @@ constexpr std::uint64_t kMiB = 1ULL << 20;
 struct AtTheOom {
   replay::RecordedOom oom;
   std::optional<std::int64_t> trace_peak_reserved;  // the recorded allocator's, up to the OOM
+  std::int64_t peak_reserved = 0;                   // the replay's, up to the OOM
 };
 
-// The replay of `setting` up to the OOM line, the request tried there.
+// The replay of `setting` up to the OOM line, the request tried there when `probe`.
 AtTheOom at_the_oom(const replay::ReplayTrace& trace, const replay::SweepSetting& setting,
                     std::uint64_t capacity, std::uint64_t oom_index, const replay::ReplayOptions& base,
-                    const PlacementPlan* plan) {
+                    const PlacementPlan* plan, bool probe = true) {
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
-  options.probe_recorded_ooms = true;
+  options.probe_recorded_ooms = probe;
   options.stop_after_event = oom_index;
   const replay::ReplayResult r =
       replay::replay_setting(trace, setting, sim_device(capacity, plan), options).result;
-  return {r.recorded_ooms.empty() ? replay::RecordedOom{} : r.recorded_ooms.back(), r.trace_peak_reserved};
+  return {r.recorded_ooms.empty() ? replay::RecordedOom{} : r.recorded_ooms.back(), r.trace_peak_reserved,
+          r.peak_reserved};
 }
 
 bool same_setting(const replay::SweepSetting& a, const replay::SweepSetting& b) {
@@ -42,7 +44,7 @@ std::size_t knobs(const replay::SweepSetting& s) {
 }
 
 // Note [The limit in force].
-std::optional<Limit> limit_in_force(const LimitHint& hint, const OomAnalysis& a) {
+std::optional<Limit> limit_in_force(const LimitHint& hint, const OomAnalysis& a, std::int64_t replay_peak) {
   std::optional<std::uint64_t> device_capacity;
   if (a.device_free && a.recorded_reserved) {
     device_capacity =
@@ -68,10 +70,12 @@ std::optional<Limit> limit_in_force(const LimitHint& hint, const OomAnalysis& a)
   const std::uint64_t segment = segment_for(a.at.request);
   const auto reserved = static_cast<std::uint64_t>(std::max<std::int64_t>(*a.recorded_reserved, 0));
   if (*a.device_free >= segment + kCapEvidence) {
-    const auto peak =
-        static_cast<std::uint64_t>(std::max<std::int64_t>(a.recorded_peak_reserved.value_or(0), 0));
-    l.bytes = std::max(reserved, peak);
-    l.upper = std::max(l.bytes, reserved + segment);
+    // At least what the program held before, and what the replay needed to get there (a replay is not the
+    // program), but below the refusal's bound.
+    const auto peak = static_cast<std::uint64_t>(
+        std::max({a.recorded_peak_reserved.value_or(0), replay_peak, std::int64_t{0}}));
+    l.upper = reserved + segment;
+    l.bytes = std::max(reserved, std::min(peak, *l.upper - 1));
     l.source = LimitSource::inferred;
     l.origin = fmt::format(
         "inferred from the OOM: PyTorch refused {} while the device had {} free, so a limit of about {} was "
@@ -185,10 +189,10 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
     a.at.site = fact->site;
   }
   // The recorded allocator's reserved bytes then: a replay on a device too large to run out.
-  const AtTheOom unconstrained = at_the_oom(trace, recorded, kUnconstrained, *first, base, &plan);
+  const AtTheOom unconstrained = at_the_oom(trace, recorded, kUnconstrained, *first, base, &plan, false);
   a.recorded_reserved = unconstrained.oom.recorded_reserved;
   a.recorded_peak_reserved = unconstrained.trace_peak_reserved;
-  a.limit = limit_in_force(hint, a);
+  a.limit = limit_in_force(hint, a, unconstrained.peak_reserved);
   if (!a.limit) {
     a.reserved = unconstrained.oom.reserved;
     a.allocated = unconstrained.oom.allocated;

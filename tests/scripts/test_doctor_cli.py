@@ -111,6 +111,29 @@ class Doctor(unittest.TestCase):
         self.assertNotIn("Fragmentation", out)
         self.assertNotIn("Recommended", out)
 
+    def test_with_two_batch_runs_the_exhaustion_names_the_batch_that_fits(self) -> None:
+        done = self.run_ms("doctor", "capped.pickle", "--batch-runs", "b4.pickle,b8.pickle", "--batch", "4,8",
+                           "--format", "json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        doc = json.loads(done.stdout)
+        self.assertEqual(doc["oom"]["cause"], "exhaustion")
+        safe = doc["batch_advice"]["safe_batch"]
+        self.assertGreaterEqual(safe, 1)
+        self.assertLessEqual(safe, doc["batch_advice"]["estimate"])
+        # predict-batch says the same at the limit.
+        alone = json.loads(self.run_ms("predict-batch", "b4.pickle", "b8.pickle", "--batch", "4,8", "--capacity",
+                                       str(doc["oom"]["limit"]["bytes"]), "--format", "json").stdout)
+        self.assertEqual(alone["safe_batch"], safe)
+        out = self.run_ms("doctor", "capped.pickle", "--batch-runs", "b4.pickle,b8.pickle", "--batch", "4,8").stdout
+        self.assertIn(f"-> Lower the batch to {safe}:", out)
+        for args, named in ((["--batch-runs", "b4.pickle"], "--batch-runs"), (["--batch", "4,8"], "--batch-runs"),
+                            (["--batch-runs", "b4.pickle", "--batch", "4,8"], "two snapshots"),
+                            (["--batch-runs", "b4.pickle,b8.pickle", "--batch", "4"], "--batch"),
+                            (["--batch-runs", "b4.pickle,missing.pickle", "--batch", "4,8"], "missing.pickle")):
+            bad = self.run_ms("doctor", "capped.pickle", *args)
+            self.assertEqual(bad.returncode, 2, (args, bad.stderr))
+            self.assertIn(named, bad.stderr)
+
     def test_an_oom_the_replay_grants_is_not_reproduced_and_nothing_is_recommended(self) -> None:
         # Judged at 4 GiB (--capacity), the 1 GiB request fits: the snapshot does not show what refused it.
         done = self.run_ms("doctor", "capped.pickle", "--capacity", "4G", "--format", "json")
