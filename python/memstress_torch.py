@@ -40,7 +40,8 @@ default 2, and twice that), asks ``memstress predict-batch`` (the ``memstress`` 
 plus what PyTorch holds), and confirms it with one real step. When predict-batch is not sure and names
 two batches to record, the larger is recorded too (a fourth step). A confirmation that runs out of
 memory is caught, never raised: the references it held are dropped, the cache emptied, the state
-restored, and a smaller batch (the low end of predict-batch's range, else 90%) confirmed instead.
+restored, and a smaller batch confirmed instead (the low end of predict-batch's range, else 90%; then 80%
+of the last, at most six confirmations in all).
 ``restore``: modules and optimizers whose ``state_dict()`` is copied to the CPU before the first step
 and loaded back after the last, so the search leaves them as they were. It returns a ``FoundBatch``:
 the batch that ran, every trial step ``(batch, kind, ok, seconds)`` with kind ``"record"`` or
@@ -412,14 +413,16 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
                 prediction = _predict(binary, search, max(below), new, max_batch, alloc_conf, trace_device)
         answer = _safe_batch(prediction)
         low = (prediction.get("range") or {}).get("low")
-        for _ in range(6):  # confirmations: the answer, then the range's low end or 90% of the answer
+        for tries in range(6):  # confirmations: the answer; the range's low end or 90% of it; then 80% each time
             if answer is None or min(answer, max_batch) <= search.ran:
                 break
             answer = min(answer, max_batch)
             if search.run(answer, "confirm"):
                 break
-            low_ok = isinstance(low, int) and search.ran < low < answer
-            answer, low = (low if low_ok else int(0.9 * answer)), None
+            if tries == 0:
+                answer = low if isinstance(low, int) and search.ran < low < answer else int(0.9 * answer)
+            else:
+                answer = int(0.8 * answer)
         return found()
     finally:
         search.close()

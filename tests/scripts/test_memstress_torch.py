@@ -213,13 +213,21 @@ class FindMaxBatch(unittest.TestCase):
         self.assert_left_as_found(torch, model)
         self.assertEqual(err.getvalue(), "")  # everything went to `log`
 
-    def test_without_a_range_it_backs_off_by_a_tenth_until_one_runs(self) -> None:
+    def test_without_a_range_it_backs_off_by_a_tenth_then_a_fifth_until_one_runs(self) -> None:
         torch, model = FakeTorch(fits=500), FakeModel()
         self.answers({"safe_batch": 600})
         found, _ = self.find(torch, model)
-        self.assertEqual([t.batch for t in found.trials], [2, 4, 600, 540, 486])
-        self.assertEqual(found.batch, 486)
+        self.assertEqual([t.batch for t in found.trials], [2, 4, 600, 540, 432])
+        self.assertEqual(found.batch, 432)
         self.assertEqual(found.ooms, 2)
+        self.assert_left_as_found(torch, model)
+
+    def test_never_more_than_six_confirmations(self) -> None:
+        torch, model = FakeTorch(fits=10), FakeModel()
+        self.answers({"safe_batch": 1000})
+        found, _ = self.find(torch, model)
+        self.assertEqual([t.batch for t in found.trials], [2, 4, 1000, 900, 720, 576, 460, 368])
+        self.assertEqual((found.batch, found.ooms), (4, 6))  # the largest recording: it ran
         self.assert_left_as_found(torch, model)
 
     def test_a_first_recording_that_runs_out_halves_the_pair(self) -> None:
