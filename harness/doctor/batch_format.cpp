@@ -67,10 +67,7 @@ Counts counts(const BatchReport& r) {
 }
 
 bool well_matched(const BatchReport& r) {
-  const BatchModel& m = *r.model;
-  const auto matched = static_cast<double>(m.match.pairs.size());
-  return !m.match.by_position && matched >= kWellMatched * static_cast<double>(m.requests_a) &&
-         matched >= kWellMatched * static_cast<double>(m.requests_b);
+  return r.model->well_matched();
 }
 
 }  // namespace

@@ -24,9 +24,6 @@ struct BatchReport {
   std::uint64_t max_batch = 0;
 };
 
-// Below this share of either run's requests matched, the prediction is said to be unreliable.
-inline constexpr double kWellMatched = 0.9;
-
 // Beyond this many times the larger recorded batch, the answer comes with advice: record again at about a
 // quarter and a half of it. A request that grew with the batch in both runs but stops growing between the
 // larger run and the answer (a library workspace with a cap) is extrapolated as if it never stopped: a

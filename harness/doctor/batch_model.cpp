@@ -169,6 +169,15 @@ Search search(const BatchModel& model, bool pessimistic, const replay::SweepSett
 
 }  // namespace
 
+bool batch_fits(const BatchModel& model, std::uint64_t n, const replay::SweepSetting& setting,
+                std::uint64_t capacity, bool pessimistic) {
+  replay::ReplayOptions options;
+  options.timeline_points = 1;
+  options.stop_at_first_oom = true;
+  return replay::replay_setting(trace_at(model, n, pessimistic), setting, sim_device(capacity), options)
+      .result.ooms.empty();
+}
+
 BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& setting, std::uint64_t capacity,
                          std::uint64_t max_batch) {
   BatchAnswer answer;
@@ -178,7 +187,7 @@ BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& se
   answer.largest_fit = nominal.largest_fit;
   answer.first_fail = nominal.first_fail;
   answer.tries = std::move(nominal.tries);
-  if (answer.largest_fit) {
+  if (answer.largest_fit && model.well_matched()) {
     // The pessimistic model needs at least as much at every batch: its answer is at most the estimate.
     Search safe = search(model, true, setting, capacity, std::min(model.batch_a, model.batch_b),
                          answer.largest_fit->batch);

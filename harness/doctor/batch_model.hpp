@@ -42,6 +42,11 @@ inline constexpr double kBatchLike = 1.25;
 // the sizes each model gives. The range is [safe, estimate]; predict-batch names the safe end.
 inline constexpr double kSlopeMargin = 0.03;
 
+// Below this share of either run's requests matched, or matched by position alone, the model is said to be
+// unreliable, and no batch is named safe: on the proof corpus, a program whose batches vary within a run was
+// matched so and predicted 78% above PyTorch's largest batch.
+inline constexpr double kWellMatched = 0.9;
+
 // One allocation of the template, and the lines that name it (its free, its free_completed).
 struct Resize {
   std::size_t alloc = 0;  // index into the template's events
@@ -64,6 +69,12 @@ struct BatchModel {
   std::uint64_t constant_bytes = 0;  // the sum, over matched requests, of those that did not change
   std::size_t held = 0;              // matched requests that changed, but not as a tensor of the batch
   double bytes_per_sample = 0;       // the sum of the matched requests' slopes
+
+  [[nodiscard]] bool well_matched() const {
+    const auto matched = static_cast<double>(match.pairs.size());
+    return !match.by_position && matched >= kWellMatched * static_cast<double>(requests_a) &&
+           matched >= kWellMatched * static_cast<double>(requests_b);
+  }
 };
 
 // Throws InputError when the batches are equal or not positive, or a run has no allocation.
@@ -92,6 +103,11 @@ struct BatchAnswer {
   std::optional<BatchTry> safe_fit;     // the pessimistic model's largest fit: the batch named
   std::vector<BatchTry> safe_tries;
 };
+
+// Whether batch `n` runs with no OOM under the setting on a device of the capacity, by the model or its
+// pessimistic twin.
+[[nodiscard]] bool batch_fits(const BatchModel& model, std::uint64_t n, const replay::SweepSetting& setting,
+                              std::uint64_t capacity, bool pessimistic);
 
 [[nodiscard]] BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& setting,
                                        std::uint64_t capacity, std::uint64_t max_batch);

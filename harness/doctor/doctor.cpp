@@ -113,7 +113,7 @@ void recommend_only_what_grants(DoctorReport& r) {
   SettingsAnswer& a = r.settings;
   a.recommended.reset();
   a.recommended_fits_all = false;
-  if (!r.oom->named) {
+  if (!r.oom->named || r.oom->cause != OomCause::fragmentation) {
     return;
   }
   const replay::SweepSetting& named = r.oom->would_grant[*r.oom->named].setting;
@@ -209,8 +209,9 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   // section below.
   const std::vector<replay::SweepSetting> grid = doctor_grid(r.setting);
   r.oom = analyse_oom(trace, walk, input.facts, plan, grid, r.setting, hint, base, options.threads);
-  std::optional<std::uint64_t> own = hint.given ? hint.given : hint.recorded;
-  std::string own_origin = hint.given ? std::string("--capacity") : hint.recorded_origin;
+  // Without an OOM, --capacity only asks "what if": what it needed is replayed on what it had.
+  std::optional<std::uint64_t> own = hint.recorded;
+  std::string own_origin = hint.recorded_origin;
   if (r.oom && r.oom->limit) {
     own = r.oom->limit->bytes;
     own_origin = r.oom->limit->origin;

@@ -103,6 +103,7 @@ nlohmann::json oom_json(const OomAnalysis& o) {
           {"cause", o.cause ? nlohmann::json(cause_name(*o.cause)) : nlohmann::json(nullptr)},
           {"would_grant", grant},
           {"named", o.named ? setting_json(o.would_grant[*o.named].setting) : nlohmann::json(nullptr)},
+          {"decided_by_the_step", o.decided_by_the_step},
           {"live", o.live},
           {"floor", optional_json(o.floor)},
           {"sites", sites}};

@@ -230,10 +230,31 @@ void oom(std::string& out, const DoctorReport& r) {
     return;
   }
   if (*o.cause == OomCause::exhaustion) {
+    if (o.decided_by_the_step && !o.would_grant.empty()) {
+      out += fmt::format(
+          "-> {} of the sweep's settings grant this request, but the whole step at this batch, replayed from "
+          "the "
+          "two batch runs, does not fit the limit under any of them.\n",
+          o.would_grant.size());
+    }
     exhaustion_advice(out, r, o);
     return;
   }
   const GrantingSetting& named = o.would_grant[*o.named];
+  if (*o.cause == OomCause::at_the_limit) {
+    out += fmt::format(
+        "-> At the limit: PYTORCH_CUDA_ALLOC_CONF={} grants this request, but leaves only {} of the {} "
+        "limit; "
+        "what the rest of the step asks for is not in this snapshot, and on PyTorch's own runs a grant this "
+        "tight "
+        "usually still ran out later in the step. Not judged: {}. Lower the batch to be sure.\n",
+        pytorch_conf(named.setting), bytes(static_cast<std::int64_t>(limit) - named.reserved),
+        bytes(static_cast<std::int64_t>(limit)),
+        o.decided_by_the_step
+            ? "the step replayed from the two batch runs fits by the estimate only, not surely"
+            : "to decide, give two complete runs at smaller batches (--batch-runs A,B --batch a,b)");
+    return;
+  }
   const std::int64_t free_total = static_cast<std::int64_t>(limit) - o.allocated;
   out += fmt::format(
       "-> Fragmentation: {} was free under the {} limit, more than the {} asked for, but in no piece the "
@@ -243,9 +264,12 @@ void oom(std::string& out, const DoctorReport& r) {
       o.largest_free_block ? bytes(*o.largest_free_block) : std::string("unknown"));
   out += fmt::format(
       "-> Use PYTORCH_CUDA_ALLOC_CONF={}: replayed to that point at the same limit it grants the request, "
-      "with {} reserved, {} of headroom left ({} of the sweep's settings grant it).\n",
+      "with {} reserved, {} of headroom left ({} of the sweep's settings grant it){}.\n",
       pytorch_conf(named.setting), bytes(named.reserved),
-      bytes(static_cast<std::int64_t>(limit) - named.reserved), o.would_grant.size());
+      bytes(static_cast<std::int64_t>(limit) - named.reserved), o.would_grant.size(),
+      o.decided_by_the_step
+          ? "; the whole step at this batch, replayed from the two batch runs, fits under it"
+          : "");
 }
 
 // With an OOM the recommendation is the OOM's: only a setting whose replay granted the request.
@@ -255,8 +279,10 @@ void settings_after_an_oom(std::string& out, const OomAnalysis& o) {
         "-> Recommended: PYTORCH_CUDA_ALLOC_CONF={} (it grants the OOM's request; see The OOM).\n",
         pytorch_conf(o.would_grant[*o.named].setting));
   } else if (*o.cause == OomCause::exhaustion) {
-    out += fmt::format("-> No setting is recommended: none grants the OOM's request at the {} limit.\n",
+    out += fmt::format("-> No setting is recommended: none avoids the OOM at the {} limit.\n",
                        bytes(static_cast<std::int64_t>(o.limit->bytes)));
+  } else if (*o.cause == OomCause::at_the_limit) {
+    out += "-> No setting is recommended: none is sure to avoid the OOM (see The OOM).\n";
   } else {
     out += "-> No setting is recommended: the OOM was not reproduced (see The OOM).\n";
   }

@@ -116,8 +116,14 @@ void judge_grid(const replay::ReplayTrace& trace, std::uint64_t first,
   if (a.would_grant.empty()) {
     return;
   }
-  const auto simpler = [](const GrantingSetting& x, const GrantingSetting& y) {
-    return std::tuple(knobs(x.setting), x.reserved) < std::tuple(knobs(y.setting), y.reserved);
+  // Those that leave kEdgeHeadroom first, then the simplest, then the most headroom.
+  const auto roomy = [&](const GrantingSetting& g) {
+    return static_cast<double>(static_cast<std::int64_t>(a.limit->bytes) - g.reserved) >=
+           kEdgeHeadroom * static_cast<double>(a.limit->bytes);
+  };
+  const auto simpler = [&](const GrantingSetting& x, const GrantingSetting& y) {
+    return std::tuple(!roomy(x), knobs(x.setting), x.reserved) <
+           std::tuple(!roomy(y), knobs(y.setting), y.reserved);
   };
   a.named = static_cast<std::size_t>(std::min_element(a.would_grant.begin(), a.would_grant.end(), simpler) -
                                      a.would_grant.begin());
@@ -133,6 +139,8 @@ const char* cause_name(OomCause cause) noexcept {
       return "exhaustion";
     case OomCause::not_reproduced:
       return "not_reproduced";
+    case OomCause::at_the_limit:
+      return "at_the_limit";
   }
   return "unknown";
 }
@@ -214,8 +222,41 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
     return a;
   }
   judge_grid(trace, *first, grid, recorded, base, threads, a);
-  a.cause = a.would_grant.empty() ? OomCause::exhaustion : OomCause::fragmentation;
+  if (a.would_grant.empty()) {
+    a.cause = OomCause::exhaustion;
+  } else {
+    const double left =
+        static_cast<double>(static_cast<std::int64_t>(a.limit->bytes) - a.would_grant[*a.named].reserved);
+    a.cause = left >= kEdgeHeadroom * static_cast<double>(a.limit->bytes) ? OomCause::fragmentation
+                                                                          : OomCause::at_the_limit;
+  }
   return a;
+}
+
+void decide_by_the_whole_step(OomAnalysis& a, const StepFits& fits) {
+  if (!a.cause || (*a.cause != OomCause::fragmentation && *a.cause != OomCause::at_the_limit)) {
+    return;
+  }
+  std::optional<std::size_t> best;
+  bool estimate_fits = false;
+  for (std::size_t i = 0; i < a.would_grant.size(); ++i) {
+    const GrantingSetting& g = a.would_grant[i];
+    if (fits(g.setting, true)) {
+      if (!best || std::tuple(knobs(g.setting), g.reserved) <
+                       std::tuple(knobs(a.would_grant[*best].setting), a.would_grant[*best].reserved)) {
+        best = i;
+      }
+    } else if (!estimate_fits && fits(g.setting, false)) {
+      estimate_fits = true;
+    }
+  }
+  if (best) {
+    a.named = best;
+    a.cause = OomCause::fragmentation;
+  } else {
+    a.cause = estimate_fits ? OomCause::at_the_limit : OomCause::exhaustion;
+  }
+  a.decided_by_the_step = true;
 }
 
 }  // namespace memstress::doctor

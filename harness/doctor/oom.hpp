@@ -24,8 +24,17 @@
 // existed, but not in pieces that setting could not use), exhaustion when none does (the program needs
 // more than the limit; no setting helps). The setting named is the simplest that grants it (fewest knobs,
 // then the most headroom left), and no setting is ever recommended whose replay did not grant it.
+//
+// Granting the request is not running the step: the snapshot ends at the OOM, and what the rest of the step
+// asks for is not in it. On PyTorch's own runs (the proof corpus, docs/doctor.md) a setting that granted the
+// request with under 6% of the limit to spare still ran out later in the step, while every OOM that a setting
+// really avoided left over 25% to spare, but one: a GPT with checkpointing whose request was the step's last
+// large one, with 1.7% left. So a grant with less than kEdgeHeadroom of the limit left is "at the limit": the
+// doctor says it cannot tell from this snapshot, and decides only with two complete runs of the program at
+// smaller batches (doctor --batch-runs), replaying the whole step at the OOM's batch under that setting.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +43,7 @@
 
 namespace memstress::doctor {
 
-enum class OomCause { fragmentation, exhaustion, not_reproduced };
+enum class OomCause { fragmentation, exhaustion, not_reproduced, at_the_limit };
 
 [[nodiscard]] const char* cause_name(OomCause cause) noexcept;
 
@@ -56,6 +65,10 @@ struct Limit {
   std::optional<std::uint64_t> upper;            // inferred: the cap lies in [bytes, upper)
   std::optional<std::uint64_t> device_capacity;  // reserved + the device's free memory at the OOM
 };
+
+// A grant that leaves less than this share of the limit is "at the limit" (Note [Fragmentation or
+// exhaustion]).
+inline constexpr double kEdgeHeadroom = 0.10;
 
 // A cap is inferred only where the device had at least this much free beyond the segment refused.
 inline constexpr std::uint64_t kCapEvidence = 256ULL << 20;
@@ -85,6 +98,7 @@ struct OomAnalysis {
   std::optional<OomCause> cause;             // with a limit
   std::vector<GrantingSetting> would_grant;  // other settings that granted it with no OOM before
   std::optional<std::size_t> named;          // the one the doctor names (into would_grant)
+  bool decided_by_the_step = false;          // by decide_by_the_whole_step
   // Filled by the doctor from the walk: what was live at the OOM, above the last floor before it.
   std::int64_t live = 0;
   std::optional<std::int64_t> floor;  // the live bytes kept between steps before it (growth's floors)
@@ -102,5 +116,15 @@ struct OomAnalysis {
                                                      const replay::SweepSetting& recorded,
                                                      const LimitHint& hint, const replay::ReplayOptions& base,
                                                      unsigned threads);
+
+// Whether the whole step at the OOM's batch fits the limit under a setting, by the batch model of two runs
+// (pessimistic: the safe end of its range, Note [The batch that is safe]).
+using StepFits = std::function<bool(const replay::SweepSetting& setting, bool pessimistic)>;
+
+// With the whole step to replay (doctor --batch-runs), a reproduced OOM is decided by it: fragmentation where
+// a setting that granted the request also runs the whole step by the pessimistic model (the simplest such
+// named), exhaustion where none runs it even by the estimate (or none granted the request), else at the
+// limit.
+void decide_by_the_whole_step(OomAnalysis& oom, const StepFits& fits);
 
 }  // namespace memstress::doctor

@@ -164,23 +164,24 @@ TEST(DoctorPeak, TopSitesAreCappedWithTheRestInOneRow) {
   EXPECT_EQ(r.sites_at_peak[2].bytes, 6 * kMiB);
 }
 
-// Ten 8 MiB blocks fill five 20 MiB segments (the caching allocator puts requests of 1-10 MiB in 20 MiB
+// Twenty 8 MiB blocks fill ten 20 MiB segments (the caching allocator puts requests of 1-10 MiB in 20 MiB
 // segments and splits them); every other block is freed, so each segment keeps one block in use and
-// 12 MiB free. A 16 MiB request then fails on a 100 MiB device with 60 MiB free in total: fragmentation.
+// 12 MiB free. A 16 MiB request (a 16 MiB segment) then fails with 10 MiB free on the device and 120 MiB free
+// in the cache, in pieces: fragmentation, with room to spare under expandable segments.
 TraceBuilder fragmented_oom() {
   TraceBuilder b;
   const std::int32_t site = b.site("train.py:80 in step");
   std::vector<std::uint64_t> ids;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 20; ++i) {
     if (i % 2 == 0) {
       b.segment(20 * kMiB);
     }
     ids.push_back(b.alloc(8 * kMiB, site));
   }
-  for (int i = 1; i < 10; i += 2) {
+  for (int i = 1; i < 20; i += 2) {
     b.free(ids[static_cast<std::size_t>(i)], 8 * kMiB);
   }
-  b.oom(16 * kMiB, 0);
+  b.oom(16 * kMiB, 10 * kMiB);
   return b;
 }
 
@@ -189,17 +190,18 @@ TEST(DoctorOom, FragmentationIsToldFromExhaustionAndTheSettingsThatGrantItAreRep
   ASSERT_TRUE(r.oom.has_value());
   const OomAnalysis& o = *r.oom;
   EXPECT_EQ(o.count, 1U);
-  EXPECT_EQ(o.recorded_reserved, static_cast<std::int64_t>(100 * kMiB));
-  EXPECT_EQ(o.capacity, 100 * kMiB);  // reserved + device_free
-  EXPECT_EQ(o.allocated, static_cast<std::int64_t>(40 * kMiB));
+  EXPECT_EQ(o.recorded_reserved, static_cast<std::int64_t>(200 * kMiB));
+  EXPECT_EQ(o.capacity(), 210 * kMiB);  // reserved + device_free
+  EXPECT_EQ(o.limit->source, LimitSource::device);
+  EXPECT_EQ(o.allocated, static_cast<std::int64_t>(80 * kMiB));
   EXPECT_EQ(o.reproduced, true);  // PyTorch's defaults refuse it in replay too
   EXPECT_EQ(o.cause, OomCause::fragmentation);
   const auto granted = [&](const std::string& allocator) {
     return std::any_of(o.would_grant.begin(), o.would_grant.end(),
-                       [&](const replay::SweepSetting& s) { return s.allocator == allocator; });
+                       [&](const GrantingSetting& g) { return g.setting.allocator == allocator; });
   };
   EXPECT_TRUE(granted("expandable"));
-  EXPECT_EQ(r.capacities, std::vector<std::uint64_t>{100 * kMiB});
+  EXPECT_EQ(r.capacities, std::vector<std::uint64_t>{210 * kMiB});
   EXPECT_NE(format_doctor(r).find("-> Fragmentation"), std::string::npos);
 }
 
@@ -244,6 +246,67 @@ TEST(DoctorOom, MoreThanTheCapacityIsExhaustion) {
   EXPECT_EQ(r.oom->cause, OomCause::exhaustion);
   EXPECT_TRUE(r.oom->would_grant.empty());  // 64 MiB live + 64 MiB asked > 80 MiB: no setting can
   EXPECT_NE(format_doctor(r).find("-> Exhaustion"), std::string::npos);
+}
+
+TEST(DoctorOom, ACapIsInferredWhereTheDeviceHadFarMoreFreeThanTheSegmentRefused) {
+  // A process capped by set_per_process_memory_fraction: 64 MiB held, 64 MiB refused, 10 GiB free on the
+  // device.
+  TraceBuilder b;
+  b.segment(64 * kMiB);
+  b.alloc(64 * kMiB);
+  b.oom(64 * kMiB, 10 * 1024 * kMiB);
+  const DoctorReport r = diagnose(b.input(), {});
+  ASSERT_TRUE(r.oom.has_value());
+  ASSERT_TRUE(r.oom->limit.has_value());
+  EXPECT_EQ(r.oom->limit->source, LimitSource::inferred);
+  EXPECT_EQ(r.oom->limit->bytes, 64 * kMiB);  // what it held: the cap lies in [64 MiB, 128 MiB)
+  EXPECT_EQ(r.oom->limit->upper, 128 * kMiB);
+  EXPECT_EQ(r.oom->cause, OomCause::exhaustion);
+  EXPECT_EQ(r.capacities, std::vector<std::uint64_t>{64 * kMiB});  // the limit drives the settings table
+  EXPECT_FALSE(r.settings.recommended.has_value());
+  EXPECT_NE(format_doctor(r).find("a limit of about 64.00 MiB was in force"), std::string::npos);
+}
+
+TEST(DoctorOom, ARequestTheReplayGrantsIsNotReproducedAndNothingIsRecommended) {
+  TraceBuilder b;
+  b.segment(64 * kMiB);
+  b.alloc(64 * kMiB);
+  b.oom(64 * kMiB, 16 * kMiB);
+  DoctorOptions options;
+  options.capacities = {1024 * kMiB};  // --capacity: far more than the program had
+  const DoctorReport r = diagnose(b.input(), options);
+  ASSERT_TRUE(r.oom.has_value());
+  EXPECT_EQ(r.oom->limit->source, LimitSource::given);
+  EXPECT_EQ(r.oom->cause, OomCause::not_reproduced);
+  EXPECT_FALSE(r.settings.recommended.has_value());
+  EXPECT_NE(format_doctor(r).find("-> Not reproduced"), std::string::npos);
+}
+
+TEST(DoctorOom, TheWholeStepDecidesWhereTwoBatchRunsAreGiven) {
+  OomAnalysis base;
+  base.limit = Limit{100 * kMiB, LimitSource::given, "--capacity", std::nullopt, std::nullopt};
+  base.cause = OomCause::at_the_limit;
+  base.would_grant = {{{"expandable", ""}, 95 * kMiB}, {{"caching", "max_split_size_mb:64"}, 96 * kMiB}};
+  base.named = 0;
+  // The pessimistic step fits under the second only: fragmentation, and that one named.
+  OomAnalysis a = base;
+  decide_by_the_whole_step(a, [](const replay::SweepSetting& s, bool) { return s.allocator == "caching"; });
+  EXPECT_EQ(a.cause, OomCause::fragmentation);
+  EXPECT_EQ(a.named, 1U);
+  EXPECT_TRUE(a.decided_by_the_step);
+  // It fits by the estimate alone: still at the limit.
+  a = base;
+  decide_by_the_whole_step(a, [](const replay::SweepSetting&, bool pessimistic) { return !pessimistic; });
+  EXPECT_EQ(a.cause, OomCause::at_the_limit);
+  // Under none: exhaustion.
+  a = base;
+  decide_by_the_whole_step(a, [](const replay::SweepSetting&, bool) { return false; });
+  EXPECT_EQ(a.cause, OomCause::exhaustion);
+  // An exhaustion (no setting granted the request) stays one.
+  a = base;
+  a.cause = OomCause::exhaustion;
+  decide_by_the_whole_step(a, [](const replay::SweepSetting&, bool) { return true; });
+  EXPECT_EQ(a.cause, OomCause::exhaustion);
 }
 
 TEST(DoctorSettings, EachCapacityIsJudgedAndWhereItRunsOutIsNamed) {

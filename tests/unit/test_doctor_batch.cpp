@@ -95,6 +95,11 @@ TEST(PredictBatch, TheLargestBatchIsTheProgramsOwn) {
     const BatchAnswer a = search_batch(m, {"caching", ""}, capacity, 10000);
     ASSERT_TRUE(a.largest_fit.has_value());
     EXPECT_EQ(a.largest_fit->batch, largest_fitting(capacity, 400)) << capacity;
+    // The batch named (Note [The batch that is safe]) is never above the estimate, and this program is
+    // linear.
+    ASSERT_TRUE(a.safe_fit.has_value());
+    EXPECT_LE(a.safe_fit->batch, a.largest_fit->batch);
+    EXPECT_GE(static_cast<double>(a.safe_fit->batch), 0.95 * static_cast<double>(a.largest_fit->batch));
     ASSERT_TRUE(a.first_fail.has_value());
     EXPECT_EQ(a.first_fail->batch, a.largest_fit->batch + 1);
     ASSERT_TRUE(a.first_fail->oom.has_value());
