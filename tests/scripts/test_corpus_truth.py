@@ -1,0 +1,149 @@
+"""memstress doctor and predict-batch against PyTorch's own answers, on the proof corpus that
+scripts/doctor_corpus.py recorded on a GPU (results/<gpu>/doctor-corpus-<driver>/truth.json).
+
+    test_corpus_truth.py MEMSTRESS_BINARY [-v] [--table]
+
+For every program of the corpus:
+- the doctor's verdict on its OOM (the snapshot the recorder wrote under a memory-fraction cap) is never the
+  wrong one: exhaustion where PyTorch itself ran out under every allocator setting, fragmentation where one let
+  it run, and a setting the doctor names is one PyTorch ran with; "at the limit" (the doctor says it cannot
+  tell) is allowed, and counted. Alone, and with two batch runs (--batch-runs: the recordings at a quarter and a
+  half of the largest batch under the OOM's cap).
+- predict-batch's safe batch from two recordings (an eighth and a quarter, a quarter and a half of the real
+  largest batch under each cap) is never above the real largest batch PyTorch found by bisection, and within
+  10% (from the eighth and quarter) and 5% (from the quarter and half) below it; where the runs matched too
+  poorly it names none (it does not know).
+The targets not yet met are listed in KNOWN_MISSES, each measured: a case that starts to meet its target fails
+too, so that the list and docs/doctor.md are kept true. The replays run on a simulated device: no GPU needed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+BINARY = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
+TABLE = "--table" in sys.argv
+if TABLE:
+    sys.argv.remove("--table")
+CORPORA = sorted(ROOT.glob("results/*/doctor-corpus-*/truth.json"))
+# Below the real largest batch, at most this share (the targets), by the pair the prediction came from.
+WITHIN = {"1/8+1/4": 0.10, "1/4+1/2": 0.05}
+# (program, cap in GiB, pair): what predict-batch's safe batch does there today, against PyTorch's largest.
+KNOWN_MISSES = {
+    ("transformer_amp", 2, "1/4+1/2"): "low: the estimate itself is 44 against 47",
+    ("transformer_amp", 4, "1/8+1/4"): "low: the estimate is 98 against 106",
+    ("cnn_train", 2, "1/4+1/2"): "low: 44 workspaces extrapolated by the pessimistic model",
+    ("gpt_amp", 2, "1/8+1/4"): "low: the estimate is 28 against 32",
+    ("unet_train", 2, "1/4+1/2"): "low: the estimate is 40 against 42",
+    ("unet_train", 4, "1/4+1/2"): "low: the estimate is 79 against 86",
+    ("master_weights", 2, "1/8+1/4"): "low: the estimate is 60 against 68",
+    ("kv_generate", 4, "1/4+1/2"): "over: 1000 against PyTorch's 968 (908 in another run): the replay fragments "
+                                   "less than PyTorch does at that size",
+}
+# The doctor decides at least this many of the corpus's OOMs (the rest "at the limit"): alone, of all 14; with the
+# runs, of the 11 that have them.
+DECIDED_AT_LEAST = {False: 8, True: 5}
+
+
+def run(*args: str) -> dict[str, Any]:
+    done = subprocess.run([str(BINARY), *args, "--format", "json"], capture_output=True, text=True, check=False,
+                          timeout=600)
+    if done.returncode != 0:
+        raise AssertionError(f"memstress {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def recorded(at: dict[str, Any]) -> list[int]:
+    """The batches recorded under a cap: an eighth, a quarter and a half of the largest batch."""
+    return sorted(int(b) for b in at.get("recordings", {}))
+
+
+def pairs(at: dict[str, Any]) -> list[tuple[str, int, int]]:
+    batches = recorded(at)
+    if len(batches) != 3:
+        return []
+    eighth, quarter, half = batches
+    return [("1/8+1/4", eighth, quarter), ("1/4+1/2", quarter, half)]
+
+
+def corpora() -> list[tuple[Path, dict[str, Any]]]:
+    return [(path.parent, json.loads(path.read_text())) for path in CORPORA]
+
+
+@unittest.skipIf(BINARY is None, "usage: test_corpus_truth.py MEMSTRESS_BINARY")
+@unittest.skipIf(not CORPORA, "no corpus committed under results/*/doctor-corpus-*/")
+class CorpusTruth(unittest.TestCase):
+    def verdicts(self, with_runs: bool) -> None:
+        decided = 0
+        rows = []
+        for base, corpus in corpora():
+            for program in corpus["programs"]:
+                oom = program.get("oom")
+                if not oom or oom.get("cause") not in ("exhaustion", "fragmentation"):
+                    continue
+                args = ["doctor", str(base / oom["snapshot"])]
+                at = program.get("caps", {}).get(str(oom["cap"]), {})
+                if with_runs:
+                    batches = recorded(at)
+                    if len(batches) != 3:
+                        continue
+                    args += ["--batch-runs", ",".join(str(base / at["recordings"][str(b)]) for b in batches[1:]),
+                             "--batch", f"{batches[1]},{batches[2]}"]
+                with self.subTest(corpus=base.name, program=program["program"], with_runs=with_runs):
+                    doc = run(*args)
+                    verdict = doc["oom"]
+                    rows.append((program["program"], oom["cause"], verdict["cause"]))
+                    self.assertIn(verdict["cause"], (oom["cause"], "at_the_limit"), verdict)
+                    if verdict["cause"] == "fragmentation":
+                        conf = verdict["named"]["pytorch_alloc_conf"]
+                        self.assertEqual(oom["settings"].get(conf), "ok",
+                                         f"the doctor names {conf!r}; PyTorch under it: {oom['settings'].get(conf)}")
+                    if verdict["cause"] != "fragmentation":
+                        self.assertIsNone(doc["settings"]["recommended"])
+                    decided += verdict["cause"] == oom["cause"]
+        if TABLE:
+            print(f"\ndoctor{' --batch-runs' if with_runs else ''}: program, PyTorch's cause, the doctor's")
+            for row in rows:
+                print("  ".join(row))
+        self.assertGreaterEqual(decided, DECIDED_AT_LEAST[with_runs], rows)
+
+    def test_the_doctor_is_never_wrong_on_pytorchs_ooms(self) -> None:
+        self.verdicts(with_runs=False)
+
+    def test_the_doctor_with_two_batch_runs_is_never_wrong(self) -> None:
+        self.verdicts(with_runs=True)
+
+    def test_predict_batch_names_a_batch_that_runs(self) -> None:
+        misses: dict[tuple[str, int, str], str] = {}
+        for base, corpus in corpora():
+            for program in corpus["programs"]:
+                for cap, at in sorted(program.get("caps", {}).items()):
+                    largest = at.get("largest")
+                    for kind, small, large in pairs(at) if largest else []:
+                        doc = run("predict-batch", str(base / at["recordings"][str(small)]),
+                                  str(base / at["recordings"][str(large)]), "--batch", f"{small},{large}",
+                                  "--capacity", cap)
+                        key = (program["program"], int(cap) >> 30, kind)
+                        safe = doc["safe_batch"]
+                        if TABLE:
+                            print(f"{key}: PyTorch {largest}, safe {safe}, estimate {doc['estimate']}, "
+                                  f"sure {doc['sure']}, reliable {doc['match']['reliable']}")
+                        if safe is None:
+                            # It does not know: only where the runs matched too poorly, and it says what to record.
+                            self.assertFalse(doc["match"]["reliable"], (key, doc))
+                            self.assertIsNotNone(doc["record_at"], key)
+                            continue
+                        if safe > largest or safe < (1 - WITHIN[kind]) * largest:
+                            misses[key] = f"safe {safe}, estimate {doc['estimate']}, PyTorch's {largest}"
+        self.assertEqual(set(misses), set(KNOWN_MISSES), misses)
+
+
+if __name__ == "__main__":
+    unittest.main()
