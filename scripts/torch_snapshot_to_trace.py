@@ -410,11 +410,13 @@ def read_input(path: Path) -> bytes | bytearray:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        raise InputError(f"{path}: cannot read: {kind}; a snapshot is read from a regular file only")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{path}: not a regular file (a FIFO, a device or a directory): a snapshot is read "
-                             "from a regular file only")
         if st.st_size > MAX_SNAPSHOT_BYTES:
             raise InputError(f"{path}: {_gib(st.st_size)}, larger than the {_gib(MAX_SNAPSHOT_BYTES)} a snapshot "
                              "may be (docs/limits.md)")

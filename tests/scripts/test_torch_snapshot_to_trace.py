@@ -418,7 +418,7 @@ class Unbounded(TempDirTest):
         os.mkfifo(fifo)
         done = run_converter(fifo, "-o", self.dir / "t.csv")
         self.assertEqual(done.returncode, 2, done.stderr)
-        self.assertIn(f"{fifo}: not a regular file", done.stderr)
+        self.assertIn(f"{fifo}: cannot read: a FIFO; a snapshot is read from a regular file only", done.stderr)
 
     def test_a_gzip_bomb_is_refused_at_the_limit(self) -> None:
         sys.path.insert(0, str(CONVERTER.parent))
