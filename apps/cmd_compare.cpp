@@ -33,7 +33,7 @@ int compare_command(const CompareFlags& f) {
   const compare::Comparison c = compare::compare_results(base, next, options);
   const std::string out =
       f.format == "json" ? json_text(compare::comparison_json(c), 2) + "\n" : compare::format_table(c);
-  std::fputs(out.c_str(), stdout);
+  print_all(out);
   return to_int(c.failed() ? ExitCode::check_failed : ExitCode::ok);
 }
 

@@ -19,7 +19,9 @@
 #include "harness/compare/metric_compare.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/exit_code.hpp"
+#include "harness/core/iso_time.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/core/text_table.hpp"
 #include "harness/db/export.hpp"
 #include "harness/db/format.hpp"
 #include "harness/db/history.hpp"
@@ -52,7 +54,7 @@ int ingest_command(const DbFlags& f) {
   std::size_t added = 0, replaced = 0, kept = 0, skipped = 0;
   const std::vector<std::filesystem::path> paths(f.files.begin(), f.files.end());
   db::ingest_files(store, paths, 0, [&](const db::FileIngest& file) {
-    const std::string line = db::describe(file);
+    const std::string line = terminal_text(db::describe(file));  // names and messages from files
     if (!file.outcome) {
       ++skipped;
       fmt::print(stderr, "memstress db ingest: {}\n", line);
@@ -81,10 +83,11 @@ int ingest_command(const DbFlags& f) {
   return to_int(skipped > 0 ? ExitCode::bad_input : ExitCode::ok);
 }
 
-// --since: a date or a UTC time as the results write them (compared as text, so the prefix is enough).
+// --since: a date or a UTC time as the results write them (compared as text, so the prefix is enough), a
+// real one (2026-02-31 is none).
 std::string checked_since(const std::string& since) {
   static const std::regex kIso(R"(\d{4}-\d{2}-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?Z?)?)");
-  if (!since.empty() && !std::regex_match(since, kIso)) {
+  if (!since.empty() && (!std::regex_match(since, kIso) || !valid_iso8601(since, TimeZone::utc_only))) {
     throw InputError(
         fmt::format("--since '{}': expected a UTC date or time, 2026-11-21 or 2026-11-21T14:03:05Z", since));
   }
@@ -101,25 +104,21 @@ int outliers_command(const DbFlags& f) {
         "--groups: only with --format json (every GPU's value, for scripts/report's fleet page)");
   }
   const db::ObservationFilter filter{f.metric, checked_since(f.since), "", ""};
-  db::Store store(db::open_database(f.db, db::OpenMode::existing));
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
   db::OutlierAccumulator groups;
   store.for_each_observation(filter, [&](const db::MetricObservation& o) { groups.add(o); });
   const db::OutlierReport report = groups.report(options);
   const std::string out = f.format == "json" ? json_text(db::outliers_json(report, options), 2) + "\n"
                                              : db::format_outliers_table(report, options);
-  std::fputs(out.c_str(), stdout);
+  print_all(out);
   return to_int(report.outliers.empty() ? ExitCode::ok : ExitCode::check_failed);
-}
-
-void print(const std::string& text) {
-  std::fputs(text.c_str(), stdout);
 }
 
 int history_command(const DbFlags& f) {
   if (f.gpu.empty() == f.host.empty()) {
     throw InputError("memstress db history: give one of --gpu UUID or --host H");
   }
-  db::Store store(db::open_database(f.db, db::OpenMode::existing));
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
   const std::vector<db::HistorySeries> series =
       db::history(store.observations({f.metric, checked_since(f.since), f.gpu, f.host}));
   if (series.empty()) {
@@ -127,8 +126,8 @@ int history_command(const DbFlags& f) {
                                  f.gpu.empty() ? "host" : "GPU", f.gpu.empty() ? f.host : f.gpu,
                                  f.metric.empty() ? "" : fmt::format(" with metric '{}'", f.metric)));
   }
-  print(f.format == "json" ? json_text(db::history_json(series), 2) + "\n"
-                           : db::format_history_table(series));
+  print_all(f.format == "json" ? json_text(db::history_json(series), 2) + "\n"
+                               : db::format_history_table(series));
   return to_int(ExitCode::ok);
 }
 
@@ -138,7 +137,7 @@ int compare_command(const DbFlags& f) {
   }
   compare::CompareOptions options;
   options.threshold_pct = compare::parse_threshold(f.threshold_pct, "--threshold");
-  db::Store store(db::open_database(f.db, db::OpenMode::existing));
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
   db::DriverAccumulator drivers(f.drivers[0], f.drivers[1]);
   store.for_each_observation({f.metric, checked_since(f.since), "", ""},
                              [&](const db::MetricObservation& o) { drivers.add(o); });
@@ -152,15 +151,15 @@ int compare_command(const DbFlags& f) {
                     f.metric.empty() ? "" : fmt::format(" (metric '{}')", f.metric),
                     seen.empty() ? std::string("none") : fmt::format("{}", fmt::join(seen, ", "))));
   }
-  print(f.format == "json" ? json_text(db::driver_json(c), 2) + "\n" : db::format_driver_table(c));
+  print_all(f.format == "json" ? json_text(db::driver_json(c), 2) + "\n" : db::format_driver_table(c));
   return to_int(c.regressed() ? ExitCode::check_failed : ExitCode::ok);
 }
 
 int export_command(const DbFlags& f) {
-  db::Store store(db::open_database(f.db, db::OpenMode::existing));
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
   const std::string text = db::export_openmetrics(store, checked_since(f.since));
   if (f.out.empty()) {
-    print(text);
+    print_all(text);
   } else {
     // Whole or not at all: the textfile collector may read the file at any moment.
     write_file_atomically(f.out, text, "--out");
@@ -189,6 +188,7 @@ Subcommand add_db(CLI::App& app) {
   outliers->add_option("--metric", flags->metric, "Only this metric (e.g. GB/s)");
   outliers->add_option("--since", flags->since, "Only runs started at or after this UTC date or time");
   outliers->add_option("--threshold", flags->threshold, "Outlier beyond this many scaled MADs")
+      ->check(a_finite_number())
       ->check(CLI::Range(1.0, 100.0))
       ->capture_default_str();
   outliers->add_option("--min-gpus", flags->min_gpus, "Judge only groups of at least this many GPUs")

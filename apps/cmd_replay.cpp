@@ -95,14 +95,14 @@ int replay_command(const ReplayFlags& f) {
     write_file_atomically(f.timeline, replay::timeline_csv(run.result), "--timeline");
   }
   if (f.format == "json") {
-    std::fputs((json_text(doc, 2) + "\n").c_str(), stdout);
+    print_all(json_text(doc, 2) + "\n");
   } else {
     std::string text = replay::format_replay(trace, f.trace, run);
     if (f.sweep) {
       text += fmt::format("\nsweep ({} settings, each on a fresh {}), by peak reserved:\n\n{}",
                           sweep_doc["rows"].size(), run.result.device_label, sweep_text);
     }
-    std::fputs(text.c_str(), stdout);
+    print_all(text);
   }
   return 0;
 }

@@ -293,7 +293,7 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
     if (in.format == OutputFormat::json) {
       sink.write_document([](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
     } else {
-      std::fputs(format_run(sink.record(), in.format, in.table).c_str(), stdout);
+      print_all(format_run(sink.record(), in.format, in.table));
     }
   };
   // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted document, and JUnit, before the process ends.
@@ -404,6 +404,17 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
     throw InputError("--alloc-trace records one allocator's calls: name a single --allocator with it");
   }
   // Every output is checked before anything runs: a typo is a usage error at once, not after a long run.
+  std::vector<NamedOutput> outputs{{"--alloc-trace", f.alloc_trace}, {"--junit", f.junit}};
+  if (!f.out.empty()) {
+    outputs.push_back({"--out", f.out});
+    outputs.push_back({"--out's stream", ResultSink::stream_path(f.out)});
+  }
+  if (!f.snapshot.empty()) {
+    for (const AllocatorSpec& a : in.allocators) {
+      outputs.push_back({"--snapshot", snapshot_path(f, a.name, in.allocators.size() > 1)});
+    }
+  }
+  check_distinct_outputs(outputs);
   if (!f.junit.empty()) {
     check_output_path(f.junit, "--junit");
   }

@@ -4,9 +4,12 @@
 // when it was chosen; that function returns the process exit code or throws memstress::Error.
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,6 +32,27 @@ inline const CLI::Validator& a_path() {
 
 // "8,16": two batch sizes (predict-batch's and doctor's --batch); throws InputError naming --batch.
 std::pair<std::uint64_t, std::uint64_t> parse_batch_pair(const std::string& text);
+
+// For floating-point options: NaN passes every range check (each comparison with it is false), so it is
+// refused first, with infinities ("nan", "inf" and their spellings are numbers to strtod).
+inline const CLI::Validator& a_finite_number() {
+  static const CLI::Validator validator(
+      [](const std::string& value) {
+        double number = 0;
+        if (!CLI::detail::lexical_cast(value, number)) {
+          return std::string("'" + value + "' is not a number");
+        }
+        return std::isfinite(number) ? std::string() : std::string("'" + value + "' is not a finite number");
+      },
+      "NUMBER");
+  return validator;
+}
+
+// All of `text` on stdout, whatever bytes it holds: fputs(text.c_str()) stopped at the first NUL (a GPU
+// name holding one cut an export short, exit 0).
+inline void print_all(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
 
 Subcommand add_compare(CLI::App& app);
 Subcommand add_db(CLI::App& app);

@@ -133,7 +133,49 @@ def snapshot_facts() -> dict[str, bytes]:
 # (tests/data/fleet: 4 GPUs with UUIDs and bus ids, which the store keys its GPUs by).
 INGEST = {**RESULTS, "fleet-node.json": whole("tests/data/fleet/node01.json")}
 
-TARGETS = {"results": RESULTS, "ingest": INGEST, "json_input": JSON, "profile": PROFILE, "replay_trace": REPLAY_TRACE,
+def store_file(*inserts: str) -> bytes:
+    """An SQLite store as memstress makes it (harness/db/schema.cpp's migration, read from the source) with
+    `inserts` run in it, in 512-byte pages so that the seed stays a few KB."""
+    import re
+    import sqlite3
+
+    source = (ROOT / "harness/db/schema.cpp").read_text()
+    schema = re.search(r'kV1 = R"sql\((.*?)\)sql"', source, re.S).group(1)
+    schema = schema.replace("{id}", "INTEGER PRIMARY KEY").replace("{real}", "REAL").replace("{int}", "INTEGER")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "store.sqlite"
+        c = sqlite3.connect(path)
+        c.execute("PRAGMA page_size = 512")
+        c.executescript("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);"
+                        "INSERT INTO schema_version VALUES (1, '2026-11-21T14:03:05Z');" + schema)
+        for sql in inserts:
+            c.execute(sql)
+        c.commit()
+        c.execute("VACUUM")
+        c.close()
+        return path.read_bytes()
+
+
+# The store's reader: the first line a schema version (as text), the rest a store file.
+STORE = {
+    "version-current": b"1\n" + store_file(),
+    "version-2-31": b"2147483648\n",
+    "version-huge": b"999999999999\n",
+    "version-zero": b"0\n",
+    "version-text": b"1.5\n",
+    "fleet-run": b"1\n" + store_file(
+        "INSERT INTO runs VALUES (1, 'run:k', 'memstress results', 'memstress.run/1 document', 'complete', "
+        "'2026-11-21T14:03:05Z', 1, 'node01.json', 'abc', '0.1.0', '[]')",
+        "INSERT INTO ranks VALUES (1, 0, 'node01', '580.159.04', '13.0', '13.0', '2.28.3', 'GPU-1')",
+        "INSERT INTO gpus VALUES (1, 0, 'GPU-1', 'NVIDIA H100 80GB HBM3', '0000:01:00.0', 'S1')",
+        "INSERT INTO rows VALUES (1, 1, 0, 'transfers', 'bytes=64M', '{\"bytes\": \"64M\"}', 'caching', 0, 1, "
+        "'NVIDIA H100 80GB HBM3', 'GPU-1', 'pass', '', 0, 0)",
+        "INSERT INTO metrics VALUES (1, 1, 'GB/s', 'GB/s', 'higher', 5, 54.8, 54.4, 55.0, 54.3, 55.1, 54.7, 0.2, "
+        "0.004, 5, '[54.8,54.9,54.7,54.3,55.1]')"),
+    "not-a-store": b"1\nthis is not an SQLite file\n",
+}
+
+TARGETS = {"results": RESULTS, "ingest": INGEST, "store": STORE, "json_input": JSON, "profile": PROFILE, "replay_trace": REPLAY_TRACE,
            "alloc_conf": ALLOC_CONF, "bytes": BYTES, "params": PARAMS, "trace_file": TRACE_FILE,
            "snapshot_facts": snapshot_facts()}
 

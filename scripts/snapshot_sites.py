@@ -72,6 +72,10 @@ class SiteTable:
     with_frames: int = 0  # entries that had frames
     without_frames: int = 0
     kinds: dict[str, int] = field(default_factory=dict)  # filename -> USER, INTERNAL_PYTHON or INTERNAL
+    # id(frames list) -> (its site, the list): a pickle memoises a list shared by many entries (one list of
+    # 10,000 frames behind 20,000 events), which is classified once, not once an entry. The list is kept
+    # so that its id is not reused while the table lives.
+    shared: dict[int, tuple[int, Any]] = field(default_factory=dict)
 
     def _kind(self, filename: str) -> int:
         kind = self.kinds.get(filename)
@@ -82,7 +86,22 @@ class SiteTable:
 
     def site_of(self, frames_value: Any) -> int:
         """The site index of an entry's frames (-1 when it has none). One pass over the frames, each file
-        classified once (a snapshot has hundreds of thousands of entries and a few hundred files)."""
+        classified once (a snapshot has hundreds of thousands of entries and a few hundred files), and each
+        frames list once however many entries share it (by identity: a pickle's memo makes them one object)."""
+        if isinstance(frames_value, list) and frames_value:
+            seen = self.shared.get(id(frames_value))
+            if seen is not None and seen[1] is frames_value:
+                if seen[0] < 0:
+                    self.without_frames += 1
+                else:
+                    self.with_frames += 1
+                return seen[0]
+            site = self._site_of(frames_value)
+            self.shared[id(frames_value)] = (site, frames_value)
+            return site
+        return self._site_of(frames_value)
+
+    def _site_of(self, frames_value: Any) -> int:
         chosen = first_python = first_any = None
         if isinstance(frames_value, list):
             for f in frames_value:

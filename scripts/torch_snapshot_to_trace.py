@@ -77,9 +77,11 @@ import gzip
 import io
 import json
 import math
+import os
 import pickle
 import re
 import reprlib
+import stat
 import sys
 import zlib
 from collections import Counter
@@ -103,6 +105,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 U64 = (1 << 64) - 1
 I64_MIN = -(1 << 63)  # streams are pointers: PyTorch may record one as a negative int64 (written & U64)
 MAX_TIME_US = 1 << 53  # floats hold microseconds exactly to here (285 years); x1000 still fits 64 bits
+# The largest snapshot read, compressed or not, and decompressed (docs/limits.md): a gzip of 2 MB can inflate
+# to gigabytes, and unpickling takes a few times what it inflates to.
+MAX_SNAPSHOT_BYTES = 1 << 30
 
 
 class _ShortRepr(reprlib.Repr):
@@ -394,20 +399,50 @@ class _DataOnlyUnpickler(pickle.Unpickler):
             "(dicts, lists, strings, numbers), so it was refused without running anything")
 
 
-def read_input(path: Path) -> bytes:
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.2f} MiB"
+
+
+def read_input(path: Path) -> bytes | bytearray:
+    """The file's bytes, gunzipped: a regular file only (a FIFO would block, /dev/zero never end), at most
+    MAX_SNAPSHOT_BYTES before and after decompression, which stops as soon as it passes that."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
-    if data.startswith(GZIP_MAGIC):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        raise InputError(f"{path}: cannot read: {kind}; a snapshot is read from a regular file only")
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_SNAPSHOT_BYTES:
+            raise InputError(f"{path}: {_gib(st.st_size)}, larger than the {_gib(MAX_SNAPSHOT_BYTES)} a snapshot "
+                             "may be (docs/limits.md)")
+        os.set_blocking(fd, True)
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; zlib.error is not
-            raise InputError(f"{path}: broken gzip file: {e}") from None
-    return data
+            data = f.read(MAX_SNAPSHOT_BYTES + 1)
+        except OSError as e:
+            raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise InputError(f"{path}: grew past the {_gib(MAX_SNAPSHOT_BYTES)} a snapshot may be while it was read")
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    out = bytearray()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as z:
+            while chunk := z.read(1 << 20):
+                out += chunk
+                if len(out) > MAX_SNAPSHOT_BYTES:
+                    raise InputError(f"{path}: decompresses to more than {_gib(MAX_SNAPSHOT_BYTES)}, the most a "
+                                     "snapshot may be (docs/limits.md): refused")
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; zlib.error is not
+        raise InputError(f"{path}: broken gzip file: {e}") from None
+    return out
 
 
-def load_pickle(data: bytes, path: Path) -> Any:
+def load_pickle(data: bytes | bytearray, path: Path) -> Any:
     try:
         return _DataOnlyUnpickler(io.BytesIO(data)).load()
     except Exception as e:  # noqa: BLE001 - a corrupt pickle fails in many ways; none is a traceback

@@ -64,7 +64,7 @@ std::string shared_text(const Comparison& c, const Columns& cols) {
   }
   std::string out;
   for (const std::string& part : parts) {
-    out += (out.empty() ? "every row: " : ", ") + part;
+    out += (out.empty() ? "every row: " : ", ") + terminal_text(part);
   }
   return out.empty() ? out : out + "\n";
 }
@@ -93,7 +93,8 @@ TableLine header_cells(const Columns& cols) {
 }
 
 std::string side_line(const char* role, const Side& s) {
-  return fmt::format("{:<4} {} ({}, {} rows)\n", role, s.path, s.format, s.rows);
+  return fmt::format("{:<4} {} ({}, {} rows)\n", role, terminal_text(s.path), terminal_text(s.format),
+                     s.rows);
 }
 
 std::string environment_text(const Comparison& c) {
@@ -228,10 +229,10 @@ std::string format_table(const Comparison& c) {
   const Columns cols = columns_of(c);
   std::string out = side_line("BASE", c.base) + side_line("NEW", c.next);
   for (const std::string& note : c.base.notes) {
-    out += fmt::format("BASE: {}\n", note);
+    out += fmt::format("BASE: {}\n", terminal_text(note));
   }
   for (const std::string& note : c.next.notes) {
-    out += fmt::format("NEW: {}\n", note);
+    out += fmt::format("NEW: {}\n", terminal_text(note));
   }
   out += environment_text(c);
   if (!c.rows.empty()) {
@@ -244,7 +245,7 @@ std::string format_table(const Comparison& c) {
   out += one_side_text(c, Presence::base_only, cols);
   out += one_side_text(c, Presence::new_only, cols);
   for (const std::string& note : c.notes) {
-    out += fmt::format("note: {}\n", note);
+    out += fmt::format("note: {}\n", terminal_text(note));
   }
   const OutcomeCounts& m = c.metrics;
   out += fmt::format(
@@ -254,7 +255,7 @@ std::string format_table(const Comparison& c) {
       c.options.threshold_pct, c.options.alpha, c.options.min_samples, m.same, m.better, m.worse, m.unsure,
       m.not_judged, c.rows_matched, c.rows_regressed, c.rows_improved, c.base_only, c.new_only);
   if (!c.nothing_compared.empty() && !c.regressed()) {
-    return out + fmt::format("result: NOTHING COMPARED ({})\n", c.nothing_compared);
+    return out + fmt::format("result: NOTHING COMPARED ({})\n", terminal_text(c.nothing_compared));
   }
   if (!c.regressed()) {
     return out + "result: no regression\n";

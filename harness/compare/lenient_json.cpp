@@ -8,11 +8,15 @@
 
 namespace memstress::compare {
 
-nlohmann::json parse_json_allowing_nan(std::string_view text) {
+nlohmann::json parse_json_allowing_nan(std::string_view text, std::size_t* first_word,
+                                       const StreamedArray* streamed) {
   static constexpr std::array<std::string_view, 4> kWords{"-Infinity", "Infinity", "-NaN", "NaN"};
+  if (first_word != nullptr) {
+    *first_word = std::string_view::npos;
+  }
   // Most files have neither word anywhere: nothing to rewrite (the fleet store ingests thousands).
   if (text.find("NaN") == std::string_view::npos && text.find("Infinity") == std::string_view::npos) {
-    return parse_json_input(text);
+    return parse_json_input(text, streamed);
   }
   std::string out;
   out.reserve(text.size());
@@ -38,6 +42,9 @@ nlohmann::json parse_json_allowing_nan(std::string_view text) {
     for (const std::string_view word :
          may_start ? std::span<const std::string_view>(kWords) : std::span<const std::string_view>()) {
       if (text.substr(i, word.size()) == word) {
+        if (first_word != nullptr && *first_word == std::string_view::npos) {
+          *first_word = i;
+        }
         out += "null";
         i += word.size() - 1;
         replaced = true;
@@ -48,7 +55,7 @@ nlohmann::json parse_json_allowing_nan(std::string_view text) {
       out += c;
     }
   }
-  return parse_json_input(out);
+  return parse_json_input(out, streamed);
 }
 
 }  // namespace memstress::compare

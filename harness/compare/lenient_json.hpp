@@ -9,9 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "harness/core/json_input.hpp"
+
 namespace memstress::compare {
 
-// Throws InputError where the text is not JSON but for those words, or nests too deep.
-nlohmann::json parse_json_allowing_nan(std::string_view text);
+// Throws InputError where the text is not JSON but for those words, or nests too deep. `first_word`, where
+// given, is set to the offset of the first such word read as null (std::string_view::npos: none).
+// `streamed`: as parse_json_input's.
+nlohmann::json parse_json_allowing_nan(std::string_view text, std::size_t* first_word = nullptr,
+                                       const StreamedArray* streamed = nullptr);
 
 }  // namespace memstress::compare

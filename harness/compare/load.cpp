@@ -3,32 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 
 #include "harness/compare/lenient_json.hpp"
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/input_file.hpp"
 #include "harness/core/json_field.hpp"
 #include "harness/core/json_input.hpp"
 #include "harness/core/json_text.hpp"
-#include "harness/core/text_file.hpp"
 
 namespace memstress::compare {
 namespace {
-
-std::string read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw InputError("no such file");
-  }
-  if (std::filesystem::is_directory(path, ec)) {
-    throw InputError("a directory, not a results file");
-  }
-  std::optional<std::string> text = read_text_file(path);
-  if (!text) {
-    throw InputError("cannot be read");
-  }
-  return std::move(*text);
-}
 
 std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> lines;
@@ -45,9 +32,9 @@ bool blank(std::string_view line) {
 }
 
 // One line of a stream, or a discarded value where it is not JSON. The whole text's depth was checked
-// before (parse_results), so the parse may not be deeper than that.
+// before (parse_results), so the parse may not be deeper than that. A key twice throws InputError.
 nlohmann::json parse_line(std::string_view line) {
-  return nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return parse_json_line(line);
 }
 
 // A line's "type" ("header", "row", "footer"), "" where it has none or is not an object.
@@ -82,14 +69,19 @@ void check_schema(const JsonField& header) {
 
 Results read_stream(const std::vector<std::string_view>& lines) {
   nlohmann::json header;
-  std::vector<nlohmann::json> rows;
+  std::vector<ResultRow> rows;  // read as they come: never every row's JSON at once
   bool footer = false;
   bool truncated = false;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (blank(lines[i])) {
       continue;
     }
-    nlohmann::json line = parse_line(lines[i]);
+    nlohmann::json line;
+    try {
+      line = parse_line(lines[i]);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("line {}: {}", i + 1, e.what()));
+    }
     if (line.is_discarded()) {
       // A run killed while writing a row leaves its last line cut short; anywhere else it is damage.
       if (i + 1 == lines.size() && !footer) {
@@ -100,9 +92,10 @@ Results read_stream(const std::vector<std::string_view>& lines) {
     }
     const std::string type = line_type(line);
     if (type == "header" && header.is_null()) {
+      check_schema(JsonField(line));
       header = std::move(line);
     } else if (type == "row" && !header.is_null()) {
-      rows.push_back(std::move(line));
+      rows.push_back(read_memstress_row(line, rows.size()));
     } else if (type == "footer" && !header.is_null()) {
       try {
         const JsonField f(line);
@@ -118,8 +111,8 @@ Results read_stream(const std::vector<std::string_view>& lines) {
                                    type.empty() ? "no \"type\"" : "\"type\": \"" + type + "\""));
     }
   }
-  check_schema(JsonField(header));
-  Results r = memstress_results(header, rows);
+  check_schema(JsonField(header));  // no header at all
+  Results r = memstress_results(header, std::move(rows));
   r.format = fmt::format("{} stream", kSchemaId);
   if (truncated) {
     r.notes.emplace_back("its last line was cut short (the run was killed while writing it) and is left out");
@@ -127,20 +120,64 @@ Results read_stream(const std::vector<std::string_view>& lines) {
   return r;
 }
 
+// "line 12, column 20": where `offset` is in `text`, as editors count.
+std::string line_and_column(std::string_view text, std::size_t offset) {
+  const std::string_view before = text.substr(0, offset);
+  const std::size_t line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+  const std::size_t start = before.rfind('\n');
+  return fmt::format("line {}, column {}", line,
+                     offset - (start == std::string_view::npos ? 0 : start + 1) + 1);
+}
+
+// The word at `offset`: "NaN", "-Infinity".
+std::string_view word_at(std::string_view text, std::size_t offset) {
+  std::size_t end = offset + 1;
+  while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end])) != 0) {
+    ++end;
+  }
+  return text.substr(offset, end - offset);
+}
+
 Results read_document(std::string_view text) {
-  const nlohmann::json document = parse_json_allowing_nan(text);
+  // A memstress document's rows are read as the parse meets them and their JSON dropped (StreamedArray):
+  // the document is never held whole as JSON, which costs several times its text. A row that does not
+  // read is said once the document is known to be memstress results (a file of another kind may have
+  // "rows" of its own).
+  std::vector<ResultRow> rows;
+  std::optional<InputError> bad_row;
+  const StreamedArray streamed{"rows", [&](nlohmann::json&& row, std::size_t index) {
+                                 if (bad_row) {
+                                   return;
+                                 }
+                                 try {
+                                   rows.push_back(read_memstress_row(row, index));
+                                 } catch (const InputError& e) {
+                                   bad_row = e;
+                                 }
+                               }};
+  std::size_t first_word = std::string_view::npos;
+  const nlohmann::json document = parse_json_allowing_nan(text, &first_word, &streamed);
   if (!document.is_object()) {
     throw InputError(fmt::format("not a results file (a JSON {}, not an object)", document.type_name()));
   }
   const JsonField fields(document);
   if (document.contains("schema")) {
-    check_schema(fields);
-    const JsonField rows = fields["rows"];
-    if (!rows.json().is_array()) {
-      rows.wrong_type("an array of rows");
+    // memstress writes null for a value it has not (JSON has no NaN): a NaN or an infinity in its results
+    // was put there by something else, and read as null it would be judged "no value" without a word.
+    if (first_word != std::string_view::npos) {
+      throw InputError(fmt::format(
+          "{}: {}: memstress results hold no NaN or infinity (a value not measured is null); a damaged file",
+          line_and_column(text, first_word), word_at(text, first_word)));
     }
-    // The rows as they are in the document: no copy.
-    Results r = memstress_results(document, rows.json().get_ref<const nlohmann::json::array_t&>());
+    check_schema(fields);
+    const JsonField rows_field = fields["rows"];
+    if (!rows_field.json().is_array()) {
+      rows_field.wrong_type("an array of rows");
+    }
+    if (bad_row) {
+      throw InputError(*bad_row);
+    }
+    Results r = memstress_results(document, std::move(rows));
     r.format = fmt::format("{} document", kSchemaId);
     return r;
   }
@@ -154,6 +191,10 @@ Results read_document(std::string_view text) {
 
 }  // namespace
 
+std::string read_results_file(const std::filesystem::path& path) {
+  return read_input_file(path, kMaxResultsFileBytes, "a results file");
+}
+
 std::string_view to_string(ResultsKind kind) noexcept {
   return kind == ResultsKind::memstress ? "memstress results" : "Google Benchmark JSON";
 }
@@ -166,7 +207,7 @@ Results parse_results(std::string_view text) {
 
 Results load_results(const std::filesystem::path& path, std::string_view role) {
   try {
-    const std::string text = read_file(path);
+    const std::string text = read_results_file(path);
     Results r = parse_results(text);
     r.path = path;
     return r;

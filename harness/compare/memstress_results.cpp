@@ -168,7 +168,24 @@ std::vector<Fact> rank_facts(const nlohmann::json& rank, const std::string& pref
   return facts;
 }
 
+ResultRow read_memstress_row(const nlohmann::json& row, std::size_t index) {
+  try {
+    return read_row(JsonField(row));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("row {}: {}", index + 1, e.what()));
+  }
+}
+
 Results memstress_results(const nlohmann::json& header, const std::vector<nlohmann::json>& rows) {
+  std::vector<ResultRow> read;
+  read.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    read.push_back(read_memstress_row(rows[i], i));
+  }
+  return memstress_results(header, std::move(read));
+}
+
+Results memstress_results(const nlohmann::json& header, std::vector<ResultRow> rows) {
   Results r;
   r.kind = ResultsKind::memstress;
   const JsonField fields(header);
@@ -208,13 +225,7 @@ Results memstress_results(const nlohmann::json& header, const std::vector<nlohma
   } else if (status == "running") {
     r.notes.emplace_back("the run did not finish (status running): comparing the rows it has");
   }
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    try {
-      r.rows.push_back(read_row(JsonField(rows[i])));
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("row {}: {}", i + 1, e.what()));
-    }
-  }
+  r.rows = std::move(rows);
   if (header.contains("environment")) {
     add_gpu_identity(r.rows, header.at("environment"));
   }

@@ -99,6 +99,14 @@ struct Results {
   std::vector<std::string> notes;  // worth saying before the comparison (an aborted run, ...)
 };
 
+// The largest results file memstress reads (docs/limits.md): the largest real one is 2.5 MB (a 4-GPU
+// default run), a run at --max-cases with a hundred repetitions a case some 40 MB.
+inline constexpr std::uint64_t kMaxResultsFileBytes = std::uint64_t{256} << 20;
+
+// The text of a results file: a regular file (never a FIFO or a device: read_input_file, Note [Inputs that
+// cannot hang or exhaust]) of at most kMaxResultsFileBytes. Throws InputError without the path.
+std::string read_results_file(const std::filesystem::path& path);
+
 // Reads a results file of either kind. `role` ("BASE", "NEW", "--from") starts every error message,
 // followed by the path: a missing file, not JSON, nested too deep (Note [Bounded JSON input] in
 // harness/core/json_input.hpp), an unknown schema or a malformed row throws InputError (exit 2). A field
@@ -117,6 +125,10 @@ void add_gpu_identity(std::vector<ResultRow>& rows, const nlohmann::json& enviro
 
 // The parts of load_results, by kind, on parsed JSON (for tests).
 Results memstress_results(const nlohmann::json& header, const std::vector<nlohmann::json>& rows);
+// The same with the rows already read (read_memstress_row), as a document's are while it is parsed.
+Results memstress_results(const nlohmann::json& header, std::vector<ResultRow> rows);
+// Row `index` (from 0) of memstress results; InputError "row N: ..." where it is malformed.
+ResultRow read_memstress_row(const nlohmann::json& row, std::size_t index);
 Results google_benchmark_results(const nlohmann::json& document);
 
 // The environment facts of one memstress rank (environment.ranks[i]), each label prefixed with

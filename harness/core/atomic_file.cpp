@@ -66,6 +66,38 @@ std::filesystem::path resolve_target(const std::filesystem::path& path, std::str
 
 }  // namespace
 
+void check_distinct_outputs(const std::vector<NamedOutput>& outputs) {
+  // Each path as the file it will be: absolute, `.` and `..` resolved, symbolic links followed as far as
+  // they exist (weakly_canonical); hard links are caught by comparing existing files themselves.
+  std::vector<std::filesystem::path> resolved;
+  resolved.reserve(outputs.size());
+  for (const NamedOutput& o : outputs) {
+    if (o.path.empty()) {
+      resolved.emplace_back();  // not asked for (check_output_path refuses an empty one that was)
+      continue;
+    }
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(o.path, ec);
+    std::filesystem::path p = std::filesystem::weakly_canonical(absolute, ec);
+    resolved.push_back(ec ? absolute.lexically_normal() : std::move(p));
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = 0; j < i && !outputs[i].path.empty(); ++j) {
+      if (outputs[j].path.empty()) {
+        continue;
+      }
+      std::error_code ec;
+      if (resolved[i] == resolved[j] || std::filesystem::equivalent(outputs[i].path, outputs[j].path, ec)) {
+        throw InputError(fmt::format(
+            "{} {} and {} {} are the same file ({}): each output needs a file of its own, or one would "
+            "replace the other",
+            outputs[j].flag, outputs[j].path.string(), outputs[i].flag, outputs[i].path.string(),
+            resolved[i].string()));
+      }
+    }
+  }
+}
+
 void check_output_path(const std::filesystem::path& path, std::string_view what) {
   const std::filesystem::path target = resolve_target(path, what);
   const std::filesystem::path dir = std::filesystem::absolute(target).parent_path();

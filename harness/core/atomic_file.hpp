@@ -13,13 +13,27 @@
 // the rename, since the run in between may be long.
 
 #include <filesystem>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace memstress {
 
 // Throws InputError naming `what` when `path` cannot be an output: empty, an existing target that is not a
 // regular file, or a directory that does not exist or is not writable. Call it before a long run.
 void check_output_path(const std::filesystem::path& path, std::string_view what);
+
+// One output of a command: the flag that names it ("--junit", "--out's stream") and its path.
+struct NamedOutput {
+  std::string flag;
+  std::filesystem::path path;
+};
+
+// Throws InputError naming both flags when two of `outputs` are one file: the same path however spelt
+// (`./x.json` and `x.json`, `a/../x.json`), through symbolic links, or hard links to one file. Each output is
+// written whole and renamed into place, so two outputs on one file leave only the last written, the other's
+// data lost with exit 0. Empty paths (outputs not asked for) are skipped.
+void check_distinct_outputs(const std::vector<NamedOutput>& outputs);
 
 // Writes one output file through a temporary, in pieces (a results document of thousands of rows is never
 // held in memory whole). Nothing is visible at `path` until commit(); a writer destroyed uncommitted

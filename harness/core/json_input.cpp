@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/core/error.hpp"
+#include "harness/core/json_dom.hpp"
 
 namespace memstress {
 
@@ -40,13 +41,21 @@ void check_json_depth(std::string_view text, std::size_t limit) {
   }
 }
 
-nlohmann::json parse_json_input(std::string_view text) {
+nlohmann::json parse_json_input(std::string_view text, const StreamedArray* streamed) {
   check_json_depth(text);
   try {
-    return nlohmann::json::parse(text);
+    return build_json(text, /*allow_exceptions=*/true, streamed);
   } catch (const nlohmann::json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double ("1e400": error 406, not a parse_error)
     throw InputError(fmt::format("not JSON ({})", e.what()));
+  }
+}
+
+nlohmann::json parse_json_line(std::string_view line) {
+  try {
+    return build_json(line, /*allow_exceptions=*/false, nullptr);
+  } catch (const nlohmann::json::exception&) {
+    return nlohmann::json(nlohmann::json::value_t::discarded);
   }
 }
 

@@ -19,7 +19,15 @@
 // `.jsonl` stream as a whole is at least as strict as a scan of each line: compare bounds a stream once,
 // then parses its lines. scripts/ms_json.py applies the same bound to the Python readers.
 
+// Note [Duplicate keys]
+// JSON leaves an object with a key twice to the reader, and nlohmann::json keeps the last: a results
+// document with a second, empty "rows" was read as a run without rows, exit 0. parse_json_input refuses
+// it instead (InputError naming the key and where it is), as every other ambiguity in an input is refused.
+// The keys of each open object are remembered while it is parsed (a list while short, a hash set once
+// long, so an object of a million keys costs no more than a million lookups).
+
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -31,9 +39,23 @@ inline constexpr std::size_t kMaxJsonDepth = 128;
 // nest deeper than `limit` in `text`.
 void check_json_depth(std::string_view text, std::size_t limit = kMaxJsonDepth);
 
-// One JSON value, its depth checked first. Throws InputError: "nested more than ..." or "not JSON (...)",
-// a number too large for a double ("1e400") included.
+// One JSON value, its depth checked first. Throws InputError: "nested more than ...", "not JSON (...)",
+// a number too large for a double ("1e400") included, or "key \"rows\" twice in one object (at /)" (Note
+// [Duplicate keys]).
 // The message does not name the input: the caller, which knows its name, prefixes it.
-[[nodiscard]] nlohmann::json parse_json_input(std::string_view text);
+//
+// `streamed`: the elements of one array, the top-level object's member `key` (a results document's "rows",
+// nearly all of it), are handed to `take` one by one as each is parsed, and not kept: the value returned
+// holds that member as an empty array. A document is then never held whole as JSON, which costs several
+// times its text (Note [Bounded JSON input]).
+struct StreamedArray {
+  std::string_view key;
+  std::function<void(nlohmann::json&& element, std::size_t index)> take;
+};
+[[nodiscard]] nlohmann::json parse_json_input(std::string_view text, const StreamedArray* streamed = nullptr);
+
+// The same for one line of a stream, whose depth the caller checked with the whole text: a value
+// discarded (is_discarded()) where the line is not JSON; still throws InputError on a duplicate key.
+[[nodiscard]] nlohmann::json parse_json_line(std::string_view line);
 
 }  // namespace memstress

@@ -74,13 +74,16 @@ class Connection {
 
   [[nodiscard]] virtual const Dialect& dialect() const noexcept = 0;
   [[nodiscard]] virtual const std::string& name() const noexcept = 0;  // as messages name it
+  // Opened for queries (OpenMode::read_only): nothing can be written through it.
+  [[nodiscard]] virtual bool read_only() const noexcept = 0;
   // Runs one or more statements without parameters (schema, BEGIN/COMMIT).
   virtual void exec(std::string_view sql) = 0;
   [[nodiscard]] virtual std::unique_ptr<Statement> prepare(std::string_view sql) = 0;
 };
 
-// BEGIN on construction; ROLLBACK in the destructor unless commit() ran (an exception on the way out
-// undoes everything the transaction wrote). Not nested.
+// A writing transaction: the dialect's begin_write on construction (SQLite: BEGIN IMMEDIATE, the write lock
+// taken at once), ROLLBACK in the destructor unless commit() ran (an exception on the way out undoes
+// everything the transaction wrote). Not nested. Queries read outside any.
 class Transaction {
  public:
   explicit Transaction(Connection& connection);
@@ -95,9 +98,22 @@ class Transaction {
   bool done_ = false;
 };
 
-// How `--db` is opened. `create`: a missing SQLite file is created (ingest); otherwise it must exist
-// (queries).
-enum class OpenMode { create, existing };
+// How `--db` is opened. `create` (ingest): read-write, a missing SQLite file is created. `read_only`
+// (outliers, history, compare, export): the store must exist, and nothing is written to it or beside it.
+// Either way an SQLite path must name a regular file (or, to create, nothing yet): a directory, a device
+// (/dev/null), a FIFO is refused with InputError.
+//
+// Note [Reading a store]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A query opens an SQLite store with SQLITE_OPEN_READONLY: it never creates the file, never turns an empty
+// file into a store (the schema is checked, not migrated: Store), never makes a -journal. A store in WAL
+// mode (every store ingest made) has readers share a lock file beside it (its -shm), which SQLite makes
+// where the directory can be written; where it cannot (a read-only file system, a read-only snapshot of
+// the store) the store is opened immutable (SQLite's `immutable=1`): read without locks, as the files are.
+// Nothing can write there, so nothing changes under the reader; a -wal left by a writer that crashed is not
+// read there (the commits in it are missing until an ingest where the directory is writable replays it).
+// PostgreSQL's read-only sessions (default_transaction_read_only) refuse any write the same way.
+enum class OpenMode { create, read_only };
 
 // Opens `--db`: a path of an SQLite file, or a `postgresql://` (or `postgres://`) URL of a PostgreSQL
 // database (postgresql.hpp: libpq's connection URI; the database must exist, its tables are made by the

@@ -75,9 +75,11 @@ std::string format_history_table(const std::vector<HistorySeries>& series) {
   std::size_t changes = 0;
   for (const HistorySeries& s : series) {
     gpus.insert(s.gpu_uuid);
-    out += fmt::format("{} {} | {} | {} | {} ({}, {}){}\n", s.workload, s.case_label, s.allocator, s.metric,
-                       s.model, s.gpu_uuid, s.host.empty() ? "host unknown" : "host " + s.host,
-                       s.concurrent_ranks > 1 ? fmt::format(", {} ranks at once", s.concurrent_ranks) : "");
+    // From files: shown through terminal_text, as render_table shows its cells.
+    out += terminal_text(fmt::format("{} {} | {} | {} | {} ({}, {})", s.workload, s.case_label, s.allocator,
+                                     s.metric, s.model, s.gpu_uuid,
+                                     s.host.empty() ? "host unknown" : "host " + s.host));
+    out += s.concurrent_ranks > 1 ? fmt::format(", {} ranks at once\n", s.concurrent_ranks) : "\n";
     std::vector<TableLine> lines{
         {"STARTED", "DRIVER", fmt::format("MEDIAN ({}, {})", s.unit, better_words(s.better)), "CHANGE", ""}};
     const HistoryPoint* previous = nullptr;

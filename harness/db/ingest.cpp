@@ -11,7 +11,7 @@
 
 #include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
-#include "harness/core/text_file.hpp"
+#include "harness/db/field_checks.hpp"
 #include "harness/db/sha256.hpp"
 
 namespace memstress::db {
@@ -20,22 +20,12 @@ ParsedFile parse_file(const std::filesystem::path& path) {
   ParsedFile parsed;
   FileIngest& file = parsed.file;
   file.path = path.string();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    file.error = "no such file";
-    return parsed;
-  }
-  if (std::filesystem::is_directory(path, ec)) {
-    file.error = "a directory, not a results file";
-    return parsed;
-  }
-  const std::optional<std::string> text = read_text_file(path);
-  if (!text) {
-    file.error = "cannot be read";
-    return parsed;
-  }
   try {
-    parsed.results = compare::parse_results(*text);
+    const std::string text = compare::read_results_file(path);
+    compare::Results results = compare::parse_results(text);
+    check_storable(results);
+    parsed.sha256 = sha256_hex(text);
+    parsed.results = std::move(results);
   } catch (const InputError& e) {
     file.error = e.what();
     return parsed;
@@ -44,7 +34,6 @@ ParsedFile parse_file(const std::filesystem::path& path) {
     return parsed;
   }
   file.format = parsed.results->format;
-  parsed.sha256 = sha256_hex(*text);
   return parsed;
 }
 

@@ -139,10 +139,12 @@ class PostgresqlStatement final : public Statement {
 
 class PostgresqlConnection final : public Connection {
  public:
-  PostgresqlConnection(ConnectionHandle c, std::string name) : c_(std::move(c)), name_(std::move(name)) {}
+  PostgresqlConnection(ConnectionHandle c, std::string name, bool read_only)
+      : c_(std::move(c)), name_(std::move(name)), read_only_(read_only) {}
 
   const Dialect& dialect() const noexcept override { return kPostgresql; }
   const std::string& name() const noexcept override { return name_; }
+  bool read_only() const noexcept override { return read_only_; }
 
   void exec(std::string_view sql) override {
     const std::string text(sql);
@@ -158,13 +160,14 @@ class PostgresqlConnection final : public Connection {
  private:
   ConnectionHandle c_;
   std::string name_;
+  bool read_only_;
 };
 
 void ignore_notice(void* /*arg*/, const char* /*message*/) {}
 
 }  // namespace
 
-std::unique_ptr<Connection> open_postgresql(const std::string& url) {
+std::unique_ptr<Connection> open_postgresql(const std::string& url, OpenMode mode) {
   const std::string name = masked_url(url);
   ConnectionHandle c(PQconnectdb(url.c_str()));
   if (!c) {
@@ -174,10 +177,14 @@ std::unique_ptr<Connection> open_postgresql(const std::string& url) {
     throw InputError(fmt::format("--db '{}': cannot connect: {}", name, message(c.get())));
   }
   PQsetNoticeProcessor(c.get(), ignore_notice, nullptr);
-  auto connection = std::make_unique<PostgresqlConnection>(std::move(c), name);
+  const bool read_only = mode == OpenMode::read_only;
+  auto connection = std::make_unique<PostgresqlConnection>(std::move(c), name, read_only);
   // Text in UTF-8 whatever the database's encoding, and numbers as text that reads back exactly (PostgreSQL
   // 12 and newer do so by default; older ones are asked to).
   connection->exec("SET client_encoding = 'UTF8'; SET extra_float_digits = 3");
+  if (read_only) {
+    connection->exec("SET default_transaction_read_only = on");
+  }
   return connection;
 }
 

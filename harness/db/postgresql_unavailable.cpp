@@ -6,7 +6,7 @@
 
 namespace memstress::db {
 
-std::unique_ptr<Connection> open_postgresql(const std::string& url) {
+std::unique_ptr<Connection> open_postgresql(const std::string& url, OpenMode /*mode*/) {
   throw InputError(fmt::format(
       "--db '{}': this memstress was built without PostgreSQL's client library; install libpq-dev and "
       "rebuild (scripts/setup), or give the path of an SQLite file",

@@ -5,9 +5,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <string_view>
 
+#include "harness/core/text_table.hpp"
 #include "harness/run/result.hpp"
 
 namespace memstress::db {
@@ -121,34 +124,80 @@ int latest_schema_version() noexcept {
   return static_cast<int>(kMigrations.size());
 }
 
-int schema_version(Connection& connection) {
+std::int64_t schema_version(Connection& connection) {
   if (!has_version_table(connection)) {
     return 0;
   }
-  const auto s = connection.prepare("SELECT max(version) FROM schema_version");
-  return s->step() && !s->is_null(0) ? static_cast<int>(s->integer(0)) : 0;
+  // Every row read as text and parsed whole: a version is a whole number from 1 up, and anything else there
+  // (a text, a fraction, 0, a number past 64 bits) was not written by memstress (Note [Schema versions]).
+  const auto s = connection.prepare("SELECT version FROM schema_version");
+  std::int64_t at = 0;
+  while (s->step()) {
+    const std::string_view text = s->text_view(0);
+    std::int64_t version = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+    if (s->is_null(0) || ec != std::errc() || end != text.data() + text.size() || version < 1) {
+      throw DbError(fmt::format(
+          "database '{}': its schema_version table holds '{}', not a schema version memstress writes (a "
+          "whole number from 1 up): not a memstress store, or a damaged one",
+          connection.name(), printable(text, 40)));
+    }
+    at = std::max(at, version);
+  }
+  return at;
+}
+
+void check_not_newer(Connection& connection, std::int64_t version) {
+  if (version > latest_schema_version()) {
+    throw DbError(fmt::format(
+        "database '{}': schema version {} was made by a newer memstress (this one knows up to {}); use "
+        "that memstress, or another --db",
+        connection.name(), version, latest_schema_version()));
+  }
+}
+
+void check_current(Connection& connection) {
+  const std::int64_t at = schema_version(connection);
+  check_not_newer(connection, at);
+  if (at == 0) {
+    throw DbError(fmt::format(
+        "database '{}': not a memstress store (it has no schema_version table, or an empty one); memstress "
+        "db ingest makes one",
+        connection.name()));
+  }
+  if (at < latest_schema_version()) {
+    throw DbError(fmt::format(
+        "database '{}': schema version {} was made by an older memstress (this one reads {}); memstress db "
+        "ingest with this memstress upgrades it",
+        connection.name(), at, latest_schema_version()));
+  }
 }
 
 int migrate(Connection& connection) {
-  const int at = schema_version(connection);
-  if (at > latest_schema_version()) {
-    throw DbError(fmt::format(
-        "database '{}': schema version {} was written by a newer memstress (this one knows up to {}); "
-        "use that memstress, or another --db",
-        connection.name(), at, latest_schema_version()));
+  const std::int64_t seen = schema_version(connection);
+  check_not_newer(connection, seen);
+  if (seen == latest_schema_version()) {
+    return 0;  // the common case, without taking the writer lock
   }
   const Dialect& d = connection.dialect();
-  for (int version = at + 1; version <= latest_schema_version(); ++version) {
+  int ran = 0;
+  for (int version = 1; version <= latest_schema_version(); ++version) {
+    // Several processes may open a new store at once (8 ingests started together): each takes the writer
+    // lock (SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock) and reads the version again under it; the
+    // first applies the migration, the others find it done.
     Transaction transaction(connection);
     if (!d.writer_lock.empty()) {
-      connection.prepare(d.writer_lock)->run();  // two processes migrating a new store take turns
-      if (schema_version(connection) >= version) {
-        continue;  // the other did it (the transaction rolls back nothing)
-      }
+      connection.prepare(d.writer_lock)->run();
+    }
+    const std::int64_t at = schema_version(connection);
+    check_not_newer(connection, at);
+    if (at >= version) {
+      continue;  // done before, or by the other process (the transaction rolls back nothing)
     }
     if (version == 1) {
       connection.exec(fmt::format(
-          "CREATE TABLE schema_version (version {} PRIMARY KEY, applied_at TEXT NOT NULL)", d.int_type));
+          "CREATE TABLE IF NOT EXISTS schema_version (version {} PRIMARY KEY, applied_at TEXT NOT NULL)",
+          d.int_type));
     }
     connection.exec(fmt::format(fmt::runtime(kMigrations[static_cast<std::size_t>(version - 1)]),
                                 fmt::arg("id", d.id_column), fmt::arg("real", d.real_type),
@@ -156,8 +205,9 @@ int migrate(Connection& connection) {
     const auto s = connection.prepare("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)");
     s->bind(1, version).bind(2, utc_now_iso8601()).run();
     transaction.commit();
+    ++ran;
   }
-  return latest_schema_version() - at;
+  return ran;
 }
 
 }  // namespace memstress::db

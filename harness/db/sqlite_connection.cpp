@@ -3,11 +3,13 @@
 
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <limits>
 
+#include "harness/core/input_file.hpp"
 #include "harness/db/connection.hpp"
 #include "harness/db/postgresql.hpp"
 
@@ -102,10 +104,12 @@ class SqliteStatement final : public Statement {
 
 class SqliteConnection final : public Connection {
  public:
-  SqliteConnection(DatabaseHandle db, std::string name) : db_(std::move(db)), name_(std::move(name)) {}
+  SqliteConnection(DatabaseHandle db, std::string name, bool read_only)
+      : db_(std::move(db)), name_(std::move(name)), read_only_(read_only) {}
 
   const Dialect& dialect() const noexcept override { return kSqlite; }
   const std::string& name() const noexcept override { return name_; }
+  bool read_only() const noexcept override { return read_only_; }
 
   void exec(std::string_view sql) override {
     const std::string text(sql);
@@ -131,12 +135,13 @@ class SqliteConnection final : public Connection {
 
   DatabaseHandle db_;
   std::string name_;
+  bool read_only_;
 };
 
 }  // namespace
 
 Transaction::Transaction(Connection& connection) : connection_(&connection) {
-  connection_->exec("BEGIN");
+  connection_->exec(connection_->dialect().begin_write);
 }
 
 Transaction::~Transaction() {
@@ -153,23 +158,72 @@ void Transaction::commit() {
   done_ = true;
 }
 
+namespace {
+
+// `path` as an SQLite URI filename (https://sqlite.org/uri.html): absolute, with the characters a URI gives
+// a meaning to percent-encoded.
+std::string sqlite_uri(const std::filesystem::path& path, std::string_view query) {
+  std::string uri = "file:";
+  for (const char c : std::filesystem::absolute(path).lexically_normal().string()) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '%' || c == '?' || c == '#' || byte < 0x21 || byte >= 0x7F) {
+      uri += fmt::format("%{:02X}", byte);
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?" + std::string(query);
+}
+
+// Refuses a --db path that names anything but a regular file (or, for `create`, nothing yet): /dev/null
+// opened as a store made /dev/null-journal beside it.
+void check_store_path(const std::string& path, OpenMode mode) {
+  std::error_code ec;
+  const std::filesystem::file_status target = std::filesystem::status(path, ec);  // links followed
+  if (target.type() == std::filesystem::file_type::not_found) {
+    if (mode == OpenMode::read_only) {
+      throw InputError(fmt::format("--db '{}': no such database (memstress db ingest creates one)", path));
+    }
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
+      throw InputError(fmt::format("--db '{}': a symbolic link to nothing; name the database file", path));
+    }
+    return;
+  }
+  if (ec) {
+    throw InputError(fmt::format("--db '{}': cannot be read: {}", path, ec.message()));
+  }
+  if (target.type() != std::filesystem::file_type::regular) {
+    throw InputError(fmt::format("--db '{}': {}, not a database file", path, file_type_name(target.type())));
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode) {
   if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
-    return open_postgresql(url);  // the server holds the database: `create` and `existing` alike
+    return open_postgresql(url, mode);  // the server holds the database: it must exist, whatever the mode
   }
-  std::error_code ec;
-  if (mode == OpenMode::existing && !std::filesystem::exists(url, ec)) {
-    throw InputError(fmt::format("--db '{}': no such database (memstress db ingest creates one)", url));
+  const bool in_memory = url == ":memory:";
+  if (!in_memory || mode == OpenMode::read_only) {
+    check_store_path(url, mode);
   }
-  if (std::filesystem::is_directory(url, ec)) {
-    throw InputError(fmt::format("--db '{}': a directory, not a database file", url));
-  }
-  sqlite3* raw = nullptr;
   // NOMUTEX: a connection is used by one thread (Note [Ingesting many files]), so SQLite need not lock
   // around each call (it did, on every column of every row: a tenth of a fleet query's time).
-  const int flags =
-      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (mode == OpenMode::create ? SQLITE_OPEN_CREATE : 0);
-  const int rc = sqlite3_open_v2(url.c_str(), &raw, flags, nullptr);
+  int flags = SQLITE_OPEN_NOMUTEX;
+  std::string filename = url;
+  if (mode == OpenMode::create) {
+    flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  } else {
+    // Note [Reading a store]: read-only, so that a query never creates, converts or journals anything; where
+    // the directory cannot be written (a read-only file system), immutable, since SQLite could not make the
+    // lock file a WAL store's readers share (its -shm) there.
+    const std::filesystem::path dir = std::filesystem::absolute(url).parent_path();
+    const bool writable = ::access(dir.c_str(), W_OK) == 0;
+    flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+    filename = sqlite_uri(url, writable ? "mode=ro" : "mode=ro&immutable=1");
+  }
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(filename.c_str(), &raw, flags, nullptr);
   DatabaseHandle db(raw);  // owned even when the open failed (sqlite3_open_v2 may still allocate it)
   if (rc != SQLITE_OK) {
     throw InputError(
@@ -178,7 +232,7 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   sqlite3_extended_result_codes(db.get(), 1);
   // Another process ingesting at the same time: wait for its transaction rather than fail at once.
   sqlite3_busy_timeout(db.get(), 10'000);
-  auto connection = std::make_unique<SqliteConnection>(std::move(db), url);
+  auto connection = std::make_unique<SqliteConnection>(std::move(db), url, mode == OpenMode::read_only);
   // Not SQL the other backend needs: PostgreSQL always enforces foreign keys.
   connection->exec("PRAGMA foreign_keys = ON");
   // A file that is not SQLite fails here, on its first read, rather than midway through an ingest.

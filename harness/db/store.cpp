@@ -193,7 +193,11 @@ std::string run_key(const compare::Results& results, const std::string& sha256) 
 }
 
 Store::Store(std::unique_ptr<Connection> connection) : connection_(std::move(connection)) {
-  migrate(*connection_);
+  if (connection_->read_only()) {
+    check_current(*connection_);
+  } else {
+    migrate(*connection_);
+  }
 }
 
 IngestOutcome Store::ingest(const compare::Results& results, const std::string& sha256,

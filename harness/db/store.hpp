@@ -74,7 +74,8 @@ struct ObservationFilter {
 
 class Store {
  public:
-  // Opens the database and brings its schema to this memstress's version (schema.hpp).
+  // Opens the database and brings its schema to this memstress's version (schema.hpp); a read-only
+  // connection's is checked instead, and refused unless it is that version (check_current).
   explicit Store(std::unique_ptr<Connection> connection);
 
   // Ingests one file's results (loaded from `text`, whose hash is `sha256`) in one transaction.

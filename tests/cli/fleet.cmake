@@ -217,3 +217,23 @@ memstress_cli_test(db_outliers_groups --json-stdout --stdout-match "\"groups\": 
 memstress_cli_test(db_outliers_groups_table --match "--groups: only with --format json" 2 -- ${_ms} db outliers --db
                    ${_fleet_db} --groups)
 set_tests_properties(cli.db_outliers_groups cli.db_outliers_groups_table PROPERTIES FIXTURES_REQUIRED fleet_db)
+
+# The store and the results readers against hostile or careless inputs (tests/cli/test_store_safety.py, one CTest
+# test per class): schema versions, ingests side by side, NUL bytes, store paths that are not stores, a
+# read-only store, inputs without end, values no run writes. ConcurrentIngests also runs on PostgreSQL where the
+# fixture's server is (MEMSTRESS_TEST_POSTGRESQL); elsewhere that half is skipped.
+find_package(Python3 3.9 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  foreach(_class SchemaVersions ConcurrentIngests EveryByteWritten StorePaths ReadOnlyStore UnboundedInputs
+                 ValuesNoRunWrites)
+    add_test(NAME cli.store_${_class} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_store_safety.py
+                                              $<TARGET_FILE:memstress> -v ${_class})
+    set_tests_properties(cli.store_${_class} PROPERTIES LABELS cpu TIMEOUT 300 ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
+  if(MEMSTRESS_PG_ADMIN)
+    set_tests_properties(
+      cli.store_ConcurrentIngests
+      PROPERTIES FIXTURES_REQUIRED postgresql ENVIRONMENT
+                 "PYTHONDONTWRITEBYTECODE=1;MEMSTRESS_TEST_POSTGRESQL=${MEMSTRESS_PG_ADMIN}")
+  endif()
+endif()

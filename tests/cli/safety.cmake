@@ -6,7 +6,7 @@ if(NOT Python3_Interpreter_FOUND)
   message(WARNING "no python3 >= 3.9 found: the cli.safety_* tests are not registered")
   return()
 endif()
-foreach(_class OutputsNeverReplaceSpecialFiles RunsCannotCollide SignalsKeepTheResults InputsCannotExhaust
+foreach(_class OutputsNeverReplaceSpecialFiles OutputsNeverCollide RunsCannotCollide SignalsKeepTheResults InputsCannotExhaust
                BytesThatAreNotUtf8)
   add_test(NAME cli.safety_${_class} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_run_safety.py
                                              $<TARGET_FILE:memstress> -v ${_class})

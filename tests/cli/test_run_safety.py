@@ -34,8 +34,8 @@ ENDLESS = ["dataloader", "-d", "sim:8G", "-p", "workers=process", "-p", "produce
            "-p", "bytes=1M", "-p", "pin=false", "-n", "1", "-w", "0"]
 
 
-def run(*args, env=None, timeout=300):
-    return subprocess.run([MEMSTRESS, *args], capture_output=True, timeout=timeout, env=env)
+def run(*args, env=None, timeout=300, cwd=None):
+    return subprocess.run([MEMSTRESS, *args], capture_output=True, timeout=timeout, env=env, cwd=cwd)
 
 
 def text(p):
@@ -135,6 +135,39 @@ class OutputsNeverReplaceSpecialFiles(Temp):
         self.assertEqual(p.returncode, 2, text(p))
         self.assertIn("--snapshot", text(p))
         self.assertNotIn("alloc-smoke bytes", p.stderr.decode(), "no case ran")
+
+
+class OutputsNeverCollide(Temp):
+    """Two outputs of one run on one file (however spelt: ./x, a link, the --out's .jsonl stream) are refused
+    before anything runs (exit 2 naming both flags), since the last written would replace the other."""
+
+    def test_outputs_on_one_file_are_refused(self):
+        kept = self.dir / "kept.json"
+        kept.write_text("kept")
+        link = self.dir / "link.json"
+        link.symlink_to(kept)
+        cases = {
+            "--out and --junit": ["--out", "x.json", "--junit", "x.json"],
+            "--junit on --out's stream": ["--out", "x.json", "--junit", "x.jsonl"],
+            "--snapshot and --out": ["--out", "x.json", "--snapshot", "./x.json"],
+            "--alloc-trace on --out's stream": ["--out", "x.json", "--alloc-trace", "sub/../x.jsonl"],
+            "--snapshot through a link": ["--out", str(link), "--snapshot", "kept.json"],
+            "--junit and --snapshot": ["--junit", "y.xml", "--snapshot", str(self.dir / "y.xml")],
+        }
+        (self.dir / "sub").mkdir()
+        for name, flags in cases.items():
+            with self.subTest(case=name):
+                p = run("run", "alloc-smoke", *SMALL, *flags, cwd=self.dir)
+                self.assertEqual(p.returncode, 2, text(p))
+                first, second = [f"{f}('s stream)?" for f in flags if f.startswith("--")][:2]
+                self.assertRegex(text(p), f"{first} .* and {second} .* are the same file|"
+                                          f"{second} .* and {first} .* are the same file")
+                self.assertEqual(sorted(p.name for p in self.dir.iterdir()), ["kept.json", "link.json", "sub"],
+                                 "nothing written")
+                self.assertEqual(kept.read_text(), "kept")
+        p = run("run", "alloc-smoke", *SMALL, "--out", "x.json", "--junit", "x.xml", "--snapshot", "s.json",
+                cwd=self.dir)
+        self.assertEqual(p.returncode, 0, text(p))
 
 
 def wait_for(predicate, seconds=60.0):

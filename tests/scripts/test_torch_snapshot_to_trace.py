@@ -408,6 +408,55 @@ class Gzip(TempDirTest):
         self.assertEqual(first.read_bytes(), second.read_bytes())
 
 
+class Unbounded(TempDirTest):
+    """Inputs without end: a FIFO is refused without blocking, a gzip bomb is refused once it inflates past
+    the limit (here lowered, so the test inflates megabytes, not a gigabyte), and frames shared by many
+    entries (one memoised list in the pickle) are read once, not once an entry."""
+
+    def test_a_fifo_is_refused_without_blocking(self) -> None:
+        fifo = self.dir / "snap.pickle"
+        os.mkfifo(fifo)
+        done = run_converter(fifo, "-o", self.dir / "t.csv")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn(f"{fifo}: cannot read: a FIFO; a snapshot is read from a regular file only", done.stderr)
+
+    def test_a_gzip_bomb_is_refused_at_the_limit(self) -> None:
+        sys.path.insert(0, str(CONVERTER.parent))
+        import torch_snapshot_to_trace as converter
+
+        bomb = self.dir / "bomb.pickle.gz"
+        bomb.write_bytes(gzip.compress(b"\0" * (8 << 20), compresslevel=9))  # 8 KB inflating to 8 MiB
+        saved = converter.MAX_SNAPSHOT_BYTES
+        converter.MAX_SNAPSHOT_BYTES = 1 << 20
+        try:
+            with self.assertRaisesRegex(converter.InputError, r"decompresses to more than 1\.00 MiB, the most"):
+                converter.read_input(bomb)
+            small = self.dir / "small.pickle.gz"
+            small.write_bytes(gzip.compress(b"x" * 1000))
+            self.assertEqual(bytes(converter.read_input(small)), b"x" * 1000)
+        finally:
+            converter.MAX_SNAPSHOT_BYTES = saved
+
+    def test_shared_frames_are_read_once(self) -> None:
+        sys.path.insert(0, str(CONVERTER.parent))
+        import snapshot_sites
+
+        frames = fx.frames_at("model.py", 42, "forward") * 500  # 1,000+ frames, one list
+        table = snapshot_sites.SiteTable()
+        calls = []
+        inner = table._site_of
+        table._site_of = lambda value: calls.append(1) or inner(value)  # type: ignore[method-assign]
+        sites = [table.site_of(frames) for _ in range(2000)]
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(set(sites), {0})
+        self.assertEqual(table.with_frames, 2000)
+        # An equal list that is another object is classified again, to the same site.
+        self.assertEqual(table.site_of(list(frames)), 0)
+        self.assertEqual(len(calls), 2)
+        self.assertEqual(table.site_of([]), -1)
+        self.assertEqual(table.without_frames, 1)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

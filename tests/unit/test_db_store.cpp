@@ -33,6 +33,11 @@ std::int64_t scalar(Connection& c, const std::string& sql) {
   return s->integer(0);
 }
 
+// How messages name a store: its path, or its URL up to the query (the password masked after it).
+std::string store_name(const std::string& url) {
+  return url.substr(0, url.find('?'));
+}
+
 void write(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
 }
@@ -71,21 +76,76 @@ TEST_P(DbSchemaOn, RefusesADatabaseFromANewerMemstress) {
     migrate(*c);
     c->exec("INSERT INTO schema_version (version, applied_at) VALUES (99, 'later')");
   }
-  auto c = open_database(path, OpenMode::existing);
+  auto c = open_database(path, OpenMode::create);
   try {
     migrate(*c);
     FAIL() << "a newer schema was accepted";
   } catch (const DbError& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("schema version 99 was made by a newer memstress"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_P(DbSchemaOn, RefusesVersionsPastAnIntAsNewerNeverWrapped) {
+  // 2^31 read as an int was negative and indexed the migrations below their start (SIGSEGV); 2^32 + 1 was
+  // read as 1 (Note [Schema versions]).
+  for (const char* version : {"2147483648", "4294967297", "999999999999", "9223372036854775807"}) {
+    const std::string path = fresh(std::string("fleet") + version);
+    {
+      auto c = open_database(path, OpenMode::create);
+      migrate(*c);
+      c->exec(std::string("INSERT INTO schema_version (version, applied_at) VALUES (") + version + ", 'x')");
+    }
+    for (const OpenMode mode : {OpenMode::create, OpenMode::read_only}) {
+      try {
+        Store store(open_database(path, mode));
+        FAIL() << "schema version " << version << " was accepted";
+      } catch (const DbError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find(std::string("schema version ") + version + " was made by a newer memstress"),
+                  std::string::npos)
+            << what;
+      }
+    }
+  }
+}
+
+TEST_P(DbSchemaOn, RefusesAVersionNoMemstressWrites) {
+  // What memstress's own table can hold (a 64-bit integer) below 1, and, in a table another program made
+  // with a text column, what it cannot.
+  std::vector<std::pair<std::string, std::string>> cases{{"", "0"}, {"", "-1"}, {"", "-9223372036854775808"}};
+  for (const char* v : {"'x'", "'1 '", "'1.5'", "NULL", "'99999999999999999999999'"}) {
+    cases.emplace_back(
+        "DROP TABLE schema_version; CREATE TABLE schema_version (version TEXT, applied_at TEXT);", v);
+  }
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& [prepare, version] = cases[i];
+    const std::string path = fresh("fleet" + std::to_string(i));
+    {
+      auto c = open_database(path, OpenMode::create);
+      migrate(*c);
+      c->exec(prepare + "INSERT INTO schema_version (version, applied_at) VALUES (" + version + ", 'x')");
+    }
+    for (const OpenMode mode : {OpenMode::create, OpenMode::read_only}) {
+      try {
+        Store store(open_database(path, mode));
+        FAIL() << "schema version " << version << " was accepted";
+      } catch (const DbError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("not a schema version memstress writes"), std::string::npos) << what;
+        EXPECT_NE(what.find(store_name(path)), std::string::npos) << "names the store: " << what;
+      }
+    }
   }
 }
 
 TEST(DbSchema, OpeningRefusesMissingDatabasesAndOtherFiles) {
   TempDir dir;
-  EXPECT_THROW(open_database(dir.file("none.sqlite").string(), OpenMode::existing), InputError);
+  EXPECT_THROW(open_database(dir.file("none.sqlite").string(), OpenMode::read_only), InputError);
   write(dir.file("text.sqlite"),
         "this is not a database, but a long enough line of text to be read as one\n");
-  EXPECT_THROW(open_database(dir.file("text.sqlite").string(), OpenMode::existing), InputError);
+  EXPECT_THROW(open_database(dir.file("text.sqlite").string(), OpenMode::read_only), InputError);
   EXPECT_THROW(open_database("postgresql:///fleet?host=/nonexistent", OpenMode::create), InputError);
 }
 

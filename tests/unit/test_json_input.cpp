@@ -1,11 +1,13 @@
-// JSON input: the nesting bound every reader applies before parsing (Note [Bounded JSON input]), and
-// JsonField's typed reads, whose errors name the field.
+// JSON input: the nesting bound every reader applies before parsing (Note [Bounded JSON input]), a key
+// twice refused (Note [Duplicate keys]), a top-level array handed over element by element, and JsonField's
+// typed reads, whose errors name the field.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "harness/core/error.hpp"
 #include "harness/core/json_field.hpp"
@@ -102,6 +104,48 @@ TEST(JsonField, ReadsEachTypeAndNamesTheFieldOfAWrongOne) {
   const nlohmann::json long_string = std::string(100, 'x');
   EXPECT_EQ(error_of([&] { static_cast<void>(JsonField(long_string, "f").real()); }),
             "field f: expected a number, found a string (\"" + std::string(39, 'x') + "...)");
+}
+
+TEST(JsonInput, AKeyTwiceInOneObjectIsRefusedNamingItAndWhereItIs) {
+  EXPECT_EQ(
+      error_of([] { static_cast<void>(parse_json_input(R"({"rows": [1], "schema": "x", "rows": []})")); }),
+      "key \"rows\" twice in one object (at /): which one is meant is unknown");
+  EXPECT_EQ(
+      error_of([] { static_cast<void>(parse_json_input(R"({"a": [{"b": 1}, {"c": {"d": 1, "d": 2}}]})")); }),
+      "key \"d\" twice in one object (at /a/1/c): which one is meant is unknown");
+  // The same key in different objects, and many keys in one object, are fine (and fast: a hash set past 16).
+  EXPECT_EQ(parse_json_input(R"({"a": {"k": 1}, "b": {"k": 2}, "k": 3})").at("b").at("k"), 2);
+  std::string many = "{";
+  for (int i = 0; i < 100'000; ++i) {
+    many += (i == 0 ? "\"" : ",\"") + std::to_string(i) + "\":" + std::to_string(i);
+  }
+  EXPECT_EQ(parse_json_input(many + "}").size(), 100'000U);
+  EXPECT_EQ(error_of([&] { static_cast<void>(parse_json_input(many + ",\"99999\":0}")); }),
+            "key \"99999\" twice in one object (at /): which one is meant is unknown");
+  // A stream's lines: not JSON is a discarded value, a key twice still an error.
+  EXPECT_TRUE(parse_json_line("{\"a\": ").is_discarded());
+  EXPECT_EQ(error_of([] { static_cast<void>(parse_json_line(R"({"type": "row", "type": "header"})")); }),
+            "key \"type\" twice in one object (at /): which one is meant is unknown");
+}
+
+TEST(JsonInput, AStreamedArrayIsHandedOverElementByElementAndNotKept) {
+  std::vector<std::pair<std::size_t, nlohmann::json>> seen;
+  const StreamedArray rows{"rows",
+                           [&](nlohmann::json&& e, std::size_t i) { seen.emplace_back(i, std::move(e)); }};
+  const nlohmann::json doc =
+      parse_json_input(R"({"a": {"rows": [9]}, "rows": [{"x": [1, 2]}, 3, [4], null], "z": 1})", &rows);
+  ASSERT_EQ(seen.size(), 4U);
+  EXPECT_EQ(seen[0].first, 0U);
+  EXPECT_EQ(seen[0].second, nlohmann::json::parse(R"({"x": [1, 2]})"));
+  EXPECT_EQ(seen[1].second, 3);
+  EXPECT_EQ(seen[2].second, nlohmann::json::parse("[4]"));
+  EXPECT_EQ(seen[3].first, 3U);
+  EXPECT_TRUE(seen[3].second.is_null());
+  // Only the top-level member is streamed; the rest of the document is as parsed.
+  EXPECT_EQ(doc, nlohmann::json::parse(R"({"a": {"rows": [9]}, "rows": [], "z": 1})"));
+  seen.clear();
+  EXPECT_EQ(parse_json_input("[1, 2]", &rows), nlohmann::json::parse("[1, 2]"));
+  EXPECT_TRUE(seen.empty());
 }
 
 }  // namespace
