@@ -10,7 +10,7 @@
 #   P/share/memstress/python/       memstress_torch.py, the recorder PyTorch users import
 #   P/share/memstress/profiles/     the shipped acceptance profiles (memstress accept --profile h100)
 #   P/share/memstress/results/schema/  the results schemas
-#   P/share/doc/memstress/README.md
+#   P/share/doc/memstress/README.md, docs/  the documentation (the README links to docs/*.md)
 #   P/lib/memstress/                librmm.so, librapids_logger.so (the RMM peers, where built); plugins/: the
 #                                   example allocator plugins
 #   P/include/memstress/            allocator_plugin.h, the interface of --allocator plugin:PATH
@@ -36,6 +36,7 @@ install(DIRECTORY profiles/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/profiles FILES_
 install(DIRECTORY results/schema/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/results/schema FILES_MATCHING
         PATTERN "*.json")
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
 
 # The CMake package another project's tests find memstress by.
 include(CMakePackageConfigHelpers)

@@ -68,6 +68,7 @@ class Installed(unittest.TestCase):
                      "share/memstress/scripts/ms_json.py", "share/memstress/scripts/ms_output.py",
                      "share/memstress/profiles/h100.yaml", "share/memstress/profiles/h200.yaml",
                      "share/memstress/results/schema/memstress-run-1.schema.json", "share/doc/memstress/README.md",
+                     "share/doc/memstress/docs/install.md",
                      "include/memstress/allocator_plugin.h", "lib/memstress/plugins/libmemstress_caching_plugin.so"):
             self.assertTrue((self.prefix / path).is_file(), path)
         for script in ("report", "torch_snapshot_to_trace.py", "validate_results.py"):
