@@ -174,6 +174,32 @@ memstress_add_test(NAME compare_missing COMPARE {accept} missing.json)
         labels = run(["ctest", "--test-dir", str(project / "build"), "-N", "-L", "quick"], cwd=self.cwd, env=env)
         self.assertIn("Total Tests: 1", labels.stdout)
 
+    def test_the_example_ctest_project(self) -> None:
+        """examples/ctest-project, as its comment says to configure it: the simulated device's test passes,
+        the GPU test passes on a GPU and is skipped without one."""
+        build = self.cwd / "example"
+        env = {k: v for k, v in os.environ.items() if k != "MEMSTRESS_REQUIRE_GPU"}
+        configure = run(["cmake", "-S", str(SOURCE / "examples" / "ctest-project"), "-B", str(build),
+                         f"-DCMAKE_PREFIX_PATH={self.prefix}"], cwd=self.cwd, env=env)
+        self.assertEqual(configure.returncode, 0, configure.stdout + configure.stderr)
+        tests = run(["ctest", "--test-dir", str(build), "-V"], cwd=self.cwd, env=env)
+        status = dict(re.findall(r"Test +#\d+: (\w+) \.+ *(?:\*\*\*)?(Passed|Skipped|Failed|Not Run)", tests.stdout))
+        gpu = any(Path("/dev").glob("nvidia[0-9]*"))
+        self.assertEqual(status, {"gpu_memory": "Passed" if gpu else "Skipped", "allocator_on_sim": "Passed"},
+                         tests.stdout)
+
+    def test_the_recorder_imports_through_python_path(self) -> None:
+        """`PYTHONPATH=$(memstress --python-path)`: the installed recorder, importable without torch (it loads
+        torch only when it records)."""
+        done = self.memstress("--python-path")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        where = Path(done.stdout.strip())
+        self.assertEqual(where.resolve(), (self.prefix / "share" / "memstress" / "python").resolve())
+        imported = run([sys.executable, "-c", "import memstress_torch; print(memstress_torch.__file__)"],
+                       cwd=self.cwd, env=dict(os.environ, PYTHONPATH=str(where)))
+        self.assertEqual(imported.returncode, 0, imported.stderr)
+        self.assertEqual(Path(imported.stdout.strip()).resolve(), (where / "memstress_torch.py").resolve())
+
     def test_the_install_is_relocatable(self) -> None:
         moved = self.tmp / "moved"
         shutil.copytree(self.prefix, moved, symlinks=True)

@@ -37,7 +37,7 @@ UNCOVERED = {"doctor.md", "limits.md"}
 PAGES = [README] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in UNCOVERED)
 FIRST_RUN = ROOT / "scripts" / "gpu-first-run"
 MULTI = ROOT / "scripts" / "gpu-readme-multi"
-COMMAND = re.compile(r"^(\$ )?(memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|cmake|ctest|cpack)\b")
+COMMAND = re.compile(r"^(\$ )?(memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|PYTHONPATH=|cmake|ctest|cpack)\b")
 
 # Run here: the command, and its expected exit code.
 CPU = {
@@ -125,6 +125,8 @@ NOT_RUN = {
     "memstress db ingest results/*.json --db postgresql://memstress@db.example.org/fleet":
     "an illustration of the URL; CTest runs every db command on a PostgreSQL server it starts (tests/db)",
     "scripts/fleet-bench": "the benchmark at scale: 10,000 files, minutes of work; its record is results/fleet/",
+    "PYTHONPATH=$(memstress --python-path) python3 train.py": "the user's own PyTorch program; the recorder's "
+    "import through --python-path is tested by install.Installed",
     "scripts/gpu-allocators": "every allocator on a real GPU (replays and benchmarks, minutes); run on an H100, "
                               "its record is results/h100/allocators-580.159.04/",
 }
