@@ -4,15 +4,38 @@ if(NOT EXISTS "${MANIFEST}")
   message(FATAL_ERROR "${MANIFEST} not found: nothing was installed from this build tree")
 endif()
 file(STRINGS "${MANIFEST}" _files)
+# cpack installs into a staging directory of its own (_CPack_Packages) and so rewrites the same manifest:
+# after it, the manifest no longer names what `cmake --install --prefix P` put in P. Say so rather than
+# remove nothing of P in silence.
+get_filename_component(_build_dir "${MANIFEST}" DIRECTORY)
+list(LENGTH _files _listed)
+set(_staged 0)
+foreach(_file IN LISTS _files)
+  string(FIND "${_file}" "/_CPack_Packages/" _at)
+  if(_at GREATER -1)
+    math(EXPR _staged "${_staged} + 1")
+  endif()
+endforeach()
+if(_listed GREATER 0 AND _staged EQUAL _listed)
+  message(FATAL_ERROR "${MANIFEST} lists cpack's staging directory (_CPack_Packages), not your install: cpack "
+                      "ran after `cmake --install` in this build tree and replaced the list. Run `cmake --install "
+                      "${_build_dir} --prefix PREFIX` again with the same prefix, then uninstall.")
+endif()
 set(_dirs)
+set(_removed 0)
 foreach(_file IN LISTS _files)
   if(EXISTS "${_file}" OR IS_SYMLINK "${_file}")
     message(STATUS "Removing ${_file}")
     file(REMOVE "${_file}")
+    math(EXPR _removed "${_removed} + 1")
   endif()
   get_filename_component(_dir "${_file}" DIRECTORY)
   list(APPEND _dirs "${_dir}")
 endforeach()
+if(_removed EQUAL 0)
+  message(WARNING "Nothing removed: none of the ${_listed} files that ${MANIFEST} lists is there (already "
+                  "uninstalled?)")
+endif()
 # Directories deepest first; only empty ones go, and only those memstress's own files were in.
 list(REMOVE_DUPLICATES _dirs)
 list(SORT _dirs ORDER DESCENDING)

@@ -268,6 +268,11 @@ class Packages(unittest.TestCase):
                 depends = run(["dpkg-deb", "-f", str(debs[0]), "Depends"], cwd=Path(tmp)).stdout
                 self.assertIn("libyaml-cpp", depends)
                 self.assertIn("python3", depends)
+            # cpack installed into its staging directory and so rewrote the build tree's install manifest: the
+            # uninstall target says so (and how to mend it) rather than remove nothing in silence.
+            done = run(["cmake", "--build", str(BUILD), "--target", "uninstall"], cwd=Path(tmp))
+            self.assertNotEqual(done.returncode, 0, done.stdout + done.stderr)
+            self.assertIn("cpack's staging directory", done.stdout + done.stderr)
 
 
 if __name__ == "__main__":
