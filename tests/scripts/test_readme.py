@@ -255,6 +255,18 @@ class Links(unittest.TestCase):
                         self.assertIn(anchor, headings, f"{page.relative_to(ROOT)}: no heading #{anchor} in {target}")
 
 
+class Layout(unittest.TestCase):
+    def test_the_layout_names_every_top_level_folder(self) -> None:
+        """docs/development.md's Layout has a row for each folder the repository tracks at its top."""
+        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=False)
+        if listed.returncode != 0 or not listed.stdout:
+            self.skipTest("not a git checkout: " + listed.stderr.strip())
+        folders = {line.split("/", 1)[0] for line in listed.stdout.splitlines() if "/" in line}
+        layout = (ROOT / "docs" / "development.md").read_text()
+        rows = set(re.findall(r"^\| `([^`/]+)/` \|", layout, re.MULTILINE))
+        self.assertEqual(folders - rows, set(), "folders the Layout of docs/development.md does not name")
+
+
 @unittest.skipIf(BUILD is None, "usage: test_readme.py BUILD_DIR")
 class RunOnTheCpu(unittest.TestCase):
     @classmethod
