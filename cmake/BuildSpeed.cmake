@@ -108,5 +108,10 @@ function(memstress_speed_up_build)
     set(_pch ${_std} ${_headers})
     list(TRANSFORM _pch REPLACE "^<(.*)>$" "$<$<COMPILE_LANGUAGE:CXX>:<\\1$<ANGLE-R>>")
     target_precompile_headers(${_target} PRIVATE ${_pch})
+    # Through ccache, GCC must mark in its preprocessed output where the precompiled header goes, or ccache
+    # cannot cache the file at all ("could not use precompiled header").
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_LAUNCHER MATCHES "ccache")
+      target_compile_options(${_target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fpch-preprocess>)
+    endif()
   endforeach()
 endfunction()
