@@ -71,6 +71,17 @@ install(FILES harness/alloc/allocator_plugin.h DESTINATION ${CMAKE_INSTALL_INCLU
 install(TARGETS memstress_caching_plugin memstress_cudamalloc_plugin
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/memstress/plugins)
 
+# What the last real `cmake --install` of this build tree installed first (the binary, as the manifest names
+# it): cpack installs too, into a staging directory or under its packaging prefix with DESTDIR, and rewrites the
+# same install_manifest.txt; cmake/Uninstall.cmake refuses a manifest without this file rather than remove what
+# cpack staged, or files of /usr/local.
+install(CODE "
+  if(\"\$ENV{DESTDIR}\" STREQUAL \"\" AND NOT CMAKE_INSTALL_PREFIX MATCHES \"/_CPack_Packages/\"
+     AND CMAKE_INSTALL_MANIFEST_FILES)
+    list(GET CMAKE_INSTALL_MANIFEST_FILES 0 _memstress_first)
+    file(WRITE \"${CMAKE_BINARY_DIR}/install_first_file.txt\" \"\${_memstress_first}\")
+  endif()")
+
 if(NOT TARGET uninstall)
   add_custom_target(
     uninstall

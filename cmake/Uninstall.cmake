@@ -4,22 +4,21 @@ if(NOT EXISTS "${MANIFEST}")
   message(FATAL_ERROR "${MANIFEST} not found: nothing was installed from this build tree")
 endif()
 file(STRINGS "${MANIFEST}" _files)
-# cpack installs into a staging directory of its own (_CPack_Packages) and so rewrites the same manifest:
-# after it, the manifest no longer names what `cmake --install --prefix P` put in P. Say so rather than
-# remove nothing of P in silence.
+# cpack installs too (into a staging directory, or under its packaging prefix with DESTDIR) and rewrites the same
+# manifest: after it, the manifest no longer names what `cmake --install --prefix P` put in P. The first file of
+# the last real install is beside the manifest (install_first_file.txt, cmake/Install.cmake): refuse a manifest
+# without it, rather than remove nothing of P in silence, or the files of another install.
 get_filename_component(_build_dir "${MANIFEST}" DIRECTORY)
 list(LENGTH _files _listed)
-set(_staged 0)
-foreach(_file IN LISTS _files)
-  string(FIND "${_file}" "/_CPack_Packages/" _at)
-  if(_at GREATER -1)
-    math(EXPR _staged "${_staged} + 1")
+if(EXISTS "${_build_dir}/install_first_file.txt")
+  file(READ "${_build_dir}/install_first_file.txt" _first)
+  list(FIND _files "${_first}" _index)
+  if(_index EQUAL -1)
+    message(FATAL_ERROR "${MANIFEST} does not list ${_first}, which `cmake --install` last put there: cpack ran "
+                        "after that install in this build tree and replaced the list with what it packed. Run "
+                        "`cmake --install ${_build_dir} --prefix PREFIX` again with that install's prefix (the one "
+                        "holding ${_first}), then uninstall.")
   endif()
-endforeach()
-if(_listed GREATER 0 AND _staged EQUAL _listed)
-  message(FATAL_ERROR "${MANIFEST} lists cpack's staging directory (_CPack_Packages), not your install: cpack "
-                      "ran after `cmake --install` in this build tree and replaced the list. Run `cmake --install "
-                      "${_build_dir} --prefix PREFIX` again with the same prefix, then uninstall.")
 endif()
 set(_dirs)
 set(_removed 0)
