@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string_view>
 
 #include "apps/commands.hpp"
+#include "harness/core/data_dir.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/launcher.hpp"
 #include "harness/core/version.hpp"
@@ -35,6 +37,21 @@ int main(int argc, char** argv) {
       memstress::app::add_report(app),
       memstress::app::add_db(app),
   };
+
+  // `PYTHONPATH=$(memstress --python-path) python3 train.py`: the recorder PyTorch programs import, wherever
+  // this memstress is (share/memstress/python installed, python/ of the checkout for a build tree).
+  bool python_path = false;  // handled below, before the parse that asks for a subcommand
+  app.add_flag("--python-path", python_path,
+               "Print the directory of memstress_torch.py, the PyTorch recorder, for PYTHONPATH, and exit");
+  if (argc == 2 && std::string_view(argv[1]) == "--python-path") {
+    try {
+      fmt::print("{}\n", memstress::data_path("python", "the PyTorch recorder (memstress_torch.py)").string());
+      return 0;
+    } catch (const memstress::Error& e) {
+      fmt::print(stderr, "memstress: error: {}\n", e.what());
+      return to_int(e.exit_code());
+    }
+  }
 
   // CLI11 reports an unknown subcommand as a missing one; name it instead.
   const auto is_subcommand = [&](const char* word) {

@@ -10,7 +10,7 @@
 #   P/share/memstress/python/       memstress_torch.py, the recorder PyTorch users import
 #   P/share/memstress/profiles/     the shipped acceptance profiles (memstress accept --profile h100)
 #   P/share/memstress/results/schema/  the results schemas
-#   P/share/doc/memstress/README.md
+#   P/share/doc/memstress/README.md, docs/  the documentation (the README links to docs/*.md)
 #   P/lib/memstress/                librmm.so, librapids_logger.so (the RMM peers, where built); plugins/: the
 #                                   example allocator plugins
 #   P/include/memstress/            allocator_plugin.h, the interface of --allocator plugin:PATH
@@ -36,6 +36,7 @@ install(DIRECTORY profiles/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/profiles FILES_
 install(DIRECTORY results/schema/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/results/schema FILES_MATCHING
         PATTERN "*.json")
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
 
 # The CMake package another project's tests find memstress by.
 include(CMakePackageConfigHelpers)
@@ -69,6 +70,17 @@ endif()
 install(FILES harness/alloc/allocator_plugin.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memstress)
 install(TARGETS memstress_caching_plugin memstress_cudamalloc_plugin
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/memstress/plugins)
+
+# What the last real `cmake --install` of this build tree installed first (the binary, as the manifest names
+# it): cpack installs too, into a staging directory or under its packaging prefix with DESTDIR, and rewrites the
+# same install_manifest.txt; cmake/Uninstall.cmake refuses a manifest without this file rather than remove what
+# cpack staged, or files of /usr/local.
+install(CODE "
+  if(\"\$ENV{DESTDIR}\" STREQUAL \"\" AND NOT CMAKE_INSTALL_PREFIX MATCHES \"/_CPack_Packages/\"
+     AND CMAKE_INSTALL_MANIFEST_FILES)
+    list(GET CMAKE_INSTALL_MANIFEST_FILES 0 _memstress_first)
+    file(WRITE \"${CMAKE_BINARY_DIR}/install_first_file.txt\" \"\${_memstress_first}\")
+  endif()")
 
 if(NOT TARGET uninstall)
   add_custom_target(

@@ -17,6 +17,9 @@
 #   MEMSTRESS_JOBS            build parallelism (default: nproc, capped at one job per 2 GiB available)
 #   MEMSTRESS_PYTHON          python used to create .venv (default: python3)
 #   MEMSTRESS_REQUIRE_PYDEPS  1: failing to install requirements.txt is fatal (CI sets it)
+#   MEMSTRESS_CCACHE          1: compile through ccache (CI: setup installs it); 0: never; unset: where ccache is
+#                             on PATH. With precompiled headers ccache needs CCACHE_SLOPPINESS (set when unset)
+#   MS_BUILD_TARGETS          what the build builds (default: the preset's build targets; scripts/run: memstress)
 # With either MEMSTRESS_SANITIZE=1 or MEMSTRESS_REQUIRE_PYDEPS=1 (CI, ms_ci) the optional packages are
 # required too, and cmake is told so (-DMEMSTRESS_WITH_DB=ON): nothing CI tests may silently go missing.
 
@@ -47,8 +50,9 @@ MS_APT_PACKAGES=(cmake ninja-build g++ libopenmpi-dev openmpi-bin libcli11-dev n
 MS_APT_OPTIONAL_PACKAGES=(libsqlite3-dev libssl-dev libpq-dev)
 
 # CI's only: the PostgreSQL server that the store's PostgreSQL tests start and stop themselves
-# (tests/db/postgresql_server.sh). Never installed on a user's machine: it is a service.
-MS_APT_CI_PACKAGES=(postgresql)
+# (tests/db/postgresql_server.sh), never installed on a user's machine: it is a service; and ccache, which
+# keeps the objects of one CI run for the next on the same machine (ms_ccache).
+MS_APT_CI_PACKAGES=(postgresql ccache)
 
 # Whether we may install packages (tests/scripts/test_setup_lib.py stands in another answer).
 ms_is_root() {
@@ -327,14 +331,42 @@ ms_pick_preset() {
   fi
 }
 
+# Prints the compiler launcher to configure with: ccache (MEMSTRESS_CCACHE=1, or unset and ccache on PATH), or
+# nothing. Said to cmake explicitly either way, so that an earlier configure's cache does not decide.
+ms_ccache() {
+  case "${MEMSTRESS_CCACHE:-auto}" in
+    0) return 0 ;;
+    1) command -v ccache || ms_warn "MEMSTRESS_CCACHE=1 but no ccache on PATH: building without it" ;;
+    *) command -v ccache || true ;;
+  esac
+}
+
 # ms_configure_build PRESET: cmake --preset, then cmake --build --preset. Returns non-zero (after
 # saying so) on failure; the caller decides whether that ends the script. Warnings are errors only
 # with MEMSTRESS_WERROR=1, said explicitly either way so that an earlier configure's cache does not decide.
 # Likewise the fleet store: required in CI (MEMSTRESS_WITH_DB=ON), else built where its packages are (AUTO);
 # and the RMM peers: required in CI (MEMSTRESS_WITH_RMM=ON), else built where .venv has librmm (AUTO).
 ms_configure_build() {
-  local preset="$1" jobs werror=OFF db=AUTO rmm=AUTO
+  local preset="$1" jobs werror=OFF db=AUTO rmm=AUTO launcher targets=()
   jobs="$(ms_jobs)"
+  launcher="$(ms_ccache)"
+  if [[ -n "$launcher" ]]; then
+    # The precompiled headers (cmake/BuildSpeed.cmake) are found through -include: ccache caches such files
+    # only when told that their time macros and the header's time stamps may be ignored.
+    export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+    # Paths relative to the checkout, so that another clone in another folder (CI's next run) finds these
+    # objects; where no base_dir is configured. In CI, also objects with debug information (the sanitizer
+    # presets), whose comp_dir then names the clone that compiled them first.
+    if [[ -z "${CCACHE_BASEDIR:-}" && -z "$(ccache --get-config base_dir 2>/dev/null || true)" ]]; then
+      export CCACHE_BASEDIR="$MEMSTRESS_ROOT"
+      if ms_ci; then
+        export CCACHE_NOHASHDIR=1
+      fi
+    fi
+  fi
+  if [[ -n "${MS_BUILD_TARGETS:-}" ]]; then
+    read -r -a targets <<<"$MS_BUILD_TARGETS"
+  fi
   if [[ "${MEMSTRESS_WERROR:-0}" == 1 ]]; then
     werror=ON
   fi
@@ -345,18 +377,45 @@ ms_configure_build() {
   if [[ "$preset" == fuzz ]]; then
     rmm=OFF # the fuzz targets are parsers; RMM's headers are for g++ builds of the harness
   fi
-  ms_log "configuring: cmake --preset $preset (warnings are errors: $werror; memstress db: $db; RMM peers: $rmm)"
+  ms_log "configuring: cmake --preset $preset (warnings are errors: $werror; memstress db: $db; RMM peers: $rmm;" \
+    "ccache: ${launcher:-no})"
   if ! cmake --preset "$preset" -DMEMSTRESS_WERROR="$werror" -DMEMSTRESS_WITH_DB="$db" \
-    -DMEMSTRESS_WITH_RMM="$rmm" >&2; then
+    -DMEMSTRESS_WITH_RMM="$rmm" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" \
+    -DCMAKE_CUDA_COMPILER_LAUNCHER="$launcher" >&2; then
     ms_log "error: configuring failed (cmake --preset $preset): see the messages above"
     return 1
   fi
-  ms_log "building: cmake --build --preset $preset --parallel $jobs"
-  if ! cmake --build --preset "$preset" --parallel "$jobs" >&2; then
+  ms_log "building: cmake --build --preset $preset --parallel $jobs${targets[*]:+ --target ${targets[*]}}"
+  if ! cmake --build --preset "$preset" --parallel "$jobs" ${targets[@]:+--target "${targets[@]}"} >&2; then
     ms_log "error: build failed (cmake --build --preset $preset): see the compiler messages above"
     return 1
   fi
   ms_log "built: build/$preset"
+}
+
+# ms_ctest PRESET [CTEST ARGS...]: the tests of PRESET's build. Tests run side by side, one per core
+# (CTEST_PARALLEL_LEVEL, the caller's choice first): CI's time more than halves. On the gpu preset, with no
+# ctest arguments, two passes: the cpu-labelled tests (the simulated device only) side by side, then every
+# other test (gpu, gpu-timing, gpu-whole, multi-gpu, mpi, install, readme) one at a time, since the timing tests
+# must own the GPU and the host. With arguments, one pass as asked (one at a time on the gpu preset unless
+# CTEST_PARALLEL_LEVEL says otherwise). Returns ctest's first non-zero exit code.
+ms_ctest() {
+  local preset="$1" side_by_side rc=0 rc_serial=0
+  shift
+  side_by_side="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
+  if [[ "$preset" != gpu ]]; then
+    ms_log "testing: ctest --preset $preset${*:+ $*} ($side_by_side at a time)"
+    ctest --preset "$preset" --parallel "$side_by_side" "$@" || rc=$?
+  elif (($# > 0)); then
+    ms_log "testing: ctest --preset gpu $*${CTEST_PARALLEL_LEVEL:+ ($CTEST_PARALLEL_LEVEL at a time)}"
+    ctest --preset gpu "$@" || rc=$?
+  else
+    ms_log "testing: ctest --preset gpu: the cpu-labelled tests $side_by_side at a time, then the others one at a time"
+    ctest --preset gpu --label-regex '^cpu$' --parallel "$side_by_side" || rc=$?
+    ctest --preset gpu --label-exclude '^cpu$' --parallel 1 || rc_serial=$?
+    if ((rc == 0)); then rc=$rc_serial; fi
+  fi
+  return "$rc"
 }
 
 # Everything scripts/setup does, in order. Exports MEMSTRESS_ROOT, MEMSTRESS_PRESET and

@@ -43,10 +43,12 @@ std::map<std::string, std::set<std::string>, std::less<>> varying_params(const s
   return varying;
 }
 
+// The CASE cell: the parameters that vary between the workload's rows, or every parameter where none
+// varies (a workload with one case is named by all of its parameters, not by an empty cell).
 std::string label_of(const Row& row, const std::set<std::string>& keys) {
   std::string label;
   for (const auto& [key, value] : row.params) {
-    if (keys.contains(key)) {
+    if (keys.empty() || keys.contains(key)) {
       label += fmt::format("{}{}={}", label.empty() ? "" : " ", key, value);
     }
   }
@@ -103,6 +105,37 @@ std::string spread(const Summary& s, double value, const DisplayScale& scale) {
   return s.n > 1 ? format_number(value / scale.divisor) : "-";
 }
 
+// A note too long for its column first loses its parenthesized details, the last first ("needs a real GPU
+// (running on the simulated device sim:80G)" keeps "needs a real GPU"), and is cut only where that is not
+// enough; --wide and the results keep it whole.
+std::string shorten_note(std::string text, std::size_t room) {
+  while (text.size() > room) {
+    const std::size_t close = text.rfind(')');
+    if (close == std::string::npos) {
+      break;
+    }
+    std::size_t open = std::string::npos;
+    int depth = 0;
+    for (std::size_t i = close + 1; i-- > 0;) {
+      if (text[i] == ')') {
+        ++depth;
+      } else if (text[i] == '(' && --depth == 0) {
+        open = i;
+        break;
+      }
+    }
+    std::size_t from = open;
+    while (from != std::string::npos && from > 0 && text[from - 1] == ' ') {
+      --from;
+    }
+    if (from == std::string::npos || from == 0) {
+      break;  // unbalanced, or the whole note is in parentheses
+    }
+    text.erase(from, close + 1 - from);
+  }
+  return fit_text(text, room);
+}
+
 // Cuts the last cell of every line but the header so that the lines fit in `width` columns.
 void fit_last_column(std::vector<Line>& lines, std::size_t width) {
   std::vector<std::size_t> widths;
@@ -119,7 +152,7 @@ void fit_last_column(std::vector<Line>& lines, std::size_t width) {
   const std::size_t room = std::max(kMinNote, width > before ? width - before : 0);
   for (std::size_t i = 1; i < lines.size(); ++i) {
     if (!lines[i].empty()) {
-      lines[i].back() = fit_text(lines[i].back(), room);
+      lines[i].back() = shorten_note(lines[i].back(), room);
     }
   }
 }

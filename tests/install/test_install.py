@@ -68,6 +68,7 @@ class Installed(unittest.TestCase):
                      "share/memstress/scripts/ms_json.py", "share/memstress/scripts/ms_output.py",
                      "share/memstress/profiles/h100.yaml", "share/memstress/profiles/h200.yaml",
                      "share/memstress/results/schema/memstress-run-1.schema.json", "share/doc/memstress/README.md",
+                     "share/doc/memstress/docs/install.md",
                      "include/memstress/allocator_plugin.h", "lib/memstress/plugins/libmemstress_caching_plugin.so"):
             self.assertTrue((self.prefix / path).is_file(), path)
         for script in ("report", "torch_snapshot_to_trace.py", "validate_results.py"):
@@ -173,6 +174,32 @@ memstress_add_test(NAME compare_missing COMPARE {accept} missing.json)
         labels = run(["ctest", "--test-dir", str(project / "build"), "-N", "-L", "quick"], cwd=self.cwd, env=env)
         self.assertIn("Total Tests: 1", labels.stdout)
 
+    def test_the_example_ctest_project(self) -> None:
+        """examples/ctest-project, as its comment says to configure it: the simulated device's test passes,
+        the GPU test passes on a GPU and is skipped without one."""
+        build = self.cwd / "example"
+        env = {k: v for k, v in os.environ.items() if k != "MEMSTRESS_REQUIRE_GPU"}
+        configure = run(["cmake", "-S", str(SOURCE / "examples" / "ctest-project"), "-B", str(build),
+                         f"-DCMAKE_PREFIX_PATH={self.prefix}"], cwd=self.cwd, env=env)
+        self.assertEqual(configure.returncode, 0, configure.stdout + configure.stderr)
+        tests = run(["ctest", "--test-dir", str(build), "-V"], cwd=self.cwd, env=env)
+        status = dict(re.findall(r"Test +#\d+: (\w+) \.+ *(?:\*\*\*)?(Passed|Skipped|Failed|Not Run)", tests.stdout))
+        gpu = any(Path("/dev").glob("nvidia[0-9]*"))
+        self.assertEqual(status, {"gpu_memory": "Passed" if gpu else "Skipped", "allocator_on_sim": "Passed"},
+                         tests.stdout)
+
+    def test_the_recorder_imports_through_python_path(self) -> None:
+        """`PYTHONPATH=$(memstress --python-path)`: the installed recorder, importable without torch (it loads
+        torch only when it records)."""
+        done = self.memstress("--python-path")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        where = Path(done.stdout.strip())
+        self.assertEqual(where.resolve(), (self.prefix / "share" / "memstress" / "python").resolve())
+        imported = run([sys.executable, "-c", "import memstress_torch; print(memstress_torch.__file__)"],
+                       cwd=self.cwd, env=dict(os.environ, PYTHONPATH=str(where)))
+        self.assertEqual(imported.returncode, 0, imported.stderr)
+        self.assertEqual(Path(imported.stdout.strip()).resolve(), (where / "memstress_torch.py").resolve())
+
     def test_the_install_is_relocatable(self) -> None:
         moved = self.tmp / "moved"
         shutil.copytree(self.prefix, moved, symlinks=True)
@@ -218,6 +245,28 @@ class Uninstall(unittest.TestCase):
 
 
 class Packages(unittest.TestCase):
+    def test_uninstall_after_cpack_says_what_happened(self) -> None:
+        """Installed, then packed in the same build tree: cpack rewrote the install manifest with what it packed,
+        and the uninstall target says so, and how to mend it, instead of removing nothing of the prefix (or
+        files under cpack's /usr/local); installed again, it uninstalls."""
+        if BUILD is None:
+            self.skipTest("usage: test_install.py BUILD_DIR")
+        with tempfile.TemporaryDirectory() as tmp:
+            prefix = Path(tmp) / "prefix"
+            self.assertEqual(run(["cmake", "--install", str(BUILD), "--prefix", str(prefix)], cwd=Path(tmp)).returncode, 0)
+            generators = "TGZ;DEB" if shutil.which("dpkg-deb") else "TGZ"
+            packed = run(["cpack", "-G", generators, "-B", str(Path(tmp) / "packages"), "--config",
+                          str(BUILD / "CPackConfig.cmake")], cwd=Path(tmp))
+            self.assertEqual(packed.returncode, 0, packed.stdout + packed.stderr)
+            done = run(["cmake", "--build", str(BUILD), "--target", "uninstall"], cwd=Path(tmp))
+            self.assertNotEqual(done.returncode, 0, done.stdout + done.stderr)
+            self.assertIn("cpack ran after that install", done.stdout + done.stderr)
+            self.assertTrue((prefix / "bin" / "memstress").is_file())  # nothing removed
+            self.assertEqual(run(["cmake", "--install", str(BUILD), "--prefix", str(prefix)], cwd=Path(tmp)).returncode, 0)
+            done = run(["cmake", "--build", str(BUILD), "--target", "uninstall"], cwd=Path(tmp))
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            self.assertEqual([p for p in prefix.rglob("*") if not p.is_dir()], [])
+
     def test_tgz_and_deb(self) -> None:
         if BUILD is None:
             self.skipTest("usage: test_install.py BUILD_DIR")

@@ -1,15 +1,16 @@
-"""Every command the README shows, held to account.
+"""Every command the README and the pages under docs/ show, held to account.
 
     test_readme.py BUILD_DIR
 
-Each command line of the README's code blocks (and the commands it quotes inline, in INLINE) is either
+Each command line of their code blocks (and the commands they quote inline, in INLINE) is either
   * run here, on the CPU, as written, from a scratch directory that reaches the checkout's files through
-    links (so outputs land there), with `memstress` meaning BUILD_DIR's binary; where the README shows the
-    output too (`$ memstress ...` followed by what it printed), the output must be what the README shows;
+    links (so outputs land there), with `memstress` meaning BUILD_DIR's binary; where a page shows the
+    output too (`$ memstress ...` followed by what it printed), the output must be what the page shows;
   * run on a GPU by scripts/gpu-first-run (one GPU) or scripts/gpu-readme-multi (two GPUs), which must hold
     the command verbatim; their records are under results/;
   * or a synopsis, an illustration, or a command that cannot run in this workplace, with the reason.
-A README command in none of these fails the test, so the README cannot show a command nobody ran.
+A command in none of these fails the test, so no page can show a command nobody ran. The pages are the README
+and every docs/*.md but those in UNCOVERED.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ import snapshot_fixtures  # noqa: E402
 
 BUILD = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
 README = ROOT / "README.md"
+# Pages whose commands are not (yet) held to account here: add their commands below, then drop them from this set.
+UNCOVERED = {"doctor.md", "limits.md"}
+PAGES = [README] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in UNCOVERED)
 FIRST_RUN = ROOT / "scripts" / "gpu-first-run"
 MULTI = ROOT / "scripts" / "gpu-readme-multi"
-COMMAND = re.compile(r"^(\$ )?(memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|cmake|ctest|cpack)\b")
+COMMAND = re.compile(r"^(\$ )?(memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|PYTHONPATH=|cmake|ctest|cpack)\b")
 
 # Run here: the command, and its expected exit code.
 CPU = {
@@ -42,7 +46,7 @@ CPU = {
     "scripts/run sizes -p dist=pow2 --out sizes.json": 0,
     "memstress accept --profile h100 --from accept.json": 0,
     "mpirun -np 2 build/cpu/apps/memstress run alloc-smoke -d sim:80G --out run.json": 0,
-    "scripts/report results/h100/*.json results/h200/bench-alloc-*.json -o report.html": 0,
+    "scripts/report results/h100/*.json results/h100/accept-*.xml results/h200/bench-alloc-*.json -o report.html": 0,
     "memstress replay run.snapshot.pickle --device sim:40G --allocator expandable": 0,
     "memstress replay run.snapshot.pickle --device sim:80G --sweep --out replay.json --timeline timeline.csv": 0,
     "scripts/torch_snapshot_to_trace.py run.snapshot.pickle -o run.trace.csv.gz": 0,
@@ -55,9 +59,7 @@ CPU = {
     "--allocator expandable": 0,
     "memstress doctor run.snapshot.pickle": 0,
     "memstress doctor run.snapshot.pickle --capacity 24G,40G,80G": 0,
-    "memstress doctor run.snapshot.pickle --format html -o doctor.html": 0,
     "memstress predict-batch run8.snapshot.pickle run16.snapshot.pickle --batch 8,16 --capacity 40G": 0,
-    "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz": 0,
     "memstress run oom leak -d sim -q": 0,
     "memstress run alloc-smoke fragmentation --device sim --allocator "
     "plugin:build/cpu/examples/allocator-plugin/libmemstress_caching_plugin.so": 0,
@@ -75,8 +77,8 @@ CPU = {
     "> history.json": 0,
     "scripts/report outliers.json history.json -o fleet.html": 0,
 }
-NEEDS_MATPLOTLIB = ("scripts/report", "memstress doctor run.snapshot.pickle --format html")
-# Commands quoted in the README's prose rather than in a code block, run here too.
+NEEDS_MATPLOTLIB = ("scripts/report",)
+# Commands quoted in the pages' prose rather than in a code block, run here too.
 INLINE = ["scripts/run sizes -p dist=pow2 --out sizes.json",
           "memstress compare tests/data/compare/base.json tests/data/compare/slower.json"]
 
@@ -123,8 +125,10 @@ NOT_RUN = {
     "memstress db ingest results/*.json --db postgresql://memstress@db.example.org/fleet":
     "an illustration of the URL; CTest runs every db command on a PostgreSQL server it starts (tests/db)",
     "scripts/fleet-bench": "the benchmark at scale: 10,000 files, minutes of work; its record is results/fleet/",
-    "scripts/gpu-allocators": "every allocator on a real GPU (replays and benchmarks, minutes); run on an H100 "
-                              "through the device tool, its record is results/h100/allocators-580.159.04/",
+    "PYTHONPATH=$(memstress --python-path) python3 train.py": "the user's own PyTorch program; the recorder's "
+    "import through --python-path is tested by install.Installed",
+    "scripts/gpu-allocators": "every allocator on a real GPU (replays and benchmarks, minutes); run on an H100, "
+                              "its record is results/h100/allocators-580.159.04/",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 # `memstress db` is built only where SQLite and libcrypto were found (cmake/FleetStore.cmake); elsewhere its
@@ -142,11 +146,16 @@ def build_has_db() -> bool:
                 and re.search(r"^MEMSTRESS_HAVE_DB:INTERNAL=ON$", cache.read_text(), re.MULTILINE))
 
 
+def page_lines() -> list[str]:
+    """The lines of every page held to account, one page after the other."""
+    return [line for page in PAGES for line in page.read_text().splitlines()]
+
+
 def readme_commands() -> list[str]:
-    """Every command line of the README's code blocks (continuation lines joined, comments dropped), with
+    """Every command line of the pages' code blocks (continuation lines joined, comments dropped), with
     the `$ ` of a shown session kept."""
     commands, block, pending, output = [], False, "", False
-    for line in README.read_text().splitlines():
+    for line in page_lines():
         if line.startswith("```"):
             block, output = not block, False
             continue
@@ -166,16 +175,16 @@ def readme_commands() -> list[str]:
 
 
 def shown_output(command: str) -> str:
-    """What the README shows a `$ command` printing: the lines after it, up to the end of its block."""
-    lines = README.read_text().splitlines()
+    """What a page shows a `$ command` printing: the lines after it, up to the end of its block."""
+    lines = page_lines()
     start = lines.index(f"$ {command}") + 1
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("```"))
     return "\n".join(lines[start:end]).rstrip() + "\n"
 
 
 def unshown_output_block(first_line: str) -> str:
-    """A block the README introduces in prose (no `$ ` line): from its first line to its end."""
-    lines = README.read_text().splitlines()
+    """A block a page introduces in prose (no `$ ` line): from its first line to its end."""
+    lines = page_lines()
     start = lines.index(first_line)
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("```"))
     return "\n".join(lines[start:end]).rstrip() + "\n"
@@ -210,7 +219,7 @@ class EveryCommand(unittest.TestCase):
             bare = command.removeprefix("$ ")
             if SYNOPSIS.search(bare) and bare not in known:
                 continue
-            self.assertIn(bare, known, f"a README command that nothing runs: {bare}")
+            self.assertIn(bare, known, f"a command of the README or docs/ that nothing runs: {bare}")
 
     def test_the_gpu_scripts_hold_their_commands_verbatim(self) -> None:
         first_run, multi = FIRST_RUN.read_text(), MULTI.read_text()
@@ -220,6 +229,42 @@ class EveryCommand(unittest.TestCase):
         for command in GPU_MULTI:
             self.assertIn(command, multi)
         self.assertIn("scripts/test", first_run)
+
+
+def slug(heading: str) -> str:
+    """The anchor a Markdown heading gets: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+class Links(unittest.TestCase):
+    def test_every_link_between_the_pages_resolves(self) -> None:
+        """A relative link of the README or a docs/ page names a file of the checkout, and its #anchor a heading of
+        that page (links that leave the checkout, such as the design document beside it, are not checked)."""
+        for page in [README] + sorted((ROOT / "docs").glob("*.md")):
+            for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]+))?\)", page.read_text()):
+                if target.startswith(("http://", "https://", "mailto:")):
+                    continue
+                path = (page.parent / target).resolve() if target else page
+                if ROOT not in path.parents and path != ROOT:
+                    continue
+                with self.subTest(page=page.name, link=f"{target}#{anchor}" if anchor else target):
+                    self.assertTrue(path.exists(), f"{page.relative_to(ROOT)} links to {target}, which is not there")
+                    if anchor and path.suffix == ".md":
+                        headings = {slug(line.lstrip("#")) for line in path.read_text().splitlines()
+                                    if line.startswith("#")}
+                        self.assertIn(anchor, headings, f"{page.relative_to(ROOT)}: no heading #{anchor} in {target}")
+
+
+class Layout(unittest.TestCase):
+    def test_the_layout_names_every_top_level_folder(self) -> None:
+        """docs/development.md's Layout has a row for each folder the repository tracks at its top."""
+        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=False)
+        if listed.returncode != 0 or not listed.stdout:
+            self.skipTest("not a git checkout: " + listed.stderr.strip())
+        folders = {line.split("/", 1)[0] for line in listed.stdout.splitlines() if "/" in line}
+        layout = (ROOT / "docs" / "development.md").read_text()
+        rows = set(re.findall(r"^\| `([^`/]+)/` \|", layout, re.MULTILINE))
+        self.assertEqual(folders - rows, set(), "folders the Layout of docs/development.md does not name")
 
 
 @unittest.skipIf(BUILD is None, "usage: test_readme.py BUILD_DIR")
@@ -253,7 +298,7 @@ class RunOnTheCpu(unittest.TestCase):
         documented = {c.removeprefix("$ ") for c in readme_commands()}
         for command, expected in CPU.items():
             with self.subTest(command=command):
-                self.assertIn(command, documented, "no longer in the README: drop it from CPU")
+                self.assertIn(command, documented, "no longer in the README or docs/: drop it from CPU")
                 if command.startswith("mpirun") and not shutil.which("mpirun"):
                     continue  # the mpi tests are skipped without mpirun too
                 if "build/cpu/" in command and not (ROOT / "build" / "cpu" / "apps" / "memstress").exists():
@@ -275,7 +320,6 @@ class RunOnTheCpu(unittest.TestCase):
                         "results/h100/compare/slowed-h100-580.159.04.json",
                         "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz "
                         "--device sim:40G --allocator expandable",
-                        "memstress doctor results/h100/doctor-580.159.04/snapshots/oom_infer_varying.snapshot.pickle.gz",
                         "memstress run oom leak -d sim -q"):
             with self.subTest(command=command):
                 self.assertEqual(self.run_command(command).stdout, shown_output(command))

@@ -1,6 +1,7 @@
 """scripts/lib.sh, the set-up behind scripts/run and scripts/test: the preset follows the machine (gpu where
 nvidia-smi lists a GPU, cpu otherwise, MEMSTRESS_PRESET above both, each said on stderr), and warnings are
-errors only when MEMSTRESS_WERROR=1 asks (CI), said to cmake explicitly either way; clang and libFuzzer are
+errors only when MEMSTRESS_WERROR=1 asks (CI), said to cmake explicitly either way; on a GPU machine the
+cpu-labelled tests run side by side and the others one at a time; clang and libFuzzer are
 wanted only for the fuzz step; the fleet store's packages are optional outside CI (an offline GPU node without
 them still builds) and required in it. nvidia-smi, cmake, clang++, dpkg-query and apt-get are stand-ins on
 PATH, so this runs anywhere."""
@@ -75,6 +76,25 @@ class SetupChoices(unittest.TestCase):
             done = self.shell("ms_configure_build cpu", **env)
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertIn(f"-DMEMSTRESS_WITH_DB={expected}", done.stderr, env)
+
+    def test_a_gpu_machine_runs_the_cpu_tests_side_by_side_and_the_others_one_at_a_time(self) -> None:
+        log = Path(self.tmp.name) / "ctest.log"
+        # A stand-in ctest: logs its arguments; the side-by-side pass fails where FAIL_CPU is set.
+        self.tool("ctest", f'echo "$*" >>{log}; case "$*" in *label-regex*) exit "${{FAIL_CPU:-0}}" ;; esac')
+        done = self.shell("ms_ctest gpu", CTEST_PARALLEL_LEVEL="16")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(log.read_text().splitlines(), ["--preset gpu --label-regex ^cpu$ --parallel 16",
+                                                        "--preset gpu --label-exclude ^cpu$ --parallel 1"])
+        log.unlink()
+        done = self.shell("ms_ctest gpu", CTEST_PARALLEL_LEVEL="16", FAIL_CPU="8")
+        self.assertEqual(done.returncode, 8, done.stderr)  # the failure is kept, and the GPU tests still run
+        self.assertEqual(len(log.read_text().splitlines()), 2)
+        log.unlink()
+        # With ctest arguments, one pass as asked; without a GPU, one pass side by side.
+        self.shell("ms_ctest gpu -L gpu --output-junit gpu-tests.xml")
+        self.shell("ms_ctest cpu -R alloc", CTEST_PARALLEL_LEVEL="2")
+        self.assertEqual(log.read_text().splitlines(), ["--preset gpu -L gpu --output-junit gpu-tests.xml",
+                                                        "--preset cpu --parallel 2 -R alloc"])
 
     def test_the_libfuzzer_runtime_follows_the_clang_installed(self) -> None:
         self.tool("clang++", 'echo "Ubuntu clang version 18.1.3 (1ubuntu1)"')

@@ -85,6 +85,42 @@ TEST(Table, NotesAreCutToKeepTheDefaultTableWithinItsWidth) {
   EXPECT_EQ(format_table(run, wide).find("second line"), std::string::npos);
 }
 
+TEST(Table, ASkipReasonTooLongForItsColumnLosesItsDetailsNotItsWords) {
+  RunRecord run;
+  Row row = leak_row("0", "");
+  row.workload = "smoke";
+  row.params = {{"bytes", std::string(94, '1')}};  // a CASE of 100 columns leaves the note its least, 24
+  row.metrics.clear();                             // a skipped case has none
+  row.verdict = Verdict::skip;
+  row.reason = "needs a real GPU (running on the simulated device sim:80G)";
+  Row other = row;
+  other.params = {{"bytes", "2"}};
+  run.rows = {row, other};
+  const std::string table = format_table(run);
+  EXPECT_LE(widest_line(table), 160U) << table;
+  EXPECT_NE(table.find("needs a real GPU\n"), std::string::npos) << table;  // the words, not "...(running on the sim..."
+  EXPECT_EQ(table.find("..."), std::string::npos) << table;
+  TableOptions wide;
+  wide.wide = true;
+  EXPECT_NE(format_table(run, wide).find(row.reason), std::string::npos);  // --wide: whole
+}
+
+TEST(Table, AWorkloadOfOneCaseIsNamedByAllItsParameters) {
+  RunRecord run;
+  run.rows = {leak_row("0.05", "")};
+  const std::string table = format_table(run);
+  EXPECT_NE(table.find("epochs=20 per_epoch=256M retained=0.05"), std::string::npos) << table;
+  // Beside a workload of several cases, each keeps its own rule.
+  Row smoke = leak_row("0", "");
+  smoke.workload = "smoke";
+  smoke.params = {{"bytes", "1G"}};
+  run.rows = {leak_row("0", ""), leak_row("0.05", ""), smoke};
+  const std::string both = format_table(run);
+  EXPECT_NE(both.find("retained=0.05"), std::string::npos) << both;
+  EXPECT_EQ(both.find("per_epoch="), std::string::npos) << both;
+  EXPECT_NE(both.find("bytes=1G"), std::string::npos) << both;
+}
+
 TEST(Table, FitTextNeverCutsInsideACharacter) {
   EXPECT_EQ(fit_text("short", 10), "short");
   EXPECT_EQ(fit_text("abcdefghij", 8), "abcde...");
