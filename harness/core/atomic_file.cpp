@@ -11,26 +11,10 @@
 #include <system_error>
 
 #include "harness/core/error.hpp"
+#include "harness/core/input_file.hpp"
 
 namespace memstress {
 namespace {
-
-std::string_view kind_of(std::filesystem::file_type type) noexcept {
-  switch (type) {
-    case std::filesystem::file_type::directory:
-      return "a directory";
-    case std::filesystem::file_type::character:
-      return "a character device";
-    case std::filesystem::file_type::block:
-      return "a block device";
-    case std::filesystem::file_type::fifo:
-      return "a FIFO";
-    case std::filesystem::file_type::socket:
-      return "a socket";
-    default:
-      return "not a regular file";
-  }
-}
 
 // The file a write to `path` replaces: `path` itself, or the file its symbolic links lead to.
 std::filesystem::path resolve_target(const std::filesystem::path& path, std::string_view what) {
@@ -51,7 +35,7 @@ std::filesystem::path resolve_target(const std::filesystem::path& path, std::str
       throw InputError(
           fmt::format("{} {}: leads to {}, not a regular file; memstress writes a results file "
                       "whole and renames it into place, and will not replace it",
-                      what, path.string(), kind_of(st.type())));
+                      what, path.string(), file_type_name(st.type())));
     }
     return std::filesystem::canonical(path);
   }
@@ -59,7 +43,7 @@ std::filesystem::path resolve_target(const std::filesystem::path& path, std::str
     throw InputError(
         fmt::format("{} {}: exists and is {}, not a regular file; memstress writes a file "
                     "whole and renames it into place, and will not replace it",
-                    what, path.string(), kind_of(link.type())));
+                    what, path.string(), file_type_name(link.type())));
   }
   return path;
 }
