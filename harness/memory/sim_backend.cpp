@@ -131,6 +131,7 @@ SimBackend::SimBackend(std::uint64_t capacity, SimAddressOrder order) : order_(o
   free_.emplace(kBaseAddress, round_up(capacity, kPageBytes) * 4);
   plan_base_ = kBaseAddress + round_up(capacity, kPageBytes) * 4;
   ranges_free_.emplace(kRangeBase, kBaseAddress - kRangeBase);
+  ranges_free_.emplace(kHighRangeBase, kHighRangeEnd - kHighRangeBase);  // Note [Simulated address ranges]
 }
 
 std::uint64_t SimBackend::charged_bytes(std::uint64_t bytes) noexcept {

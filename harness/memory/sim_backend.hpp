@@ -53,6 +53,15 @@ class SimBackend final : public DeviceBackend {
   static constexpr std::uint64_t kPageBytes = 2ULL << 20;
   static constexpr std::uint64_t kBaseAddress = 0x7f0000000000ULL;
   static constexpr std::uint64_t kRangeBase = 0x100000000000ULL;  // reserve_address_range starts here
+  // Note [Simulated address ranges]
+  // A simulated device has no memory to address, so its address ranges need not fit a GPU's 48 bits: once
+  // the 111 TiB below kBaseAddress are taken, reservations continue above 2^48, up to 2^62. PyTorch's
+  // expandable segments reserve 1.125 times the device for every stream, and on the doctor's device with no
+  // limit (1 TiB) the 98th stream's reservation failed, every later stream's allocation ran out of memory
+  // after a release-and-retry over all streams: wrong answers, in time quadratic in the streams. Requests
+  // past 2^62 bytes still fail as on a GPU.
+  static constexpr std::uint64_t kHighRangeBase = 1ULL << 48;
+  static constexpr std::uint64_t kHighRangeEnd = 1ULL << 62;
   // The largest capacity: its address range (four times it, above kBaseAddress) and a placement plan's
   // region above that stay within the 48 bits of a GPU's virtual addresses.
   static constexpr std::uint64_t kMaxCapacity = 16ULL << 40;

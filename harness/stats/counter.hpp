@@ -48,6 +48,14 @@ struct StatCounter {
     freed += other.freed;
     return *this;
   }
+  // Undoes a += (a sum kept up to date as its parts change).
+  StatCounter& operator-=(const StatCounter& other) noexcept {
+    current -= other.current;
+    peak -= other.peak;
+    allocated -= other.allocated;
+    freed -= other.freed;
+    return *this;
+  }
 
   // Writes "<prefix>.current", ".peak", ".allocated", ".freed".
   void export_to(MemoryStats& stats, std::string_view prefix) const {

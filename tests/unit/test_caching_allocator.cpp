@@ -403,6 +403,74 @@ TEST(CachingAllocatorLimits, ThousandsOfStreamsDoNotDeadlock) {
   EXPECT_EQ(stat(a, "segment.all.current"), 1500);
 }
 
+TEST(CachingAllocatorStats, StatisticsReadIncrementallyMatchEveryStreamsSum) {
+  // Note [Statistics, incrementally]: the totals kept from the streams changed since the last read equal
+  // a fresh sum, across reads, resets, frees and an empty_cache, with more streams than the lock-free table.
+  SimBackend dev(64 * kGiB);
+  CachingAllocator a = make(dev);
+  std::vector<void*> live;
+  std::vector<std::uint64_t> sizes;
+  std::mt19937 rng(7);
+  std::int64_t allocated = 0;
+  for (std::uintptr_t s = 1; s <= 3000; ++s) {
+    sizes.push_back(512 * (1 + rng() % 64));
+    live.push_back(a.allocate(sizes.back(), StreamRef{s}));
+    allocated += static_cast<std::int64_t>(sizes.back());
+    if (s % 700 == 0) {
+      EXPECT_EQ(stat(a, "allocated_bytes.all.current"), allocated) << s;
+      EXPECT_EQ(stat(a, "segment.all.current"), static_cast<std::int64_t>(s));
+      a.reset_peak_stats();
+    }
+  }
+  EXPECT_EQ(stat(a, "allocation.all.current"), 3000);
+  EXPECT_EQ(stat(a, "allocation.all.peak"), 3000);  // each stream's peak is its one block
+  std::uint64_t smallest_kept = 2 * kMiB;
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    if (i % 2 == 0) {
+      a.deallocate(live[i]);
+    } else {
+      smallest_kept = std::min(smallest_kept, sizes[i]);
+    }
+  }
+  EXPECT_EQ(stat(a, "allocation.all.current"), 1500);
+  EXPECT_EQ(stat(a, "allocation.all.peak"), 3000);  // peaks not reset since
+  a.reset_peak_stats();
+  EXPECT_EQ(stat(a, "allocation.all.peak"), 1500);  // every stream's peak at its current again
+  EXPECT_EQ(stat(a, "largest_free_block_bytes"),
+            static_cast<std::int64_t>(2 * kMiB));  // a whole free segment
+  a.empty_cache();
+  EXPECT_EQ(stat(a, "segment.all.current"), 1500);
+  // What is left free: the rest of each segment beside its block.
+  EXPECT_EQ(stat(a, "largest_free_block_bytes"), static_cast<std::int64_t>(2 * kMiB - smallest_kept));
+  for (std::size_t i = 1; i < live.size(); i += 2) {
+    a.deallocate(live[i]);
+  }
+  a.empty_cache();
+  EXPECT_EQ(stat(a, "allocated_bytes.all.current"), 0);
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), 0);
+  EXPECT_EQ(stat(a, "largest_free_block_bytes"), 0);
+}
+
+TEST(CachingAllocatorLimits, EveryStreamGetsAnExpandableSegmentOnALargeDevice) {
+  // Each stream's expandable segment reserves 1.125 times the device: on 1 TiB, the simulated 111 TiB
+  // of address ranges ran out at the 98th stream, and every later allocation failed (Note [Simulated
+  // address ranges]). Ranges continue above 2^48 now, and the owner map holds mapped pages only.
+  SimBackend dev(1ULL << 40);
+  CachingAllocator a = make(dev, "expandable_segments:True");
+  std::vector<void*> live;
+  for (std::uintptr_t s = 1; s <= 300; ++s) {
+    live.push_back(a.allocate(100, StreamRef{s}));
+  }
+  EXPECT_EQ(stat(a, "num_ooms"), 0);
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), static_cast<std::int64_t>(300 * 2 * kMiB));
+  for (void* p : live) {
+    a.deallocate(p);  // found through the owner map, above 2^48 too
+  }
+  a.empty_cache();
+  EXPECT_EQ(stat(a, "reserved_bytes.all.current"), 0);
+  EXPECT_EQ(dev.mapped_bytes(), 0U);
+}
+
 TEST(CachingAllocatorLimits, RacingThreadsCannotPassTheMemoryFraction) {
   for (int round = 0; round < 50; ++round) {
     SimBackend dev(100 * kMiB);

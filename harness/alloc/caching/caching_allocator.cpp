@@ -144,7 +144,7 @@ void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
   StreamPools& sp = pools_for(stream);
   bool tried_alloc = false;
   {
-    const std::scoped_lock lock(sp.lock);
+    const Changing lock(*this, sp);
     if (sp.parked != nullptr) {
       if (void* p = take_parked(sp, r)) {  // Note [Parked free]
         return p;
@@ -337,7 +337,7 @@ void CachingAllocator::do_deallocate(void* ptr) {
   if (sp == nullptr) {
     throw InputError(fmt::format("{} allocator: deallocate of {}, which it did not allocate", name(), ptr));
   }
-  const std::scoped_lock lock(sp->lock);
+  const Changing lock(*this, *sp);
   unpark(*sp);
   Block* b = sp->live.erase(reinterpret_cast<std::uintptr_t>(ptr));
   if (b == nullptr) {
@@ -531,13 +531,68 @@ void CachingAllocator::synchronize_and_free_events(StreamPools& sp) {
   }
 }
 
+void CachingAllocator::changed(StreamPools& sp) const {
+  const bool queue_read = !sp.unread.load(std::memory_order_relaxed) && !sp.unread.exchange(true);
+  const bool queue_reset = !sp.unreset.load(std::memory_order_relaxed) && !sp.unreset.exchange(true);
+  if (queue_read || queue_reset) {
+    const std::scoped_lock lock(queue_mutex_);
+    if (queue_read) {
+      unread_.push_back(&sp);
+    }
+    if (queue_reset) {
+      unreset_.push_back(&sp);
+    }
+  }
+}
+
+void CachingAllocator::reread(StreamPools& sp) const {
+  unpark(sp);  // Note [Parked free]: what is read is PyTorch's order
+  totals_ -= sp.read;
+  sp.read = sp.stats;
+  totals_ += sp.read;
+  std::uint64_t largest = 0;
+  for (const auto& pool : sp.free) {
+    if (!pool.empty()) {
+      largest = std::max(largest, (*pool.rbegin())->size);
+    }
+  }
+  if (largest != sp.read_largest) {
+    if (sp.read_largest > 0) {
+      largest_.erase(largest_.find(sp.read_largest));
+    }
+    if (largest > 0) {
+      largest_.insert(largest);
+    }
+    sp.read_largest = largest;
+  }
+}
+
+void CachingAllocator::read_changed() const {
+  std::vector<StreamPools*> queued;
+  {
+    const std::scoped_lock lock(queue_mutex_);
+    queued.swap(unread_);
+  }
+  for (StreamPools* sp : queued) {
+    sp->unread.store(false);  // before the lock: a change from now on queues the stream again
+    const std::scoped_lock lock(sp->lock);
+    reread(*sp);
+  }
+}
+
 MemoryStats CachingAllocator::memory_stats() const {
   DeviceStats total;
+  std::uint64_t largest = 0;
+  {
+    const std::scoped_lock lock(stats_mutex_);
+    read_changed();  // Note [Statistics, incrementally]
+    total = totals_;
+    largest = largest_.empty() ? 0 : *largest_.rbegin();
+  }
   std::size_t streams_seen = 0;
-  for (StreamPools* sp : all_pools()) {
-    const std::scoped_lock lock(sp->lock);
-    total += sp->stats;
-    ++streams_seen;
+  {
+    const std::scoped_lock lock(pools_mutex_);
+    streams_seen = pools_.size();
   }
   MemoryStats out;
   total.export_to(out);
@@ -550,7 +605,7 @@ MemoryStats CachingAllocator::memory_stats() const {
   // reserved_bytes.all.peak stay exact (while one thread drives the allocator) and the others are sums.
   out["peaks_exact"] = streams_seen == 1 ? 1 : 0;
   out["byte_peaks_exact"] = one_thread ? 1 : 0;
-  out["largest_free_block_bytes"] = static_cast<std::int64_t>(largest_free_block());
+  out["largest_free_block_bytes"] = static_cast<std::int64_t>(largest);
   out["num_alloc_retries"] = num_alloc_retries_.load(std::memory_order_relaxed);
   out["num_ooms"] = num_ooms_.load(std::memory_order_relaxed);
   out["num_sync_all_streams"] = num_sync_all_streams_.load(std::memory_order_relaxed);
@@ -561,26 +616,29 @@ MemoryStats CachingAllocator::memory_stats() const {
 }
 
 void CachingAllocator::reset_peak_stats() {
-  for (StreamPools* sp : all_pools()) {
-    const std::scoped_lock lock(sp->lock);
-    sp->stats.reset_peaks();
+  {
+    const std::scoped_lock stats(stats_mutex_);
+    std::vector<StreamPools*> queued;
+    {
+      const std::scoped_lock lock(queue_mutex_);
+      queued.swap(unreset_);
+    }
+    // The others have not changed since the last reset: their peaks are their currents already.
+    for (StreamPools* sp : queued) {
+      sp->unreset.store(false);
+      const std::scoped_lock lock(sp->lock);
+      sp->stats.reset_peaks();
+      reread(*sp);
+    }
   }
   allocated_peak_.store(allocated_current_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   reserved_peak_.store(reserved_current_.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
 std::uint64_t CachingAllocator::largest_free_block() const {
-  std::uint64_t largest = 0;
-  for (StreamPools* sp : all_pools()) {
-    const std::scoped_lock lock(sp->lock);
-    unpark(*sp);
-    for (const auto& pool : sp->free) {
-      if (!pool.empty()) {
-        largest = std::max(largest, (*pool.rbegin())->size);
-      }
-    }
-  }
-  return largest;
+  const std::scoped_lock lock(stats_mutex_);
+  read_changed();
+  return largest_.empty() ? 0 : *largest_.rbegin();
 }
 
 }  // namespace memstress::caching

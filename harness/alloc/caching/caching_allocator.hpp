@@ -54,6 +54,17 @@
 // a second thread calls in, the allocator stops touching that atomic and allocated_bytes.all.peak becomes
 // the sum of the streams' peaks, an upper bound (byte_peaks_exact = 0). Every other device-wide peak is
 // exact while one stream is in use and the sum of the streams' peaks once several are (peaks_exact = 0).
+//
+// Note [Statistics, incrementally]. memory_stats(), reset_peak_stats() and largest_free_block() cost what
+// changed since they last ran, not one visit of every stream: a replay reads the statistics and resets
+// the peaks at each of its timeline points, and a trace of 10,000 streams made each point 10,000 visits
+// (a doctor of such a trace took minutes). Every change to a stream's pools goes through Changing, which
+// queues the stream once (an atomic flag) on two lists: streams whose figures memory_stats() has not seen
+// (it re-reads those, keeping device-wide totals of every stream's last figures and of their largest free
+// blocks), and streams changed since the last reset_peak_stats() (which resets those: a stream not
+// changed since the last reset still has its peaks at its currents). A stream marks itself at the lock,
+// before it changes: a reader clears the flag before it takes the stream's lock, so a change is either
+// seen by that read or queues the stream again.
 
 #include <atomic>
 #include <deque>
@@ -102,6 +113,12 @@ struct alignas(64) StreamPools {  // own cache lines: no false sharing between s
   std::vector<ExpandableSegment> segments;                   // expandable segments of this stream
   std::array<std::uint64_t, 2> gc_clock{};                   // get_free_block calls, for GC ages
   DeviceStats stats;
+  // Note [Statistics, incrementally]: queued for memory_stats() / reset_peak_stats(), and what the
+  // device-wide totals hold of this stream (under the allocator's stats lock).
+  std::atomic<bool> unread{false};
+  std::atomic<bool> unreset{false};
+  DeviceStats read;
+  std::uint64_t read_largest = 0;
   // A node of the free sets kept from the last erase for the next insert, so that the hot path (a split
   // and its merge: two erases and two inserts a pair) allocates no set node. Declared after `memory`,
   // which it came from.
@@ -167,6 +184,19 @@ class CachingAllocator final : public Allocator {
     return owners_.find(reinterpret_cast<std::uintptr_t>(ptr));  // NOLINT(performance-no-int-to-ptr)
   }
   std::vector<StreamPools*> all_pools() const;
+
+  // Note [Statistics, incrementally]: a stream's lock, taken to change its pools.
+  class Changing {
+   public:
+    Changing(const CachingAllocator& allocator, StreamPools& sp) : lock_(sp.lock) { allocator.changed(sp); }
+
+   private:
+    std::scoped_lock<SpinLock> lock_;
+  };
+  void changed(StreamPools& sp) const;
+  // Brings the device-wide totals up to date with the streams changed since (under stats_mutex_).
+  void read_changed() const;
+  void reread(StreamPools& sp) const;  // under stats_mutex_ and the stream's lock
 
   // Under the stream's lock.
   Block* get_free_block(StreamPools& sp, const Request& r);
@@ -277,6 +307,13 @@ class CachingAllocator final : public Allocator {
   std::deque<std::unique_ptr<StreamPools>> pools_;  // stable addresses; streams are never forgotten
   PageMap<StreamPools> owners_;
   std::mutex slow_mutex_;  // one thread at a time frees caches and retries
+  // Note [Statistics, incrementally].
+  mutable std::mutex queue_mutex_;
+  mutable std::vector<StreamPools*> unread_;
+  mutable std::vector<StreamPools*> unreset_;
+  mutable std::mutex stats_mutex_;
+  mutable DeviceStats totals_;                    // the sum of every stream's `read`
+  mutable std::multiset<std::uint64_t> largest_;  // every stream's read_largest above 0
 
   std::atomic<std::uint64_t> total_reserved_{0};  // segments plus mapped pages, all streams
   alignas(64) std::atomic<std::int64_t> allocated_current_{0};

@@ -44,7 +44,9 @@ Block* CachingAllocator::new_expandable_segment(StreamPools& sp, PoolKind pool) 
   const std::uint64_t size = pages * page;
   void* base = backend_.reserve_address_range(size);
   const auto address = reinterpret_cast<std::uintptr_t>(base);
-  owners_.assign(address, size, &sp);
+  // The owner map learns a page when it is mapped (map_block) and forgets it when unmapped (unmap_block):
+  // a reservation is 1.125 times the device, 589,824 pages of 2 MiB on a device of 1 TiB, written once for
+  // every stream's segment when it was assigned whole here.
   sp.segments.push_back(ExpandableSegment{address, size, page, pool});
   Block* u = sp.new_block();
   u->ptr = address;
@@ -127,6 +129,7 @@ Block* CachingAllocator::map_block(StreamPools& sp, Block* u, std::uint64_t byte
       return nullptr;
     }
   }
+  owners_.assign(u->ptr, length, &sp);
   auto& unmapped = sp.unmapped[static_cast<std::size_t>(u->pool)];
   unmapped.erase(u);
   if (length < u->size) {
@@ -196,6 +199,7 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
   }
   b->ptr = first;
   b->size = last - first;
+  owners_.assign(first, b->size, nullptr);  // before the pages can be mapped again
   backend_.unmap(as_pointer(first), b->size);
   b->mapped = false;
   unclaim_reserved(b->size);
@@ -205,8 +209,7 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
   try_merge(sp, b, b->prev);
   try_merge(sp, b, b->next);
   if (b->prev == nullptr && b->next == nullptr) {  // the whole range is unmapped again: give it back
-    const ExpandableSegment whole = segment_of(sp, b->ptr);
-    owners_.assign(whole.base, whole.size, nullptr);  // before the range can be handed out again
+    const ExpandableSegment whole = segment_of(sp, b->ptr);  // every page unmapped, so none in owners_
     backend_.release_address_range(as_pointer(whole.base), whole.size);
     std::erase_if(sp.segments, [&](const ExpandableSegment& s) { return s.base == whole.base; });
     sp.delete_block(b);

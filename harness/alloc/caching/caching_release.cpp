@@ -22,7 +22,10 @@ void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r
   for (StreamPools* other : all_pools()) {
     if (other != &sp) {
       const std::scoped_lock lock(other->lock);
-      process_events(*other);
+      if (!other->pending.empty()) {
+        changed(*other);  // Note [Statistics, incrementally]
+        process_events(*other);
+      }
     }
   }
   bool collected = false;
@@ -30,7 +33,7 @@ void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r
     collected = garbage_collect();
   }
   {
-    const std::scoped_lock lock(sp.lock);
+    const Changing lock(*this, sp);
     Block* block = nullptr;
     // Search and reserve again only when something may have changed since the fast path did (GC ran,
     // or the fast path went straight to GC): a second device call for nothing slows every OOM probe.
@@ -49,7 +52,7 @@ void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r
   }
   release_cached_blocks();
   {
-    const std::scoped_lock lock(sp.lock);
+    const Changing lock(*this, sp);
     if (Block* block = alloc_block(sp, r, true)) {
       return finish_allocation(sp, block, r);
     }
@@ -65,7 +68,7 @@ void CachingAllocator::do_empty_cache() {
 void CachingAllocator::release_cached_blocks() {
   num_sync_all_streams_.fetch_add(1, std::memory_order_relaxed);
   for (StreamPools* sp : all_pools()) {
-    const std::scoped_lock lock(sp->lock);
+    const Changing lock(*this, *sp);
     synchronize_and_free_events(*sp);
     release_blocks(*sp, PoolKind::large);
     release_blocks(*sp, PoolKind::small);
@@ -157,7 +160,7 @@ bool CachingAllocator::garbage_collect() {
   const std::uint64_t target = reserved - threshold;
   std::uint64_t reclaimed = 0;
   for (StreamPools* sp : all_pools()) {
-    const std::scoped_lock lock(sp->lock);
+    const Changing lock(*this, *sp);
     unpark(*sp);
     auto& pool = sp->free[static_cast<std::size_t>(PoolKind::large)];
     const std::uint64_t clock = sp->gc_clock[static_cast<std::size_t>(PoolKind::large)];

@@ -52,6 +52,9 @@ nlohmann::json CachingAllocator::snapshot() const {
   nlohmann::json segments = nlohmann::json::array();
   for (StreamPools* sp : all_pools()) {
     const std::scoped_lock lock(sp->lock);
+    if (sp->parked != nullptr) {
+      changed(*sp);  // unparking changes its blocks (Note [Statistics, incrementally])
+    }
     unpark(*sp);
     std::unordered_set<const Block*> heads;
     const auto add_head = [&](const Block* b) {

@@ -1,11 +1,14 @@
 #pragma once
 
 // A memory_resource for the caching allocator's bookkeeping: set nodes and blocks, a few fixed sizes
-// allocated and freed on every call. Per-size free lists carved from 64 KiB chunks make each allocation
+// allocated and freed on every call. Per-size free lists carved from chunks make each allocation
 // and free a handful of instructions (libstdc++'s unsynchronized_pool_resource spent ~900 instructions
 // per alloc+free pair here, measured with callgrind). Memory goes back to the system only when the
-// resource dies. Not thread-safe: each stream's pools own one, under their lock.
+// resource dies. Not thread-safe: each stream's pools own one, under their lock. Chunks start at 1 KiB and
+// double up to 64 KiB, uninitialised: a stream that holds a block or two costs a kilobyte, not 64 KiB
+// zeroed (a trace of many streams, each allocating once, paid that for every stream).
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -26,6 +29,7 @@ class NodeResource final : public std::pmr::memory_resource {
  private:
   static constexpr std::size_t kGranule = 16;   // what operator new guarantees, enough for every node
   static constexpr std::size_t kMaxNode = 256;  // larger requests go to the upstream
+  static constexpr std::size_t kFirstChunk = 1024;
   static constexpr std::size_t kChunk = 64 * 1024;
 
   static constexpr std::size_t size_class(std::size_t bytes) noexcept {
@@ -43,9 +47,12 @@ class NodeResource final : public std::pmr::memory_resource {
     }
     const std::size_t size = cls * kGranule;
     if (left_ < size) {
-      chunks_.push_back(std::make_unique<std::byte[]>(kChunk));  // NOLINT(modernize-avoid-c-arrays)
+      const std::size_t chunk = chunks_.empty() ? kFirstChunk : std::min(2 * chunk_, kChunk);
+      chunks_.push_back(
+          std::make_unique_for_overwrite<std::byte[]>(chunk));  // NOLINT(modernize-avoid-c-arrays)
       cursor_ = chunks_.back().get();
-      left_ = kChunk;
+      left_ = chunk;
+      chunk_ = chunk;
     }
     void* p = cursor_;
     cursor_ += size;
@@ -71,6 +78,7 @@ class NodeResource final : public std::pmr::memory_resource {
   std::vector<std::unique_ptr<std::byte[]>> chunks_;  // NOLINT(modernize-avoid-c-arrays)
   std::byte* cursor_ = nullptr;
   std::size_t left_ = 0;
+  std::size_t chunk_ = 0;  // the last chunk's size
 };
 
 }  // namespace memstress::caching

@@ -9,12 +9,18 @@
 // Segments are multiples of 2 MiB; cudaMalloc returns them 2 MiB aligned and reserved ranges are
 // aligned by construction. A segment that is not aligned would share a page with its neighbour, so it
 // is refused (the caller releases it and reports the anomaly) rather than mapped ambiguously.
+//
+// Pages past the 48 bits (a simulated device's address ranges, which may go beyond a GPU's: Note
+// [Simulated address ranges] in harness/memory/sim_backend.hpp) are kept in a hash map under a
+// reader-writer lock instead: few, and never on a real GPU.
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
 
 namespace memstress::caching {
 
@@ -32,15 +38,29 @@ class PageMap {
 
   // Sets every page of [ptr, ptr + bytes) to `owner` (nullptr clears).
   void assign(std::uintptr_t ptr, std::uint64_t bytes, Owner* owner) {
-    for (std::uintptr_t page = ptr >> kPageShift; page < (ptr + bytes) >> kPageShift; ++page) {
+    const std::uintptr_t end = (ptr + bytes) >> kPageShift;
+    std::uintptr_t page = ptr >> kPageShift;
+    for (; page < end && page < kLowPages; ++page) {
       leaf(page, true)->at(page & kLeafMask).store(owner, std::memory_order_release);
+    }
+    if (page < end) {
+      const std::unique_lock lock(high_mutex_);
+      for (; page < end; ++page) {
+        if (owner != nullptr) {
+          high_[page] = owner;
+        } else {
+          high_.erase(page);
+        }
+      }
     }
   }
 
   [[nodiscard]] Owner* find(std::uintptr_t ptr) const noexcept {
     const std::uintptr_t page = ptr >> kPageShift;
-    if ((page >> kLeafBits) >= root_.size()) {
-      return nullptr;
+    if (page >= kLowPages) {
+      const std::shared_lock lock(high_mutex_);
+      const auto it = high_.find(page);
+      return it == high_.end() ? nullptr : it->second;
     }
     const Leaf* l = root_[page >> kLeafBits].load(std::memory_order_acquire);
     return l == nullptr ? nullptr : l->at(page & kLeafMask).load(std::memory_order_acquire);
@@ -48,6 +68,7 @@ class PageMap {
 
  private:
   static constexpr std::uintptr_t kLeafMask = (std::uintptr_t{1} << kLeafBits) - 1;
+  static constexpr std::uintptr_t kLowPages = std::uintptr_t{1} << (48 - kPageShift);
   using Leaf = std::array<std::atomic<Owner*>, std::size_t{1} << kLeafBits>;
 
   Leaf* leaf(std::uintptr_t page, bool create) {
@@ -69,6 +90,8 @@ class PageMap {
   std::array<std::atomic<Leaf*>, std::size_t{1} << kRootBits> root_{};
   std::array<std::unique_ptr<Leaf>, std::size_t{1} << kRootBits> leaves_{};
   std::mutex grow_;
+  mutable std::shared_mutex high_mutex_;
+  std::unordered_map<std::uintptr_t, Owner*> high_;  // pages at and above 2^48
 };
 
 }  // namespace memstress::caching

@@ -40,6 +40,23 @@ DeviceStats& DeviceStats::operator+=(const DeviceStats& o) noexcept {
   return *this;
 }
 
+DeviceStats& DeviceStats::operator-=(const DeviceStats& o) noexcept {
+  allocation -= o.allocation;
+  segment -= o.segment;
+  active -= o.active;
+  inactive_split -= o.inactive_split;
+  allocated_bytes -= o.allocated_bytes;
+  reserved_bytes -= o.reserved_bytes;
+  active_bytes -= o.active_bytes;
+  inactive_split_bytes -= o.inactive_split_bytes;
+  requested_bytes -= o.requested_bytes;
+  oversize_allocations -= o.oversize_allocations;
+  oversize_segments -= o.oversize_segments;
+  num_device_alloc -= o.num_device_alloc;
+  num_device_free -= o.num_device_free;
+  return *this;
+}
+
 void DeviceStats::export_to(MemoryStats& out) const {
   put(out, "allocation", allocation);
   put(out, "segment", segment);

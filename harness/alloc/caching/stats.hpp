@@ -41,6 +41,12 @@ struct StatArray {
     }
     return *this;
   }
+  StatArray& operator-=(const StatArray& other) noexcept {
+    for (std::size_t i = 0; i < by_type.size(); ++i) {
+      by_type[i] -= other.by_type[i];
+    }
+    return *this;
+  }
 };
 
 struct DeviceStats {
@@ -52,6 +58,7 @@ struct DeviceStats {
 
   void reset_peaks() noexcept;
   DeviceStats& operator+=(const DeviceStats& other) noexcept;
+  DeviceStats& operator-=(const DeviceStats& other) noexcept;  // undoes a +=, peaks included
   // Writes PyTorch's flat keys ("allocated_bytes.all.current", …) for everything here.
   void export_to(MemoryStats& out) const;
 };
