@@ -118,7 +118,9 @@ Subcommand add_replay(CLI::App& app) {
                   "A memstress trace (harness/alloc/trace_format.md), a PyTorch memory snapshot "
                   "(torch.cuda.memory._dump_snapshot) or an RMM log; plain or .gz")
       ->required();
-  sub->add_option("-a,--allocator", flags->allocator, "caching, expandable, direct or async")
+  sub->add_option("-a,--allocator", flags->allocator,
+                  "caching, expandable, direct, async, the RMM peers where built (memstress list), or "
+                  "plugin:PATH.so")
       ->capture_default_str();
   sub->add_option("--alloc-conf", flags->alloc_conf,
                   "Allocator settings in PyTorch's syntax (default: $MEMSTRESS_ALLOC_CONF)");

@@ -458,9 +458,11 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
                 "MEMSTRESS_REQUIRE_GPU=1");
   sub->add_flag("--fail-on-skip", flags->fail_on_skip,
                 "GPU CI: any skipped case fails the run (exit 1), each named with its reason");
-  sub->add_option("-a,--allocator", flags->allocator,
-                  "The shared allocator: caching (PyTorch's rules), expandable, direct (cudaMalloc), async "
-                  "(cudaMallocAsync); several, comma-separated, run every case under each")
+  sub->add_option(
+         "-a,--allocator", flags->allocator,
+         "The shared allocator: caching (PyTorch's rules), expandable, direct (cudaMalloc), async "
+         "(cudaMallocAsync), the RMM peers where built (memstress list), or plugin:PATH.so (a "
+         "library of the C allocator interface); several, comma-separated, run every case under each")
       ->capture_default_str();
   sub->add_option(
       "--alloc-conf", flags->alloc_conf,
