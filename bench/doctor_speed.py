@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How long `memstress doctor` takes on a large snapshot: the issue's target is 10 s for 300,000 events, with
+"""How long `memstress doctor` takes on a large snapshot: the target is 10 s for 300,000 events, with
 the full sweep, on a 2-core machine.
 
     python3 bench/doctor_speed.py MEMSTRESS_BINARY [--steps 15800] [--runs 5]

@@ -10,7 +10,7 @@ Inputs are the documents that run writes: one `memstress replay --device cuda --
   (capacity - peak reserved) of every allocator, on the real GPU;
 - per allocator: alloc+free pair latency (ns per pair per thread, BM_Threads at 1 and 16 threads, 512 B and
   1 MiB), and the random-allocation benchmark's peak reserved, utilization and operations per second;
-- the ratios the issue's targets name (caching against torch and each RMM resource), and the best peer of
+- the ratios the targets are set on (caching against torch and each RMM resource), and the best peer of
   each column.
 
 scripts/report draws the same tables as its "Allocator table" section; run as a script, it writes

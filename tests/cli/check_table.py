@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The run table and the progress line as people read them (issue 19), on the simulated device.
+"""The run table and the progress line as people read them, on the simulated device.
 
     tests/cli/check_table.py MEMSTRESS tables [--width 160]
     tests/cli/check_table.py MEMSTRESS progress [--updates 3] -- RUN_ARGS...

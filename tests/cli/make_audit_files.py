@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the results files of the cli.audit_* tests (issue 21) into OUTDIR, at test time.
+"""Write the results files of the cli.audit_* tests (the bad-input audit) into OUTDIR, at test time.
 
     tests/cli/make_audit_files.py OUTDIR
 

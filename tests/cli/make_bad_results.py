@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the malformed inputs of the cli.bad_input_* tests (issue 20) into OUTDIR, at test time.
+"""Write the malformed inputs of the cli.bad_input_* tests (malformed results files) into OUTDIR, at test time.
 
     tests/cli/make_bad_results.py OUTDIR
 
@@ -66,12 +66,12 @@ def main(argv: list[str]) -> int:
         return change
 
     files: dict[str, str] = {
-        # issue 20, 1: the 100,000-deep params array, as a document and as a row of a stream
+        # nesting: the 100,000-deep params array, as a document and as a row of a stream
         "deep-params.json": with_deep_params(one_line, deep_array()),
         "deep-params-object.json": with_deep_params(one_line, deep_object(60_000)),
         "deep-document.json": deep_object(60_000),
         "deep-gbench.json": json.dumps(gbench).replace('"iterations": ', f'"deep": {deep_array()}, "iterations": ', 1),
-        # issue 20, 2: fields of the wrong type (each named with its row)
+        # types: fields of the wrong type (each named with its row)
         "params-number.json": mutated(base, set_field(2, ["params"], 7)),
         "params-array.json": mutated(base, set_field(2, ["params"], [[["bytes", "1G"]]])),
         "param-value-array.json": mutated(base, set_field(1, ["params", "bytes"], [[["2M"]]])),

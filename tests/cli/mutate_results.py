@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A mutation sweep of `memstress compare` and `memstress accept --from` over broken results files (issue 20).
+"""A mutation sweep of `memstress compare` and `memstress accept --from` over broken results files.
 
     tests/cli/mutate_results.py MEMSTRESS [--cases N] [--seed S] [--jobs J] [--keep DIR]
 

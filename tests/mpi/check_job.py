@@ -12,7 +12,7 @@ waits in an NCCL all_reduce; rank 0's NCCL wait gives up at --timeout and aborts
 error row is kept, and the job aborts naming rank 1 and the case), in_turn (`--in-turn sizes`: the ranks run
 each sizes case one after the other, never at once), in_turn_hang (as hang, with the cases in turn: rank 1
 hangs in its turn; rank 0's row of that case is kept), rank0_exit (rank 0 exits mid-run under a launcher that
-lets the job run on: rank 1 gives up after one --timeout and a short grace, not two timeouts; issue 21).
+lets the job run on: rank 1 gives up after one --timeout and a short grace, not two timeouts).
 Exit codes: 0 pass, 1 fail, 77 skipped
 (no mpiexec; for nccl_hang, fewer than two GPUs).
 """

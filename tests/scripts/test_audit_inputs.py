@@ -1,4 +1,4 @@
-"""Issue 21, the bad-input audit of the Python scripts: scripts/report, validate_results.py and the converter
+"""The bad-input audit of the Python scripts: scripts/report, validate_results.py and the converter
 (torch_snapshot_to_trace.py) given input that is bad (binary garbage, JSON nested 100,000 deep, cut short,
 empty, a directory, the wrong top-level type, non-UTF-8 bytes, NaN times, fields of the wrong type) exit 2
 with one line naming the file, never a traceback; an output that exists and is not a regular file (a

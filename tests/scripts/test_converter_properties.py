@@ -1,4 +1,4 @@
-"""Property-based tests of scripts/torch_snapshot_to_trace.py (issue 18): hypothesis draws the inputs.
+"""Property-based tests of scripts/torch_snapshot_to_trace.py: hypothesis draws the inputs.
 
 test_torch_snapshot_to_trace.py checks hand-made scenarios line by line and test_audit_inputs.py breaks one value
 of one scenario at a time with a seeded sweep; here the same promises are stated as properties over inputs that

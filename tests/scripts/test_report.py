@@ -87,7 +87,7 @@ class Report(unittest.TestCase):
             self.assertIn("GPU-bc77140b-bfae-2969-9cbc-988b5f9e0d5e", page)  # the devices document's GPU
 
     def test_a_comparison_shows_base_new_change_and_verdict(self) -> None:
-        # Issue 19: base and new printed None (the section read base_median; compare writes base.median), the
+        # Base and new printed None (the section read base_median; compare writes base.median), the
         # change printed as -85.39096363060537.
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "report.html"
@@ -144,7 +144,7 @@ class Report(unittest.TestCase):
             self.assertFalse((Path(tmp) / "r.html").exists())
 
     def test_input_nested_too_deep_exits_2_naming_the_file(self) -> None:
-        """Issue 20: Python's json recursed into 100,000 brackets (RecursionError); the depth is bounded first."""
+        """Python's json recursed into 100,000 brackets (RecursionError); the depth is bounded first."""
         deep = "[" * 100_000 + "]" * 100_000
         with tempfile.TemporaryDirectory() as tmp:
             run_doc = (H100 / "transfers-h100-580.159.04.json").read_text()
