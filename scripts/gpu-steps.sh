@@ -19,8 +19,8 @@ steps_init() {
 }
 
 # step NAME LOG EXPECTED CWD COMMAND...: runs COMMAND in CWD with the clean environment, appends its output
-# to $work/LOG and records the step; EXPECTED is the exit code that counts as success. On the machines
-# this project is lent, NCCL_NVLS_ENABLE=0 stays set (their rule, not a memstress need).
+# to $work/LOG and records the step; EXPECTED is the exit code that counts as success. NCCL_NVLS_ENABLE=0
+# stays set: the GPU machines the records come from keep NVLink SHARP off (their rule, not a memstress need).
 step() {
   local name="$1" logfile="$2" expected="$3" cwd="$4"
   shift 4
