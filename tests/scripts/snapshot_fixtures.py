@@ -243,8 +243,8 @@ def frames_at(where: str, line: int, name: str) -> list[dict[str, Any]]:
     torch_dir = "/usr/lib/python3/dist-packages/torch"
     return [
         {"filename": f"{torch_dir}/nn/modules/module.py", "line": 1751, "name": "_call_impl"},
-        {"filename": f"/home/user/project/{where}", "line": line, "name": name},
-        {"filename": "/home/user/project/train.py", "line": 120, "name": "<module>"},
+        {"filename": f"project/{where}", "line": line, "name": name},
+        {"filename": "project/train.py", "line": 120, "name": "<module>"},
     ]
 
 

@@ -181,7 +181,7 @@ def field_values() -> Any:
 
 @functools.lru_cache(maxsize=None)
 def frames() -> Any:
-    frame = st.fixed_dictionaries({"filename": st.sampled_from(("/home/u/model.py", "??", "<frozen os>")) | texts(),
+    frame = st.fixed_dictionaries({"filename": st.sampled_from(("project/model.py", "??", "<frozen os>")) | texts(),
                                    "line": integers(), "name": texts()}) | plain_data()
     return st.lists(frame, max_size=3) | field_values()
 
