@@ -394,13 +394,12 @@ ms_configure_build() {
 }
 
 # ms_ctest PRESET [CTEST ARGS...]: the tests of PRESET's build. Tests run side by side, one per core
-# (CTEST_PARALLEL_LEVEL, the caller's choice first): CI's time more than halves. On the gpu preset, with no
-# ctest arguments, two passes: the cpu-labelled tests (the simulated device only) side by side, then every
-# other test (gpu, gpu-timing, gpu-whole, multi-gpu, mpi, install, readme) one at a time, since the timing tests
-# must own the GPU and the host. With arguments, one pass as asked (one at a time on the gpu preset unless
-# CTEST_PARALLEL_LEVEL says otherwise). Returns ctest's first non-zero exit code.
+# (CTEST_PARALLEL_LEVEL, the caller's choice first): CI's time more than halves. On the gpu preset too: the
+# tests that use the GPU hold the resource lock `gpu` and so run one at a time, beside the cpu-labelled ones;
+# the timing tests and the mpi jobs run alone (RUN_SERIAL). With arguments, ctest as asked (one at a time on
+# the gpu preset unless CTEST_PARALLEL_LEVEL says otherwise). Returns ctest's exit code.
 ms_ctest() {
-  local preset="$1" side_by_side rc=0 rc_serial=0
+  local preset="$1" side_by_side rc=0
   shift
   side_by_side="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
   if [[ "$preset" != gpu ]]; then
@@ -410,10 +409,11 @@ ms_ctest() {
     ms_log "testing: ctest --preset gpu $*${CTEST_PARALLEL_LEVEL:+ ($CTEST_PARALLEL_LEVEL at a time)}"
     ctest --preset gpu "$@" || rc=$?
   else
-    ms_log "testing: ctest --preset gpu: the cpu-labelled tests $side_by_side at a time, then the others one at a time"
-    ctest --preset gpu --label-regex '^cpu$' --parallel "$side_by_side" || rc=$?
-    ctest --preset gpu --label-exclude '^cpu$' --parallel 1 || rc_serial=$?
-    if ((rc == 0)); then rc=$rc_serial; fi
+    # One ctest: every test that uses the GPU holds the resource lock `gpu` (tests/CMakeLists.txt), so they
+    # run one at a time while the cpu-labelled tests run beside them; the timing tests run alone (RUN_SERIAL).
+    ms_log "testing: ctest --preset gpu: the GPU tests one at a time, the cpu-labelled tests beside them" \
+      "($side_by_side at a time)"
+    ctest --preset gpu --parallel "$side_by_side" || rc=$?
   fi
   return "$rc"
 }
