@@ -85,9 +85,10 @@ std::string list_text(const Registry& registry) {
     }
     out += '\n';
   }
-  out += fmt::format("allocators (--allocator): {}, or plugin:PATH.so[:ALLOC:FREE] (a library of your own with "
-                     "PyTorch's pluggable-allocator functions)\n",
-                     fmt::join(allocator_names(), ", "));
+  out += fmt::format(
+      "allocators (--allocator): {}, or plugin:PATH.so[:ALLOC:FREE] (a library of your own with "
+      "PyTorch's pluggable-allocator functions)\n",
+      fmt::join(allocator_names(), ", "));
   return out;
 }
 

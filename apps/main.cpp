@@ -1,5 +1,5 @@
 // memstress: the command line. Thin: parses, then calls the harness. Exit codes: 0 ok, 1 a check
-// failed, 2 bad usage or input, 3 environment missing (ARCHITECTURE.md).
+// failed, 2 bad usage or input, 3 environment missing (docs/run.md).
 
 #include <fmt/format.h>
 
@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
                "Print the directory of memstress_torch.py, the PyTorch recorder, for PYTHONPATH, and exit");
   if (argc == 2 && std::string_view(argv[1]) == "--python-path") {
     try {
-      fmt::print("{}\n", memstress::data_path("python", "the PyTorch recorder (memstress_torch.py)").string());
+      fmt::print("{}\n",
+                 memstress::data_path("python", "the PyTorch recorder (memstress_torch.py)").string());
       return 0;
     } catch (const memstress::Error& e) {
       fmt::print(stderr, "memstress: error: {}\n", e.what());

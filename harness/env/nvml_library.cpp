@@ -63,7 +63,8 @@ std::string_view resolve_all(void* handle, NvmlApi& api) noexcept {
   resolve(handle, "nvmlDeviceGetNvLinkState", api.device_get_nvlink_state);
   resolve(handle, "nvmlDeviceGetNvLinkErrorCounter", api.device_get_nvlink_error_counter);
   // Drivers before R535 name it by its older name, with the same signature and bits.
-  if (!resolve(handle, "nvmlDeviceGetCurrentClocksEventReasons", api.device_get_current_clocks_event_reasons)) {
+  if (!resolve(handle, "nvmlDeviceGetCurrentClocksEventReasons",
+               api.device_get_current_clocks_event_reasons)) {
     resolve(handle, "nvmlDeviceGetCurrentClocksThrottleReasons", api.device_get_current_clocks_event_reasons);
   }
   resolve(handle, "nvmlDeviceGetViolationStatus", api.device_get_violation_status);

@@ -98,7 +98,8 @@ TEST(Table, ASkipReasonTooLongForItsColumnLosesItsDetailsNotItsWords) {
   run.rows = {row, other};
   const std::string table = format_table(run);
   EXPECT_LE(widest_line(table), 160U) << table;
-  EXPECT_NE(table.find("needs a real GPU\n"), std::string::npos) << table;  // the words, not "...(running on the sim..."
+  EXPECT_NE(table.find("needs a real GPU\n"), std::string::npos)
+      << table;  // the words, not "...(running on the sim..."
   EXPECT_EQ(table.find("..."), std::string::npos) << table;
   TableOptions wide;
   wide.wide = true;
