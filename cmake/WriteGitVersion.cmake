@@ -22,7 +22,7 @@ if(GIT_FOUND)
   endif()
 endif()
 # The builder may say which commit it is, and then that wins: a source copy without .git, or a copy whose
-# .git is stale (a device machine's working tree may carry an older HEAD than the files it was given).
+# .git is stale (a copy of the working tree made for another machine may carry an older HEAD than its files).
 if(DEFINED ENV{MEMSTRESS_GIT_SHA} AND NOT "$ENV{MEMSTRESS_GIT_SHA}" STREQUAL "")
   set(_sha "$ENV{MEMSTRESS_GIT_SHA}")
   set(_dirty "false")

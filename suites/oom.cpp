@@ -3,7 +3,7 @@
 // Design. Two searches (axis `search`), each run fresh or after fragmenting the allocator (axis `state`):
 //   largest_single — the largest single allocation, by bisection to 1 MiB between 0 and the device's free
 //     memory plus what the allocator caches; ratio = largest / what was allocatable at the start: the
-//     device's free memory, or what --alloc-limit leaves where that is less (the target on a GPU:
+//     device's free memory, or what --alloc-limit leaves where that is less (the target on a GPU:
 //     >= 0.999). Under --alloc-limit the profile and every bound see the cap as the device's capacity.
 //   batch — the largest batch a model-like profile fits (oom_search.hpp's BatchProfile: parameters once,
 //     six activation tensors per batch and a workspace), found as users find it: from a batch that needs
@@ -14,7 +14,7 @@
 // parameters): small blocks stay live in every segment, so the fragmented figures are never better.
 // Every OOM in a search is an answer, not an error: it is counted (oom_count), the first message of the
 // case goes into a note, and the run goes on. A memory-fraction cap is an allocator setting, not an axis:
-// `--alloc-conf per_process_memory_fraction:0.5` (the "with and without a memory-fraction cap").
+// `--alloc-conf per_process_memory_fraction:0.5` (a run with the cap and one without).
 //
 // Verification: the largest block found, or the final batch, is allocated again (an OOM there is a
 // data error: the search answered something that does not fit) beside the live blocks. On a GPU every

@@ -114,7 +114,7 @@ std::string read_results_file(const std::filesystem::path& path);
 // found a number (64)". Every field is read through JsonField, so no nlohmann exception gets out.
 Results load_results(const std::filesystem::path& path, std::string_view role);
 // The same on the text of a file (what load_results reads), the errors without the role and path: the
-// entry a fuzz target calls (issue 18).
+// entry the fuzz targets call (fuzz/results.cpp, fuzz/ingest.cpp).
 Results parse_results(std::string_view text);
 
 // A row of this process's run as a results file would give it back (accept judges both alike).

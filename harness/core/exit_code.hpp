@@ -2,7 +2,7 @@
 
 namespace memstress {
 
-// Process exit codes, the same for every subcommand (ARCHITECTURE.md, "Exit codes").
+// Process exit codes, the same for every subcommand (docs/run.md lists them).
 enum class ExitCode : int {
   ok = 0,
   check_failed = 1,  // a data error, a threshold, a regression

@@ -7,7 +7,7 @@
 // directly. Results come from other machines and other people, and nesting is the one thing about them
 // that can hurt us before we look at a single field: nlohmann::json parses iteratively, so a value nested
 // 100,000 levels deep parses fine, but its copy constructor, dump(), operator== and get<> recurse once a
-// level, and the first copy overflows the stack (issue 20: `"[" * 100000` in a row's params crashed
+// level, and the first copy overflows the stack (`"[" * 100000` in a row's params crashed
 // `compare` and `accept` with SIGSEGV).
 //
 // So the depth is bounded before the value exists: check_json_depth scans the text once, counting the

@@ -7,7 +7,7 @@
 
 namespace memstress {
 
-// The three fragmentation figures, named plainly (ARCHITECTURE.md):
+// The three fragmentation figures, named plainly:
 //   reserved_minus_allocated — bytes the allocator holds that no one is using;
 //   utilization — peak allocated / peak reserved (GMLake's metric; 1 is perfect);
 //   external — 1 - largest free block / total free (RMM's arena metric; 0 when free memory is one piece),

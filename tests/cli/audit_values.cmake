@@ -1,4 +1,4 @@
-# The bad-input audit (issue 21), points 5, 6, 7, 9, 10, 12 and 13: values that were rounded, ignored or
+# The bad-input audit: values that were rounded, ignored or
 # accepted are run exactly or refused (exit 2, naming the flag, file or axis); nothing judged or compared
 # is not a pass. Included by tests/cli/CMakeLists.txt (memstress_cli_test, ${_ms}). Label `cpu`.
 set(_audit_data ${PROJECT_SOURCE_DIR}/tests/data)

@@ -1,4 +1,4 @@
-# Issue 19, "output a person can read": the run table and the progress line on the simulated device (label
+# Output a person can read: the run table and the progress line on the simulated device (label
 # cpu). check_table.py: every workload's default table fits in 160 columns, --wide adds the spread and device
 # columns, no exponents and no second names of a figure (`tables`); a slow case's live line is redrawn every
 # second when forced on (`progress`).

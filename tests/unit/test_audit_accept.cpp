@@ -1,4 +1,4 @@
-// Issue 21 (the bad-input audit), points 6, 10 and 13 for acceptance profiles: golden values that judge
+// The bad-input audit for acceptance profiles: golden values that judge
 // nothing, unknown and duplicate keys, YAML aliases of the wrong kind named by key and line, training that
 // never writes a profile that would not load, and checks whose cases were all skipped.
 

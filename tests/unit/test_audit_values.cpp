@@ -1,4 +1,4 @@
-// Issue 21 (the bad-input audit), points 5, 9 and 10: sizes run exactly as asked (never rounded through a
+// The bad-input audit of values: sizes run exactly as asked (never rounded through a
 // display label), sweeps with fractional factors, bounds on every integer axis, and values refused when
 // the plan is made (exit 2) rather than as error rows at run time.
 

@@ -281,7 +281,7 @@ TEST(CompareResults, RowsMatchByEveryPartOfTheKey) {
   EXPECT_NE(format_table(c).find("result: NOTHING COMPARED (no rows matched: "), std::string::npos);
 }
 
-// The H100 job against the H200 one matched 0 rows and printed "no regression", exit 0 (issue 19).
+// The H100 job against the H200 one matched 0 rows and printed "no regression", exit 0.
 TEST(CompareResults, NoRowMatchedSaysWhyAndFails) {
   ResultRow h100 = row("smoke", "64M", {});
   h100.device = "NVIDIA H100 80GB HBM3";

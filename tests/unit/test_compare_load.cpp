@@ -133,7 +133,7 @@ TEST(LoadResults, BadInputNamesTheFile) {
             std::string::npos);
 }
 
-// Issue 20: a value nested 100,000 deep in a row's params crashed compare (SIGSEGV: the rows were copied,
+// A value nested 100,000 deep in a row's params crashed compare (SIGSEGV: the rows were copied,
 // and nlohmann::json copies recursively); fields of the wrong type ended accept in "internal error".
 TEST(LoadResults, DeepValuesAreRefusedBeforeTheyAreParsed) {
   const std::string text = slurp(kFixtures / "base.json");

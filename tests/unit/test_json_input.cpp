@@ -35,7 +35,7 @@ TEST(JsonInput, NestingUpToTheLimitParsesAndDeeperIsRefusedWithItsPlace) {
             "nested more than 128 levels deep (line 1, column 129): refused");
   EXPECT_EQ(error_of([] { check_json_depth("{\n  \"a\": [[[1]]]\n}", 3); }),
             "nested more than 3 levels deep (line 2, column 10): refused");
-  // 100,000 levels (issue 20): refused before any value exists, so nothing recurses over it.
+  // 100,000 levels: refused before any value exists, so nothing recurses over it.
   EXPECT_THROW(static_cast<void>(parse_json_input(nested(100'000))), InputError);
   EXPECT_THROW(check_json_depth(std::string(100'000, '{')), InputError);  // not closed: refused all the same
 }

@@ -150,7 +150,7 @@ TEST(SizesWorkload, ManyStreamsPass) {
   EXPECT_EQ(rows[0].verdict, Verdict::pass) << rows[0].reason;
 }
 
-// Refused when the plan is made (exit 2), naming the axes, not error rows at run time (issue 21).
+// Refused when the plan is made (exit 2), naming the axes, not error rows at run time.
 TEST(SizesWorkload, BadAxesAreRefusedNamingThem) {
   const auto refusal = [](std::vector<ParamOverride> overrides) {
     try {

@@ -39,7 +39,7 @@ TEST_P(StreamsOnEveryAllocator, ThreadsShareTheAllocatorWithoutOverlap) {
 INSTANTIATE_TEST_SUITE_P(Allocators, StreamsOnEveryAllocator,
                          ::testing::Values("caching", "expandable", "direct"));
 
-// The axis's maximum: refused when the plan is made (exit 2), not an error row at run time (issue 21).
+// The axis's maximum: refused when the plan is made (exit 2), not an error row at run time.
 TEST(StreamsWorkload, MoreThan32StreamsIsRefusedNamingTheLimit) {
   SimWorkloadRun run("streams", 8 * kGiB, spec("caching"));
   try {
