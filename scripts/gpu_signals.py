@@ -120,7 +120,7 @@ def scenario(memstress, outdir, case, sig):
                       "report": [str(ROOT / "scripts/report"), str(jsonl), "-o", str(outdir / f"{name}.html")]}.items():
         q = subprocess.run(cmd, capture_output=True, text=True, check=False)
         r[f"{tool}_exit"] = q.returncode
-        r[f"{tool}_says"] = (q.stdout + q.stderr).strip().splitlines()[-1:] 
+        r[f"{tool}_says"] = (q.stdout + q.stderr).strip().splitlines()[-1:]
     killed = sig == signal.SIGKILL
     checks = {
         "ended by the signal": p.returncode == -sig,

@@ -19,8 +19,21 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from report_common import (Colours, Point, digits, draw_lines, figure_html, metric, parse_size, runs_with, section,
-                           size_text, size_ticks, spread, table)
+from report_common import (
+    Colours,
+    Point,
+    digits,
+    draw_lines,
+    figure_html,
+    metric,
+    parse_size,
+    runs_with,
+    section,
+    size_text,
+    size_ticks,
+    spread,
+    table,
+)
 
 
 def across_ranks(rows: list[dict], name: str) -> tuple[float, "tuple[float, float] | None"] | None:

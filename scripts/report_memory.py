@@ -13,8 +13,21 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from report_common import (MIB, Colours, bytes_labels, figure_html, metric, parse_size, quantity, runs_with,
-                           section, size_text, spread, table, value_labels)
+from report_common import (
+    MIB,
+    Colours,
+    bytes_labels,
+    figure_html,
+    metric,
+    parse_size,
+    quantity,
+    runs_with,
+    section,
+    size_text,
+    spread,
+    table,
+    value_labels,
+)
 
 Bar = tuple[float, "tuple[float, float] | None"]  # median, (p10, p90) where the row had several samples
 Series = tuple[str, str]  # (allocator, run): the run is "" where only one run has such rows

@@ -13,8 +13,20 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from report_common import (Colours, Point, draw_lines, figure_html, headline, natural, parse_size, section,
-                           short_name, size_ticks, spread, value_labels)
+from report_common import (
+    Colours,
+    Point,
+    draw_lines,
+    figure_html,
+    headline,
+    natural,
+    parse_size,
+    section,
+    short_name,
+    size_ticks,
+    spread,
+    value_labels,
+)
 
 DRAWN_BY_SIZE_ELSEWHERE = {"transfers", "collectives", "p2p"}
 

@@ -55,7 +55,7 @@ def templates(source: dict) -> dict:
         if not rows:
             raise SystemExit(f"{key}: no such passing row in the source")
         noise = {}
-        for name, m in rows[0]["metrics"].items():
+        for name in rows[0]["metrics"]:
             medians = [r["metrics"][name]["median"] for r in rows if name in r["metrics"]]
             centre = statistics.median(medians)
             if centre == 0:

@@ -33,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "scripts"))
 from value_paths import paths_of  # noqa: E402  (the sweeps of tests/scripts share it)
+
 PROFILE = ROOT / "profiles" / "h100.yaml"
 SENTINEL = "@@deep@@"
 DEPTHS = (2, 20, 128, 129, 1000, 60_000, 100_000)

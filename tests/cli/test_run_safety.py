@@ -13,7 +13,6 @@ otherwise): no test ever points at the real /dev/null.
 import gzip
 import json
 import os
-import resource
 import signal
 import stat
 import subprocess

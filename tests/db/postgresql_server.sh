@@ -19,7 +19,7 @@ bindir=""
 if command -v pg_config >/dev/null 2>&1 && [[ -x "$(pg_config --bindir)/initdb" ]]; then
   bindir="$(pg_config --bindir)"
 else
-  for candidate in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+  for candidate in $(printf "%s\n" /usr/lib/postgresql/*/bin | sort -V -r); do
     if [[ -x "$candidate/initdb" ]]; then
       bindir="$candidate"
       break

@@ -545,7 +545,7 @@ class ConverterInput(TempDir):
     def test_times_that_are_not_finite(self) -> None:
         for value in (float("nan"), float("inf"), -float("inf"), 1e300, 10**400):
             path = self.snapshot(f"time-{value!s:.8}.pickle",
-                                 lambda s: s["device_traces"][0][0].__setitem__("time_us", value))
+                                 lambda s, value=value: s["device_traces"][0][0].__setitem__("time_us", value))
             with self.subTest(value):
                 self.refused(path, "device_traces[0][0]: 'time_us' is", "not a time")
         header = "Thread,Time,Action,Pointer,Size,Stream\n"
