@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -47,7 +48,17 @@ struct DbFlags {
   std::vector<std::string> drivers;
   std::string threshold_pct = "5";
   std::string out;
+  bool verbose = false;
 };
+
+// Without -v, ingest names this many skipped files, then counts the rest.
+constexpr std::size_t kSkippedNamed = 3;
+
+// A line of ingest's on stderr, after what stdout holds so far (both sent to one file: never mid-line).
+void ingest_note(std::string_view line) {
+  std::fflush(stdout);
+  fmt::print(stderr, "memstress db ingest: {}\n", line);
+}
 
 int ingest_command(const DbFlags& f) {
   db::Store store(db::open_database(f.db, db::OpenMode::create));
@@ -57,10 +68,14 @@ int ingest_command(const DbFlags& f) {
     const std::string line = terminal_text(db::describe(file));  // names and messages from files
     if (!file.outcome) {
       ++skipped;
-      fmt::print(stderr, "memstress db ingest: {}\n", line);
+      if (f.verbose || skipped <= kSkippedNamed) {
+        ingest_note(line);
+      }
       return;
     }
-    fmt::print("{}\n", line);
+    if (f.verbose) {
+      fmt::print("{}\n", line);
+    }
     switch (file.outcome->action) {
       case db::IngestAction::added:
         ++added;
@@ -74,6 +89,10 @@ int ingest_command(const DbFlags& f) {
         break;
     }
   });
+  if (!f.verbose && skipped > kSkippedNamed) {
+    ingest_note(fmt::format("{} more file(s) skipped (-v names every file and what became of it)",
+                            skipped - kSkippedNamed));
+  }
   const db::Store::Counts c = store.counts();
   fmt::print(
       "{} file(s): {} added, {} replaced, {} unchanged, {} skipped; '{}' holds {} run(s), {} row(s), {} "
@@ -114,13 +133,41 @@ int outliers_command(const DbFlags& f) {
   return to_int(report.outliers.empty() ? ExitCode::ok : ExitCode::check_failed);
 }
 
+// --gpu: a whole UUID, or the start of one (with or without "GPU-", as nvidia-smi -L and the docs shorten
+// them) that names one GPU of the store; a start that several share is refused, naming them.
+std::string resolve_gpu(db::Store& store, const std::string& gpu) {
+  if (gpu.empty()) {
+    return gpu;
+  }
+  const std::string prefix = gpu.starts_with("GPU-") || gpu.starts_with("MIG-") ? gpu : "GPU-" + gpu;
+  std::vector<std::string> matches;
+  for (std::string& uuid : store.gpu_uuids()) {
+    if (uuid == gpu || uuid == prefix) {
+      return uuid;
+    }
+    if (uuid.starts_with(prefix) || uuid.starts_with(gpu)) {
+      matches.push_back(std::move(uuid));
+    }
+  }
+  if (matches.size() > 1) {
+    constexpr std::size_t kNamed = 5;
+    const std::vector<std::string> named(
+        matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(std::min(matches.size(), kNamed)));
+    throw InputError(terminal_text(fmt::format(
+        "--gpu '{}': {} GPUs of '{}' start with it ({}{}); give more of the UUID", gpu, matches.size(),
+        store.connection().name(), fmt::join(named, ", "), matches.size() > kNamed ? ", ..." : "")));
+  }
+  return matches.empty() ? gpu : matches.front();
+}
+
 int history_command(const DbFlags& f) {
   if (f.gpu.empty() == f.host.empty()) {
     throw InputError("memstress db history: give one of --gpu UUID or --host H");
   }
   db::Store store(db::open_database(f.db, db::OpenMode::read_only));
+  const std::string gpu = resolve_gpu(store, f.gpu);
   const std::vector<db::HistorySeries> series =
-      db::history(store.observations({f.metric, checked_since(f.since), f.gpu, f.host}));
+      db::history(store.observations({f.metric, checked_since(f.since), gpu, f.host}));
   if (series.empty()) {
     throw InputError(fmt::format("--db '{}': no measurement of {} '{}'{}", store.connection().name(),
                                  f.gpu.empty() ? "host" : "GPU", f.gpu.empty() ? f.host : f.gpu,
@@ -182,6 +229,9 @@ Subcommand add_db(CLI::App& app) {
                    "database[?param=value...] (the database must exist)")
       ->required()
       ->check(a_path());
+  ingest->add_flag("-v,--verbose", flags->verbose,
+                   "A line for every file (added, replaced, unchanged or skipped, and why); without it, the "
+                   "totals and the first skipped files");
   CLI::App* outliers = sub->add_subcommand(
       "outliers", "GPUs whose medians lie beyond median and MAD of their siblings (same model and driver)");
   outliers->add_option("--db", flags->db, kStore)->required()->check(a_path());
@@ -203,7 +253,8 @@ Subcommand add_db(CLI::App& app) {
   CLI::App* history = sub->add_subcommand(
       "history", "A GPU's or node's metrics over time, oldest first, with driver changes marked");
   history->add_option("--db", flags->db, kStore)->required()->check(a_path());
-  history->add_option("--gpu", flags->gpu, "The GPU's UUID (GPU-...)");
+  history->add_option("--gpu", flags->gpu,
+                      "The GPU's UUID (GPU-...), or enough of its start to name one GPU");
   history->add_option("--host", flags->host, "Every GPU of this host");
   history->add_option("--metric", flags->metric, "Only this metric (e.g. GB/s)");
   history->add_option("--since", flags->since, "Only runs started at or after this UTC date or time");

@@ -6,19 +6,21 @@
 
 #include "harness/core/text_table.hpp"
 #include "harness/run/format.hpp"
+#include "harness/run/quantity.hpp"
 
 namespace memstress::db {
 
 std::string format_outliers_table(const OutlierReport& report, const OutlierOptions& options) {
   std::string out;
   if (!report.outliers.empty()) {
+    // The medians in the run table's units (format_quantity: "2.16 Mops/s", "54.93 GB/s"); JSON keeps the
+    // numbers as stored.
     std::vector<TableLine> lines{{"SCORE", "WORSE", "WORKLOAD", "CASE", "ALLOCATOR", "METRIC", "MEDIAN",
-                                  "GROUP", "UNIT", "GPUS", "RANKS", "MODEL", "DRIVER", "HOST", "GPU UUID",
-                                  "BUS ID"}};
+                                  "GROUP", "GPUS", "RANKS", "MODEL", "DRIVER", "HOST", "GPU UUID", "BUS ID"}};
     for (const Outlier& o : report.outliers) {
       lines.push_back({fmt::format("{:.1f}", o.score), fmt::format("{:.1f}%", o.worse_pct), o.workload,
-                       o.case_label, o.allocator, o.metric, format_value(o.value),
-                       format_value(o.group_median), o.unit, std::to_string(o.group_gpus),
+                       o.case_label, o.allocator, o.metric, format_quantity(o.value, o.unit),
+                       format_quantity(o.group_median, o.unit), std::to_string(o.group_gpus),
                        std::to_string(o.concurrent_ranks), o.model, o.driver, o.host, o.gpu_uuid,
                        o.pci_bus_id.empty() ? "-" : o.pci_bus_id});
     }

@@ -13,6 +13,7 @@
 
 #include "harness/core/text_table.hpp"
 #include "harness/run/format.hpp"
+#include "harness/run/quantity.hpp"
 #include "harness/stats/summary.hpp"
 
 namespace memstress::db {
@@ -81,7 +82,7 @@ std::string format_history_table(const std::vector<HistorySeries>& series) {
                                      s.host.empty() ? "host unknown" : "host " + s.host));
     out += s.concurrent_ranks > 1 ? fmt::format(", {} ranks at once\n", s.concurrent_ranks) : "\n";
     std::vector<TableLine> lines{
-        {"STARTED", "DRIVER", fmt::format("MEDIAN ({}, {})", s.unit, better_words(s.better)), "CHANGE", ""}};
+        {"STARTED", "DRIVER", fmt::format("MEDIAN ({})", better_words(s.better)), "CHANGE", ""}};
     const HistoryPoint* previous = nullptr;
     for (const HistoryPoint& p : s.points) {
       std::string change = "-";
@@ -94,7 +95,7 @@ std::string format_history_table(const std::vector<HistorySeries>& series) {
         ++changes;
       }
       lines.push_back(
-          {p.started_at, p.driver.empty() ? "-" : p.driver, format_value(p.median), change, mark});
+          {p.started_at, p.driver.empty() ? "-" : p.driver, format_quantity(p.median, s.unit), change, mark});
       previous = &p;
     }
     out += render_table(lines) + "\n";
@@ -243,15 +244,14 @@ DriverComparison DriverAccumulator::report(const compare::CompareOptions& option
 std::string format_driver_table(const DriverComparison& c) {
   std::string out;
   if (!c.groups.empty()) {
-    std::vector<TableLine> lines{{"OUTCOME", "WORKLOAD", "CASE", "ALLOCATOR", "METRIC", "UNIT", "MODEL",
-                                  "RANKS", "GPUS", c.base_driver, c.new_driver, "CHANGE", "PAIRED", "P",
-                                  "NOTE"}};
+    std::vector<TableLine> lines{{"OUTCOME", "WORKLOAD", "CASE", "ALLOCATOR", "METRIC", "MODEL", "RANKS",
+                                  "GPUS", c.base_driver, c.new_driver, "CHANGE", "PAIRED", "P", "NOTE"}};
     for (const DriverGroup& g : c.groups) {
       const compare::MetricComparison& m = g.judged;
       lines.push_back(
           {std::string(compare::to_string(m.outcome)), g.workload, g.case_label, g.allocator, g.metric,
-           g.unit, g.model, std::to_string(g.concurrent_ranks), std::to_string(g.gpus),
-           format_value(m.base_median), format_value(m.new_median),
+           g.model, std::to_string(g.concurrent_ranks), std::to_string(g.gpus),
+           format_quantity(m.base_median, g.unit), format_quantity(m.new_median, g.unit),
            m.change_pct ? fmt::format("{:+.1f}%", *m.change_pct) : "-",
            std::isfinite(g.paired_change_pct) ? fmt::format("{:+.1f}%", g.paired_change_pct) : "-",
            m.p_value ? fmt::format("{:.2g}", *m.p_value) : "-", m.note});

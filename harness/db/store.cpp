@@ -350,6 +350,16 @@ WHERE m.better <> 'none' AND m.median IS NOT NULL AND r.device_uuid <> ''
   }
 }
 
+std::vector<std::string> Store::gpu_uuids() {
+  const auto s = connection_->prepare("SELECT DISTINCT device_uuid FROM rows WHERE device_uuid <> ''");
+  std::vector<std::string> out;
+  while (s->step()) {
+    out.push_back(s->text(0));
+  }
+  std::ranges::sort(out);
+  return out;
+}
+
 Store::Counts Store::counts() {
   Connection& c = *connection_;
   const auto samples = c.prepare("SELECT COALESCE(sum(sample_count), 0) FROM metrics");

@@ -88,6 +88,9 @@ class Store {
   void for_each_observation(const ObservationFilter& filter,
                             const std::function<void(const MetricObservation&)>& visit);
 
+  // The UUIDs of the GPUs the store holds rows of, sorted.
+  std::vector<std::string> gpu_uuids();
+
   // Counts of what the store holds, for messages and tests.
   struct Counts {
     std::int64_t files = 0, runs = 0, rows = 0, metrics = 0, samples = 0;

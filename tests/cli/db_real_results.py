@@ -43,7 +43,7 @@ def main() -> int:
     db = work / "real-results.sqlite"
     db.unlink(missing_ok=True)
     files = sorted(p for p in (root / "results").rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
-    proc = subprocess.run([memstress, "db", "ingest", *map(str, files), "--db", str(db)], capture_output=True,
+    proc = subprocess.run([memstress, "db", "ingest", "-v", *map(str, files), "--db", str(db)], capture_output=True,
                           text=True, check=False)
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)

@@ -18,6 +18,7 @@ memstress_cli_test(
   ${_ms}
   db
   ingest
+  -v
   ${_nodes}
   ${_fleet}/truncated.json
   --db
@@ -26,7 +27,7 @@ set_tests_properties(cli.db_ingest_fleet PROPERTIES FIXTURES_REQUIRED fleet_db_f
 # Again: nothing changes, and it says so.
 memstress_cli_test(db_ingest_again --stdout-match "^unchanged '[^']*node01.json'"
                    --stdout-match "6 file\\(s\\): 0 added, 0 replaced, 6 unchanged, 0 skipped.* 24 row\\(s\\)" 0 --
-                   ${_ms} db ingest ${_nodes} --db ${_fleet_db})
+                   ${_ms} db ingest -v ${_nodes} --db ${_fleet_db})
 set_tests_properties(cli.db_ingest_again PROPERTIES FIXTURES_REQUIRED fleet_db DEPENDS cli.db_ingest_fleet)
 # The planted GPU, and only it, on each of its H2D metrics (memstress's and the reference loop's, 64 and 256 MiB).
 memstress_cli_test(
@@ -83,7 +84,7 @@ set_tests_properties(cli.db_ingest_two_drivers PROPERTIES FIXTURES_REQUIRED flee
 memstress_cli_test(
   db_history_gpu
   --stdout-match "^transfers direction=h2d .*bytes=64M \\| caching \\| GB/s \\| NVIDIA H100 80GB HBM3 \\(GPU-00000000-0000-0000-0000-000000000004, host node04\\)"
-  --stdout-match "^2026-11-2.*580.159.04 +[0-9.]+ +-(8|9)\\.[0-9]% +<- driver 570.195.03 -> 580.159.04"
+  --stdout-match "^2026-11-2.*580.159.04 +[0-9.]+ GB/s +-(8|9)\\.[0-9]% +<- driver 570.195.03 -> 580.159.04"
   --stdout-match "^4 series on 1 GPU\\(s\\), 4 driver change\\(s\\) marked"
   0
   --
@@ -106,7 +107,7 @@ memstress_cli_test(db_history_neither --match "give one of --gpu UUID or --host 
 # loop), nothing else; exit 1 as compare does.
 memstress_cli_test(
   db_compare_drivers
-  --stdout-match "^WORSE +transfers +direction=h2d .*bytes=64M +caching +GB/s +GB/s +NVIDIA H100 80GB HBM3 +1 +6 "
+  --stdout-match "^WORSE +transfers +direction=h2d .*bytes=64M +caching +GB/s +NVIDIA H100 80GB HBM3 +1 +6 +[0-9.]+ GB/s +[0-9.]+ GB/s "
   --stdout-match "^driver 570.195.03 -> 580.159.04: 6 GPU\\(s\\) ran under both. [0-9]+ measurement\\(s\\): 2 WORSE, 0 BETTER"
   1
   --
@@ -161,7 +162,7 @@ if(MEMSTRESS_PG_DB)
                      --stdout-match "^8 outlier\\(s\\) among 6 GPU\\(s\\)" 1 -- ${_ms} db outliers --db ${MEMSTRESS_PG_DB})
   memstress_cli_test(
     db_pg_history
-    --stdout-match "^2026-11-2.*580.159.04 +[0-9.]+ +-(8|9)\\.[0-9]% +<- driver 570.195.03 -> 580.159.04"
+    --stdout-match "^2026-11-2.*580.159.04 +[0-9.]+ GB/s +-(8|9)\\.[0-9]% +<- driver 570.195.03 -> 580.159.04"
     --stdout-match "^4 series on 1 GPU\\(s\\), 4 driver change\\(s\\) marked"
     0
     --
@@ -229,6 +230,13 @@ if(Python3_Interpreter_FOUND)
     add_test(NAME cli.store_${_class} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_store_safety.py
                                               $<TARGET_FILE:memstress> -v ${_class})
     set_tests_properties(cli.store_${_class} PROPERTIES LABELS cpu TIMEOUT 300 ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
+  # What db prints for people (tests/cli/test_db_output.py, one CTest test per class).
+  foreach(_class IngestSummary NotesOnTheirOwnLines TablesInUnits GpuByPrefix)
+    add_test(NAME cli.db_output_${_class} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_db_output.py
+                                                  $<TARGET_FILE:memstress> -v ${_class})
+    set_tests_properties(cli.db_output_${_class} PROPERTIES LABELS cpu TIMEOUT 300 ENVIRONMENT
+                                                            "PYTHONDONTWRITEBYTECODE=1")
   endforeach()
   if(MEMSTRESS_PG_ADMIN)
     set_tests_properties(
