@@ -453,7 +453,14 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
       out.detail = fmt::format("not measured on this GPU: {}", *why);
       return out;
     }
-    out.detail = fmt::format("no {} row with metric {} matched", check.workload, check.metric);
+    const bool workload_ran = std::any_of(rows.begin(), rows.end(), [&](const compare::ResultRow& row) {
+      return row.workload == check.workload;
+    });
+    out.detail = workload_ran ? fmt::format("no {} row with metric {} matched", check.workload, check.metric)
+                              : fmt::format(
+                                    "these results have no {} row at all (made by a run without that "
+                                    "workload, or before it existed): accept on the GPU to judge it",
+                                    check.workload);
     return out;
   }
   out.measured = m->value;
