@@ -110,7 +110,9 @@ if(MEMSTRESS_DPKG_DEB)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
   get_filename_component(_nccl_dir "${NCCL_LIBRARY}" DIRECTORY)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS "${_nccl_dir}")
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, openmpi-bin")
-  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libnccl2, python3-matplotlib")
+  # `memstress report` draws its plots with matplotlib: a dependency of the package, so that the installed
+  # report works on its own.
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, python3-matplotlib, openmpi-bin")
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libnccl2")
 endif()
 include(CPack)

@@ -112,11 +112,15 @@ def ensure(prog: str, script_file: str, required: list[str], optional: list[str]
 def _missing(prog: str, required: list[str], looked: list[str], exit_if_missing: bool) -> bool:
     if not exit_if_missing:
         return False
+    checkout = (Path(__file__).resolve().parent.parent / "requirements.txt").is_file()
+    how = ("run scripts/setup in the memstress checkout (it makes .venv from requirements.txt), or "
+           if checkout else "")
+    debian = " ".join(f"python3-{name}" for name in required)
     print(
         f"{prog}: needs the python package(s) {', '.join(required)}, which none of these pythons has: "
         f"{', '.join(looked)}.\n"
-        f"{prog}: install them: run scripts/setup in the memstress checkout (it makes .venv from requirements.txt), "
-        f"or 'python3 -m pip install {' '.join(required)}'; on a machine with no package index, install them "
-        "from wheels carried there, or use a python that has them.",
+        f"{prog}: install them: {how}'sudo apt-get install {debian}' (Debian, Ubuntu), or "
+        f"'python3 -m pip install {' '.join(required)}' in a virtual environment; on a machine with no package "
+        "index, install them from wheels carried there, or use a python that has them.",
         file=sys.stderr)
     sys.exit(EXIT_ENV)

@@ -290,6 +290,7 @@ class Packages(unittest.TestCase):
                 depends = run(["dpkg-deb", "-f", str(debs[0]), "Depends"], cwd=Path(tmp)).stdout
                 self.assertIn("libyaml-cpp", depends)
                 self.assertIn("python3", depends)
+                self.assertIn("python3-matplotlib", depends)  # memstress report's plots
 
 
 if __name__ == "__main__":

@@ -69,12 +69,22 @@ class ChoosesItsPython(unittest.TestCase):
         self.assertEqual(result.stdout.strip(), "started")
 
     def test_no_python_with_the_package_is_exit_3_naming_it(self) -> None:
+        (self.tmp / "requirements.txt").write_text("msfake_package\n")  # a checkout
         self.venv(with_package=False)
         result = self.start(package_here=False)
         self.assertEqual(result.returncode, 3, result.stderr)
         self.assertIn("msfake_package", result.stderr)
         self.assertIn("scripts/setup", result.stderr)
+        self.assertIn("apt-get install python3-msfake_package", result.stderr)
         self.assertEqual(result.stdout, "")
+
+    def test_an_installed_copy_names_the_package_to_install_not_the_checkout(self) -> None:
+        self.venv(with_package=False)
+        result = self.start(package_here=False)  # no requirements.txt beside scripts/: an install
+        self.assertEqual(result.returncode, 3, result.stderr)
+        self.assertNotIn("scripts/setup", result.stderr)
+        self.assertIn("'sudo apt-get install python3-msfake_package' (Debian, Ubuntu)", result.stderr)
+        self.assertIn("python3 -m pip install msfake_package", result.stderr)
 
 
 if __name__ == "__main__":
