@@ -270,6 +270,12 @@ class Links(unittest.TestCase):
                         self.assertIn(anchor, headings, f"{page.relative_to(ROOT)}: no heading #{anchor} in {target}")
 
 
+class Length(unittest.TestCase):
+    def test_the_readme_is_read_in_five_minutes(self) -> None:
+        """The README stays a first page (at most 250 lines); the rest belongs in docs/."""
+        self.assertLessEqual(len(README.read_text().splitlines()), 250)
+
+
 class Layout(unittest.TestCase):
     def test_the_layout_names_every_top_level_folder(self) -> None:
         """docs/development.md's Layout has a row for each folder the repository tracks at its top."""
