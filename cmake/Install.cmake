@@ -32,6 +32,25 @@ install(FILES scripts/ms_pyenv.py scripts/ms_json.py scripts/ms_output.py script
               scripts/report_sweep.py scripts/report_accept.py scripts/report_fleet.py scripts/report_allocators.py
         DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
 install(FILES python/memstress_torch.py DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python)
+# The recorder on Python's own path too, where the prefix holds a directory of it (~/.local's user site, a virtual
+# environment, Debian's /usr/local dist-packages): `import memstress_torch` with no PYTHONPATH. Which directory
+# is decided at install time, for the prefix installed to (cmake/python_site_dir.py); where there is none,
+# PYTHONPATH=$(memstress --python-path) imports it, and the install says so.
+find_package(Python3 3.9 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  install(
+    CODE "set(_ms_python \"${Python3_EXECUTABLE}\")
+          if(EXISTS \"\${CMAKE_INSTALL_PREFIX}/bin/python3\")
+            set(_ms_python \"\${CMAKE_INSTALL_PREFIX}/bin/python3\") # a virtual environment: its own python decides
+          endif()
+          execute_process(COMMAND \"\${_ms_python}\" \"${PROJECT_SOURCE_DIR}/cmake/python_site_dir.py\"
+                            \"\${CMAKE_INSTALL_PREFIX}\" OUTPUT_VARIABLE _ms_site OUTPUT_STRIP_TRAILING_WHITESPACE)
+          if(_ms_site)
+            file(INSTALL \"${PROJECT_SOURCE_DIR}/python/memstress_torch.py\" DESTINATION \"\${_ms_site}\")
+          else()
+            message(STATUS \"memstress_torch.py: no directory of \${CMAKE_INSTALL_PREFIX} is on the path of \${_ms_python}: import it with PYTHONPATH=$(memstress --python-path)\")
+          endif()")
+endif()
 install(DIRECTORY profiles/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/profiles FILES_MATCHING PATTERN "*.yaml")
 install(DIRECTORY results/schema/ DESTINATION ${MEMSTRESS_DATA_SUBDIR}/results/schema FILES_MATCHING
         PATTERN "*.json")

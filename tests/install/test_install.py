@@ -27,6 +27,7 @@ SOURCE = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(SOURCE / "tests" / "scripts"))
 import snapshot_fixtures  # noqa: E402  (the synthetic PyTorch snapshots of the converter's tests)
 
+ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
 TRACE = SOURCE / "results" / "traces" / "torch-2.11-h100" / "cnn_train.trace.csv.gz"
 H100_ACCEPT = SOURCE / "results" / "h100" / "accept-h100-580.159.04.json"
@@ -187,6 +188,26 @@ memstress_add_test(NAME compare_missing COMPARE {accept} missing.json)
         gpu = any(Path("/dev").glob("nvidia[0-9]*"))
         self.assertEqual(status, {"gpu_memory": "Passed" if gpu else "Skipped", "allocator_on_sim": "Passed"},
                          tests.stdout)
+
+    def test_the_recorder_imports_without_pythonpath_from_a_prefix_on_pythons_path(self) -> None:
+        """Installed into a virtual environment's prefix, the recorder is on that python's path: no PYTHONPATH."""
+        venv = self.cwd / "venv"
+        made = run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=self.cwd)
+        if made.returncode != 0:
+            self.skipTest(f"no venv module here: {made.stderr.strip()}")
+        python = venv / "bin" / "python"
+        site = run([str(python), str(ROOT / "cmake" / "python_site_dir.py"), str(venv)], cwd=self.cwd).stdout.strip()
+        self.assertTrue(site, "python_site_dir.py found no site-packages in the virtual environment")
+        # The prefix holds a python (bin/python3): that python decides where (cmake/Install.cmake).
+        done = run(["cmake", "-DCMAKE_INSTALL_PREFIX=" + str(venv), "-DCOMPONENT=", "-P",
+                    str(BUILD / "cmake_install.cmake")], cwd=self.cwd)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        imported = run([str(python), "-c", "import memstress_torch; print(memstress_torch.__file__)"], cwd=self.cwd,
+                       env=env)
+        self.assertTrue((Path(site) / "memstress_torch.py").exists(), done.stdout[-1000:])
+        self.assertEqual(imported.returncode, 0, imported.stderr)
+        self.assertIn(site, imported.stdout)
 
     def test_the_recorder_imports_through_python_path(self) -> None:
         """`PYTHONPATH=$(memstress --python-path)`: the installed recorder, importable without torch (it loads
