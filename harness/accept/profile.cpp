@@ -214,6 +214,15 @@ struct Measured {
   std::vector<RowValue> values;  // the rows that gave a value
 };
 
+// A check's figure in words: the health figures "..._below_max" count generations or lanes under the link's
+// maximum, which the results record as "gen" and "lanes" (kept, so that runs compare across versions).
+std::string shown_unit(std::string_view metric, const std::string& unit) {
+  if (!metric.ends_with("_below_max")) {
+    return unit;
+  }
+  return (unit == "gen" ? std::string("generations") : unit) + " below max";
+}
+
 std::optional<Measured> measure(const AcceptCheck& check, const AcceptRows& rows) {
   Measured m;
   for (const compare::ResultRow& row : rows) {
@@ -237,7 +246,7 @@ std::optional<Measured> measure(const AcceptCheck& check, const AcceptRows& rows
       const bool higher = metric->better != Better::lower;
       m.value = m.values.empty() ? v : (higher ? std::min(m.value, v) : std::max(m.value, v));
       m.higher_better = higher;
-      m.unit = metric->unit;
+      m.unit = shown_unit(check.metric, metric->unit);
       m.values.push_back({&row, v});
     }
   }

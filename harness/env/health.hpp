@@ -35,7 +35,7 @@ namespace memstress {
 
 struct HealthFigure {
   std::string_view name;  // "ecc.volatile.uncorrected"
-  std::string_view unit;  // "count", "gen", "lanes", "generations below max", "links", ...
+  std::string_view unit;  // "count", "gen", "lanes", "links", "ms", "flag"
   bool lower_is_better;   // false: a fact (the link's generation), not judged by direction
 };
 

@@ -34,6 +34,10 @@ TEST(Health, FigureNamesAreUniqueAndErrorsAreLowerIsBetter) {
   EXPECT_TRUE(figure("ecc.volatile.uncorrected").lower_is_better);
   EXPECT_TRUE(figure("pcie.gen_below_max").lower_is_better);
   EXPECT_FALSE(figure("pcie.gen").lower_is_better);  // a fact, judged against its maximum
+  // The units results record, the same in every version so that runs compare (accept words them:
+  // profile.cpp).
+  EXPECT_EQ(figure("pcie.gen_below_max").unit, "gen");
+  EXPECT_EQ(figure("pcie.width_below_max").unit, "lanes");
 }
 
 TEST(Health, AnInjectedReadingGivesItsFiguresNotMeasuredAndXids) {
