@@ -114,12 +114,15 @@ class AllocSmoke final : public Workload {
   [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
     // A batch larger than the whole device can never be live at once: a small device (sim:8G, a MIG slice)
     // skips that case, saying why, instead of failing it with an out-of-memory error.
-    const std::uint64_t batch =
-        ctx.params().bytes("bytes") * static_cast<std::uint64_t>(ctx.params().integer("count"));
+    const std::uint64_t bytes = ctx.params().bytes("bytes");
+    const auto count = static_cast<std::uint64_t>(ctx.params().integer("count"));
     const std::uint64_t total = ctx.device().mem_info().total;
-    if (batch > total) {
-      throw SkipCase(fmt::format("needs {} live at once (count x bytes); the device has {} in all",
-                                 human_bytes(batch), human_bytes(total)));
+    if (count != 0 && bytes > total / count) {
+      const double batch = static_cast<double>(bytes) * static_cast<double>(count);
+      throw SkipCase(
+          fmt::format("needs {} live at once (count x bytes); the device has {} in all",
+                      batch < 1.8e19 ? human_bytes(bytes * count) : fmt::format("{:.3g} bytes", batch),
+                      human_bytes(total)));
     }
     return std::make_unique<AllocSmokeRun>(ctx);
   }
