@@ -536,11 +536,21 @@ void CachingAllocator::changed(StreamPools& sp) const {
   const bool queue_reset = !sp.unreset.load(std::memory_order_relaxed) && !sp.unreset.exchange(true);
   if (queue_read || queue_reset) {
     const std::scoped_lock lock(queue_mutex_);
-    if (queue_read) {
-      unread_.push_back(&sp);
-    }
-    if (queue_reset) {
-      unreset_.push_back(&sp);
+    try {
+      if (queue_read) {
+        unread_.push_back(&sp);
+      }
+      if (queue_reset) {
+        unreset_.push_back(&sp);
+      }
+    } catch (...) {  // not queued: the next change queues it again (a set flag would hide it for good)
+      if (queue_read && (unread_.empty() || unread_.back() != &sp)) {
+        sp.unread.store(false);
+      }
+      if (queue_reset) {
+        sp.unreset.store(false);
+      }
+      throw;
     }
   }
 }
