@@ -85,7 +85,12 @@ class NotesOnTheirOwnLines(Temp):
         self.check(self.together("db", "ingest", "-v", *files, "--db", self.dir / "c.sqlite"), "memstress db ingest:")
 
     def test_run(self) -> None:
-        self.check(self.together("run", "alloc-smoke", "sizes", "-d", "sim", "-n", "1"), "memstress:")
+        lines = self.together("run", "alloc-smoke", "sizes", "-d", "sim", "-n", "1")
+        self.check(lines, "memstress:")
+        # The notes that follow the table come after it in the file too (stdout written before each note).
+        summary = next(i for i, line in enumerate(lines) if re.match(r"^\d+ cases: ", line))
+        last_note = max(i for i, line in enumerate(lines) if line.startswith("memstress: results not kept"))
+        self.assertGreater(last_note, summary, "\n".join(lines[-8:]))
 
 
 class TablesInUnits(Temp):
@@ -103,8 +108,11 @@ class TablesInUnits(Temp):
         for table in tables:
             with self.subTest(table=table.splitlines()[0] if table else ""):
                 self.assertRegex(table, r"\d GB/s")
-                self.assertNotRegex(table, r"(?m)^(?!.*GPU-).*\s\d{6,}\s")  # no raw 6-digit median
+        # outliers: MEDIAN and GROUP, side by side, each with its unit; no UNIT column
+        self.assertRegex(tables[0], r"(?m)^\d+\.\d +\d+\.\d%.* \d+(\.\d+)? GB/s +\d+(\.\d+)? GB/s +6 +1 ")
         self.assertNotIn(" UNIT ", tables[0].splitlines()[0])
+        # history: each point's median with its unit
+        self.assertRegex(tables[1], r"(?m)^2026-\S+ +\S+ +\d+(\.\d+)? GB/s ")
 
 
 class GpuByPrefix(Temp):
@@ -113,14 +121,24 @@ class GpuByPrefix(Temp):
 
     def test_a_prefix_that_names_one_gpu(self) -> None:
         db = self.fleet_store()
-        whole = run("db", "history", "--db", db, "--gpu", "GPU-00000000-0000-0000-0000-000000000004")
-        self.assertEqual(whole.returncode, 0, whole.stderr)
-        for short in ("GPU-00000000-0000-0000-0000-000000000004", "00000000-0000-0000-0000-000000000004",
-                      "GPU-00000000-0000-0000-0000-00000000000" + "4"):
-            with self.subTest(gpu=short):
-                done = run("db", "history", "--db", db, "--gpu", short)
-                self.assertEqual(done.returncode, 0, done.stderr)
-                self.assertEqual(done.stdout, whole.stdout)
+        # One more GPU whose UUID no other shares the start of.
+        other = self.dir / "node07.json"
+        other.write_text(NODES[0].read_text().replace("GPU-00000000-0000-0000-0000-000000000001",
+                                                      "GPU-abcdef01-2345-6789-abcd-ef0123456789")
+                         .replace("node01", "node07"))
+        done = run("db", "ingest", other, "--db", db)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for whole, shorts in (("GPU-abcdef01-2345-6789-abcd-ef0123456789", ("GPU-abcd", "abcdef01", "abcdef01-2345")),
+                              ("GPU-00000000-0000-0000-0000-000000000004",
+                               ("00000000-0000-0000-0000-000000000004",))):
+            full = run("db", "history", "--db", db, "--gpu", whole)
+            self.assertEqual(full.returncode, 0, full.stderr)
+            self.assertIn(whole, full.stdout)
+            for short in shorts:
+                with self.subTest(gpu=short):
+                    done = run("db", "history", "--db", db, "--gpu", short)
+                    self.assertEqual(done.returncode, 0, done.stderr)
+                    self.assertEqual(done.stdout, full.stdout)
 
     def test_a_prefix_that_several_share_is_refused_naming_them(self) -> None:
         db = self.fleet_store()
