@@ -397,7 +397,7 @@ ms_configure_build() {
 # ms_ctest PRESET [CTEST ARGS...]: the tests of PRESET's build. Tests run side by side, one per core
 # (CTEST_PARALLEL_LEVEL, the caller's choice first): CI's time more than halves. On the gpu preset too: the
 # tests that use the GPU hold the resource lock `gpu` and so run one at a time, beside the cpu-labelled ones;
-# the timing tests and the mpi jobs run alone (RUN_SERIAL). With arguments, ctest as asked (one at a time on
+# the timing tests and the mpi jobs with timeouts of their own run alone (RUN_SERIAL). With arguments, ctest as asked (one at a time on
 # the gpu preset unless CTEST_PARALLEL_LEVEL says otherwise). Returns ctest's exit code.
 ms_ctest() {
   local preset="$1" side_by_side rc=0
