@@ -451,6 +451,71 @@ TEST(CachingAllocatorStats, StatisticsReadIncrementallyMatchEveryStreamsSum) {
   EXPECT_EQ(stat(a, "largest_free_block_bytes"), 0);
 }
 
+TEST(CachingAllocatorStats, StatisticsReadWhileOtherThreadsAllocateEndAtTheTruth) {
+  // Note [Statistics, incrementally] under threads: while four threads allocate and free on streams of their
+  // own, a fifth reads and resets the statistics in a loop (the queue of changed streams, drained as streams
+  // are marked again). Once they stop, the figures read are every stream's own, with both segment kinds.
+  for (const char* conf : {"", "expandable_segments:True"}) {
+    SimBackend dev(64 * kGiB);
+    CachingAllocator a = make(dev, conf);
+    std::atomic<bool> stop{false};
+    std::atomic<std::int64_t> reads{0};
+    std::thread reader([&] {
+      while (!stop.load()) {
+        static_cast<void>(a.memory_stats());
+        a.reset_peak_stats();
+        reads.fetch_add(1);
+      }
+    });
+    constexpr int kThreads = 4;
+    std::vector<std::vector<std::pair<void*, std::uint64_t>>> kept(kThreads);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < kThreads; ++t) {
+      workers.emplace_back([&, t] {
+        std::mt19937 rng(static_cast<unsigned>(t) + 1);
+        std::vector<std::pair<void*, std::uint64_t>>& mine = kept[static_cast<std::size_t>(t)];
+        for (int i = 0; i < 4000; ++i) {
+          const StreamRef stream{static_cast<std::uintptr_t>(1 + t * 3 + static_cast<int>(rng() % 3))};
+          if (mine.size() > 32 || (!mine.empty() && rng() % 2 == 0)) {
+            const std::size_t at = rng() % mine.size();
+            a.deallocate(mine[at].first);
+            mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(at));
+          } else {
+            const std::uint64_t bytes = 512ULL << (rng() % 14);
+            mine.emplace_back(a.allocate(bytes, stream), bytes);
+          }
+        }
+      });
+    }
+    for (std::thread& w : workers) {
+      w.join();
+    }
+    stop.store(true);
+    reader.join();
+    EXPECT_GT(reads.load(), 0) << conf;
+    std::int64_t live = 0;
+    std::int64_t bytes = 0;
+    for (const auto& mine : kept) {
+      live += static_cast<std::int64_t>(mine.size());
+      for (const auto& [p, n] : mine) {
+        bytes += static_cast<std::int64_t>(n);
+      }
+    }
+    EXPECT_EQ(stat(a, "allocation.all.current"), live) << conf;
+    EXPECT_EQ(stat(a, "requested_bytes.all.current"), bytes) << conf;
+    a.reset_peak_stats();
+    EXPECT_EQ(stat(a, "allocation.all.peak"), live) << conf;  // every stream's peak at its current
+    for (const auto& mine : kept) {
+      for (const auto& [p, n] : mine) {
+        a.deallocate(p);
+      }
+    }
+    a.empty_cache();
+    EXPECT_EQ(stat(a, "allocated_bytes.all.current"), 0) << conf;
+    EXPECT_EQ(stat(a, "reserved_bytes.all.current"), 0) << conf;
+  }
+}
+
 TEST(CachingAllocatorLimits, EveryStreamGetsAnExpandableSegmentOnALargeDevice) {
   // Each stream's expandable segment reserves 1.125 times the device: on 1 TiB, the simulated 111 TiB
   // of address ranges ran out at the 98th stream, and every later allocation failed (Note [Simulated
