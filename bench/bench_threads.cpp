@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
-#include "harness/alloc/stream_ref.hpp"
 #include "harness/memory/cuda_handles.hpp"
+#include "harness/memory/stream_ref.hpp"
 
 namespace memstress::bench {
 namespace {

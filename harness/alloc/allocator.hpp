@@ -11,14 +11,12 @@
 #include <string>
 #include <string_view>
 
-#include "harness/alloc/stream_ref.hpp"
+#include "harness/memory/stream_ref.hpp"
+#include "harness/stats/memory_stats.hpp"
 
 namespace memstress {
 
 class DeviceBackend;
-
-// PyTorch's flat naming: "allocated_bytes.all.current", "reserved_bytes.all.peak", "num_ooms", …
-using MemoryStats = std::map<std::string, std::int64_t, std::less<>>;
 
 class Allocator {
  public:

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <utility>
 
-#include "harness/alloc/stream_ref.hpp"
+#include "harness/memory/stream_ref.hpp"
 
 namespace memstress {
 

@@ -46,7 +46,7 @@
 
 #include "harness/alloc/allocator.hpp"
 #include "harness/alloc/host_memory_source.hpp"
-#include "harness/alloc/stream_ref.hpp"
+#include "harness/memory/stream_ref.hpp"
 
 namespace memstress {
 

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "harness/alloc/stream_ref.hpp"
+#include "harness/memory/stream_ref.hpp"
 
 namespace memstress {
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "harness/alloc/stream_ref.hpp"
+#include "harness/memory/stream_ref.hpp"
 
 namespace memstress {
 

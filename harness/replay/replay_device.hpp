@@ -15,9 +15,9 @@
 #include <optional>
 #include <unordered_map>
 
-#include "harness/alloc/stream_ref.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/cuda_handles.hpp"
+#include "harness/memory/stream_ref.hpp"
 
 namespace memstress::replay {
 

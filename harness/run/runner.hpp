@@ -46,7 +46,7 @@ struct RunOptions {
 // (the sinks of the other ranks get nothing) and counts their failures. A case planned `in_turn` runs on
 // one rank at a time instead, in rank order, each rank alone on what the ranks share (host memory, PCIe
 // switches), so that it measures its own GPU's path and not the contention. A rank that does not arrive in
-// time makes the run throw DistError naming the rank and the case (harness/dist/case_sync.hpp).
+// time makes the run throw DistError naming the rank and the case (harness/run/case_sync.hpp).
 class Runner {
  public:
   // `host`: the process's pinned host cache for the cases that stage transfers (null: none).

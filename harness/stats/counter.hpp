@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/alloc/allocator.hpp"
+#include "harness/stats/memory_stats.hpp"
 
 namespace memstress {
 

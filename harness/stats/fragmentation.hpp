@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "harness/alloc/allocator.hpp"
+#include "harness/stats/memory_stats.hpp"
 
 namespace memstress {
 

@@ -9,12 +9,12 @@
 
 #include "harness/core/error.hpp"
 #include "harness/core/launcher.hpp"
-#include "harness/dist/case_sync.hpp"
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/job.hpp"
 #include "harness/dist/rank_setup.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/memory/sim_backend.hpp"
+#include "harness/run/case_sync.hpp"
 #include "harness/run/fault.hpp"
 #include "metric_fixture.hpp"
 

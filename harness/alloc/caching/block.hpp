@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "harness/alloc/caching/sizing.hpp"
-#include "harness/alloc/stream_ref.hpp"
+#include "harness/memory/stream_ref.hpp"
 
 namespace memstress::caching {
 

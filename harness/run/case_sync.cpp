@@ -1,4 +1,4 @@
-#include "harness/dist/case_sync.hpp"
+#include "harness/run/case_sync.hpp"
 
 #include <fmt/format.h>
 
