@@ -8,7 +8,7 @@ is a hit, named file:line:
 - an absolute path under /work/, /root/, /home/ or /tmp/: a folder of the machine a file was written on, which
   means nothing elsewhere (logs and records are passed through scripts/dev/scrub_paths.py, which makes them
   relative, $OUT/..., $TMPDIR/... or ~/...);
-- a tracker number of this project ("issue 19", "Issues 16/18", "(#20)", "the issue's target"): say what is checked
+- a tracker number of this project ("issue N", "Issues N/M", "(#N)", "the issue's target"): say what is checked
   or why instead. Another project's issues ("NVIDIA/nccl issue 2363", "DCGM issue 284") are fine;
 - words about how the machines were reached rather than what they are ("the machines this project is lent",
   "device machine", "the device tool", "this session", "this workplace", the names of lent machine kinds);
@@ -68,7 +68,7 @@ TRACKER = Rule(
     "tracker number(s) of this project",
     re.compile(r"issue|\(#"),
     re.compile(
-        r"\bissues?\s*#?\d+"  # issue 19, Issues 16/18, issue #20
+        r"\bissues?\s*#?\d+"  # issue N, Issues N/M, issue #N
         r"|\((?:#\d+)(?:\s*[,/]\s*#?\d+)*\)"  # (#19), (#16, #18)
         r"|\b(?:the|this|that) issue's\b",  # the issue's target
         re.IGNORECASE,

@@ -1,6 +1,9 @@
 #include "harness/alloc/caching/stats.hpp"
 
+#include <array>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace memstress::caching {
 namespace {
@@ -12,27 +15,34 @@ void put(MemoryStats& out, std::string_view name, const StatArray& a) {
   }
 }
 
+// Every StatArray of DeviceStats with PyTorch's name for it: the one list that resetting, adding,
+// subtracting and exporting walk, so that a statistic added here is never missed by one of them.
+constexpr std::array<std::pair<StatArray DeviceStats::*, std::string_view>, 9> kArrays{{
+    {&DeviceStats::allocation, "allocation"},
+    {&DeviceStats::segment, "segment"},
+    {&DeviceStats::active, "active"},
+    {&DeviceStats::inactive_split, "inactive_split"},
+    {&DeviceStats::allocated_bytes, "allocated_bytes"},
+    {&DeviceStats::reserved_bytes, "reserved_bytes"},
+    {&DeviceStats::active_bytes, "active_bytes"},
+    {&DeviceStats::inactive_split_bytes, "inactive_split_bytes"},
+    {&DeviceStats::requested_bytes, "requested_bytes"},
+}};
+
 }  // namespace
 
 void DeviceStats::reset_peaks() noexcept {
-  for (StatArray* a : {&allocation, &segment, &active, &inactive_split, &allocated_bytes, &reserved_bytes,
-                       &active_bytes, &inactive_split_bytes, &requested_bytes}) {
-    a->reset_peak();
+  for (const auto& [member, name] : kArrays) {
+    (this->*member).reset_peak();
   }
   oversize_allocations.reset_peak();
   oversize_segments.reset_peak();
 }
 
 DeviceStats& DeviceStats::operator+=(const DeviceStats& o) noexcept {
-  allocation += o.allocation;
-  segment += o.segment;
-  active += o.active;
-  inactive_split += o.inactive_split;
-  allocated_bytes += o.allocated_bytes;
-  reserved_bytes += o.reserved_bytes;
-  active_bytes += o.active_bytes;
-  inactive_split_bytes += o.inactive_split_bytes;
-  requested_bytes += o.requested_bytes;
+  for (const auto& [member, name] : kArrays) {
+    this->*member += o.*member;
+  }
   oversize_allocations += o.oversize_allocations;
   oversize_segments += o.oversize_segments;
   num_device_alloc += o.num_device_alloc;
@@ -41,15 +51,9 @@ DeviceStats& DeviceStats::operator+=(const DeviceStats& o) noexcept {
 }
 
 DeviceStats& DeviceStats::operator-=(const DeviceStats& o) noexcept {
-  allocation -= o.allocation;
-  segment -= o.segment;
-  active -= o.active;
-  inactive_split -= o.inactive_split;
-  allocated_bytes -= o.allocated_bytes;
-  reserved_bytes -= o.reserved_bytes;
-  active_bytes -= o.active_bytes;
-  inactive_split_bytes -= o.inactive_split_bytes;
-  requested_bytes -= o.requested_bytes;
+  for (const auto& [member, name] : kArrays) {
+    this->*member -= o.*member;
+  }
   oversize_allocations -= o.oversize_allocations;
   oversize_segments -= o.oversize_segments;
   num_device_alloc -= o.num_device_alloc;
@@ -58,15 +62,9 @@ DeviceStats& DeviceStats::operator-=(const DeviceStats& o) noexcept {
 }
 
 void DeviceStats::export_to(MemoryStats& out) const {
-  put(out, "allocation", allocation);
-  put(out, "segment", segment);
-  put(out, "active", active);
-  put(out, "inactive_split", inactive_split);
-  put(out, "allocated_bytes", allocated_bytes);
-  put(out, "reserved_bytes", reserved_bytes);
-  put(out, "active_bytes", active_bytes);
-  put(out, "inactive_split_bytes", inactive_split_bytes);
-  put(out, "requested_bytes", requested_bytes);
+  for (const auto& [member, name] : kArrays) {
+    put(out, name, this->*member);
+  }
   oversize_allocations.export_to(out, "oversize_allocations");
   oversize_segments.export_to(out, "oversize_segments");
   out["num_device_alloc"] = num_device_alloc;
