@@ -26,26 +26,34 @@ the ``capacity`` argument when given), what ``memstress doctor`` judges the reco
 from. Then the batch size if given, and versions. pytorch.org/memory_viz and PyTorch's tools ignore the
 extra key.
 
-The largest batch that fits, from three steps of the real program::
+The largest batch that fits, from three or four trials of the real program::
 
     found = memstress_torch.find_max_batch(lambda n: train_step(model, optimizer, n),
                                            restore=(model, optimizer))
     print(found.batch)
 
-``find_max_batch(step, capacity=None, *, memstress=None, start=None, ...)``: ``step(n)`` runs one real
-step at batch size ``n`` (it makes its own inputs). It records a step at two small batches (``start``,
-default 2, and twice that), asks ``memstress predict-batch`` (the ``memstress`` argument, else
+``find_max_batch(step, capacity=None, *, memstress=None, start=None, steps_per_trial=2, ...)``: ``step(n)``
+runs one real step at batch size ``n`` (it makes its own inputs). A trial at a batch is what a fresh
+process training at that batch would do first: the state put back (below), the cache emptied, then
+``steps_per_trial`` steps in a row. Two steps, because the second is the one that runs out: an optimizer
+creates its state during the first step, after the activations were freed, and that state lands in the
+activations' cached segments, so the second step's activations fit worse (on an H100, a program with fp32 master
+weights whose single steps ran at batch 79 under a 2 GiB cap could not run 69 for two steps from a fresh
+process). It records a trial at two small batches
+(``start``, default 2, and twice that), asks ``memstress predict-batch`` (the ``memstress`` argument, else
 ``$MEMSTRESS``, else ``memstress`` on ``PATH``) for the largest batch that surely fits ``capacity``
 (default: the process's limit, the per-process fraction's share when one is set, else the free memory
-plus what PyTorch holds), and confirms it with one real step. When predict-batch is not sure and names
-two batches to record, the larger is recorded too (a fourth step). A confirmation that runs out of
+plus what PyTorch holds), and confirms it with one real trial. When predict-batch is not sure and names
+two batches to record, the larger is recorded too (a fourth trial). A confirmation that runs out of
 memory is caught, never raised: the references it held are dropped, the cache emptied, the state
 restored, and a smaller batch confirmed instead (the low end of predict-batch's range, else 90%; then 80%
 of the last, at most six confirmations in all).
-``restore``: modules and optimizers whose ``state_dict()`` is copied to the CPU before the first step
-and loaded back after the last, so the search leaves them as they were. It returns a ``FoundBatch``:
-the batch that ran, every trial step ``(batch, kind, ok, seconds)`` with kind ``"record"`` or
-``"confirm"``, the OOMs met, the seconds taken and predict-batch's JSON.
+``restore``: modules and optimizers whose ``state_dict()`` is copied to the CPU before the first trial
+and loaded back before every other trial and after the last, so each trial starts as a fresh process would
+(an optimizer with no state yet) and the search leaves them as they were. Without them each trial starts
+from what the last one left, which can name a batch a fresh process cannot run. It returns a
+``FoundBatch``: the batch that ran, every trial ``(batch, kind, ok, seconds)`` with kind ``"record"`` or
+``"confirm"``, the steps taken, the OOMs met, the seconds taken and predict-batch's JSON.
 
 Only PyTorch (and the standard library) is needed; this file is installed with memstress under
 ``share/memstress/python`` (in a checkout: ``python/``), so ``PYTHONPATH`` names that directory.
@@ -233,6 +241,7 @@ class FoundBatch:
     ooms: int = 0
     seconds: float = 0.0
     prediction: dict[str, Any] | None = None  # predict-batch's JSON (the last one asked)
+    steps: int = 0  # calls of step(): steps_per_trial a trial, fewer where one ran out
 
 
 def _stderr(message: str) -> None:
@@ -269,9 +278,12 @@ class _Search:
     """One find_max_batch: its trial steps, the OOMs met, the recordings and the state to put back."""
 
     def __init__(self, torch: Any, step: Callable[[int], Any], device: int, capacity: int, stacks: str,
-                 restore: Iterable[Any], log: Callable[[str], None]) -> None:
+                 restore: Iterable[Any], log: Callable[[str], None], steps_per_trial: int = 2) -> None:
         self.torch = torch
         self.step = step
+        self.steps_per_trial = max(1, int(steps_per_trial))
+        self.steps = 0
+        self.pristine = True  # the state is as saved: no step since the last restore
         self.device = device
         self.capacity = capacity
         self.stacks = stacks
@@ -284,6 +296,7 @@ class _Search:
         self.saved = [(obj, _to_cpu(obj.state_dict(), torch.Tensor)) for obj in restore]
 
     def restore(self) -> None:
+        self.pristine = True
         for obj, state in self.saved:
             obj.load_state_dict(state)
             zero_grad = getattr(obj, "zero_grad", None)
@@ -300,9 +313,11 @@ class _Search:
         shutil.rmtree(self.work, ignore_errors=True)
 
     def run(self, batch: int, kind: str) -> bool:
-        """One real step ("record": with the history on, its snapshot kept). False when it ran out of memory:
-        the OOM is caught here, never raised."""
+        """One trial: the state put back, then steps_per_trial real steps ("record": with the history on, its
+        snapshot kept). False when one ran out of memory: the OOM is caught here, never raised."""
         torch = self.torch
+        if not self.pristine:
+            self.restore()
         self.clean()
         path = os.path.join(self.work, f"batch{batch}.pickle") if kind == "record" else None
         if path is not None:
@@ -312,7 +327,10 @@ class _Search:
         started = time.perf_counter()
         message = None
         try:
-            self.step(batch)
+            for _ in range(self.steps_per_trial):
+                self.pristine = False
+                self.steps += 1
+                self.step(batch)
             torch.cuda.synchronize(self.device)
             if path is not None:
                 snapshot = torch.cuda.memory._snapshot()
@@ -332,7 +350,6 @@ class _Search:
             self.ooms += 1
             self.log(f"{PROG}: {kind} batch {batch}: out of memory ({message})")
             self.clean()
-            self.restore()
             return False
         self.log(f"{PROG}: {kind} batch {batch}: ran ({seconds:.2f} s)")
         self.ran = max(self.ran, batch)
@@ -374,9 +391,10 @@ def _safe_batch(prediction: dict[str, Any]) -> int | None:
 
 def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, memstress: str | None = None,
                    start: int | None = None, max_batch: int = 1_000_000, restore: Iterable[Any] = (),
+                   steps_per_trial: int = 2,
                    alloc_conf: str | None = None, device: Any = None, stacks: str = "python",
                    log: Callable[[str], None] = _stderr) -> FoundBatch:
-    """The largest batch `step` runs with in `capacity` bytes: two recorded steps, predict-batch, one confirmation
+    """The largest batch `step` runs with in `capacity` bytes: two recorded trials, predict-batch, one confirmation
     (the module's docstring tells the whole of it). Raises PredictError when memstress predict-batch fails."""
     import torch  # noqa: PLC0415 - the recorder half of this module is imported before torch
 
@@ -386,11 +404,12 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
     binary = memstress_binary(memstress)
     max_batch = max(1, int(max_batch))
     trace_device = None if device is None else f"cuda:{index}"
-    search = _Search(torch, step, index, capacity, stacks, restore, log)
+    search = _Search(torch, step, index, capacity, stacks, restore, log, steps_per_trial)
     prediction: dict[str, Any] | None = None
 
     def found() -> FoundBatch:
-        return FoundBatch(search.ran, search.trials, search.ooms, round(time.perf_counter() - began, 4), prediction)
+        return FoundBatch(search.ran, search.trials, search.ooms, round(time.perf_counter() - began, 4), prediction,
+                          search.steps)
 
     try:
         # Two recordings, b1 and 2 * b1; a b1 that does not run is halved, a 2 * b1 that does not run ends it.

@@ -20,8 +20,11 @@ For each fragmentation program: its peaks at a batch under PyTorch's defaults an
 then caps between the two until the defaults run out and expandable segments do not (every run kept); then the
 OOM recording and the settings, as above (the cause must come out "fragmentation").
 With --memstress BIN, for each trainable program under the smaller cap, each in a process of its own:
-memstress_torch.find_max_batch and Lightning's batch-size finder (doctor_programs.py --find-max): the batch each
-found against the real largest, their trial steps, OOMs, seconds, and whether they failed.
+memstress_torch.find_max_batch and Lightning's batch-size finder (doctor_programs.py --find-max), each trying
+a batch with two steps as the real runs do: the batch each found against the real largest, their trials,
+steps, OOMs, seconds, and whether they failed. And for every OOM: what `memstress doctor` says of its snapshot
+(alone, and with the runs at a quarter and a half of the largest batch), and PyTorch at that batch and cap
+under each setting the doctor names that SETTINGS lacks, so that every setting it names is one PyTorch ran.
 
 Writes OUTDIR/truth.json (schema memstress.doctor-corpus/1: TRUTH_KEYS below), OUTDIR/summary.txt (tables),
 OUTDIR/corpus.log (the progress lines printed) and OUTDIR/snapshots/*.pickle.gz; every path in them relative to
@@ -70,7 +73,8 @@ QUICK = ("vit_train", "frag_split")
 #   caps            {str(cap): {"largest", "first_oom", "stable", "runs": [Run.row()], "repeat": [Run.row()],
 #                               "recordings": {str(batch): "snapshots/....pickle.gz"}}}   (normal programs)
 #   search          [Run.row()]: the fragmentation program's batches and caps tried               (else null)
-#   oom             {"batch", "cap", "snapshot", "message", "settings": {conf: "ok" | "oom"}, "cause", "runs"}
+#   oom             {"batch", "cap", "snapshot", "message", "settings": {conf: "ok" | "oom"}, "cause", "runs",
+#                    "doctor": {"alone" | "with_runs": {"cause", "named": conf or null}} (with --memstress)}
 #   find_max_batch  doctor_programs.py --find-max memstress's result and "largest" (the real one), or null
 #   lightning       the same from Lightning's batch-size finder, or null
 #   error           why the program's measurements stopped, or null
@@ -219,8 +223,16 @@ def _found(entry: dict[str, Any] | None) -> str:
         return "-"
     if entry.get("error") and entry.get("batch") is None:
         return "failed" if entry.get("crashed") else "n/a"
-    return (f"{entry.get('batch')} ({entry.get('trial_steps')} steps, {entry.get('ooms')} OOM, "
+    trials = f"{entry['trial_count']} trials, " if "trial_count" in entry else ""
+    return (f"{entry.get('batch')} ({trials}{entry.get('trial_steps')} steps, {entry.get('ooms')} OOM, "
             f"{entry.get('seconds', 0):.1f} s)")
+
+
+def _said(verdict: dict[str, Any] | None, settings: dict[str, str]) -> str:
+    if not verdict:
+        return "-"
+    named = verdict.get("named")
+    return verdict["cause"] + (f": {named} ({settings.get(named, 'not run')})" if named else "")
 
 
 def summary_text(truth: dict[str, Any]) -> str:
@@ -246,9 +258,18 @@ def summary_text(truth: dict[str, Any]) -> str:
                          *[{"ok": "ok", "oom": "OOM"}.get(oom["settings"].get(s, ""), "-") for s in truth["settings"]],
                          oom["cause"]])
     out += table(rows)
+    said = [p for p in truth["programs"] if (p.get("oom") or {}).get("doctor")]
+    if said:
+        out += "\nmemstress doctor on each OOM snapshot (alone; with the runs at 1/4 and 1/2): its cause, the setting it names and PyTorch under it\n"
+        rows = [["PROGRAM", "PYTORCH", "DOCTOR", "WITH RUNS"]]
+        for p in said:
+            oom = p["oom"]
+            rows.append([p["program"], oom["cause"],
+                         *[_said(oom["doctor"].get(how), oom["settings"]) for how in ("alone", "with_runs")]])
+        out += table(rows)
     finders = [p for p in truth["programs"] if p.get("find_max_batch") or p.get("lightning")]
     if finders:
-        out += "\nlargest batch found in one process under the smaller cap: batch (trial steps, OOMs, seconds)\n"
+        out += "\nlargest batch found in one process under the smaller cap: batch (trials, steps, OOMs, seconds)\n"
         rows = [["PROGRAM", "REAL", "FIND_MAX_BATCH", "LIGHTNING"]]
         for p in finders:
             real = (p.get("caps") or {}).get(str(min(truth["caps"])), {}).get("largest")
@@ -323,6 +344,19 @@ class Lab:
         oom = r["oom"].splitlines()[0] if r["oom"] else None
         return Run(batch, cap, conf, oom is None, int(r["peak_reserved"]), oom, int(r.get("peak_allocated", 0)))
 
+    def doctor(self, oom: dict[str, Any], runs: list[str], batches: list[int]) -> dict[str, Any]:
+        """memstress doctor's cause for the OOM snapshot and the setting it names (alone, or with two batch runs)."""
+        cmd = [str(self.memstress), "doctor", str(self.out / oom["snapshot"]), "--format", "json"]
+        if runs:
+            cmd += ["--batch-runs", ",".join(str(self.out / r) for r in runs), "--batch", ",".join(map(str, batches))]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(self.clean(f"memstress doctor {oom['snapshot']}: exit {done.returncode}: "
+                                         f"{done.stderr.strip()[-1500:]}"))
+        verdict = json.loads(done.stdout)["oom"]
+        named = verdict.get("named") if verdict.get("cause") == "fragmentation" else None
+        return {"cause": verdict.get("cause"), "named": named["pytorch_alloc_conf"] if named else None}
+
     def keep(self, snapshot: Path, name: str) -> str:
         """The snapshot gzip-compressed under OUTDIR/snapshots, the repository's files named relative to it."""
         with open(snapshot, "rb") as f:
@@ -368,6 +402,28 @@ def run_settings(lab: Lab, pool: cf.Executor, name: str, batch: int, cap: int, t
     return entry
 
 
+def verify_the_doctor(lab: Lab, pool: cf.Executor, name: str, oom: dict[str, Any], at: dict[str, Any] | None) -> None:
+    """With --memstress: what the doctor says of the OOM, alone and with the runs at a quarter and a half of the
+    largest batch, and PyTorch at the OOM's batch under every setting it names that was not run yet."""
+    if lab.memstress is None:
+        return
+    said = {"alone": lab.doctor(oom, [], [])}
+    batches = sorted(int(b) for b in (at or {}).get("recordings", {}))
+    if len(batches) == 3:
+        said["with_runs"] = lab.doctor(oom, [at["recordings"][str(b)] for b in batches[1:]], batches[1:])
+    oom["doctor"] = said
+    new = sorted({v["named"] for v in said.values() if v["named"] and v["named"] not in oom["settings"]})
+    jobs = {conf: pool.submit(lab.run, name, oom["batch"], oom["cap"], conf) for conf in new}
+    for conf, job in jobs.items():
+        r = job.result()
+        oom["settings"][conf] = "ok" if r.ok else "oom"
+        oom["runs"].append(r.row())
+    oom["cause"] = cause(oom["settings"])
+    lab.log(f"{name}: the doctor says " + "; ".join(
+        f"{how}: {v['cause']}" + (f", names {v['named']} (PyTorch under it: {oom['settings'][v['named']]})"
+                                  if v["named"] else "") for how, v in said.items()))
+
+
 def normal_program(lab: Lab, pool: cf.Executor, name: str, caps: list[int]) -> dict[str, Any]:
     entry: dict[str, Any] = {"caps": {}}
 
@@ -393,6 +449,7 @@ def normal_program(lab: Lab, pool: cf.Executor, name: str, caps: list[int]) -> d
                                    "recordings": recordings}
         if cap == min(caps) and largest:
             entry["oom"] = run_settings(lab, pool, name, oom_batch(largest, first_oom), cap, cap_name(cap))
+            verify_the_doctor(lab, pool, name, entry["oom"], entry["caps"][str(cap)])
 
     threads = [threading.Thread(target=lambda c=c: _guard(lab, entry, name, lambda: one_cap(c))) for c in caps]
     for t in threads:
@@ -425,7 +482,9 @@ def fragmentation_program(lab: Lab, pool: cf.Executor, name: str, caps: list[int
             search += [defaults_capped.row(), expandable_capped.row()]
             if not defaults_capped.ok and expandable_capped.ok:
                 lab.log(f"{name}: batch {batch} under {cap_name(cap)}: the defaults run out, expandable segments do not")
-                return {"caps": {}, "search": search, "oom": run_settings(lab, pool, name, batch, cap, str(cap))}
+                oom = run_settings(lab, pool, name, batch, cap, str(cap))
+                verify_the_doctor(lab, pool, name, oom, None)
+                return {"caps": {}, "search": search, "oom": oom}
     lab.log(f"{name}: no batch and cap found where the defaults run out and expandable segments do not")
     return {"caps": {}, "search": search, "oom": None, "error": "no fragmenting batch and cap found"}
 

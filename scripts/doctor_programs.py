@@ -507,16 +507,20 @@ FRAGMENTATION = tuple(name for name, spec in SPECS.items() if spec.kind == "frag
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Largest batch in one process: memstress_torch.find_max_batch, or Lightning's batch-size finder.
+# Largest batch in one process: memstress_torch.find_max_batch, or Lightning's batch-size finder, each trying a
+# batch with as many steps as the corpus's real runs take (the second step is the one that runs out).
+STEPS_PER_TRIAL = 2
 
 
 def find_with_memstress(torch: Any, prog: Program, cap: int | None, memstress: str | None) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "python"))
     import memstress_torch
 
-    found = memstress_torch.find_max_batch(prog.probe, capacity=cap, memstress=memstress, restore=prog.modules)
+    found = memstress_torch.find_max_batch(prog.probe, capacity=cap, memstress=memstress, restore=prog.modules,
+                                           steps_per_trial=STEPS_PER_TRIAL)
     keys = ("safe_batch", "range", "sure", "record_at", "estimate")
-    return {"batch": found.batch, "trials": [list(t) for t in found.trials], "trial_steps": len(found.trials),
+    return {"batch": found.batch, "trials": [list(t) for t in found.trials], "trial_count": len(found.trials),
+            "trial_steps": found.steps,
             "ooms": found.ooms, "seconds": found.seconds,
             "prediction": {k: found.prediction.get(k) for k in keys if k in found.prediction} if found.prediction
             else None}
@@ -548,6 +552,7 @@ def find_with_lightning(torch: Any, prog: Program, dev: str) -> dict[str, Any]:
             self.automatic_optimization = False  # the program's step runs its own optimizer
             self.batch_size = 2
             self.steps = 0
+            self.trial_count = 0
             self.inner = torch.nn.ModuleList([m for m in prog.modules if isinstance(m, torch.nn.Module)])
 
         def train_dataloader(self) -> Any:
@@ -555,11 +560,12 @@ def find_with_lightning(torch: Any, prog: Program, dev: str) -> dict[str, Any]:
 
         def on_train_start(self) -> None:
             self.steps = 0
+            self.trial_count += 1
 
         def on_train_batch_start(self, data: Any, index: int) -> int | None:
             # The optimizer is the program's own, stepped outside Lightning, so Lightning's step count (which
-            # ends a trial at steps_per_trial) never moves: a trial's epoch is ended here after its one step.
-            return -1 if self.steps >= 1 else None
+            # ends a trial at steps_per_trial) never moves: a trial's epoch is ended here after its steps.
+            return -1 if self.steps >= STEPS_PER_TRIAL else None
 
         def training_step(self, data: Any, index: int) -> None:
             self.steps += 1
@@ -575,13 +581,15 @@ def find_with_lightning(torch: Any, prog: Program, dev: str) -> dict[str, Any]:
             return [o for o in prog.modules if isinstance(o, torch.optim.Optimizer)] or None
 
     started = time.perf_counter()
+    wrapped = Wrapped()
     with tempfile.TemporaryDirectory(prefix="memstress-lightning-") as root:
         trainer = pl.Trainer(accelerator="cpu" if dev == "cpu" else "gpu", devices=1, max_epochs=1, logger=False,
                              enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                              default_root_dir=root)
-        batch = Tuner(trainer).scale_batch_size(Wrapped(), mode="binsearch", steps_per_trial=1, init_val=2,
+        batch = Tuner(trainer).scale_batch_size(wrapped, mode="binsearch", steps_per_trial=STEPS_PER_TRIAL, init_val=2,
                                                 max_trials=3 if dev == "cpu" else 25)
-    return {"batch": batch, "trials": trials, "trial_steps": len(trials), "ooms": sum(not t[1] for t in trials),
+    return {"batch": batch, "trials": trials, "trial_count": wrapped.trial_count, "trial_steps": len(trials),
+            "ooms": sum(not t[1] for t in trials),
             "seconds": round(time.perf_counter() - started, 4)}
 
 

@@ -175,6 +175,14 @@ class FakeLab(dc.Lab):
         self.echo = False
         self.calls: list[tuple[str, tuple[str, ...], str]] = []
 
+    def doctor(self, oom: dict[str, Any], runs: list[str], batches: list[int]) -> dict[str, Any]:
+        """The doctor's stand-in: fragmentation programs get a setting the corpus's grid lacks; the others are
+        undecided alone and exhaustion with the runs."""
+        self.calls.append(("doctor", (oom["snapshot"], *runs, *map(str, batches)), ""))
+        if "frag" in oom["snapshot"]:
+            return {"cause": "fragmentation", "named": "expandable_segments:True,max_split_size_mb:128"}
+        return {"cause": "exhaustion" if runs else "at_the_limit", "named": None}
+
     def program(self, name: str, *extra: str, conf: str = "") -> dict[str, Any]:
         with self.lock:
             self.calls.append((name, extra, conf))
@@ -241,6 +249,12 @@ class Corpus(unittest.TestCase):
             self.assertEqual(oom["batch"], dc.oom_batch(true_largest(2 * GiB), true_largest(2 * GiB) + 1))
             self.assertEqual(oom["cause"], "exhaustion")
             self.assertEqual(set(oom["settings"]), set(dc.SETTINGS))
+            self.assertEqual(oom["doctor"], {"alone": {"cause": "at_the_limit", "named": None},
+                                             "with_runs": {"cause": "exhaustion", "named": None}})
+            (asked,) = [c[1] for c in lab.calls if c[0] == "doctor" and len(c[1]) > 1 and "gpt_amp" in c[1][0]]
+            quarter, half = dc.fractions(true_largest(2 * GiB))[1:]
+            self.assertEqual(asked[1:], (gpt["caps"][str(2 * GiB)]["recordings"][str(quarter)],
+                                         gpt["caps"][str(2 * GiB)]["recordings"][str(half)], str(quarter), str(half)))
             self.assertEqual(oom["message"], "CUDA out of memory. Tried to allocate 20.00 MiB.")
             with gzip.open(out / oom["snapshot"]) as f:
                 snap = pickle.load(f)
@@ -264,6 +278,12 @@ class Corpus(unittest.TestCase):
             self.assertTrue(1400 * MiB < frag["oom"]["cap"] < 2000 * MiB)
             self.assertEqual(frag["oom"]["settings"][""], "oom")
             self.assertEqual(frag["oom"]["settings"]["expandable_segments:True"], "ok")
+            # The setting the doctor named, not in the grid, was run by PyTorch too, and the summary says so.
+            named = "expandable_segments:True,max_split_size_mb:128"
+            self.assertEqual(frag["oom"]["settings"][named], "ok")
+            self.assertEqual(frag["oom"]["doctor"]["alone"], {"cause": "fragmentation", "named": named})
+            self.assertNotIn("with_runs", frag["oom"]["doctor"])
+            self.assertIn(f"fragmentation: {named} (ok)", text)
             self.assertGreaterEqual(len(frag["search"]), 4)
 
             dumped = json.dumps(truth) + text + (out / "corpus.log").read_text()

@@ -75,6 +75,7 @@ class FakeTorch(types.ModuleType):
         self.history_on = False
         self.history_calls: list[dict[str, Any]] = []
         self.steps: list[tuple[int, bool]] = []  # (batch, history on)
+        self.weights: list[float] = []  # the model's weight as each step began
         self.empty_caches = 0
         self.cuda = types.SimpleNamespace(
             OutOfMemoryError=FakeOOM,
@@ -99,6 +100,7 @@ class FakeTorch(types.ModuleType):
     def step(self, model: FakeModel) -> Any:
         def run(batch: int) -> None:
             self.steps.append((batch, self.history_on))
+            self.weights.append(model.weight.value)
             model.weight.value += 1  # an optimizer step
             held = [FakeTensor(batch)]  # what the exception's frames hold
             if batch > self.fits:
@@ -164,7 +166,10 @@ class FindMaxBatch(unittest.TestCase):
         self.assertEqual(found.batch, 640)
         self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
                          [(2, "record", True), (4, "record", True), (640, "confirm", True)])
-        self.assertEqual(torch.steps, [(2, True), (4, True), (640, False)])  # history on only while recording
+        # Two steps a trial, the history on only while recording; each trial from the state as it was found.
+        self.assertEqual(torch.steps, [(2, True), (2, True), (4, True), (4, True), (640, False), (640, False)])
+        self.assertEqual(torch.weights, [1.0, 2.0] * 3)
+        self.assertEqual(found.steps, 6)
         self.assertEqual(found.ooms, 0)
         self.assertEqual(found.prediction["safe_batch"], 640)
         (call,) = self.calls()
@@ -178,6 +183,19 @@ class FindMaxBatch(unittest.TestCase):
         self.assert_left_as_found(torch, model)
         self.assertTrue(any("confirm batch 640: ran" in line for line in lines))
 
+    def test_one_step_a_trial_when_asked_and_a_trial_that_runs_out_counts_the_steps_it_took(self) -> None:
+        torch, model = FakeTorch(fits=620), FakeModel()
+        self.answers({"safe_batch": 640, "sure": True, "range": {"low": 600, "high": 700}})
+        found, _ = self.find(torch, model, steps_per_trial=1)
+        self.assertEqual([b for b, _ in torch.steps], [2, 4, 640, 600])
+        self.assertEqual(torch.weights, [1.0] * 4)  # every trial from the state as found, the OOM's one too
+        self.assertEqual((found.steps, found.batch), (4, 600))
+        torch, model = FakeTorch(fits=620), FakeModel()
+        found, _ = self.find(torch, model)
+        self.assertEqual([b for b, _ in torch.steps], [2, 2, 4, 4, 640, 600, 600])  # 640 ran out at its first
+        self.assertEqual(found.steps, 7)
+        self.assert_left_as_found(torch, model)
+
     def test_largest_fit_is_read_when_there_is_no_safe_batch(self) -> None:
         torch, model = FakeTorch(fits=1000), FakeModel()
         self.answers({"largest_fit": {"batch": 300, "peak_reserved": 1}, "first_fail": {"batch": 301}})
@@ -185,7 +203,7 @@ class FindMaxBatch(unittest.TestCase):
         self.assertEqual(found.batch, 300)
         self.assertEqual([t.batch for t in found.trials], [8, 16, 300])
 
-    def test_not_sure_records_once_more_and_never_takes_more_than_four_steps(self) -> None:
+    def test_not_sure_records_once_more_and_never_takes_more_than_four_trials(self) -> None:
         torch, model = FakeTorch(fits=900), FakeModel()
         self.answers({"safe_batch": 2000, "sure": False, "record_at": [200, 400]},
                      {"safe_batch": 850, "sure": True, "range": {"low": 800, "high": 900}})
