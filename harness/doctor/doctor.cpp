@@ -126,14 +126,28 @@ void recommend_only_what_grants(DoctorReport& r) {
   }
 }
 
-// The largest batch that fits the limit, from two runs at two batch sizes (harness/doctor/batch_model.hpp).
-BatchAdvice batch_at_the_limit(const BatchRuns& runs, const replay::SweepSetting& setting,
-                               std::uint64_t limit, const std::string& trace_device) {
+// With two runs of the program (--batch-runs), the whole step at the OOM's batch is replayed (Note
+// [Fragmentation or exhaustion]): an OOM that only the one request decided is decided by the step, and an
+// exhaustion gets the largest batch that fits the limit, as predict-batch finds it.
+void decide_by_the_batch_runs(DoctorReport& r, const BatchRuns& runs) {
   constexpr std::uint64_t kMaxBatch = 1'000'000;
+  if (!r.oom || !r.oom->limit || !r.oom->cause) {
+    return;
+  }
   const BatchModel model =
-      build_batch_model(*runs.first, *runs.second, runs.batch_first, runs.batch_second, trace_device);
-  const BatchAnswer answer = search_batch(model, setting, limit, kMaxBatch);
-  return {answer.safe_fit ? answer.safe_fit->batch : 0, answer.largest_fit ? answer.largest_fit->batch : 0};
+      build_batch_model(*runs.first, *runs.second, runs.batch_first, runs.batch_second, r.trace_device);
+  const std::uint64_t limit = r.oom->limit->bytes;
+  if (r.recorded_batch && *r.recorded_batch > 0) {
+    const std::uint64_t batch = *r.recorded_batch;
+    decide_by_the_whole_step(*r.oom, [&](const replay::SweepSetting& setting, bool pessimistic) {
+      return batch_fits(model, batch, setting, limit, pessimistic);
+    });
+  }
+  if (r.oom->cause == OomCause::exhaustion) {
+    const BatchAnswer answer = search_batch(model, r.setting, limit, kMaxBatch);
+    r.batch_advice = BatchAdvice{answer.safe_fit ? answer.safe_fit->batch : 0,
+                                 answer.largest_fit ? answer.largest_fit->batch : 0};
+  }
 }
 
 }  // namespace
@@ -250,15 +264,14 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   }
   r.settings =
       judge_settings(trace, walk, input.facts, plan, grid, r.setting, r.capacities, base, options.threads);
+  if (options.batch_runs) {
+    decide_by_the_batch_runs(r, *options.batch_runs);
+  }
   recommend_only_what_grants(r);
   r.peers = judge_peers(trace, options.peers, r.capacities, base);
   r.growth = growth_of(walk, trace);
   if (r.oom) {
     what_was_live_at_the_oom(walk, r.growth, *r.oom);
-    if (options.batch_runs && r.oom->cause == OomCause::exhaustion) {
-      r.batch_advice =
-          batch_at_the_limit(*options.batch_runs, r.setting, r.oom->limit->bytes, r.trace_device);
-    }
   }
   return r;
 }
