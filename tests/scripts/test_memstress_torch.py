@@ -162,12 +162,12 @@ class FindMaxBatch(unittest.TestCase):
         torch, model = FakeTorch(fits=700), FakeModel()
         self.answers({"safe_batch": 640, "range": {"low": 600, "high": 700}, "sure": True,
                       "largest_fit": {"batch": 9999}})
-        found, lines = self.find(torch, model, capacity=20 * GiB)
+        found, lines = self.find(torch, model, capacity=20 * GiB, start=200)
         self.assertEqual(found.batch, 640)
         self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
-                         [(2, "record", True), (4, "record", True), (640, "confirm", True)])
+                         [(200, "record", True), (400, "record", True), (640, "confirm", True)])
         # Two steps a trial, the history on only while recording; each trial from the state as it was found.
-        self.assertEqual(torch.steps, [(2, True), (2, True), (4, True), (4, True), (640, False), (640, False)])
+        self.assertEqual(torch.steps, [(200, True), (200, True), (400, True), (400, True), (640, False), (640, False)])
         self.assertEqual(torch.weights, [1.0, 2.0] * 3)
         self.assertEqual(found.steps, 6)
         self.assertEqual(found.ooms, 0)
@@ -175,10 +175,10 @@ class FindMaxBatch(unittest.TestCase):
         (call,) = self.calls()
         argv = call["argv"]
         self.assertEqual(argv[0], "predict-batch")
-        self.assertEqual(argv[argv.index("--batch") + 1], "2,4")
+        self.assertEqual(argv[argv.index("--batch") + 1], "200,400")
         self.assertEqual(argv[argv.index("--capacity") + 1], str(20 * GiB))
         self.assertEqual(argv[argv.index("--format") + 1], "json")
-        self.assertEqual([m["batch"] for m in call["metas"]], [2, 4])
+        self.assertEqual([m["batch"] for m in call["metas"]], [200, 400])
         self.assertEqual(call["metas"][0]["limit"], {"bytes": 20 * GiB, "source": "capacity argument"})
         self.assert_left_as_found(torch, model)
         self.assertTrue(any("confirm batch 640: ran" in line for line in lines))
@@ -186,22 +186,34 @@ class FindMaxBatch(unittest.TestCase):
     def test_one_step_a_trial_when_asked_and_a_trial_that_runs_out_counts_the_steps_it_took(self) -> None:
         torch, model = FakeTorch(fits=620), FakeModel()
         self.answers({"safe_batch": 640, "sure": True, "range": {"low": 600, "high": 700}})
-        found, _ = self.find(torch, model, steps_per_trial=1)
-        self.assertEqual([b for b, _ in torch.steps], [2, 4, 640, 600])
+        found, _ = self.find(torch, model, steps_per_trial=1, start=200)
+        self.assertEqual([b for b, _ in torch.steps], [200, 400, 640, 600])
         self.assertEqual(torch.weights, [1.0] * 4)  # every trial from the state as found, the OOM's one too
         self.assertEqual((found.steps, found.batch), (4, 600))
         torch, model = FakeTorch(fits=620), FakeModel()
-        found, _ = self.find(torch, model)
-        self.assertEqual([b for b, _ in torch.steps], [2, 2, 4, 4, 640, 600, 600])  # 640 ran out at its first
+        found, _ = self.find(torch, model, start=200)
+        self.assertEqual([b for b, _ in torch.steps], [200, 200, 400, 400, 640, 600, 600])  # 640 ran out at its first
         self.assertEqual(found.steps, 7)
         self.assert_left_as_found(torch, model)
 
     def test_largest_fit_is_read_when_there_is_no_safe_batch(self) -> None:
         torch, model = FakeTorch(fits=1000), FakeModel()
         self.answers({"largest_fit": {"batch": 300, "peak_reserved": 1}, "first_fail": {"batch": 301}})
-        found, _ = self.find(torch, model, start=8)
+        found, _ = self.find(torch, model, start=80)
         self.assertEqual(found.batch, 300)
-        self.assertEqual([t.batch for t in found.trials], [8, 16, 300])
+        self.assertEqual([t.batch for t in found.trials], [80, 160, 300])
+
+    def test_a_sure_answer_far_above_the_recordings_is_recorded_again_nearer(self) -> None:
+        torch, model = FakeTorch(fits=900), FakeModel()
+        self.answers({"safe_batch": 330, "sure": True, "range": {"low": 330, "high": 340}},
+                     {"safe_batch": 850, "sure": True, "range": {"low": 800, "high": 900}})
+        found, _ = self.find(torch, model)
+        self.assertEqual([(t.batch, t.kind) for t in found.trials],
+                         [(2, "record"), (4, "record"), (165, "record"), (850, "confirm")])
+        _, second = self.calls()
+        self.assertEqual(second["argv"][second["argv"].index("--batch") + 1], "4,165")
+        self.assertEqual(found.batch, 850)
+        self.assert_left_as_found(torch, model)
 
     def test_not_sure_records_once_more_and_never_takes_more_than_four_trials(self) -> None:
         torch, model = FakeTorch(fits=900), FakeModel()
@@ -221,11 +233,11 @@ class FindMaxBatch(unittest.TestCase):
         self.answers({"safe_batch": 640, "sure": True, "range": {"low": 600, "high": 700}})
         err = io.StringIO()
         with redirect_stderr(err):
-            found, lines = self.find(torch, model)
+            found, lines = self.find(torch, model, start=200)
         self.assertEqual(found.batch, 600)  # the range's low end, and it ran
         self.assertEqual(found.ooms, 1)
         self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
-                         [(2, "record", True), (4, "record", True), (640, "confirm", False), (600, "confirm", True)])
+                         [(200, "record", True), (400, "record", True), (640, "confirm", False), (600, "confirm", True)])
         self.assertTrue(any("out of memory (CUDA out of memory. Tried to allocate 640 MiB.)" in x for x in lines))
         self.assertGreater(model.zero_grads, 0)
         self.assert_left_as_found(torch, model)
@@ -234,18 +246,18 @@ class FindMaxBatch(unittest.TestCase):
     def test_without_a_range_it_backs_off_by_a_tenth_then_a_fifth_until_one_runs(self) -> None:
         torch, model = FakeTorch(fits=500), FakeModel()
         self.answers({"safe_batch": 600})
-        found, _ = self.find(torch, model)
-        self.assertEqual([t.batch for t in found.trials], [2, 4, 600, 540, 432])
+        found, _ = self.find(torch, model, start=200)
+        self.assertEqual([t.batch for t in found.trials], [200, 400, 600, 540, 432])
         self.assertEqual(found.batch, 432)
         self.assertEqual(found.ooms, 2)
         self.assert_left_as_found(torch, model)
 
     def test_never_more_than_six_confirmations(self) -> None:
-        torch, model = FakeTorch(fits=10), FakeModel()
+        torch, model = FakeTorch(fits=8), FakeModel()
         self.answers({"safe_batch": 1000})
-        found, _ = self.find(torch, model)
-        self.assertEqual([t.batch for t in found.trials], [2, 4, 1000, 900, 720, 576, 460, 368])
-        self.assertEqual((found.batch, found.ooms), (4, 6))  # the largest recording: it ran
+        found, _ = self.find(torch, model, start=4, max_batch=30)
+        self.assertEqual([t.batch for t in found.trials], [4, 8, 30, 27, 21, 16, 12, 9])
+        self.assertEqual((found.batch, found.ooms), (8, 6))  # the largest recording: it ran
         self.assert_left_as_found(torch, model)
 
     def test_a_first_recording_that_runs_out_halves_the_pair(self) -> None:
