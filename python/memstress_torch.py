@@ -45,7 +45,9 @@ process). It records a trial at two small batches
 (default: the process's limit, the per-process fraction's share when one is set, else the free memory
 plus what PyTorch holds), and confirms it with one real trial. When predict-batch is not sure and names
 two batches to record, the larger is recorded too (a fourth trial), and so is half of an answer more than
-four times the larger batch recorded, sure or not, to predict again from nearer. A confirmation that runs out of
+four times the larger batch recorded, sure or not, to predict again from nearer. Where predict-batch names
+no batch it is sure of (the recordings matched poorly) but has an estimate, the estimate is the one
+confirmed. A confirmation that runs out of
 memory is caught, never raised: the references it held are dropped, the cache emptied, the state
 restored, and a smaller batch confirmed instead (the low end of predict-batch's range, else 90%; then 80%
 of the last, at most six confirmations in all).
@@ -443,6 +445,9 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
             if below and search.run(new, "record"):
                 prediction = _predict(binary, search, max(below), new, max_batch, alloc_conf, trace_device)
         answer = _safe_batch(prediction)
+        estimate = prediction.get("estimate")
+        if answer is None and isinstance(estimate, int) and not isinstance(estimate, bool) and estimate > search.ran:
+            answer = estimate  # no batch is sure (the runs matched poorly): the trial is the proof, backed off on OOM
         low = (prediction.get("range") or {}).get("low")
         for tries in range(6):  # confirmations: the answer; the range's low end or 90% of it; then 80% each time
             if answer is None or min(answer, max_batch) <= search.ran:

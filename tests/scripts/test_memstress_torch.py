@@ -196,6 +196,17 @@ class FindMaxBatch(unittest.TestCase):
         self.assertEqual(found.steps, 7)
         self.assert_left_as_found(torch, model)
 
+    def test_with_no_sure_batch_the_estimate_is_confirmed(self) -> None:
+        torch, model = FakeTorch(fits=65), FakeModel()
+        self.answers({"safe_batch": None, "sure": False, "record_at": [17, 34], "estimate": 68,
+                      "range": {"low": None, "high": 68}})
+        found, _ = self.find(torch, model, start=10)
+        self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
+                         [(10, "record", True), (20, "record", True), (34, "record", True), (68, "confirm", False),
+                          (61, "confirm", True)])  # the estimate ran out: 90% of it
+        self.assertEqual(found.batch, 61)
+        self.assert_left_as_found(torch, model)
+
     def test_largest_fit_is_read_when_there_is_no_safe_batch(self) -> None:
         torch, model = FakeTorch(fits=1000), FakeModel()
         self.answers({"largest_fit": {"batch": 300, "peak_reserved": 1}, "first_fail": {"batch": 301}})
