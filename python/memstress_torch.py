@@ -38,7 +38,7 @@ process training at that batch would do first: the state put back (below), the c
 ``steps_per_trial`` steps in a row. Two steps, because the second is the one that runs out: an optimizer
 creates its state during the first step, after the activations were freed, and that state lands in the
 activations' cached segments, so the second step's activations fit worse (on an H100, a program with fp32 master
-weights whose single steps ran at batch 79 under a 2 GiB cap could not run 69 for two steps from a fresh
+weights whose single steps ran at batch 79 under a 2 GiB cap could not run 72 for two steps from a fresh
 process). It records a trial at two small batches
 (``start``, default 2, and twice that), asks ``memstress predict-batch`` (the ``memstress`` argument, else
 ``$MEMSTRESS``, else ``memstress`` on ``PATH``) for the largest batch that surely fits ``capacity``
