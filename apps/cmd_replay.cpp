@@ -115,7 +115,7 @@ Subcommand add_replay(CLI::App& app) {
       "replay",
       "Replay an allocation trace (a PyTorch snapshot, an RMM log or --alloc-trace's) through an allocator");
   sub->add_option("TRACE", flags->trace,
-                  "A memstress trace (harness/alloc/trace_format.md), a PyTorch memory snapshot "
+                  "A memstress trace (harness/trace/trace_format.md), a PyTorch memory snapshot "
                   "(torch.cuda.memory._dump_snapshot) or an RMM log; plain or .gz")
       ->required();
   sub->add_option("-a,--allocator", flags->allocator,

@@ -79,6 +79,8 @@ function(memstress_speed_up_build)
   set(_std <algorithm> <array> <atomic> <chrono> <cstdint> <cstdio> <filesystem> <functional> <map> <memory>
            <mutex> <optional> <span> <string> <string_view> <thread> <unordered_map> <utility> <vector>)
   _memstress_all_targets(_targets "${PROJECT_SOURCE_DIR}")
+  get_property(_rooms GLOBAL PROPERTY MEMSTRESS_ROOMS)
+  set(_core_headers <fmt/format.h> <nlohmann/json.hpp>)
   foreach(_target IN LISTS _targets)
     get_target_property(_type ${_target} TYPE)
     get_target_property(_imported ${_target} IMPORTED)
@@ -107,7 +109,14 @@ function(memstress_speed_up_build)
     # "$<$<COMPILE_LANGUAGE:CXX>:<h$<ANGLE-R>>", the header's own '>' spelled so that it does not end the genex.
     set(_pch ${_std} ${_headers})
     list(TRANSFORM _pch REPLACE "^<(.*)>$" "$<$<COMPILE_LANGUAGE:CXX>:<\\1$<ANGLE-R>>")
-    target_precompile_headers(${_target} PRIVATE ${_pch})
+    # The rooms of harness/ (harness/CMakeLists.txt) share memstress::core's flags and headers: they use its
+    # precompiled header rather than build one each, as when they were one library.
+    if(_target MATCHES "^memstress_(.+)$" AND CMAKE_MATCH_1 IN_LIST _rooms AND NOT _target STREQUAL "memstress_core"
+       AND "${_headers}" STREQUAL "${_core_headers}")
+      target_precompile_headers(${_target} REUSE_FROM memstress_core)
+    else()
+      target_precompile_headers(${_target} PRIVATE ${_pch})
+    endif()
     # Through ccache, GCC must mark in its preprocessed output where the precompiled header goes, or ccache
     # cannot cache the file at all ("could not use precompiled header").
     if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_LAUNCHER MATCHES "ccache")

@@ -12,7 +12,7 @@ if(NOT TARGET yaml-cpp::yaml-cpp)
 endif()
 find_package(fmt 9 REQUIRED)
 find_package(Threads REQUIRED)
-find_package(ZLIB 1.2.11 REQUIRED) # gzip-compressed traces (harness/alloc/trace_file.cpp)
+find_package(ZLIB 1.2.11 REQUIRED) # gzip-compressed traces (harness/trace/trace_file.cpp)
 include(FleetStore) # SQLite and libcrypto, when the fleet store (memstress db) is built
 include(Rmm) # librmm, when the rmm-* allocator peers are built
 if(MEMSTRESS_BUILD_TESTS)

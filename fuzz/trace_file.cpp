@@ -1,5 +1,5 @@
 // A trace read from its file, plain or gzip (replay::read_replay_trace through TraceLines: the streaming
-// reader that decompresses as it goes, harness/alloc/trace_lines.hpp), against the same bytes parsed in
+// reader that decompresses as it goes, harness/trace/trace_lines.hpp), against the same bytes parsed in
 // memory (replay::parse_replay_trace). The promise: where the text lies, or how it is compressed, changes
 // nothing: the three readings all refuse it, or all give the same events. And the input taken as a file
 // of its own (a gzip stream when it starts with gzip's magic bytes, corrupt or cut short as the fuzzer

@@ -11,7 +11,7 @@ SNAPSHOT is either
   ``Thread,Time,Action,Pointer,Size,Stream``; actions ``allocate``, ``free``, ``allocate failure``).
 
 The kind is told from the content, not the name; either may be gzip-compressed. TRACE is a memstress
-trace v1 (``harness/alloc/trace_format.md``, whose section "Converted traces" is the contract this
+trace v1 (``harness/trace/trace_format.md``, whose section "Converted traces" is the contract this
 script keeps); a name ending in ``.gz`` is written gzip-compressed. A summary goes to stderr.
 Exit codes: 0 converted; 2 bad usage or input (the message names the file), never a traceback. Bad input
 includes a corrupt gzip, a field of the wrong type (``host_traces`` that is not a list, say), times that are
@@ -758,7 +758,7 @@ def convert(source: Path, target: Path, device: str | None = None, facts: Path |
 
     name = ms_output.clean_text(source.name)  # a name's stray bytes as U+FFFD: the trace is UTF-8
     comments = [f"converted from {summary.source_kind} {name} by scripts/torch_snapshot_to_trace.py "
-                "(harness/alloc/trace_format.md, 'Converted traces')"]
+                "(harness/trace/trace_format.md, 'Converted traces')"]
     if builder.prelude:
         comments.append(f"the first {len(builder.prelude)} lines (time 0) are synthesized: "
                         "blocks and segments that existed before the trace began")

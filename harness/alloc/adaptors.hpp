@@ -22,7 +22,7 @@ std::unique_ptr<Allocator> make_limiting_allocator(std::unique_ptr<Allocator> up
 std::unique_ptr<Allocator> make_statistics_allocator(std::unique_ptr<Allocator> upstream);
 // The same counters completing a peer that keeps none of its own (rmm-*, plugin:*), named as the peer.
 std::unique_ptr<Allocator> make_peer_statistics(std::unique_ptr<Allocator> peer);
-// Writes to `path` (the memstress trace format, docs in harness/alloc/trace_format.md). Throws InputError
+// Writes to `path` (the memstress trace format, docs in harness/trace/trace_format.md). Throws InputError
 // naming --alloc-trace when the file cannot be written.
 std::unique_ptr<Allocator> make_tracing_allocator(std::unique_ptr<Allocator> upstream,
                                                   const std::filesystem::path& path);

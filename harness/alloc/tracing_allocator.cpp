@@ -20,9 +20,9 @@
 
 #include "harness/alloc/adaptor_base.hpp"
 #include "harness/alloc/adaptors.hpp"
-#include "harness/alloc/trace_writer.hpp"
 #include "harness/core/error.hpp"
 #include "harness/memory/backend.hpp"
+#include "harness/trace/trace_writer.hpp"
 
 namespace memstress {
 namespace {

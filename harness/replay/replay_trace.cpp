@@ -5,10 +5,10 @@
 #include <array>
 #include <optional>
 
-#include "harness/alloc/trace_event.hpp"
-#include "harness/alloc/trace_fields.hpp"
-#include "harness/alloc/trace_lines.hpp"
 #include "harness/core/error.hpp"
+#include "harness/trace/trace_event.hpp"
+#include "harness/trace/trace_fields.hpp"
+#include "harness/trace/trace_lines.hpp"
 
 namespace memstress::replay {
 namespace {

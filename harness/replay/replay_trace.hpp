@@ -3,7 +3,7 @@
 // A trace as replay reads it: every action trace_format.md defines (v1's three and those beyond them),
 // of every device, plain or gzip-compressed.
 //
-// Design note. The v1 reader (harness/alloc/trace_reader.hpp) is strict about the pairing of alloc and
+// Design note. The v1 reader (harness/trace/trace_reader.hpp) is strict about the pairing of alloc and
 // free; replay cannot be, since a converted trace may free blocks allocated before recording began and
 // a replayed allocation may fail where the recorded one did not. So this reader checks only the shape
 // (header lines, fields, numbers, increasing seq, ids where an action needs one) and leaves the pairing

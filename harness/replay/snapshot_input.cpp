@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/alloc/trace_file.hpp"
 #include "harness/core/data_dir.hpp"
 #include "harness/core/error.hpp"
+#include "harness/trace/trace_file.hpp"
 
 namespace memstress::replay {
 namespace {

@@ -4,7 +4,7 @@
 // RMM log is converted first, by the converter installed with memstress
 // (scripts/torch_snapshot_to_trace.py under the data directory, harness/core/data_dir.hpp), into a
 // temporary trace that lives as long as the ConvertedTrace. One converter serves `memstress replay`,
-// users who convert by hand and the tests, so the contract of harness/alloc/trace_format.md's
+// users who convert by hand and the tests, so the contract of harness/trace/trace_format.md's
 // "Converted traces" is kept in one place.
 
 #include <filesystem>

@@ -16,7 +16,7 @@ hypothesis generates, and shrinks to a smallest counterexample when one fails:
    program of mallocs (with or without stack frames), frees (some pending on another stream), completions, OOMs
    and empty_cache calls on up to three devices and four streams (one negative, as PyTorch may pickle a
    cudaStream_t), with recording switched on at any point, convert into exactly the blocks, segments and OOMs
-   harness/alloc/trace_format.md ("Converted traces") says: a block from before the recording at time 0, a free
+   harness/trace/trace_format.md ("Converted traces") says: a block from before the recording at time 0, a free
    where the program freed (or where a free pending when recording began completed), bytes the requested size,
    a free's stream its alloc's, sites from the user's frame (-2: allocated before the recording), synthesized
    lines first (segments, then blocks) and counted in the header. RMM logs of any allocations, frees (of blocks

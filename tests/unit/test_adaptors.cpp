@@ -13,9 +13,9 @@
 #include "harness/alloc/adaptors.hpp"
 #include "harness/alloc/async_allocator.hpp"
 #include "harness/alloc/direct_allocator.hpp"
-#include "harness/alloc/trace_reader.hpp"
 #include "harness/core/error.hpp"
 #include "harness/memory/sim_backend.hpp"
+#include "harness/trace/trace_reader.hpp"
 #include "temp_dir.hpp"
 
 namespace memstress {

@@ -1,4 +1,4 @@
-// TraceWriter and read_trace: the memstress trace v1 format (harness/alloc/trace_format.md).
+// TraceWriter and read_trace: the memstress trace v1 format (harness/trace/trace_format.md).
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "harness/alloc/trace_reader.hpp"
-#include "harness/alloc/trace_writer.hpp"
 #include "harness/core/error.hpp"
+#include "harness/trace/trace_reader.hpp"
+#include "harness/trace/trace_writer.hpp"
 
 namespace memstress {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 
-// One line of a memstress trace (format: harness/alloc/trace_format.md), shared by TraceWriter, which
+// One line of a memstress trace (format: harness/trace/trace_format.md), shared by TraceWriter, which
 // records them, and read_trace, which parses them back for replay.
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "harness/alloc/trace_file.hpp"
+#include "harness/trace/trace_file.hpp"
 
 #include <fmt/format.h>
 #include <zlib.h>

@@ -1,4 +1,4 @@
-#include "harness/alloc/trace_lines.hpp"
+#include "harness/trace/trace_lines.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "harness/alloc/trace_reader.hpp"
+#include "harness/trace/trace_reader.hpp"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "harness/alloc/trace_fields.hpp"
-#include "harness/alloc/trace_file.hpp"
 #include "harness/core/error.hpp"
+#include "harness/trace/trace_fields.hpp"
+#include "harness/trace/trace_file.hpp"
 
 namespace memstress {
 namespace {

@@ -1,4 +1,4 @@
-#include "harness/alloc/trace_fields.hpp"
+#include "harness/trace/trace_fields.hpp"
 
 #include <algorithm>
 #include <charconv>

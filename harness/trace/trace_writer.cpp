@@ -1,4 +1,4 @@
-#include "harness/alloc/trace_writer.hpp"
+#include "harness/trace/trace_writer.hpp"
 
 #include <fmt/format.h>
 

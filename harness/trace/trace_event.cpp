@@ -1,4 +1,4 @@
-#include "harness/alloc/trace_event.hpp"
+#include "harness/trace/trace_event.hpp"
 
 namespace memstress {
 

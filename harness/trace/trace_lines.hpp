@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/alloc/trace_file.hpp"
+#include "harness/trace/trace_file.hpp"
 
 namespace memstress {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// The field-level rules of a memstress trace line (harness/alloc/trace_format.md), shared by the strict
+// The field-level rules of a memstress trace line (harness/trace/trace_format.md), shared by the strict
 // v1 reader (trace_reader.hpp) and the replay reader (harness/replay/replay_trace.hpp).
 
 #include <cstdint>

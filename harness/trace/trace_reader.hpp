@@ -1,6 +1,6 @@
 #pragma once
 
-// Reading a memstress trace back (format: harness/alloc/trace_format.md), for replay and for tests.
+// Reading a memstress trace back (format: harness/trace/trace_format.md), for replay and for tests.
 //
 // Design note. The reader is strict about what v1 defines and lenient about what it does not: the two
 // header lines, numbers, ids and the pairing of alloc and free are checked, and the first problem is
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/alloc/trace_event.hpp"
+#include "harness/trace/trace_event.hpp"
 
 namespace memstress {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// TraceWriter: appends events to a memstress trace file (format: harness/alloc/trace_format.md).
+// TraceWriter: appends events to a memstress trace file (format: harness/trace/trace_format.md).
 //
 // Design note. One writer per trace, shared by every thread that allocates through the traced allocator,
 // so `write` takes a mutex; the sequence number and timestamp are taken under it, so file order, `seq`
@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "harness/alloc/trace_event.hpp"
+#include "harness/trace/trace_event.hpp"
 
 namespace memstress {
 
