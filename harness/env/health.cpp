@@ -49,6 +49,7 @@ constexpr std::array kFigures = {
     HealthFigure{"throttle.hw_power_brake_ms", "ms", true},
     HealthFigure{"clocks.hw_slowdown", "flag", true},
     HealthFigure{"clocks.sw_thermal_slowdown", "flag", true},
+    HealthFigure{"processes.others", "count", true},
 };
 
 // What NVIDIA's XID catalog says of the codes an operator meets most (docs.nvidia.com, "XID Errors").

@@ -18,7 +18,9 @@
 //   values), and whether a hardware slowdown or a thermal slowdown is asserted at the moment of reading.
 //   The runner also reads the same counters around each bandwidth case (Note [Clocks during a bandwidth
 //   case], harness/run/case_clocks.hpp).
-// - whether ECC is on (with ECC off the error counts are not given: a profile judges the mode).
+// - whether ECC is on (with ECC off the error counts are not given: a profile judges the mode);
+// - the processes other than this one that hold a context on the GPU when it is read (Note [Other processes
+//   on the GPU], health_nvml.cpp).
 // A figure NVML does not give on this GPU (NOT_SUPPORTED, an entry point the driver lacks, no active NVLink)
 // is not guessed: it is listed in `not_measured` with why, and a check on it is skipped, not failed. Any
 // other failure of a query (the GPU lost, no permission) is in `errors`: the `health` case then fails.

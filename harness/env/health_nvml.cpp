@@ -1,11 +1,14 @@
 // A GPU's health read through NVML (see health.hpp, Note [Health figures]).
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "harness/env/health.hpp"
 #include "harness/env/nvml_library.hpp"
@@ -91,6 +94,7 @@ class NvmlHealth final : public HealthWatch {
     read_xid(h);
     read_nvlink(h);
     read_throttle(h);
+    read_processes(h);
     return h;
   }
 
@@ -179,6 +183,55 @@ class NvmlHealth final : public HealthWatch {
     put(h, "remapped_rows.uncorrectable", r, uncorrectable);
     put(h, "remapped_rows.pending", r, pending != 0 ? 1 : 0);
     put(h, "remapped_rows.failed", r, failed != 0 ? 1 : 0);
+  }
+
+  // Note [Other processes on the GPU]. NVML lists the processes that hold a context on the GPU. This one is
+  // among them (its cases ran there); any other shares the GPU with the run, and what the run measured is
+  // then not the GPU's alone. A co-tenant keeping every SM busy made an H100's acceptance run take 16 times
+  // as long while every bandwidth check still passed (each repetition is short enough to run within one of
+  // the time slices the two contexts take in turn), so the profiles judge this count. Where NVML lists no
+  // process at all, not even this one (a container whose PID namespace hides them), it is not measured;
+  // where this PID is not among those listed (another namespace's PIDs), one of them is taken to be this one.
+  void read_processes(GpuHealth& h) const {
+    constexpr const char* kFigure = "processes.others";
+    const auto fn = api().device_get_compute_running_processes;
+    std::vector<nvmlProcessInfo_t> infos(64);
+    auto count = static_cast<unsigned>(infos.size());
+    nvmlReturn_t r = fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn(device_, &count, infos.data());
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+      infos.resize(count + 16);
+      count = static_cast<unsigned>(infos.size());
+      r = fn(device_, &count, infos.data());
+    }
+    if (r != NVML_SUCCESS) {
+      put(h, kFigure, r, 0);
+      return;
+    }
+    infos.resize(std::min<std::size_t>(count, infos.size()));
+    if (infos.empty()) {
+      h.not_measured.emplace_back(kFigure,
+                                  "NVML lists no process on this GPU, not even this one (a PID "
+                                  "namespace hides them)");
+      return;
+    }
+    const auto self = static_cast<unsigned>(getpid());
+    const bool listed = std::any_of(infos.begin(), infos.end(), [&](const auto& p) { return p.pid == self; });
+    std::vector<std::string> notes;
+    for (const nvmlProcessInfo_t& p : infos) {
+      if (p.pid == self) {
+        continue;
+      }
+      const std::string memory = p.usedGpuMemory == static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE)
+                                     ? std::string("memory not given")
+                                     : fmt::format("{} MiB", p.usedGpuMemory >> 20);
+      notes.push_back(fmt::format("{}: process {}{} holds a context on this GPU ({})", kFigure, p.pid,
+                                  listed ? "" : " (a PID of another namespace)", memory));
+    }
+    const std::size_t others = listed ? notes.size() : notes.size() - 1;
+    h.figures.emplace_back(kFigure, static_cast<double>(others));
+    if (others > 0) {
+      h.notes.insert(h.notes.end(), notes.begin(), notes.end());
+    }
   }
 
   void start_events() {

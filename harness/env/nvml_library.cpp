@@ -58,6 +58,7 @@ std::string_view resolve_all(void* handle, NvmlApi& api) noexcept {
   resolve(handle, "nvmlDeviceGetRetiredPages", api.device_get_retired_pages);
   resolve(handle, "nvmlDeviceGetRetiredPagesPendingStatus", api.device_get_retired_pages_pending_status);
   resolve(handle, "nvmlDeviceGetRemappedRows", api.device_get_remapped_rows);
+  resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v3", api.device_get_compute_running_processes);
   resolve(handle, "nvmlDeviceGetMaxPcieLinkGeneration", api.device_get_max_pcie_link_generation);
   resolve(handle, "nvmlDeviceGetMaxPcieLinkWidth", api.device_get_max_pcie_link_width);
   resolve(handle, "nvmlDeviceGetNvLinkState", api.device_get_nvlink_state);

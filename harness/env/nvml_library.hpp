@@ -42,6 +42,7 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetRetiredPages) device_get_retired_pages = nullptr;
   decltype(&::nvmlDeviceGetRetiredPagesPendingStatus) device_get_retired_pages_pending_status = nullptr;
   decltype(&::nvmlDeviceGetRemappedRows) device_get_remapped_rows = nullptr;
+  decltype(&::nvmlDeviceGetComputeRunningProcesses_v3) device_get_compute_running_processes = nullptr;
   decltype(&::nvmlDeviceGetMaxPcieLinkGeneration) device_get_max_pcie_link_generation = nullptr;
   decltype(&::nvmlDeviceGetMaxPcieLinkWidth) device_get_max_pcie_link_width = nullptr;
   decltype(&::nvmlDeviceGetNvLinkState) device_get_nvlink_state = nullptr;

@@ -3,7 +3,7 @@
 # is not a pass. Included by tests/cli/CMakeLists.txt (memstress_cli_test, ${_ms}). Label `cpu`.
 set(_audit_data ${PROJECT_SOURCE_DIR}/tests/data)
 set(_audit_files ${CMAKE_CURRENT_BINARY_DIR}/audit-files)
-set(_audit_h100 ${PROJECT_SOURCE_DIR}/results/h100/accept-h100-580.159.04.json)
+set(_audit_h100 ${PROJECT_SOURCE_DIR}/results/h100/faults-580.159.04/accept-healthy-1.json)
 add_test(NAME cli.audit_files_made COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/make_audit_files.py ${_audit_files})
 set_tests_properties(cli.audit_files_made PROPERTIES LABELS cpu FIXTURES_SETUP audit_files)
 function(memstress_audit_file_test name)
@@ -144,7 +144,7 @@ memstress_audit_file_test(audit_compare_base_without_rows
 memstress_audit_file_test(audit_compare_json_without_rows
                           --stdout-match "\"nothing_compared\": \"NEW '[^']*no-rows.json' has no rows" 1 -- ${_ms}
                           compare ${_audit_data}/compare/base.json ${_audit_files}/no-rows.json --format json)
-memstress_audit_file_test(audit_accept_from_unfinished_run --stdout-match "^verdict: PASS \\(21 of 21 checks passed, 1 skipped"
+memstress_audit_file_test(audit_accept_from_unfinished_run --stdout-match "^verdict: PASS \\(22 of 22 checks passed, 1 skipped"
                           0 -- ${_ms} accept --profile h100 --from ${_audit_files}/unfinished.jsonl)
 memstress_audit_file_test(audit_accept_from_no_rows --match "--from [^ ]*no-rows.jsonl: no rows" 1 -- ${_ms} accept
                           --profile h100 --from ${_audit_files}/no-rows.jsonl)

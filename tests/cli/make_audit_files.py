@@ -8,7 +8,7 @@ Each is a committed file with one thing taken away, as a run that died early lea
     no-rows.jsonl        the synthetic tests/data/compare/base.jsonl's header alone: a run that died before its
                          first case (no rows, no footer)
     no-rows.json         tests/data/compare/base.json with its rows emptied: a document of no rows
-    unfinished.jsonl     the real results/h100/accept-h100-580.159.04.jsonl without its footer: a run that never
+    unfinished.jsonl     the real results/h100/faults-580.159.04/accept-healthy-1.jsonl without its footer: a run that never
                          finished, every row it wrote kept
     no-gpu-name.json     tests/data/compare/base.json with every row's device name blank
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPARE = ROOT / "tests" / "data" / "compare"
-ACCEPT_H100 = ROOT / "results" / "h100" / "accept-h100-580.159.04.jsonl"
+ACCEPT_H100 = ROOT / "results" / "h100" / "faults-580.159.04" / "accept-healthy-1.jsonl"
 
 
 def main() -> int:

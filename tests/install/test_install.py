@@ -30,7 +30,7 @@ import snapshot_fixtures  # noqa: E402  (the synthetic PyTorch snapshots of the 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
 TRACE = SOURCE / "results" / "traces" / "torch-2.11-h100" / "cnn_train.trace.csv.gz"
-H100_ACCEPT = SOURCE / "results" / "h100" / "accept-h100-580.159.04.json"
+H100_ACCEPT = SOURCE / "results" / "h100" / "faults-580.159.04" / "accept-healthy-1.json"
 
 
 def run(cmd: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess[str]:

@@ -298,7 +298,7 @@ class RunOnTheCpu(unittest.TestCase):
         cls.bin = cls.tmp / "bin"
         cls.bin.mkdir()
         (cls.bin / "memstress").symlink_to(BUILD / "apps" / "memstress")
-        shutil.copy(ROOT / "results" / "h100" / "accept-h100-580.159.04.json", cls.tmp / "accept.json")
+        shutil.copy(ROOT / "results" / "h100" / "faults-580.159.04" / "accept-healthy-1.json", cls.tmp / "accept.json")
         snapshot, _ = snapshot_fixtures.scenario()
         snapshot_fixtures.write_pickle(cls.tmp / "run.snapshot.pickle", snapshot)
         for batch in (8, 16):
