@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/alloc/allocator.hpp"
 
@@ -20,8 +20,8 @@ struct AllocatorSpec {
   std::optional<std::filesystem::path> trace;  // TracingAllocator output
 };
 
-// The allocator names --allocator accepts, in the order `memstress list` shows them.
-std::span<const std::string_view> allocator_names() noexcept;
+// The allocator names --allocator accepts that this build has, in the order `memstress list` shows them.
+std::vector<std::string_view> allocator_names();
 
 // Checks the name and the config without building anything (InputError naming the flag).
 void validate(const AllocatorSpec& spec);
