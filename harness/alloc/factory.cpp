@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <array>
+#include <functional>
+#include <map>
 
 #include "harness/alloc/adaptors.hpp"
 #include "harness/alloc/alloc_config.hpp"
@@ -125,6 +127,14 @@ std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& b
 
 }  // namespace
 
+std::string resolved_alloc_conf(std::string flag, const EnvLookup& env) {
+  if (!flag.empty()) {
+    return flag;
+  }
+  const char* value = env("MEMSTRESS_ALLOC_CONF");
+  return value == nullptr ? std::string() : std::string(value);
+}
+
 std::vector<std::string_view> allocator_names() {
   std::vector<std::string_view> names;
   for (const Peer& peer : kPeers) {
@@ -146,6 +156,33 @@ void validate(const AllocatorSpec& spec) {
     return;
   }
   unknown(spec.name);
+}
+
+std::vector<AllocatorSpec> allocator_specs(std::string_view names, const AllocatorSpec& common) {
+  std::vector<AllocatorSpec> specs;
+  for (std::string_view rest = names; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    AllocatorSpec a = common;
+    a.name = std::string(rest.substr(0, comma));
+    validate(a);
+    specs.push_back(std::move(a));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  if (specs.empty()) {
+    throw InputError("--allocator: name at least one allocator");
+  }
+  // Rows and snapshots name a plugin by its file: two libraries of one file name could not be told apart.
+  std::map<std::string, std::string, std::less<>> reported;  // reported name -> the spec given
+  for (const AllocatorSpec& a : specs) {
+    const std::string name = is_plugin_name(a.name) ? plugin_peer_name(parse_plugin_name(a.name)) : a.name;
+    if (const auto [it, added] = reported.emplace(name, a.name); !added && it->second != a.name) {
+      throw InputError(
+          fmt::format("--allocator: {} and {} would both be reported as {}; give them different "
+                      "file names",
+                      it->second, a.name, name));
+    }
+  }
+  return specs;
 }
 
 std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBackend& backend) {
