@@ -13,7 +13,6 @@
 #include "apps/shipped_profile.hpp"
 #include "harness/accept/profile.hpp"
 #include "harness/alloc/factory.hpp"
-#include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/compare/results.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
@@ -21,18 +20,12 @@
 #include "harness/core/interrupt.hpp"
 #include "harness/core/json_text.hpp"
 #include "harness/core/log.hpp"
-#include "harness/core/version.hpp"
 #include "harness/dist/job.hpp"
-#include "harness/dist/nccl_comm.hpp"
-#include "harness/dist/rank_setup.hpp"
 #include "harness/dist/world.hpp"
-#include "harness/env/environment.hpp"
-#include "harness/env/health.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
 #include "harness/run/plan.hpp"
-#include "harness/run/progress.hpp"
-#include "harness/run/runner.hpp"
+#include "harness/run/session.hpp"
 #include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
 
@@ -128,7 +121,7 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
       throw InputError(fmt::format("--profile {}: runs[{}] ({}): {}", f.profile, i, r.workload, e.what()));
     }
   }
-  const std::unique_ptr<DeviceBackend> backend = make_backend(rank_device(f.device, world));
+  std::unique_ptr<DeviceBackend> backend = open_rank_device(f.device, false, world);
   if (!f.any_gpu && backend->info().name != profile.gpu &&
       DeviceSpec::parse(f.device).kind == DeviceSpec::Kind::automatic &&
       backend->info().kind == BackendKind::sim) {
@@ -144,64 +137,28 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
                     "it anyway)",
                     f.profile, profile.gpu, backend->info().name));
   }
-  AllocatorSpec spec;
-  spec.name = "caching";
-  const std::unique_ptr<Allocator> allocator = make_allocator(spec, *backend);
-  PinnedHostAllocator host(
-      make_host_memory_source(backend->info().kind == BackendKind::cuda ? "cuda" : "plain"));
-  RunRecord header;
-  const VersionInfo version = version_info();
-  header.tool_version = version.version;
-  header.git_sha = version.git_sha;
-  header.argv = std::move(argv);
-  header.started_at = utc_now_iso8601();
-  header.config = {{"device", f.device},
-                   {"device_label", backend->info().label()},
-                   {"profile", profile.name},
-                   {"in_turn", in_turn},
-                   {"ranks", world.size()}};
-  header.ranks = world.size();
-  header.environment = gather_environment(world, to_json(collect_environment()), *backend);
-  // From the start of the run, before NCCL sets up: XID events and throttle time are counted from here (the
-  // `health` workload).
-  const std::unique_ptr<HealthWatch> health =
-      run_health_watch(backend->info().kind == BackendKind::cuda, backend->info().uuid);
-  const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
-  const bool writer = world.rank() == 0;
-  std::optional<std::filesystem::path> out;
-  if (!f.out.empty() && writer) {
-    out = f.out;
+  SessionOptions options;
+  options.argv = std::move(argv);
+  options.config = {{"device", f.device}, {"profile", profile.name}, {"in_turn", in_turn}};
+  if (!f.out.empty()) {
+    options.out = f.out;
   }
-  ResultSink sink(std::move(header), out);
-  // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted --out document (Note [Interrupted runs]).
-  const InterruptWatch::Handler on_signal = interrupts.on_interrupt([&](int signal) {
-    if (sink.finish(RunStatus::aborted, fmt::format("interrupted by {} after {} finished row(s)",
-                                                    signal_name(signal), sink.rows())) &&
-        writer) {
-      note("interrupted by {}: nothing judged{}", signal_name(signal),
-           f.out.empty() ? std::string() : fmt::format("; the rows so far are in {}", f.out));
-    }
-  });
-  RunOptions options;
-  options.quiet = f.quiet || !writer;
-  options.world = &world;
-  options.nccl = nccl.get();
-  options.health = health.get();
-  Progress progress(cases.size(), options.quiet);
-  options.progress = &progress;
-  try {
-    Runner(*allocator, options, &host).run(cases, sink);
-  } catch (const std::exception& e) {
-    sink.finish(RunStatus::aborted, e.what());
-    throw;
-  }
-  sink.finish(RunStatus::complete);
+  options.cases = std::move(cases);
+  options.allocators = {AllocatorSpec{}};  // caching
+  options.run.quiet = f.quiet;
+  options.interrupted = [&f](const RunRecord& /*record*/, int signal, const std::string& /*why*/) {
+    note("interrupted by {}: nothing judged{}", signal_name(signal),
+         f.out.empty() ? std::string() : fmt::format("; the rows so far are in {}", f.out));
+  };
+  Session session(std::move(options), std::move(backend), world, interrupts);
+  session.run();
   AcceptRows rows;
-  if (writer) {
-    for (const Row& row : sink.record().rows) {
+  if (session.writer()) {
+    for (const Row& row : session.sink().record().rows) {
       rows.push_back(compare::result_row(row));
     }
-    compare::add_gpu_identity(rows, sink.record().environment);  // host and PCI bus id of every rank's GPU
+    // The host and PCI bus id of every rank's GPU.
+    compare::add_gpu_identity(rows, session.sink().record().environment);
   }
   return rows;
 }

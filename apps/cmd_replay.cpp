@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -143,11 +142,7 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_flag("--sweep", flags->sweep,
                 "Also replay under a grid of allocators and settings, ranked by peak reserved");
   return {sub, [flags] {
-            if (flags->alloc_conf.empty()) {
-              if (const char* env = std::getenv("MEMSTRESS_ALLOC_CONF")) {  // NOLINT(concurrency-mt-unsafe)
-                flags->alloc_conf = env;
-              }
-            }
+            flags->alloc_conf = resolved_alloc_conf(flags->alloc_conf);
             return replay_command(*flags);
           }};
 }

@@ -4,42 +4,32 @@
 // A rank that fails or hangs ends the job (exit 1) by the --timeout, the results so far kept.
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <memory>
 #include <optional>
 
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
-#include "harness/alloc/pinned_host_allocator.hpp"
-#include "harness/alloc/plugin_allocator.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/interrupt.hpp"
 #include "harness/core/json_text.hpp"
 #include "harness/core/log.hpp"
 #include "harness/core/units.hpp"
-#include "harness/core/version.hpp"
 #include "harness/dist/job.hpp"
-#include "harness/dist/nccl_comm.hpp"
 #include "harness/dist/rank_setup.hpp"
-#include "harness/env/environment.hpp"
-#include "harness/env/health.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
 #include "harness/run/format.hpp"
 #include "harness/run/junit.hpp"
 #include "harness/run/plan.hpp"
-#include "harness/run/progress.hpp"
-#include "harness/run/runner.hpp"
+#include "harness/run/session.hpp"
 #include "harness/run/sink.hpp"
 #include "harness/stats/memory_summary.hpp"
 #include "suites/registry.hpp"
@@ -145,7 +135,7 @@ std::uint64_t parse_seed(const std::string& text) {
   return seed;
 }
 
-nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, const PlanRequest& request) {
+nlohmann::json config_json(const RunFlags& f, const PlanRequest& request) {
   nlohmann::json sizes = nullptr;
   if (request.sizes) {
     sizes = nlohmann::json::array();
@@ -157,7 +147,6 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
           {"params", f.params},
           {"sizes", sizes},
           {"device", f.device},
-          {"device_label", backend.info().label()},
           {"allocator", f.allocator},
           {"host_memory", f.host_memory},
           {"repetitions", f.repetitions},
@@ -169,23 +158,13 @@ nlohmann::json config_json(const RunFlags& f, const DeviceBackend& backend, cons
           {"in_turn", f.in_turn}};
 }
 
-// --memory-summary (stderr, so stdout stays parseable) and --snapshot, after the run.
-// With several allocators, each snapshot goes to FILE with the allocator's name before the extension.
 void write_junit(const RunFlags& f, const RunRecord& record) {
   if (!f.junit.empty()) {
     write_file_atomically(f.junit, format_junit(record), "--junit");
   }
 }
 
-// In a job of several ranks, each rank but 0 writes FILE with ".rankN" before the extension.
-std::filesystem::path rank_path(const std::filesystem::path& path, const World& world) {
-  if (world.rank() == 0) {
-    return path;
-  }
-  std::filesystem::path p = path;
-  return p.replace_extension(fmt::format(".rank{}{}", world.rank(), path.extension().string()));
-}
-
+// With several allocators, each snapshot goes to FILE with the allocator's name before the extension.
 std::filesystem::path snapshot_path(const RunFlags& f, std::string_view allocator, bool several) {
   std::filesystem::path path = f.snapshot;
   if (several) {
@@ -199,6 +178,7 @@ std::filesystem::path snapshot_path(const RunFlags& f, std::string_view allocato
   return path;
 }
 
+// --memory-summary (stderr, so stdout stays parseable) and --snapshot, after each allocator's cases.
 void report_allocator(const RunFlags& f, const Allocator& allocator, bool several, const World& world) {
   if (f.memory_summary) {
     std::fputs(memory_summary(allocator.memory_stats(),
@@ -221,109 +201,35 @@ void report_allocator(const RunFlags& f, const Allocator& allocator, bool severa
 struct RunInput {
   OutputFormat format = OutputFormat::table;
   TableOptions table;
-  PlanRequest request;
-  std::vector<PlannedCase> cases;
-  std::vector<AllocatorSpec> allocators;
-  std::optional<FaultInjection> fault;
+  SessionOptions session;
 };
 
 // Runs the planned cases on this rank; rank 0 writes the results and prints them.
-int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const RunInput& in, World& world,
-              InterruptWatch& interrupts) {
-  const std::unique_ptr<DeviceBackend> backend = [&] {
-    try {
-      return make_backend(rank_device(resolved_device(f), world));
-    } catch (const EnvironmentError& e) {
-      if (f.require_gpu) {
-        throw EnvironmentError(fmt::format("--require-gpu: {}", e.what()));
-      }
-      throw;
-    }
-  }();
-
-  RunRecord header;
-  const VersionInfo version = version_info();
-  header.tool_version = version.version;
-  header.git_sha = version.git_sha;
-  header.argv = argv;
-  header.started_at = utc_now_iso8601();
-  header.config = config_json(f, *backend, in.request);
-  header.config["ranks"] = world.size();
-  header.ranks = world.size();
-  header.straggler_threshold = f.straggler_pct / 100.0;
-  header.environment = gather_environment(world, to_json(collect_environment()), *backend);
-  // From the start of the run, before NCCL sets up: XID events and throttle time are counted from here (the
-  // `health` workload).
-  const std::unique_ptr<HealthWatch> health =
-      run_health_watch(backend->info().kind == BackendKind::cuda, backend->info().uuid);
-  const std::unique_ptr<NcclComm> nccl = make_nccl(world, *backend);
-
-  const bool writer = world.rank() == 0;  // the one results file, the table, the JUnit file
-  std::optional<std::filesystem::path> out;
-  if (!f.out.empty() && writer) {
-    out = f.out;
-  }
-  ResultSink sink(std::move(header), out);
-  RunOptions options;
-  options.repetitions = f.repetitions;
-  options.warmup = f.warmup;
-  options.seed = parse_seed(f.seed);
-  options.quiet = f.quiet || !writer;
-  options.world = &world;
-  options.nccl = nccl.get();
-  options.health = health.get();
-  options.fault = in.fault;
-  ProgressOptions shown;
-  shown.total = in.cases.size() * in.allocators.size();
-  shown.quiet = options.quiet;
-  shown.live = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)) != 0);
-  shown.name_allocator = in.allocators.size() > 1;
-  shown.columns = terminal_columns();
-  Progress progress(std::move(shown));
-  options.progress = &progress;
-  // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
-  // --host-memory pageable backs it with plain memory: a job that never pins, with the same cases.
-  PinnedHostAllocator host(make_host_memory_source(
-      backend->info().kind == BackendKind::cuda && f.host_memory == "pinned" ? "cuda" : "plain"));
+int run_ranks(const RunFlags& f, const RunInput& in, World& world, InterruptWatch& interrupts) {
+  Session session(in.session, open_rank_device(resolved_device(f), f.require_gpu, world), world, interrupts);
   const auto report = [&] {
-    if (!writer) {
+    if (!session.writer()) {
       return;
     }
-    write_junit(f, sink.record());
+    write_junit(f, session.sink().record());
     if (in.format == OutputFormat::json) {
-      sink.write_document([](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
+      session.sink().write_document(
+          [](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
     } else {
-      print_all(format_run(sink.record(), in.format, in.table));
+      print_all(format_run(session.sink().record(), in.format, in.table));
     }
   };
-  // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted document, and JUnit, before the process ends.
-  const InterruptWatch::Handler on_signal = interrupts.on_interrupt([&](int signal) {
-    const std::string why =
-        fmt::format("interrupted by {} after {} finished row(s)", signal_name(signal), sink.rows());
-    if (sink.finish(RunStatus::aborted, why) && writer) {
-      write_junit(f, sink.record());
-      note("{}{}", why, f.out.empty() ? std::string() : fmt::format("; the results so far are in {}", f.out));
-    }
-  });
+  const bool several = in.session.allocators.size() > 1;
   int failures = 0;
   try {
-    for (AllocatorSpec a : in.allocators) {
-      if (a.trace) {
-        a.trace = rank_path(*a.trace, world);
-      }
-      const std::unique_ptr<Allocator> allocator = make_allocator(a, *backend);
-      failures += Runner(*allocator, options, &host).run(in.cases, sink);
-      report_allocator(f, *allocator, in.allocators.size() > 1, world);
-    }
-  } catch (const std::exception& e) {
-    // Keep what finished: the final document says the run was aborted and why.
-    sink.finish(RunStatus::aborted, e.what());
-    report();
+    failures =
+        session.run([&](const Allocator& allocator) { report_allocator(f, allocator, several, world); });
+  } catch (const std::exception&) {
+    report();  // the document the session finished as aborted
     throw;
   }
-  sink.finish(RunStatus::complete);
   report();
-  if (writer && !f.quiet && in.format == OutputFormat::table) {
+  if (session.writer() && !f.quiet && in.format == OutputFormat::table) {
     if (!f.wide) {
       note("the table shows each case's headline metric: --wide shows them all, with their spread");
     }
@@ -335,7 +241,7 @@ int run_ranks(const RunFlags& f, const std::vector<std::string>& argv, const Run
       note("results: {} (and its stream, {})", f.out, ResultSink::stream_path(f.out).string());
     }
   }
-  if (f.fail_on_skip && writer && skipped_cases(sink.record()) > 0) {
+  if (f.fail_on_skip && session.writer() && skipped_cases(session.sink().record()) > 0) {
     return 1;
   }
   return failures == 0 ? 0 : 1;
@@ -346,61 +252,42 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   RunInput in;
   in.format = parse_output_format(f.format, "--format");
   in.table.wide = f.wide;
-  in.request.workloads = f.workloads;
-  in.request.full = f.full;
-  in.request.sizes = size_axis(f);
+  PlanRequest request;
+  request.workloads = f.workloads;
+  request.full = f.full;
+  request.sizes = size_axis(f);
   static_cast<void>(parse_seed(f.seed));
-  in.request.in_turn = f.in_turn;
-  in.request.max_cases = f.max_cases;
+  request.in_turn = f.in_turn;
+  request.max_cases = f.max_cases;
   for (const std::string& p : f.params) {
-    in.request.overrides.push_back(ParamOverride::parse(p));
+    request.overrides.push_back(ParamOverride::parse(p));
   }
   const Registry registry = suites::builtin_registry();
-  in.cases = plan_cases(registry, in.request);
+  SessionOptions& session = in.session;
+  session.cases = plan_cases(registry, request);
   for (const auto& workload : registry.all()) {
     in.table.headline[std::string(workload->name())] = workload->headline();
   }
   static_cast<void>(DeviceSpec::parse(resolved_device(f)));
   if (!f.inject_fault.empty()) {
-    in.fault = FaultInjection::parse(f.inject_fault);
+    session.run.fault = FaultInjection::parse(f.inject_fault);
   }
   if (!(f.straggler_pct > 0) || f.straggler_pct > 1e6) {
     throw InputError(fmt::format("--straggler-pct {}: expected a percentage, more than 0", f.straggler_pct));
   }
 
   // --allocator a,b,c runs every case under each allocator in turn, each built fresh.
-  std::optional<std::uint64_t> limit;
+  AllocatorSpec common;
+  common.conf = f.alloc_conf;
   if (!f.alloc_limit.empty()) {
-    limit = parse_bytes(f.alloc_limit, "--alloc-limit");
+    common.limit = parse_bytes(f.alloc_limit, "--alloc-limit");
   }
-  for (std::string_view rest = f.allocator; !rest.empty();) {
-    const std::size_t comma = rest.find(',');
-    AllocatorSpec a;
-    a.name = std::string(rest.substr(0, comma));
-    a.conf = f.alloc_conf;
-    a.limit = limit;
-    if (!f.alloc_trace.empty()) {
-      a.trace = f.alloc_trace;
-    }
-    validate(a);
-    in.allocators.push_back(std::move(a));
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  if (!f.alloc_trace.empty()) {
+    common.trace = f.alloc_trace;
   }
-  if (in.allocators.empty()) {
-    throw InputError("--allocator: name at least one allocator");
-  }
-  // Rows and snapshots name a plugin by its file: two libraries of one file name could not be told apart.
-  std::map<std::string, std::string, std::less<>> reported;  // reported name -> the spec given
-  for (const AllocatorSpec& a : in.allocators) {
-    const std::string name = is_plugin_name(a.name) ? plugin_peer_name(parse_plugin_name(a.name)) : a.name;
-    if (const auto [it, added] = reported.emplace(name, a.name); !added && it->second != a.name) {
-      throw InputError(
-          fmt::format("--allocator: {} and {} would both be reported as {}; give them different "
-                      "file names",
-                      it->second, a.name, name));
-    }
-  }
-  if (in.allocators.size() > 1 && !f.alloc_trace.empty()) {
+  session.allocators = allocator_specs(f.allocator, common);
+  const bool several = session.allocators.size() > 1;
+  if (several && !f.alloc_trace.empty()) {
     throw InputError("--alloc-trace records one allocator's calls: name a single --allocator with it");
   }
   // Every output is checked before anything runs: a typo is a usage error at once, not after a long run.
@@ -410,8 +297,8 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
     outputs.push_back({"--out's stream", ResultSink::stream_path(f.out)});
   }
   if (!f.snapshot.empty()) {
-    for (const AllocatorSpec& a : in.allocators) {
-      outputs.push_back({"--snapshot", snapshot_path(f, a.name, in.allocators.size() > 1)});
+    for (const AllocatorSpec& a : session.allocators) {
+      outputs.push_back({"--snapshot", snapshot_path(f, a.name, several)});
     }
   }
   check_distinct_outputs(outputs);
@@ -419,23 +306,39 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
     check_output_path(f.junit, "--junit");
   }
   if (!f.snapshot.empty()) {
-    for (const AllocatorSpec& a : in.allocators) {
-      check_output_path(snapshot_path(f, a.name, in.allocators.size() > 1), "--snapshot");
+    for (const AllocatorSpec& a : session.allocators) {
+      check_output_path(snapshot_path(f, a.name, several), "--snapshot");
     }
   }
-  const std::size_t planned = in.cases.size() * in.allocators.size();
+  const std::size_t planned = session.cases.size() * session.allocators.size();
   if (planned > f.max_cases) {
     throw InputError(
         fmt::format("the plan has {} cases (workloads x axes x allocators), more than --max-cases {}; "
                     "narrow the axes, or raise --max-cases if you mean it",
                     planned, f.max_cases));
   }
+  session.argv = argv;
+  session.config = config_json(f, request);
+  session.straggler_threshold = f.straggler_pct / 100.0;
+  if (!f.out.empty()) {
+    session.out = f.out;
+  }
+  session.run.repetitions = f.repetitions;
+  session.run.warmup = f.warmup;
+  session.run.seed = parse_seed(f.seed);
+  session.run.quiet = f.quiet;
+  session.progress = f.progress;
+  session.pageable_host = f.host_memory == "pageable";
+  session.interrupted = [&f](const RunRecord& record, int /*signal*/, const std::string& why) {
+    write_junit(f, record);
+    note("{}{}", why, f.out.empty() ? std::string() : fmt::format("; the results so far are in {}", f.out));
+  };
 
   // Before MPI, CUDA or any thread exists (Note [Interrupted runs]).
   InterruptWatch interrupts;
   // After an error in a job of several ranks, rank 0 has already finished the results document as aborted.
   return run_as_job(f.timeout_s, "--timeout",
-                    [&](World& world) { return run_ranks(f, argv, in, world, interrupts); });
+                    [&](World& world) { return run_ranks(f, in, world, interrupts); });
 }
 
 }  // namespace
@@ -534,11 +437,7 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       ->check(CLI::IsMember({"pinned", "pageable"}))
       ->capture_default_str();
   return {sub, [flags, argv = std::move(argv)] {
-            if (flags->alloc_conf.empty()) {
-              if (const char* env = std::getenv("MEMSTRESS_ALLOC_CONF")) {  // NOLINT(concurrency-mt-unsafe)
-                flags->alloc_conf = env;
-              }
-            }
+            flags->alloc_conf = resolved_alloc_conf(flags->alloc_conf);
             if (const char* env = std::getenv("MEMSTRESS_REQUIRE_GPU")) {  // NOLINT(concurrency-mt-unsafe)
               if (!flags->require_gpu && std::string_view(env) == "1") {
                 flags->require_gpu = true;

@@ -139,7 +139,7 @@ def section_sizes(runs: list[tuple[str, dict]], colours: Colours) -> str:
 
 def leak_threshold(r: dict) -> float | None:
     """The leak detector's threshold for this row, bytes per epoch: max(1 MiB, 0.5% of per_epoch), as the workload
-    states it (`memstress list`; suites/leak.cpp, growth_threshold)."""
+    states it (`memstress list`; suites/support/leak_growth.cpp, growth_threshold)."""
     per_epoch = r.get("params", {}).get("per_epoch")
     return max(MIB, 0.005 * parse_size(str(per_epoch))) if per_epoch is not None else None
 

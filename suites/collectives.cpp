@@ -13,7 +13,8 @@
 // cudaMalloc buffers (cuda::DeviceBuffer): `ref_busbw`, and `vs_ref` = busbw / ref_busbw sample by sample
 // (taken as the algbw ratio: the same, bus factors being equal, and defined on one rank, where busbw is 0).
 // With pressure=churn each repetition times the collectives twice on the same buffers: quiet
-// (`quiet_busbw`), then while a Churn (suites/churn.hpp) works the same GPU through the shared allocators
+// (`quiet_busbw`), then while a Churn (suites/support/churn.hpp) works the same GPU through the shared
+// allocators
 // (`busbw`); `slowdown` = quiet / under pressure.
 //
 // Note [What is verified]. After the timed loops (whose in-place reductions pile sums on sums), every
@@ -46,10 +47,10 @@
 #include "harness/run/workload.hpp"
 #include "kernels/collective.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/blocks.hpp"
-#include "suites/churn.hpp"
-#include "suites/collectives_ops.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/blocks.hpp"
+#include "suites/support/churn.hpp"
+#include "suites/support/collectives_ops.hpp"
 
 namespace memstress::suites {
 namespace {

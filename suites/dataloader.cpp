@@ -1,17 +1,17 @@
 // dataloader: the input pipeline of a training loop, stage by stage.
 //
 // Note [The pipeline]. Producers (threads, or forked worker processes writing into shared memory as
-// PyTorch's DataLoader workers do) fill batches of pageable source data into a ring (suites/batch_ring.hpp).
-// `pin_threads` pinning threads take the batches in order of arrival: with pin=true each copies its batch
-// into a block from the shared pinned host cache and frees the ring slot at once, then enqueues the H2D
-// copy from the pinned block on the copy stream and frees the block behind it (record_stream: the cache
-// reuses it once the copy is done); with pin=false it enqueues the H2D copy straight from the pageable
-// slot (the driver stages it) and frees the slot when cudaMemcpyAsync returns, which for pageable memory
-// is once the data has left the slot. Device blocks come from the shared allocator on the copy stream.
-// The main thread consumes: the compute stream waits for the batch's copy, checks every word of it on the
-// device, runs `compute_us` of compute, and frees the block behind it (record_stream). At most the ring's
-// depth (prefetch x producers, as in PyTorch) batches are on the device at once, so device memory stays
-// bounded as in a real loader.
+// PyTorch's DataLoader workers do) fill batches of pageable source data into a ring
+// (suites/support/batch_ring.hpp). `pin_threads` pinning threads take the batches in order of arrival: with
+// pin=true each copies its batch into a block from the shared pinned host cache and frees the ring slot at
+// once, then enqueues the H2D copy from the pinned block on the copy stream and frees the block behind it
+// (record_stream: the cache reuses it once the copy is done); with pin=false it enqueues the H2D copy
+// straight from the pageable slot (the driver stages it) and frees the slot when cudaMemcpyAsync returns,
+// which for pageable memory is once the data has left the slot. Device blocks come from the shared allocator
+// on the copy stream. The main thread consumes: the compute stream waits for the batch's copy, checks every
+// word of it on the device, runs `compute_us` of compute, and frees the block behind it (record_stream). At
+// most the ring's depth (prefetch x producers, as in PyTorch) batches are on the device at once, so device
+// memory stays bounded as in a real loader.
 //
 // Note [What is measured]. Wall time runs from the start of the producers to the last kernel. samples/s
 // and H2D GB/s are end to end (the batches delivered and checked over wall time); `vs_pinned` divides the
@@ -49,9 +49,9 @@
 #include "harness/run/timing.hpp"
 #include "harness/run/workload.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/batch_ring.hpp"
-#include "suites/blocks.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/batch_ring.hpp"
+#include "suites/support/blocks.hpp"
 
 namespace memstress::suites {
 namespace {

@@ -21,8 +21,8 @@
 #include "harness/run/context.hpp"
 #include "harness/run/workload.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/blocks.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/blocks.hpp"
 
 namespace memstress::suites {
 namespace {

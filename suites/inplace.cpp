@@ -30,8 +30,8 @@
 #include "harness/run/workload.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/blocks.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/blocks.hpp"
 
 namespace memstress::suites {
 namespace {

@@ -26,8 +26,8 @@
 #include "harness/run/timing.hpp"
 #include "harness/run/workload.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/blocks.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/blocks.hpp"
 
 namespace memstress::suites {
 namespace {

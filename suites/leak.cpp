@@ -9,18 +9,16 @@
 // is what is still allocated after the last epoch. per_epoch is clamped so that the working set and
 // everything retained fit in 60% of the device.
 //
-// Note [Verdict]. The growth test (leak.hpp) flags a slope above max(1 MiB, 0.5% of per_epoch) per epoch
-// that the line explains (R² > 0.9). Since the retained fraction is known, the verdict checks the detector
-// against it: a case with retained > 0 must be flagged and one with retained = 0 must not. So the default
-// job (retained 0 and 0.05) passes while exercising both sides of the detector, and a retained = 0 case
-// fails only when allocated memory really grows — when the allocator itself leaks. A case with retained > 0
-// is a self-test (Workload::self_test): its `leaked` is the planted leak, and the table says so
+// Note [Verdict]. The growth test (support/leak_growth.hpp) flags a slope above max(1 MiB, 0.5% of per_epoch)
+// per epoch that the line explains (R² > 0.9). Since the retained fraction is known, the verdict checks the
+// detector against it: a case with retained > 0 must be flagged and one with retained = 0 must not. So the
+// default job (retained 0 and 0.05) passes while exercising both sides of the detector, and a retained = 0
+// case fails only when allocated memory really grows — when the allocator itself leaks. A case with retained
+// > 0 is a self-test (Workload::self_test): its `leaked` is the planted leak, and the table says so
 // ("self-test: planted leak found") rather than let a pass read as healthy beside hundreds of MiB leaked.
 // Each repetition also checks that freeing everything brings the allocated bytes back to where they started,
 // and on a real GPU every block is filled with a pattern when allocated and checked on the device before it
 // is freed (the retained ones at the end of the repetition, after the epochs that followed them).
-
-#include "suites/leak.hpp"
 
 #include <fmt/format.h>
 
@@ -40,43 +38,10 @@
 #include "harness/run/workload.hpp"
 #include "kernels/pattern.hpp"
 #include "suites/registry.hpp"
-#include "suites/size_distribution.hpp"
+#include "suites/support/leak_growth.hpp"
+#include "suites/support/size_distribution.hpp"
 
 namespace memstress::suites {
-
-Growth fit_growth(std::span<const double> allocated) {
-  const std::size_t n = allocated.size();
-  if (n < 2) {
-    return {};
-  }
-  const double mean_x = static_cast<double>(n - 1) / 2;
-  const double mean_y = std::accumulate(allocated.begin(), allocated.end(), 0.0) / static_cast<double>(n);
-  double sxx = 0;
-  double sxy = 0;
-  double syy = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double dx = static_cast<double>(i) - mean_x;
-    const double dy = allocated[i] - mean_y;
-    sxx += dx * dx;
-    sxy += dx * dy;
-    syy += dy * dy;
-  }
-  Growth g;
-  g.bytes_per_epoch = sxy / sxx;
-  g.r2 = syy > 0 ? (sxy * sxy) / (sxx * syy) : 0;
-  return g;
-}
-
-double growth_threshold(std::uint64_t per_epoch) noexcept {
-  constexpr double kFloor = 1 << 20;
-  constexpr double kShare = 0.005;
-  return std::max(kFloor, kShare * static_cast<double>(per_epoch));
-}
-
-bool growth_flagged(const Growth& growth, std::uint64_t per_epoch) noexcept {
-  constexpr double kMinR2 = 0.9;
-  return growth.bytes_per_epoch > growth_threshold(per_epoch) && growth.r2 > kMinR2;
-}
 
 namespace {
 

@@ -34,9 +34,9 @@
 #include "harness/run/context.hpp"
 #include "harness/run/timing.hpp"
 #include "harness/run/workload.hpp"
-#include "suites/live_blocks.hpp"
-#include "suites/oom_search.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/live_blocks.hpp"
+#include "suites/support/oom_search.hpp"
 
 namespace memstress::suites {
 namespace {

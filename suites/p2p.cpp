@@ -46,9 +46,9 @@
 #include "kernels/chase.hpp"
 #include "kernels/copy.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/blocks.hpp"
-#include "suites/peer_access.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/blocks.hpp"
+#include "suites/support/peer_access.hpp"
 
 namespace memstress::suites {
 namespace {

@@ -1,13 +1,13 @@
 // sizes: allocation churn through the shared allocator, in the style of RMM's random_allocations.
 //
-// Note [The plan]. A case draws one plan from its seed (suites/size_distribution.hpp: the same plan on
-// every machine) and replays it in every repetition: `ops` operations, each an allocation with
-// probability `alloc_prob` (of a size from `dist`, on one of `streams` streams) or else the free of a
-// random live block. An allocation that would take the live bytes past `max_live` becomes a free, so the
-// plan never asks for more than that at once; `max_live` is clamped to 80% of the device's capacity so
-// the defaults fit any device. The plan names blocks, not addresses: when an allocation fails with out
-// of memory, the request is counted (metric `ooms`) and skipped, its later free is skipped too, and the
-// run goes on — a fragmenting allocator shows up as OOMs and retries, not as an error.
+// Note [The plan]. A case draws one plan from its seed (suites/support/size_distribution.hpp: the same plan
+// on every machine) and replays it in every repetition: `ops` operations, each an allocation with probability
+// `alloc_prob` (of a size from `dist`, on one of `streams` streams) or else the free of a random live block.
+// An allocation that would take the live bytes past `max_live` becomes a free, so the plan never asks for
+// more than that at once; `max_live` is clamped to 80% of the device's capacity so the defaults fit any
+// device. The plan names blocks, not addresses: when an allocation fails with out of memory, the request is
+// counted (metric `ooms`) and skipped, its later free is skipped too, and the run goes on — a fragmenting
+// allocator shows up as OOMs and retries, not as an error.
 //
 // Note [What is measured]. Each allocate and deallocate call is timed on the host clock; `ops` is the
 // calls per second of time spent inside them (allocator throughput: the kernels and checks between calls
@@ -43,9 +43,9 @@
 #include "harness/stats/fragmentation.hpp"
 #include "harness/stats/summary.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/live_ranges.hpp"
 #include "suites/registry.hpp"
-#include "suites/size_distribution.hpp"
+#include "suites/support/live_ranges.hpp"
+#include "suites/support/size_distribution.hpp"
 
 namespace memstress::suites {
 namespace {

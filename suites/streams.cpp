@@ -38,8 +38,8 @@
 #include "harness/run/timing.hpp"
 #include "harness/run/workload.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/live_ranges.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/live_ranges.hpp"
 
 namespace memstress::suites {
 namespace {

@@ -45,8 +45,8 @@
 #include "harness/run/workload.hpp"
 #include "kernels/copy.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/blocks.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/blocks.hpp"
 
 namespace memstress::suites {
 namespace {

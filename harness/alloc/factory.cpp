@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 #include <array>
+#include <functional>
+#include <map>
 
 #include "harness/alloc/adaptors.hpp"
 #include "harness/alloc/alloc_config.hpp"
@@ -21,83 +22,167 @@
 namespace memstress {
 namespace {
 
-// The RMM peers come last: a build without RMM lists the names before them (allocator_names()).
+// One peer --allocator names: what it is, whether this build has it (and the error saying how to get it
+// where not), and how it is made from the parsed --alloc-conf.
+struct Peer {
+  std::string_view name;
+  std::string_view description;
+  bool (*built)() noexcept;
+  void (*require_built)();  // throws EnvironmentError: exit 3, saying how to build it
+  std::unique_ptr<Allocator> (*make)(AllocConfig config, DeviceBackend& backend);
+};
+
+bool always() noexcept {
+  return true;
+}
+void nothing_to_require() {}
+
+constexpr bool torch_built() noexcept {
 #if defined(MEMSTRESS_HAVE_TORCH)
-constexpr std::array<std::string_view, 8> kNames{"caching", "expandable", "direct",    "async",
-                                                 "torch",   "rmm-pool",   "rmm-arena", "rmm-async"};
+  return true;
 #else
-constexpr std::array<std::string_view, 7> kNames{"caching",  "expandable", "direct",   "async",
-                                                 "rmm-pool", "rmm-arena",  "rmm-async"};
+  return false;
 #endif
-constexpr std::size_t kRmmNames = 3;
+}
+
+// A peer this build leaves out is missing from the environment, not a wrong name: exit 3, saying how to get
+// it.
+void require_torch_built() {
+  if (!torch_built()) {
+    throw EnvironmentError(
+        "--allocator torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
+        "installed");
+  }
+}
+
+std::unique_ptr<Allocator> make_torch([[maybe_unused]] AllocConfig config,
+                                      [[maybe_unused]] DeviceBackend& backend) {
+#if defined(MEMSTRESS_HAVE_TORCH)
+  return make_torch_allocator(backend);
+#else
+  require_torch_built();
+  return nullptr;  // not reached
+#endif
+}
+
+template <RmmResource R>
+constexpr Peer rmm_peer(std::string_view description) {
+  return {rmm_peer_name(R), description, rmm_built, [] { require_rmm_built(R); },
+          [](AllocConfig config, DeviceBackend& backend) {
+            return make_peer_statistics(make_rmm_allocator(R, backend, config));
+          }};
+}
+
+// In the order `memstress list` shows them: a build without a peer lists the others (allocator_names()).
+constexpr std::array kPeers{
+    Peer{"caching", "PyTorch's caching allocator rules", always, nothing_to_require,
+         [](AllocConfig config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+           return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
+         }},
+    Peer{"expandable", "the caching allocator with expandable segments", always, nothing_to_require,
+         [](AllocConfig config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+           config.expandable_segments = true;
+           return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
+         }},
+    Peer{"direct", "cudaMalloc and cudaFree for every block", always, nothing_to_require,
+         [](AllocConfig /*config*/, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+           return std::make_unique<DirectAllocator>(backend);
+         }},
+    Peer{"async", "cudaMallocAsync, the driver's stream-ordered pool", always, nothing_to_require,
+         [](AllocConfig config, DeviceBackend& backend) {
+           return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
+         }},
+    Peer{"torch", "PyTorch's own allocator (the gpu-torch preset)", torch_built, require_torch_built,
+         make_torch},
+    rmm_peer<RmmResource::pool>("RMM's pool over cudaMalloc"),
+    rmm_peer<RmmResource::arena>("RMM's arena over cudaMalloc"),
+    rmm_peer<RmmResource::async>("RMM's cudaMallocAsync resource"),
+};
+
+const Peer* find_peer(std::string_view name) noexcept {
+  for (const Peer& peer : kPeers) {
+    if (peer.name == name) {
+      return &peer;
+    }
+  }
+  return nullptr;
+}
 
 [[noreturn]] void unknown(std::string_view name) {
   throw InputError(fmt::format("--allocator '{}': unknown allocator; choose one of: {}, or plugin:PATH.so",
                                name, fmt::join(allocator_names(), ", ")));
 }
 
-// A peer this build leaves out is missing from the environment, not a wrong name: exit 3, saying how to get
-// it.
-[[noreturn]] void torch_not_built() {
-  throw EnvironmentError(
-      "--allocator torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
-      "installed");
-}
-
 std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& backend) {
   AllocConfig config = AllocConfig::parse(spec.conf, "--alloc-conf");
-  if (spec.name == "caching") {
-    return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
-  }
-  if (spec.name == "expandable") {
-    config.expandable_segments = true;
-    return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
-  }
-  if (spec.name == "direct") {
-    return std::make_unique<DirectAllocator>(backend);
-  }
-  if (spec.name == "async") {
-    return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
-  }
-  if (const auto resource = rmm_resource(spec.name)) {
-    return make_peer_statistics(make_rmm_allocator(*resource, backend, config));
+  if (const Peer* peer = find_peer(spec.name)) {
+    peer->require_built();
+    return peer->make(std::move(config), backend);
   }
   if (is_plugin_name(spec.name)) {
     return make_peer_statistics(make_plugin_allocator(parse_plugin_name(spec.name), backend));
-  }
-  if (spec.name == "torch") {
-#if defined(MEMSTRESS_HAVE_TORCH)
-    return make_torch_allocator(backend);
-#else
-    torch_not_built();
-#endif
   }
   unknown(spec.name);
 }
 
 }  // namespace
 
-std::span<const std::string_view> allocator_names() noexcept {
-  return std::span<const std::string_view>(kNames).first(kNames.size() - (rmm_built() ? 0 : kRmmNames));
+std::string resolved_alloc_conf(std::string flag, const EnvLookup& env) {
+  if (!flag.empty()) {
+    return flag;
+  }
+  const char* value = env("MEMSTRESS_ALLOC_CONF");
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+std::vector<std::string_view> allocator_names() {
+  std::vector<std::string_view> names;
+  for (const Peer& peer : kPeers) {
+    if (peer.built()) {
+      names.push_back(peer.name);
+    }
+  }
+  return names;
 }
 
 void validate(const AllocatorSpec& spec) {
   static_cast<void>(AllocConfig::parse(spec.conf, "--alloc-conf"));
-  const auto names = allocator_names();
-  if (std::find(names.begin(), names.end(), spec.name) != names.end()) {
+  if (const Peer* peer = find_peer(spec.name)) {
+    peer->require_built();  // before any case runs
     return;
-  }
-  if (const auto resource = rmm_resource(spec.name)) {
-    require_rmm_built(*resource);  // before any case runs
   }
   if (is_plugin_name(spec.name)) {
     check_plugin(parse_plugin_name(spec.name));
     return;
   }
-  if (spec.name == "torch") {
-    torch_not_built();
-  }
   unknown(spec.name);
+}
+
+std::vector<AllocatorSpec> allocator_specs(std::string_view names, const AllocatorSpec& common) {
+  std::vector<AllocatorSpec> specs;
+  for (std::string_view rest = names; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    AllocatorSpec a = common;
+    a.name = std::string(rest.substr(0, comma));
+    validate(a);
+    specs.push_back(std::move(a));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  if (specs.empty()) {
+    throw InputError("--allocator: name at least one allocator");
+  }
+  // Rows and snapshots name a plugin by its file: two libraries of one file name could not be told apart.
+  std::map<std::string, std::string, std::less<>> reported;  // reported name -> the spec given
+  for (const AllocatorSpec& a : specs) {
+    const std::string name = is_plugin_name(a.name) ? plugin_peer_name(parse_plugin_name(a.name)) : a.name;
+    if (const auto [it, added] = reported.emplace(name, a.name); !added && it->second != a.name) {
+      throw InputError(
+          fmt::format("--allocator: {} and {} would both be reported as {}; give them different "
+                      "file names",
+                      it->second, a.name, name));
+    }
+  }
+  return specs;
 }
 
 std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBackend& backend) {

@@ -4,11 +4,12 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/alloc/allocator.hpp"
+#include "harness/core/launcher.hpp"
 
 namespace memstress {
 
@@ -20,11 +21,18 @@ struct AllocatorSpec {
   std::optional<std::filesystem::path> trace;  // TracingAllocator output
 };
 
-// The allocator names --allocator accepts, in the order `memstress list` shows them.
-std::span<const std::string_view> allocator_names() noexcept;
+// --alloc-conf as given, else $MEMSTRESS_ALLOC_CONF, else "" (the allocators' defaults).
+std::string resolved_alloc_conf(std::string flag, const EnvLookup& env = process_env());
+
+// The allocator names --allocator accepts that this build has, in the order `memstress list` shows them.
+std::vector<std::string_view> allocator_names();
 
 // Checks the name and the config without building anything (InputError naming the flag).
 void validate(const AllocatorSpec& spec);
+
+// --allocator a,b,c: a spec for each name, with `common`'s config, limit and trace, each validated. Throws
+// InputError for an empty list, and for two plugins whose rows would bear one name (the library's file).
+std::vector<AllocatorSpec> allocator_specs(std::string_view names, const AllocatorSpec& common);
 
 // Builds the allocator and its adaptors over `backend` (innermost first: the peer, then the limit, then
 // tracing, so the trace sees every request including those the limit refuses). Throws InputError naming

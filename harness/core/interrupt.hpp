@@ -11,9 +11,9 @@
 // "aborted", interrupted by the signal, and writes JUnit where asked), then ends the process by the same
 // signal, so a shell or scheduler sees what it sent (exit status 128 + signal). The case in flight is
 // abandoned, not finished: its device work dies with the process and the driver takes its memory back.
-// Forked workers die with the process (PR_SET_PDEATHSIG, suites/batch_ring.cpp) and unblock the signals
-// they inherited, so a signal sent to them alone also ends them. A second signal while the handler runs
-// is not waited for: the first one's ending follows.
+// Forked workers die with the process (PR_SET_PDEATHSIG, suites/support/batch_ring.cpp) and unblock the
+// signals they inherited, so a signal sent to them alone also ends them. A second signal while the handler
+// runs is not waited for: the first one's ending follows.
 
 #include <csignal>
 #include <functional>

@@ -30,6 +30,14 @@ DeviceSpec rank_device(std::string_view flag, const World& world) {
   return spec;
 }
 
+std::filesystem::path rank_path(const std::filesystem::path& path, const World& world) {
+  if (world.rank() == 0) {
+    return path;
+  }
+  std::filesystem::path p = path;
+  return p.replace_extension(fmt::format(".rank{}{}", world.rank(), path.extension().string()));
+}
+
 nlohmann::json gather_environment(World& world, nlohmann::json local, const DeviceBackend& backend) {
   const DeviceInfo& info = backend.info();
   std::string bus_id;

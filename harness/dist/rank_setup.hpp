@@ -3,6 +3,7 @@
 // What `run` sets up per rank in a job: which GPU the rank drives, every rank's environment on rank 0,
 // and the NCCL communicator over all ranks on a real GPU.
 
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -19,6 +20,10 @@ class World;
 // local rank (one rank, one GPU; EnvironmentError when the host has fewer GPUs than ranks); cuda:N and
 // sim keep their meaning on every rank.
 DeviceSpec rank_device(std::string_view flag, const World& world);
+
+// A file each rank writes (--alloc-trace, --snapshot): FILE on rank 0, and FILE with ".rankN" before the
+// extension on each other rank of a job.
+std::filesystem::path rank_path(const std::filesystem::path& path, const World& world);
 
 // {"ranks": [...]} on rank 0, one entry per rank in rank order: its environment (`local`, as
 // harness/env collects it) with "rank", "local_rank" and "device" (label, UUID and PCI bus id of the GPU

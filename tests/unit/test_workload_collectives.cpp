@@ -13,8 +13,8 @@
 #include "harness/core/error.hpp"
 #include "harness/run/plan.hpp"
 #include "kernels/collective_values.hpp"
-#include "suites/collectives_ops.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/collectives_ops.hpp"
 #include "workload_run.hpp"
 
 namespace memstress {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "harness/core/error.hpp"
-#include "suites/batch_ring.hpp"
+#include "suites/support/batch_ring.hpp"
 #include "workload_run.hpp"
 
 namespace memstress {

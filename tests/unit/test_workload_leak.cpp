@@ -15,8 +15,8 @@
 #include "harness/run/registry.hpp"
 #include "harness/run/runner.hpp"
 #include "harness/run/sink.hpp"
-#include "suites/leak.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/leak_growth.hpp"
 #include "workload_run.hpp"
 
 namespace memstress {

@@ -15,9 +15,9 @@
 #include "harness/run/registry.hpp"
 #include "harness/run/runner.hpp"
 #include "harness/run/sink.hpp"
-#include "suites/live_blocks.hpp"
-#include "suites/oom_search.hpp"
 #include "suites/registry.hpp"
+#include "suites/support/live_blocks.hpp"
+#include "suites/support/oom_search.hpp"
 #include "workload_run.hpp"
 
 namespace memstress {

@@ -19,7 +19,7 @@
 #include "harness/run/runner.hpp"
 #include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
-#include "suites/size_distribution.hpp"
+#include "suites/support/size_distribution.hpp"
 #include "workload_run.hpp"
 
 namespace memstress {

@@ -1,4 +1,4 @@
-#include "suites/churn.hpp"
+#include "suites/support/churn.hpp"
 
 #include <chrono>
 #include <deque>
@@ -8,7 +8,7 @@
 #include "harness/core/error.hpp"
 #include "harness/memory/cuda_handles.hpp"
 #include "kernels/pattern.hpp"
-#include "suites/blocks.hpp"
+#include "suites/support/blocks.hpp"
 
 namespace memstress::suites {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 
-// The leak workload's growth test, apart so that it can be tested on synthetic series (see leak.cpp).
+// The leak workload's growth test, apart so that it can be tested on synthetic series (see suites/leak.cpp).
 
 #include <cstdint>
 #include <span>

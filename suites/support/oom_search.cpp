@@ -1,4 +1,4 @@
-#include "suites/oom_search.hpp"
+#include "suites/support/oom_search.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "harness/core/units.hpp"
 #include "harness/memory/backend.hpp"
-#include "suites/live_blocks.hpp"
+#include "suites/support/live_blocks.hpp"
 
 namespace memstress::suites {
 namespace {

@@ -1,4 +1,4 @@
-#include "suites/collectives_ops.hpp"
+#include "suites/support/collectives_ops.hpp"
 
 #include <fmt/format.h>
 #include <nccl.h>

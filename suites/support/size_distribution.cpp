@@ -1,4 +1,4 @@
-#include "suites/size_distribution.hpp"
+#include "suites/support/size_distribution.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "suites/live_blocks.hpp"
+#include "suites/support/live_blocks.hpp"
 
 #include <fmt/format.h>
 

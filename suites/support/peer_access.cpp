@@ -1,4 +1,4 @@
-#include "suites/peer_access.hpp"
+#include "suites/support/peer_access.hpp"
 
 #include <cuda_runtime_api.h>
 

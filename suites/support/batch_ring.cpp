@@ -1,4 +1,4 @@
-#include "suites/batch_ring.hpp"
+#include "suites/support/batch_ring.hpp"
 
 #include <fmt/format.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "suites/blocks.hpp"
+#include "suites/support/blocks.hpp"
 
 #include <cstdio>
 

@@ -1,0 +1,111 @@
+#include "harness/run/session.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "harness/alloc/allocator.hpp"
+#include "harness/alloc/pinned_host_allocator.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/version.hpp"
+#include "harness/dist/nccl_comm.hpp"
+#include "harness/dist/rank_setup.hpp"
+#include "harness/dist/world.hpp"
+#include "harness/env/environment.hpp"
+#include "harness/env/health.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/run/progress.hpp"
+#include "harness/run/sink.hpp"
+
+namespace memstress {
+
+std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool require_gpu,
+                                                const World& world) {
+  try {
+    return make_backend(rank_device(device, world));
+  } catch (const EnvironmentError& e) {
+    if (require_gpu) {
+      throw EnvironmentError(fmt::format("--require-gpu: {}", e.what()));
+    }
+    throw;
+  }
+}
+
+Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend, World& world,
+                 InterruptWatch& interrupts)
+    : world_(world), options_(std::move(options)), backend_(std::move(backend)) {
+  const DeviceInfo& device = backend_->info();
+  RunRecord header;
+  const VersionInfo version = version_info();
+  header.tool_version = version.version;
+  header.git_sha = version.git_sha;
+  header.argv = options_.argv;
+  header.started_at = utc_now_iso8601();
+  header.config = options_.config;
+  header.config["device_label"] = device.label();
+  header.config["ranks"] = world_.size();
+  header.ranks = world_.size();
+  header.straggler_threshold = options_.straggler_threshold;
+  header.environment = gather_environment(world_, to_json(collect_environment()), *backend_);
+  health_ = run_health_watch(device.kind == BackendKind::cuda, device.uuid);
+  nccl_ = make_nccl(world_, *backend_);
+  sink_ = std::make_unique<ResultSink>(std::move(header), writer() ? options_.out : std::nullopt);
+
+  RunOptions& run = options_.run;
+  run.quiet = run.quiet || !writer();
+  run.world = &world_;
+  run.nccl = nccl_.get();
+  run.health = health_.get();
+  ProgressOptions shown;
+  shown.total = options_.cases.size() * options_.allocators.size();
+  shown.quiet = run.quiet;
+  shown.live = options_.progress == "always" || (options_.progress == "auto" && isatty(fileno(stderr)) != 0);
+  shown.name_allocator = options_.allocators.size() > 1;
+  shown.columns = terminal_columns();
+  progress_ = std::make_unique<Progress>(std::move(shown));
+  run.progress = progress_.get();
+  // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
+  host_ = std::make_unique<PinnedHostAllocator>(make_host_memory_source(
+      device.kind == BackendKind::cuda && !options_.pageable_host ? "cuda" : "plain"));
+  // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted document before the process ends (Note
+  // [Interrupted runs]). A Handler can be neither copied nor moved: `new` takes on_interrupt's result as
+  // it is made.
+  on_signal_.reset(new InterruptWatch::Handler(interrupts.on_interrupt([this](int signal) {
+    const std::string why =
+        fmt::format("interrupted by {} after {} finished row(s)", signal_name(signal), sink_->rows());
+    if (sink_->finish(RunStatus::aborted, why) && writer() && options_.interrupted) {
+      options_.interrupted(sink_->record(), signal, why);
+    }
+  })));
+}
+
+Session::~Session() = default;
+
+bool Session::writer() const noexcept {
+  return world_.rank() == 0;
+}
+
+int Session::run(const std::function<void(const Allocator&)>& after_each) {
+  int failures = 0;
+  try {
+    for (AllocatorSpec a : options_.allocators) {
+      if (a.trace) {
+        a.trace = rank_path(*a.trace, world_);
+      }
+      const std::unique_ptr<Allocator> allocator = make_allocator(a, *backend_);
+      failures += Runner(*allocator, options_.run, host_.get()).run(options_.cases, *sink_);
+      if (after_each) {
+        after_each(*allocator);
+      }
+    }
+  } catch (const std::exception& e) {
+    // Keep what finished: the final document says the run was aborted and why.
+    sink_->finish(RunStatus::aborted, e.what());
+    throw;
+  }
+  sink_->finish(RunStatus::complete);
+  return failures;
+}
+
+}  // namespace memstress

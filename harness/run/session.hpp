@@ -1,0 +1,92 @@
+#pragma once
+
+// A run session: what `memstress run` and `memstress accept` set up on each rank of a job around their
+// cases (the device, the results' header, the health watch, NCCL, the sink, progress, the pinned host
+// cache, the interrupt handler), runs the cases under each allocator in turn, and takes it all down.
+//
+// Note [Session teardown order]
+// The members are made in the order the run needs them and go in the reverse one: the interrupt handler
+// first (it touches the sink), then the pinned host cache, progress, the sink, NCCL, the health watch, and
+// the device last, after everything that holds memory on it. Each allocator lives only for its own cases.
+// The environment is gathered (a collective) before the health watch starts, so that XID events and
+// throttle time count from the start of the run, and NCCL sets up before the sink opens --out.
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/alloc/factory.hpp"
+#include "harness/core/interrupt.hpp"
+#include "harness/run/plan.hpp"
+#include "harness/run/result.hpp"
+#include "harness/run/runner.hpp"
+
+namespace memstress {
+
+class DeviceBackend;
+class HealthWatch;
+class NcclComm;
+class PinnedHostAllocator;
+class Progress;
+class ResultSink;
+class World;
+
+// What a session is built from, resolved from the command's flags before anything is touched.
+struct SessionOptions {
+  std::vector<std::string> argv;  // the command line, for the results' header
+  nlohmann::json config;          // the header's config; the session adds "device_label" and "ranks"
+  double straggler_threshold = kDefaultStragglerThreshold;
+  std::optional<std::filesystem::path> out;  // --out: the results document, written by rank 0 alone
+  std::vector<PlannedCase> cases;
+  std::vector<AllocatorSpec> allocators;  // every case runs under each in turn, each built fresh
+  RunOptions run;                         // repetitions, warm-up, seed, fault; the session sets the rest
+  std::string progress = "auto";          // the live progress line: auto (stderr a terminal), always, never
+  bool pageable_host = false;             // the pinned host cache hands out plain memory, even on a GPU
+  // On rank 0, after a signal finished the results as aborted ("interrupted by SIGINT after N finished
+  // row(s)", `why`), before the process ends by it.
+  std::function<void(const RunRecord& record, int signal, const std::string& why)> interrupted;
+};
+
+// The rank's device (--device as rank_device reads it). With `require_gpu`, a missing GPU names the flag.
+std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool require_gpu,
+                                                const World& world);
+
+class Session {
+ public:
+  // Collective: every rank of `world` builds its session at the same step.
+  Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend, World& world,
+          InterruptWatch& interrupts);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  Session(Session&&) = delete;
+  Session& operator=(Session&&) = delete;
+
+  // Runs every case under each allocator, calling `after_each` with each allocator after its cases, and
+  // finishes the results: complete, or aborted with the error, which is then rethrown (what finished is
+  // kept). Returns the number of failed rows (fail or error).
+  int run(const std::function<void(const Allocator&)>& after_each = {});
+
+  [[nodiscard]] bool writer() const noexcept;  // rank 0: the one results file, the table, the JUnit file
+  [[nodiscard]] const DeviceBackend& backend() const noexcept { return *backend_; }
+  [[nodiscard]] const ResultSink& sink() const noexcept { return *sink_; }
+
+ private:
+  World& world_;
+  SessionOptions options_;
+  // Note [Session teardown order]: declared in the order they are made.
+  std::unique_ptr<DeviceBackend> backend_;
+  std::unique_ptr<HealthWatch> health_;
+  std::unique_ptr<NcclComm> nccl_;
+  std::unique_ptr<ResultSink> sink_;
+  std::unique_ptr<Progress> progress_;
+  std::unique_ptr<PinnedHostAllocator> host_;
+  std::unique_ptr<InterruptWatch::Handler> on_signal_;
+};
+
+}  // namespace memstress
