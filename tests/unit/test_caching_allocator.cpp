@@ -472,6 +472,10 @@ TEST(CachingAllocatorStats, StatisticsReadWhileOtherThreadsAllocateEndAtTheTruth
     std::vector<std::thread> workers;
     for (int t = 0; t < kThreads; ++t) {
       workers.emplace_back([&, t] {
+        // The reader first: on a loaded machine the workers could otherwise finish before it read once.
+        while (reads.load() == 0) {
+          std::this_thread::yield();
+        }
         std::mt19937 rng(static_cast<unsigned>(t) + 1);
         std::vector<std::pair<void*, std::uint64_t>>& mine = kept[static_cast<std::size_t>(t)];
         for (int i = 0; i < 4000; ++i) {
