@@ -187,7 +187,7 @@ bool in_turn(const YAML::Node& node, const std::string& what) {
   }
 }
 
-bool matches(const compare::ResultRow& row, const AcceptCheck& check) {
+bool matches(const ResultRow& row, const AcceptCheck& check) {
   if (row.workload != check.workload) {
     return false;
   }
@@ -201,7 +201,7 @@ bool matches(const compare::ResultRow& row, const AcceptCheck& check) {
 // One matched row's value for a check: its metric's median, or its own share of a count (data errors; 1 for a
 // row that did not pass).
 struct RowValue {
-  const compare::ResultRow* row = nullptr;
+  const ResultRow* row = nullptr;
   double value = 0;
 };
 
@@ -225,7 +225,7 @@ std::string shown_unit(std::string_view metric, const std::string& unit) {
 
 std::optional<Measured> measure(const AcceptCheck& check, const AcceptRows& rows) {
   Measured m;
-  for (const compare::ResultRow& row : rows) {
+  for (const ResultRow& row : rows) {
     if (!matches(row, check)) {
       continue;
     }
@@ -303,7 +303,7 @@ bool meets(double v, const std::vector<Bound>& bounds) {
 // from its kNotMeasured note; nullopt when no matched row says so.
 std::optional<std::string> not_measured(const AcceptCheck& check, const AcceptRows& rows) {
   const std::string prefix = fmt::format("{}{} ", kNotMeasured, check.metric);
-  for (const compare::ResultRow& row : rows) {
+  for (const ResultRow& row : rows) {
     if (!matches(row, check)) {
       continue;
     }
@@ -316,7 +316,7 @@ std::optional<std::string> not_measured(const AcceptCheck& check, const AcceptRo
   return std::nullopt;
 }
 
-bool on_one_gpu(const compare::ResultRow& a, const compare::ResultRow& b) {
+bool on_one_gpu(const ResultRow& a, const ResultRow& b) {
   return a.rank == b.rank && a.gpu.uuid == b.gpu.uuid && a.gpu.index == b.gpu.index &&
          a.gpu.host == b.gpu.host;
 }
@@ -437,9 +437,9 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
   }
   // Rows it matched, all skipped by the harness: nothing to judge (not a pass, and not the GPU's fault).
   std::size_t matched = 0;
-  const compare::ResultRow* skipped_row = nullptr;
+  const ResultRow* skipped_row = nullptr;
   std::size_t skipped_rows = 0;
-  for (const compare::ResultRow& row : rows) {
+  for (const ResultRow& row : rows) {
     if (matches(row, check)) {
       ++matched;
       if (row.verdict == Verdict::skip) {
@@ -462,9 +462,8 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
       out.detail = fmt::format("not measured on this GPU: {}", *why);
       return out;
     }
-    const bool workload_ran = std::any_of(rows.begin(), rows.end(), [&](const compare::ResultRow& row) {
-      return row.workload == check.workload;
-    });
+    const bool workload_ran = std::any_of(
+        rows.begin(), rows.end(), [&](const ResultRow& row) { return row.workload == check.workload; });
     out.detail = workload_ran ? fmt::format("no {} row with metric {} matched", check.workload, check.metric)
                               : fmt::format(
                                     "these results have no {} row at all (made by a run without that "
@@ -490,7 +489,7 @@ CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int rank
   });
   std::vector<std::string> gpus;
   for (const RowValue& rv : named) {
-    const std::string gpu = compare::describe(rv.row->gpu, rv.row->rank);
+    const std::string gpu = describe(rv.row->gpu, rv.row->rank);
     gpus.push_back(one_row ? gpu : fmt::format("{} on {}", with_unit(rv.value, m->unit), gpu));
   }
   out.where = fmt::format("{}", fmt::join(gpus, "; "));

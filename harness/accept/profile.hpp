@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/compare/results.hpp"
+#include "harness/results/read.hpp"
 #include "harness/run/params.hpp"
 
 namespace memstress {
@@ -80,13 +80,13 @@ struct CheckOutcome {
   std::optional<double> measured;
   std::string unit;    // the metric's ("GB/s"); "data errors" and "rows not passed" for the two counts
   std::string bound;   // ">= 41.27 GB/s (0.75 x golden 55.03 GB/s)", "<= 0 data errors"
-  std::string where;   // the GPU the worst row ran on (compare::describe), or the GPUs that failed the bound
+  std::string where;   // the GPU the worst row ran on (describe), or the GPUs that failed the bound
   std::string detail;  // the whole line after the check's name: measured, bound, rows, GPU
 };
 
-// The rows a profile judges: from this run (compare::result_row) or from results files, read and their
-// types checked by compare::load_results.
-using AcceptRows = std::vector<compare::ResultRow>;
+// The rows a profile judges: from this run (result_row) or from results files, read and their
+// types checked by load_results.
+using AcceptRows = std::vector<ResultRow>;
 
 // `rows`: from this run or from results files; `ranks`: how many ranks produced them (a check with a
 // larger min_ranks is skipped). Rows of every rank count: a check takes the worst matched row, so one

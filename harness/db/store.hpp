@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/results.hpp"
 #include "harness/db/connection.hpp"
+#include "harness/results/read.hpp"
 
 namespace memstress::db {
 
@@ -79,7 +79,7 @@ class Store {
   explicit Store(std::unique_ptr<Connection> connection);
 
   // Ingests one file's results (loaded from `text`, whose hash is `sha256`) in one transaction.
-  IngestOutcome ingest(const compare::Results& results, const std::string& sha256, const std::string& path);
+  IngestOutcome ingest(const Results& results, const std::string& sha256, const std::string& path);
 
   // Every finite median of a metric with a better direction, of a row that passed or failed (skipped
   // and errored rows measured nothing), on a GPU the row names by UUID.
@@ -104,6 +104,6 @@ class Store {
 };
 
 // The run key of Note [Idempotent ingest].
-std::string run_key(const compare::Results& results, const std::string& sha256);
+std::string run_key(const Results& results, const std::string& sha256);
 
 }  // namespace memstress::db

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress {
 
@@ -43,7 +43,5 @@ std::vector<RankSpread> summarize_ranks(const std::vector<Row>& rows, double thr
 int count_ranks(const std::vector<Row>& rows);
 
 nlohmann::json rank_summary_json(const std::vector<RankSpread>& spreads, double threshold);
-// The table `run` prints after the rows: one line per case and metric, stragglers named.
-std::string format_rank_summary(const std::vector<RankSpread>& spreads, double threshold);
 
 }  // namespace memstress

@@ -21,7 +21,7 @@ inline constexpr const char* kSchemaId = "memstress.run/1";
 // is far beyond any machine).
 inline constexpr int kMaxRank = 999'999;
 // A rank is a straggler in a case's metric when it is worse than the median across ranks by more than
-// this fraction (run --straggler-pct; harness/run/rank_summary.hpp).
+// this fraction (run --straggler-pct; harness/results/rank_summary.hpp).
 inline constexpr double kDefaultStragglerThreshold = 0.10;
 
 enum class Verdict { pass, fail, skip, error };
@@ -106,9 +106,9 @@ void to_json(nlohmann::json& j, const Row& row);
 [[nodiscard]] MetricResult read_metric(const JsonField& j, std::string name);
 // read_metric, keeping m.name.
 void from_json(const nlohmann::json& j, MetricResult& m);
-// Reads a row as to_json writes it (row_json.cpp). Throws nlohmann::json::exception or InputError.
+// Reads a row as to_json writes it. Throws nlohmann::json::exception or InputError.
 void from_json(const nlohmann::json& j, Row& row);
-// The run without its rows (the first line of the JSON Lines stream).
+// The run without its rows (the first line of the JSON Lines stream; document.cpp).
 nlohmann::json header_json(const RunRecord& run);
 // The whole document (with "rank_summary" when the run had several ranks).
 nlohmann::json run_json(const RunRecord& run);
