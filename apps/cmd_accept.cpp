@@ -11,7 +11,9 @@
 
 #include "apps/commands.hpp"
 #include "apps/shipped_profile.hpp"
+#include "harness/accept/judge.hpp"
 #include "harness/accept/profile.hpp"
+#include "harness/accept/train.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"

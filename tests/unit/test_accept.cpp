@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/accept/judge.hpp"
 #include "harness/accept/profile.hpp"
+#include "harness/accept/train.hpp"
 #include "harness/core/error.hpp"
 
 namespace memstress {

@@ -6,7 +6,9 @@
 
 #include <string>
 
+#include "harness/accept/judge.hpp"
 #include "harness/accept/profile.hpp"
+#include "harness/accept/train.hpp"
 #include "harness/core/error.hpp"
 
 namespace memstress {
