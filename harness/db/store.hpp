@@ -41,14 +41,9 @@ struct IngestOutcome {
   std::size_t gpus = 0;   // distinct GPU UUIDs of the run
 };
 
-// One GPU's median of one metric in one row, with what groups it (outliers.hpp).
-struct MetricObservation {
-  std::string workload;
-  std::string case_label;
-  std::string allocator;
-  std::string metric;
-  std::string unit;
-  Better better = Better::none;
+// One GPU's median of one metric in one row: the measurement (Note [The key of a measurement] in
+// harness/results/row.hpp) and what else groups it (outliers.hpp).
+struct MetricObservation : MeasurementKey {
   std::string model;   // the GPU model (the row's device name)
   std::string driver;  // of the rank that ran the row
   // Ranks that ran the case at the same time (the job's, or 1 where it ran --in-turn): a collective's

@@ -21,13 +21,8 @@ struct Straggler {
   double worse = 0;  // by this fraction of the median (0.25: 25 % worse)
 };
 
-struct RankSpread {
-  std::string workload;
-  std::string case_label;
-  std::string allocator;
-  std::string metric;
-  std::string unit;
-  Better better = Better::none;
+// A measurement (Note [The key of a measurement] in row.hpp) across the ranks that reported it.
+struct RankSpread : MeasurementKey {
   int ranks = 0;  // how many ranks reported it
   double min = 0;
   double median = 0;

@@ -51,6 +51,19 @@ struct MetricResult {
 // The metric of that name, or nullptr.
 const MetricResult* find_metric(const std::vector<MetricResult>& metrics, std::string_view name) noexcept;
 
+// Note [The key of a measurement]. One measurement, across the ranks of a run, the runs of a fleet and the
+// versions of a GPU's driver, is named by its workload, its case (the label of its parameters, in axis
+// order), its allocator and its metric; the metric's unit and direction go with it. Whatever groups
+// measurements (the rank summary, the fleet store's observations) keys them by this.
+struct MeasurementKey {
+  std::string workload;
+  std::string case_label;  // "bytes=64M pattern=random"
+  std::string allocator;
+  std::string metric;
+  std::string unit;
+  Better better = Better::none;
+};
+
 struct DeviceRef {
   std::string label;  // "cuda:0", "sim:80G"
   std::string kind;   // "cuda" or "sim"
