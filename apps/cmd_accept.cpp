@@ -11,9 +11,10 @@
 
 #include "apps/commands.hpp"
 #include "apps/shipped_profile.hpp"
+#include "harness/accept/judge.hpp"
 #include "harness/accept/profile.hpp"
+#include "harness/accept/train.hpp"
 #include "harness/alloc/factory.hpp"
-#include "harness/compare/results.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/exit_code.hpp"
@@ -24,9 +25,10 @@
 #include "harness/dist/world.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
+#include "harness/results/read.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/session.hpp"
-#include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
 
 namespace memstress::app {
@@ -65,14 +67,14 @@ struct RowsFrom {
 RowsFrom rows_from(const std::vector<std::string>& files) {
   RowsFrom out;
   for (const std::string& file : files) {
-    compare::Results results = compare::load_results(file, "--from");
-    if (results.kind != compare::ResultsKind::memstress) {
+    Results results = load_results(file, "--from");
+    if (results.kind != ResultsKind::memstress) {
       throw InputError(
           fmt::format("--from '{}': {}, not memstress results ({}): accept judges the rows of "
                       "memstress run or accept",
-                      file, compare::to_string(results.kind), kSchemaId));
+                      file, to_string(results.kind), kSchemaId));
     }
-    for (compare::ResultRow& row : results.rows) {
+    for (ResultRow& row : results.rows) {
       if (out.gpu.empty()) {
         out.gpu = row.device;
       }
@@ -155,10 +157,10 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
   AcceptRows rows;
   if (session.writer()) {
     for (const Row& row : session.sink().record().rows) {
-      rows.push_back(compare::result_row(row));
+      rows.push_back(result_row(row));
     }
     // The host and PCI bus id of every rank's GPU.
-    compare::add_gpu_identity(rows, session.sink().record().environment);
+    add_gpu_identity(rows, session.sink().record().environment);
   }
   return rows;
 }

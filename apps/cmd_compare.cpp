@@ -28,8 +28,8 @@ int compare_command(const CompareFlags& f) {
   compare::CompareOptions options;
   options.threshold_pct = compare::parse_threshold(f.threshold, "--threshold");
   options.match_any_gpu = f.match_any_gpu;
-  const compare::Results base = compare::load_results(f.base, "BASE");
-  const compare::Results next = compare::load_results(f.next, "NEW");
+  const Results base = load_results(f.base, "BASE");
+  const Results next = load_results(f.next, "NEW");
   const compare::Comparison c = compare::compare_results(base, next, options);
   const std::string out =
       f.format == "json" ? json_text(compare::comparison_json(c), 2) + "\n" : compare::format_table(c);

@@ -26,11 +26,11 @@
 #include "harness/dist/rank_setup.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/format.hpp"
 #include "harness/run/junit.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/session.hpp"
-#include "harness/run/sink.hpp"
 #include "harness/stats/memory_summary.hpp"
 #include "suites/registry.hpp"
 

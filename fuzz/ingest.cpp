@@ -4,15 +4,15 @@
 // content again changes nothing (Note [Idempotent ingest]), and the outliers' query reads it back.
 
 #include "fuzz/fuzz_target.hpp"
-#include "harness/compare/results.hpp"
 #include "harness/db/sha256.hpp"
 #include "harness/db/store.hpp"
+#include "harness/results/read.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace memstress;
   const std::string_view input = fuzz::text(data, size);
   return fuzz::run([&] {
-    const compare::Results results = compare::parse_results(input);
+    const Results results = parse_results(input);
     db::Store store(fuzz::must("opening a store in memory",
                                [] { return db::open_database(":memory:", db::OpenMode::create); }));
     const std::string sha = db::sha256_hex(input);

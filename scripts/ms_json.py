@@ -89,7 +89,7 @@ def loads(text: str, **kwargs: Any) -> Any:
 def first_line(text: str) -> Any:
     """The first non-blank line of `text`, parsed as JSON (None where it is not JSON or is nested too deep):
     a memstress stream (`RUN.jsonl`) starts with an object whose "type" is "header", a whole document never
-    does (the C++ readers tell them apart so too: harness/compare/load.cpp)."""
+    does (the C++ readers tell them apart so too: harness/results/read.cpp)."""
     start = 0
     while start < len(text):
         end = text.find("\n", start)

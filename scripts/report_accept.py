@@ -5,7 +5,7 @@ which owns the page, the inputs and the errors.
 
 Note [The page shows accept's verdicts]
 ---------------------------------------
-A check is judged once, by `memstress accept` (harness/accept/profile.cpp, Note [Judging a check]), against
+A check is judged once, by `memstress accept` (harness/accept/judge.hpp, Note [Judging a check]), against
 the profile as it was when the run was judged. The page does not judge the rows of a run again: doing so
 in Python would copy those rules (and drift from them), and would judge a past run against today's
 profile, so a run that printed FAIL under an older threshold would read PASS here. So the section draws

@@ -27,6 +27,13 @@ def short_uuid(uuid: str) -> str:
     return uuid[:12] if uuid.startswith("GPU-") else uuid[:8]
 
 
+def group_key(g: dict) -> tuple:
+    """What names a group (memstress db outliers): the measurement, the GPU model, the driver, the ranks at once;
+    an outlier carries the same fields as its group."""
+    return (g["workload"], g["case"], g["allocator"], g["metric"], g["unit"], g["model"], g["driver"],
+            g["concurrent_ranks"])
+
+
 def group_title(g: dict) -> str:
     ranks = f", {g['concurrent_ranks']} ranks at once" if int(g.get("concurrent_ranks", 1)) > 1 else ""
     unit = "" if g["metric"] == g["unit"] else f" ({g['unit']})"
@@ -80,11 +87,8 @@ def section_fleet_outliers(docs: list[tuple[str, dict]], figure_html: Callable[[
         threshold = float(doc["threshold"])
         by_group: dict[tuple, dict[str, dict]] = {}
         for o in doc["outliers"]:
-            key = (o["workload"], o["case"], o["allocator"], o["metric"], o["unit"], o["model"], o["driver"],
-                   o["concurrent_ranks"])
-            by_group.setdefault(key, {})[o["gpu_uuid"]] = o
-        keyed = [((g["workload"], g["case"], g["allocator"], g["metric"], g["unit"], g["model"], g["driver"],
-                   g["concurrent_ranks"]), g) for g in groups]
+            by_group.setdefault(group_key(o), {})[o["gpu_uuid"]] = o
+        keyed = [(group_key(g), g) for g in groups]
         with_outliers = [(k, g) for k, g in keyed if k in by_group]
         rest = [(k, g) for k, g in keyed if k not in by_group]
         body += (f"<h3>{name}</h3><p>{len(doc['outliers'])} outlier(s) among {doc['gpus']} GPU(s) in "

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "harness/compare/metric_compare.hpp"
-#include "harness/compare/results.hpp"
+#include "harness/results/read.hpp"
 
 namespace memstress::compare {
 

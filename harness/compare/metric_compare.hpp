@@ -38,7 +38,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress::compare {
 

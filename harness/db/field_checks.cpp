@@ -26,7 +26,7 @@ void check_text(std::string_view field, std::string_view value) {
   }
 }
 
-void check_row(const compare::ResultRow& row) {
+void check_row(const ResultRow& row) {
   check_text("workload", row.workload);
   check_text("case", row.case_label);
   for (const auto& [key, value] : row.params) {
@@ -44,7 +44,7 @@ void check_row(const compare::ResultRow& row) {
   }
 }
 
-void check_rank(const compare::RankIdentity& id) {
+void check_rank(const RankIdentity& id) {
   const std::string at = fmt::format("environment.ranks[{}].", id.rank);
   check_text(at + "host.name", id.host);
   check_text(at + "driver.version", id.driver);
@@ -53,7 +53,7 @@ void check_rank(const compare::RankIdentity& id) {
   check_text(at + "nccl.version", id.nccl);
   check_text(at + "device.uuid", id.device_uuid);
   for (std::size_t i = 0; i < id.gpus.size(); ++i) {
-    const compare::SeenGpu& g = id.gpus[i];
+    const SeenGpu& g = id.gpus[i];
     const std::string gpu = fmt::format("{}gpus[{}].", at, i);
     check_text(gpu + "uuid", g.uuid);
     check_text(gpu + "name", g.name);
@@ -64,7 +64,7 @@ void check_rank(const compare::RankIdentity& id) {
 
 }  // namespace
 
-void check_storable(const compare::Results& results) {
+void check_storable(const Results& results) {
   check_text("started_at", results.started_at);
   if (!results.started_at.empty() && !valid_iso8601(results.started_at, TimeZone::any_offset)) {
     throw InputError(fmt::format("field started_at: '{}' is not a date and time (ISO 8601, e.g. {})",
@@ -77,7 +77,7 @@ void check_storable(const compare::Results& results) {
   for (const std::string& workload : results.in_turn) {
     check_text("config.in_turn", workload);
   }
-  for (const compare::RankIdentity& id : results.identities) {
+  for (const RankIdentity& id : results.identities) {
     check_rank(id);  // first: named by their place in the file, where the facts below are named by label
   }
   for (const auto& [label, value] : results.environment) {

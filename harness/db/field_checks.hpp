@@ -14,13 +14,13 @@
 
 #include <cstddef>
 
-#include "harness/compare/results.hpp"
+#include "harness/results/read.hpp"
 
 namespace memstress::db {
 
 inline constexpr std::size_t kMaxTextFieldBytes = 16 * 1024;
 
 // Throws InputError naming the first field the store refuses.
-void check_storable(const compare::Results& results);
+void check_storable(const Results& results);
 
 }  // namespace memstress::db

@@ -9,10 +9,10 @@
 #include <mutex>
 #include <thread>
 
-#include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
 #include "harness/db/field_checks.hpp"
 #include "harness/db/sha256.hpp"
+#include "harness/results/read.hpp"
 
 namespace memstress::db {
 
@@ -21,8 +21,8 @@ ParsedFile parse_file(const std::filesystem::path& path) {
   FileIngest& file = parsed.file;
   file.path = path.string();
   try {
-    const std::string text = compare::read_results_file(path);
-    compare::Results results = compare::parse_results(text);
+    const std::string text = read_results_file(path);
+    Results results = parse_results(text);
     check_storable(results);
     parsed.sha256 = sha256_hex(text);
     parsed.results = std::move(results);

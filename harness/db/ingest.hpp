@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/results.hpp"
 #include "harness/db/store.hpp"
+#include "harness/results/read.hpp"
 
 namespace memstress::db {
 
@@ -34,7 +34,7 @@ struct FileIngest {
 struct ParsedFile {
   FileIngest file;
   std::string sha256;
-  std::optional<compare::Results> results;
+  std::optional<Results> results;
 };
 ParsedFile parse_file(const std::filesystem::path& path);
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "harness/core/text_table.hpp"
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress::db {
 namespace {

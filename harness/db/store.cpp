@@ -15,7 +15,7 @@
 
 #include "harness/db/schema.hpp"
 #include "harness/db/sha256.hpp"
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress::db {
 namespace {
@@ -32,9 +32,9 @@ std::int64_t clamp_count(std::uint64_t value) {
   return static_cast<std::int64_t>(std::min(value, kMax));
 }
 
-std::size_t distinct_gpus(const compare::Results& results) {
+std::size_t distinct_gpus(const Results& results) {
   std::set<std::string> uuids;
-  for (const compare::ResultRow& row : results.rows) {
+  for (const ResultRow& row : results.rows) {
     if (!row.gpu.uuid.empty()) {
       uuids.insert(row.gpu.uuid);
     }
@@ -69,12 +69,12 @@ std::optional<HeldRun> held_run(Connection& c, const std::string& key) {
 
 // Whether `results` should replace the run held: more rows, or as many and finished where the held
 // one was still running.
-bool better_than(const compare::Results& results, const HeldRun& held) {
+bool better_than(const Results& results, const HeldRun& held) {
   const auto rows = static_cast<std::int64_t>(results.rows.size());
   return rows > held.rows || (rows == held.rows && held.status == "running" && results.status != "running");
 }
 
-void write_content(Connection& c, std::int64_t run_id, const compare::Results& results) {
+void write_content(Connection& c, std::int64_t run_id, const Results& results) {
   const auto rank = c.prepare(
       "INSERT INTO ranks (run_id, rank, host, driver, cuda_driver, cuda_runtime, nccl, device_uuid) "
       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
@@ -82,13 +82,13 @@ void write_content(Connection& c, std::int64_t run_id, const compare::Results& r
       "INSERT INTO gpus (run_id, rank, uuid, name, pci_bus_id, serial) VALUES (?, ?, ?, ?, ?, ?) "
       "ON CONFLICT DO NOTHING");
   std::set<int> ranks_seen;
-  for (const compare::RankIdentity& id : results.identities) {
+  for (const RankIdentity& id : results.identities) {
     if (!ranks_seen.insert(id.rank).second) {
       continue;  // a rank listed twice: the first says it
     }
     rank->bind(1, run_id).bind(2, id.rank).bind(3, id.host).bind(4, id.driver).bind(5, id.cuda_driver);
     rank->bind(6, id.cuda_runtime).bind(7, id.nccl).bind(8, id.device_uuid).run();
-    for (const compare::SeenGpu& g : id.gpus) {
+    for (const SeenGpu& g : id.gpus) {
       if (!g.uuid.empty()) {
         gpu->bind(1, run_id).bind(2, id.rank).bind(3, g.uuid).bind(4, g.name).bind(5, g.pci_bus_id);
         gpu->bind(6, g.serial).run();
@@ -117,7 +117,7 @@ void write_content(Connection& c, std::int64_t run_id, const compare::Results& r
       "INSERT INTO metrics (row_id, name, unit, better, n, median, p10, p90, min, max, mean, stddev, cv, "
       "sample_count, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (std::size_t i = 0; i < results.rows.size(); ++i) {
-    const compare::ResultRow& r = results.rows[i];
+    const ResultRow& r = results.rows[i];
     row->bind(1, run_id).bind(2, static_cast<std::int64_t>(i)).bind(3, r.workload).bind(4, r.case_label);
     const bool alone =
         std::find(results.in_turn.begin(), results.in_turn.end(), r.workload) != results.in_turn.end();
@@ -168,8 +168,8 @@ std::string_view to_string(IngestAction action) noexcept {
   return "?";
 }
 
-std::string run_key(const compare::Results& results, const std::string& sha256) {
-  if (results.kind != compare::ResultsKind::memstress || results.started_at.empty()) {
+std::string run_key(const Results& results, const std::string& sha256) {
+  if (results.kind != ResultsKind::memstress || results.started_at.empty()) {
     return "sha256:" + sha256;
   }
   std::string identity = fmt::format("memstress\n{}\n", results.started_at);
@@ -182,9 +182,9 @@ std::string run_key(const compare::Results& results, const std::string& sha256) 
       identity += value + "\n";
     }
   }
-  for (const compare::RankIdentity& id : results.identities) {
+  for (const RankIdentity& id : results.identities) {
     identity += fmt::format("{}\t{}\t{}", id.rank, id.host, id.device_uuid);
-    for (const compare::SeenGpu& gpu : id.gpus) {
+    for (const SeenGpu& gpu : id.gpus) {
       identity += "\t" + gpu.uuid;
     }
     identity += "\n";
@@ -200,8 +200,7 @@ Store::Store(std::unique_ptr<Connection> connection) : connection_(std::move(con
   }
 }
 
-IngestOutcome Store::ingest(const compare::Results& results, const std::string& sha256,
-                            const std::string& path) {
+IngestOutcome Store::ingest(const Results& results, const std::string& sha256, const std::string& path) {
   Connection& c = *connection_;
   IngestOutcome outcome;
   outcome.rows = results.rows.size();
@@ -247,7 +246,7 @@ IngestOutcome Store::ingest(const compare::Results& results, const std::string& 
     const auto s = c.prepare(
         "INSERT INTO runs (run_key, kind, format, status, started_at, row_count, source_path, source_sha256) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
-    s->bind(1, key).bind(2, compare::to_string(results.kind)).bind(3, results.format).bind(4, results.status);
+    s->bind(1, key).bind(2, to_string(results.kind)).bind(3, results.format).bind(4, results.status);
     s->bind(5, results.started_at).bind(6, static_cast<std::int64_t>(results.rows.size())).bind(7, path);
     s->bind(8, sha256);
     s->step();

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/results.hpp"
 #include "harness/db/connection.hpp"
+#include "harness/results/read.hpp"
 
 namespace memstress::db {
 
@@ -41,14 +41,9 @@ struct IngestOutcome {
   std::size_t gpus = 0;   // distinct GPU UUIDs of the run
 };
 
-// One GPU's median of one metric in one row, with what groups it (outliers.hpp).
-struct MetricObservation {
-  std::string workload;
-  std::string case_label;
-  std::string allocator;
-  std::string metric;
-  std::string unit;
-  Better better = Better::none;
+// One GPU's median of one metric in one row: the measurement (Note [The key of a measurement] in
+// harness/results/row.hpp) and what else groups it (outliers.hpp).
+struct MetricObservation : MeasurementKey {
   std::string model;   // the GPU model (the row's device name)
   std::string driver;  // of the rank that ran the row
   // Ranks that ran the case at the same time (the job's, or 1 where it ran --in-turn): a collective's
@@ -79,7 +74,7 @@ class Store {
   explicit Store(std::unique_ptr<Connection> connection);
 
   // Ingests one file's results (loaded from `text`, whose hash is `sha256`) in one transaction.
-  IngestOutcome ingest(const compare::Results& results, const std::string& sha256, const std::string& path);
+  IngestOutcome ingest(const Results& results, const std::string& sha256, const std::string& path);
 
   // Every finite median of a metric with a better direction, of a row that passed or failed (skipped
   // and errored rows measured nothing), on a GPU the row names by UUID.
@@ -104,6 +99,6 @@ class Store {
 };
 
 // The run key of Note [Idempotent ingest].
-std::string run_key(const compare::Results& results, const std::string& sha256);
+std::string run_key(const Results& results, const std::string& sha256);
 
 }  // namespace memstress::db

@@ -46,7 +46,7 @@ struct HealthFigure {
 
 // The note of one XID event: "xid.events: XID 79 during the run (GPU has fallen off the bus)", with what
 // NVIDIA's XID catalog says of the common codes. A note that starts with a figure's name and ": " is about
-// that figure: a failed acceptance check on it quotes it (harness/accept/profile.cpp).
+// that figure: a failed acceptance check on it quotes it (harness/accept/judge.cpp).
 [[nodiscard]] std::string xid_note(unsigned long long xid);
 
 struct GpuHealth {

@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "harness/env/health.hpp"
+#include "harness/results/row.hpp"
 #include "harness/run/context.hpp"
-#include "harness/run/result.hpp"
 
 namespace memstress {
 namespace {

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/results/row.hpp"
 #include "harness/run/params.hpp"
-#include "harness/run/result.hpp"
 
 namespace memstress {
 

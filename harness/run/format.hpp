@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 #include "harness/run/table.hpp"
 
 namespace memstress {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress {
 

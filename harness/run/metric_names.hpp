@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress {
 

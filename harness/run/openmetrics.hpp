@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress {
 

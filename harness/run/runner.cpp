@@ -12,12 +12,12 @@
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/memory/backend.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/case_clocks.hpp"
 #include "harness/run/case_sync.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/nvtx.hpp"
 #include "harness/run/progress.hpp"
-#include "harness/run/sink.hpp"
 #include "harness/run/workload.hpp"
 
 namespace memstress {

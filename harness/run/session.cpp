@@ -15,8 +15,8 @@
 #include "harness/env/environment.hpp"
 #include "harness/env/health.hpp"
 #include "harness/memory/backend.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/progress.hpp"
-#include "harness/run/sink.hpp"
 
 namespace memstress {
 

@@ -22,8 +22,8 @@
 
 #include "harness/alloc/factory.hpp"
 #include "harness/core/interrupt.hpp"
+#include "harness/results/row.hpp"
 #include "harness/run/plan.hpp"
-#include "harness/run/result.hpp"
 #include "harness/run/runner.hpp"
 
 namespace memstress {

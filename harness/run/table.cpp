@@ -9,7 +9,7 @@
 #include "harness/core/text_table.hpp"
 #include "harness/run/metric_names.hpp"
 #include "harness/run/quantity.hpp"
-#include "harness/run/rank_summary.hpp"
+#include "harness/run/rank_table.hpp"
 
 namespace memstress {
 namespace {

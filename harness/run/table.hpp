@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress {
 

@@ -3,8 +3,8 @@
 #include "gpu_test.hpp"
 #include "harness/alloc/direct_allocator.hpp"
 #include "harness/memory/cuda_backend.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/runner.hpp"
-#include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
 
 namespace memstress {

@@ -7,8 +7,8 @@
 #include "harness/alloc/factory.hpp"
 #include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/memory/cuda_backend.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/runner.hpp"
-#include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
 #include "workload_on_gpu.hpp"
 

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress::testing {
 

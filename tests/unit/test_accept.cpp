@@ -5,15 +5,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/accept/judge.hpp"
 #include "harness/accept/profile.hpp"
+#include "harness/accept/train.hpp"
 #include "harness/core/error.hpp"
 
 namespace memstress {
 namespace {
 
-compare::ResultRow row(const char* workload, std::map<std::string, std::string> params, double gbs,
-                       Better better = Better::higher, std::uint64_t errors = 0) {
-  compare::ResultRow r;
+ResultRow row(const char* workload, std::map<std::string, std::string> params, double gbs,
+              Better better = Better::higher, std::uint64_t errors = 0) {
+  ResultRow r;
   r.workload = workload;
   r.params = std::move(params);
   r.checked = 10;
@@ -117,7 +119,7 @@ TEST(AcceptProfile, ChecksTakeTheWorstMatchedRowAndBothDirections) {
 // Note [Acceptance lines an operator can act on]: what was measured with its unit, the bound it had to meet
 // and how that bound was set, and on which GPU (host, rank, index, UUID, PCI bus id): on a fail, every GPU
 // that failed the bound on its own, with its value.
-compare::ResultRow on_gpu(compare::ResultRow r, int rank, const char* host) {
+ResultRow on_gpu(ResultRow r, int rank, const char* host) {
   r.rank = rank;
   r.gpu = {host, fmt::format("cuda:{}", rank % 2), rank % 2, fmt::format("GPU-{}", rank),
            fmt::format("0000:1{}:00.0", rank)};
@@ -164,7 +166,7 @@ TEST(AcceptProfile, ALineNamesMeasuredValueUnitBoundAndTheGpusThatFailed) {
 }
 
 TEST(AcceptProfile, HostAndPciBusIdComeFromTheRanksEnvironment) {
-  std::vector<compare::ResultRow> rows(2);
+  std::vector<ResultRow> rows(2);
   rows[0].rank = 0;
   rows[0].gpu.uuid = "GPU-x";
   rows[1].rank = 1;
@@ -172,11 +174,11 @@ TEST(AcceptProfile, HostAndPciBusIdComeFromTheRanksEnvironment) {
   const auto env = nlohmann::json::parse(R"({"ranks": [
     {"rank": 0, "host": {"name": "n0"}, "gpus": [{"uuid": "GPU-x", "pci_bus_id": "0000:01:00.0"}]},
     {"rank": 1, "host": {"name": "n1"}, "device": {"uuid": "GPU-y", "pci_bus_id": "0000:02:00.0"}, "gpus": 7}]})");
-  compare::add_gpu_identity(rows, env);
-  EXPECT_EQ(compare::describe(rows[0].gpu, rows[0].rank), "host n0, rank 0, GPU ? (GPU-x, PCI 0000:01:00.0)");
+  add_gpu_identity(rows, env);
+  EXPECT_EQ(describe(rows[0].gpu, rows[0].rank), "host n0, rank 0, GPU ? (GPU-x, PCI 0000:01:00.0)");
   EXPECT_EQ(rows[1].gpu.host, "n1");
   EXPECT_EQ(rows[1].gpu.pci_bus_id, "0000:02:00.0");  // from the rank's device where gpus is not a list
-  compare::add_gpu_identity(rows, nlohmann::json::parse(R"({"ranks": "none"})"));  // lenient: left as it was
+  add_gpu_identity(rows, nlohmann::json::parse(R"({"ranks": "none"})"));  // lenient: left as it was
   EXPECT_EQ(rows[1].gpu.host, "n1");
 }
 

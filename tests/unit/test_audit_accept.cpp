@@ -6,7 +6,9 @@
 
 #include <string>
 
+#include "harness/accept/judge.hpp"
 #include "harness/accept/profile.hpp"
+#include "harness/accept/train.hpp"
 #include "harness/core/error.hpp"
 
 namespace memstress {
@@ -81,8 +83,8 @@ TEST(AuditProfile, AliasesOfTheWrongKindNameTheKeyAndLine) {
   EXPECT_EQ(e.find("internal"), std::string::npos) << e;
 }
 
-compare::ResultRow row(const char* workload, Verdict verdict, double value, std::string reason = {}) {
-  compare::ResultRow r;
+ResultRow row(const char* workload, Verdict verdict, double value, std::string reason = {}) {
+  ResultRow r;
   r.workload = workload;
   r.verdict = verdict;
   r.reason = std::move(reason);

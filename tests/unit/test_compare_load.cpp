@@ -8,9 +8,9 @@
 #include <functional>
 #include <string>
 
-#include "harness/compare/lenient_json.hpp"
-#include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
+#include "harness/results/lenient_json.hpp"
+#include "harness/results/read.hpp"
 #include "temp_dir.hpp"
 
 namespace memstress::compare {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "harness/results/rank_summary.hpp"
 #include "harness/run/format.hpp"
-#include "harness/run/rank_summary.hpp"
 #include "metric_fixture.hpp"
 
 namespace memstress {

@@ -9,8 +9,8 @@
 
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/format.hpp"
-#include "harness/run/sink.hpp"
 #include "temp_dir.hpp"
 
 namespace memstress {

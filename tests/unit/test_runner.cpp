@@ -6,9 +6,9 @@
 #include "harness/alloc/direct_allocator.hpp"
 #include "harness/core/error.hpp"
 #include "harness/memory/sim_backend.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/registry.hpp"
 #include "harness/run/runner.hpp"
-#include "harness/run/sink.hpp"
 
 namespace memstress {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "harness/alloc/factory.hpp"
 #include "harness/memory/sim_backend.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/registry.hpp"
 #include "harness/run/runner.hpp"
-#include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
 #include "workload_run.hpp"
 

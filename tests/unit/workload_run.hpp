@@ -14,9 +14,9 @@
 #include "harness/alloc/factory.hpp"
 #include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/memory/sim_backend.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/runner.hpp"
-#include "harness/run/sink.hpp"
 #include "suites/registry.hpp"
 
 namespace memstress::testing {

@@ -11,7 +11,7 @@
 
 #include "harness/core/json_input.hpp"
 
-namespace memstress::compare {
+namespace memstress {
 
 // Throws InputError where the text is not JSON but for those words, or nests too deep. `first_word`, where
 // given, is set to the offset of the first such word read as null (std::string_view::npos: none).
@@ -19,4 +19,4 @@ namespace memstress::compare {
 nlohmann::json parse_json_allowing_nan(std::string_view text, std::size_t* first_word = nullptr,
                                        const StreamedArray* streamed = nullptr);
 
-}  // namespace memstress::compare
+}  // namespace memstress

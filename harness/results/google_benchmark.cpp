@@ -9,13 +9,13 @@
 #include <limits>
 #include <map>
 
-#include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/json_field.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/results/read.hpp"
 #include "harness/stats/summary.hpp"
 
-namespace memstress::compare {
+namespace memstress {
 namespace {
 
 // The keys JSONReporter writes itself; every other number in an entry is a user counter.
@@ -209,4 +209,4 @@ Results google_benchmark_results(const nlohmann::json& document) {
   return r;
 }
 
-}  // namespace memstress::compare
+}  // namespace memstress

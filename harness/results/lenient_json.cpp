@@ -1,4 +1,4 @@
-#include "harness/compare/lenient_json.hpp"
+#include "harness/results/lenient_json.hpp"
 
 #include <array>
 #include <span>
@@ -6,7 +6,7 @@
 
 #include "harness/core/json_input.hpp"
 
-namespace memstress::compare {
+namespace memstress {
 
 nlohmann::json parse_json_allowing_nan(std::string_view text, std::size_t* first_word,
                                        const StreamedArray* streamed) {
@@ -58,4 +58,4 @@ nlohmann::json parse_json_allowing_nan(std::string_view text, std::size_t* first
   return parse_json_input(out, streamed);
 }
 
-}  // namespace memstress::compare
+}  // namespace memstress

@@ -27,8 +27,8 @@
 #include <optional>
 #include <string_view>
 
-#include "harness/run/result.hpp"
-#include "harness/run/row_spool.hpp"
+#include "harness/results/row.hpp"
+#include "harness/results/row_spool.hpp"
 
 namespace memstress {
 

@@ -21,7 +21,7 @@ inline constexpr const char* kSchemaId = "memstress.run/1";
 // is far beyond any machine).
 inline constexpr int kMaxRank = 999'999;
 // A rank is a straggler in a case's metric when it is worse than the median across ranks by more than
-// this fraction (run --straggler-pct; harness/run/rank_summary.hpp).
+// this fraction (run --straggler-pct; harness/results/rank_summary.hpp).
 inline constexpr double kDefaultStragglerThreshold = 0.10;
 
 enum class Verdict { pass, fail, skip, error };
@@ -50,6 +50,19 @@ struct MetricResult {
 
 // The metric of that name, or nullptr.
 const MetricResult* find_metric(const std::vector<MetricResult>& metrics, std::string_view name) noexcept;
+
+// Note [The key of a measurement]. One measurement, across the ranks of a run, the runs of a fleet and the
+// versions of a GPU's driver, is named by its workload, its case (the label of its parameters, in axis
+// order), its allocator and its metric; the metric's unit and direction go with it. Whatever groups
+// measurements (the rank summary, the fleet store's observations) keys them by this.
+struct MeasurementKey {
+  std::string workload;
+  std::string case_label;  // "bytes=64M pattern=random"
+  std::string allocator;
+  std::string metric;
+  std::string unit;
+  Better better = Better::none;
+};
 
 struct DeviceRef {
   std::string label;  // "cuda:0", "sim:80G"
@@ -106,9 +119,9 @@ void to_json(nlohmann::json& j, const Row& row);
 [[nodiscard]] MetricResult read_metric(const JsonField& j, std::string name);
 // read_metric, keeping m.name.
 void from_json(const nlohmann::json& j, MetricResult& m);
-// Reads a row as to_json writes it (row_json.cpp). Throws nlohmann::json::exception or InputError.
+// Reads a row as to_json writes it. Throws nlohmann::json::exception or InputError.
 void from_json(const nlohmann::json& j, Row& row);
-// The run without its rows (the first line of the JSON Lines stream).
+// The run without its rows (the first line of the JSON Lines stream; document.cpp).
 nlohmann::json header_json(const RunRecord& run);
 // The whole document (with "rank_summary" when the run had several ranks).
 nlohmann::json run_json(const RunRecord& run);

@@ -1,7 +1,7 @@
 #pragma once
 
-// One side of a comparison: a results file read into rows that `compare` can match and judge, whatever
-// wrote it. Two kinds are read:
+// A results file read back into rows, whatever wrote it: what `compare` matches and judges, `accept` checks
+// and the fleet store (harness/db) keeps. The one reader of results files; two kinds are read:
 //
 // - memstress results (memstress.run/1, results/README.md): the `.json` document, or the `.jsonl` stream
 //   of the same run (its header and rows; a run that crashed has no footer, and a last line cut short
@@ -22,9 +22,9 @@
 #include <utility>
 #include <vector>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
-namespace memstress::compare {
+namespace memstress {
 
 enum class ResultsKind { memstress, google_benchmark };
 std::string_view to_string(ResultsKind kind) noexcept;  // "memstress results", "Google Benchmark JSON"
@@ -135,4 +135,4 @@ Results google_benchmark_results(const nlohmann::json& document);
 // `prefix` ("" for rank 0, "rank 1 " for rank 1, ...).
 std::vector<Fact> rank_facts(const nlohmann::json& rank, const std::string& prefix);
 
-}  // namespace memstress::compare
+}  // namespace memstress

@@ -1,4 +1,4 @@
-#include "harness/run/row_spool.hpp"
+#include "harness/results/row_spool.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>

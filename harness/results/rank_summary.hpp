@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/run/result.hpp"
+#include "harness/results/row.hpp"
 
 namespace memstress {
 
@@ -21,13 +21,8 @@ struct Straggler {
   double worse = 0;  // by this fraction of the median (0.25: 25 % worse)
 };
 
-struct RankSpread {
-  std::string workload;
-  std::string case_label;
-  std::string allocator;
-  std::string metric;
-  std::string unit;
-  Better better = Better::none;
+// A measurement (Note [The key of a measurement] in row.hpp) across the ranks that reported it.
+struct RankSpread : MeasurementKey {
   int ranks = 0;  // how many ranks reported it
   double min = 0;
   double median = 0;
@@ -43,7 +38,5 @@ std::vector<RankSpread> summarize_ranks(const std::vector<Row>& rows, double thr
 int count_ranks(const std::vector<Row>& rows);
 
 nlohmann::json rank_summary_json(const std::vector<RankSpread>& spreads, double threshold);
-// The table `run` prints after the rows: one line per case and metric, stragglers named.
-std::string format_rank_summary(const std::vector<RankSpread>& spreads, double threshold);
 
 }  // namespace memstress

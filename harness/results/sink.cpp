@@ -1,4 +1,4 @@
-#include "harness/run/sink.hpp"
+#include "harness/results/sink.hpp"
 
 #include <fmt/format.h>
 

@@ -6,13 +6,13 @@
 
 #include <array>
 
-#include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/json_field.hpp"
 #include "harness/core/json_text.hpp"
 #include "harness/core/units.hpp"
+#include "harness/results/read.hpp"
 
-namespace memstress::compare {
+namespace memstress {
 namespace {
 
 // A JSON value as text for people: strings as they are, booleans on/off.
@@ -313,4 +313,4 @@ ResultRow result_row(const Row& row) {
   return r;
 }
 
-}  // namespace memstress::compare
+}  // namespace memstress

@@ -1,20 +1,21 @@
 // Reading a results file of either kind, telling them apart by content; every error names the file.
 
+#include "harness/results/read.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <optional>
 
-#include "harness/compare/lenient_json.hpp"
-#include "harness/compare/results.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/input_file.hpp"
 #include "harness/core/json_field.hpp"
 #include "harness/core/json_input.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/results/lenient_json.hpp"
 
-namespace memstress::compare {
+namespace memstress {
 namespace {
 
 std::vector<std::string_view> split_lines(std::string_view text) {
@@ -219,4 +220,4 @@ Results load_results(const std::filesystem::path& path, std::string_view role) {
   }
 }
 
-}  // namespace memstress::compare
+}  // namespace memstress

@@ -1,0 +1,285 @@
+#include "harness/accept/judge.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "harness/core/units.hpp"
+
+namespace memstress {
+namespace {
+
+// "55.1 GB/s", "1.5 GiB" (a byte count in human units), "0 data errors", "0.9369" (a ratio or share).
+std::string with_unit(double v, const std::string& unit, int digits = 4) {
+  if (v == 1 && (unit == "data errors" || unit == "rows not passed")) {
+    return unit == "data errors" ? "1 data error" : "1 row not passed";
+  }
+  if ((unit == "bytes" || unit == "bytes/epoch") && v >= 0 && v < 1.8e19) {
+    return human_bytes(static_cast<std::uint64_t>(v)) + (unit == "bytes" ? "" : "/epoch");
+  }
+  const std::string number = std::abs(v) >= 1e9   ? fmt::format("{:.{}g}G", v / 1e9, digits)
+                             : std::abs(v) >= 1e6 ? fmt::format("{:.{}g}M", v / 1e6, digits)
+                             : std::abs(v) >= 1e5 ? fmt::format("{:.{}g}k", v / 1e3, digits)
+                                                  : fmt::format("{:.{}g}", v, digits);
+  const bool plain = unit.empty() || unit == "ratio" || unit == "share" || unit == "count" || unit == "flag";
+  return plain ? number : fmt::format("{} {}", number, unit);
+}
+
+// The bounds a value must meet, each as [lower or upper, value, how it was set].
+struct Bound {
+  bool at_least = true;
+  double value = 0;
+  std::string from;  // "0.75 x golden 55.03 GB/s", "" for an absolute bound
+};
+
+std::vector<Bound> bounds_of(const AcceptCheck& check, const Measured& m) {
+  std::vector<Bound> out;
+  if (check.golden) {
+    const std::string golden = with_unit(*check.golden, m.unit);
+    out.push_back(m.higher_better ? Bound{true, check.factor * *check.golden,
+                                          fmt::format("{} x golden {}", check.factor, golden)}
+                                  : Bound{false, *check.golden / check.factor,
+                                          fmt::format("golden {} / {}", golden, check.factor)});
+  }
+  if (check.min) {
+    out.push_back({true, *check.min, ""});
+  }
+  if (check.max) {
+    out.push_back({false, *check.max, ""});
+  }
+  return out;
+}
+
+bool meets(double v, const std::vector<Bound>& bounds) {
+  return std::all_of(bounds.begin(), bounds.end(),
+                     [&](const Bound& b) { return b.at_least ? v >= b.value : v <= b.value; });
+}
+
+// Why a matched row could not measure the check's metric ("nvlink.errors (no NVLink is active on this GPU)"),
+// from its kNotMeasured note; nullopt when no matched row says so.
+std::optional<std::string> not_measured(const AcceptCheck& check, const AcceptRows& rows) {
+  const std::string prefix = fmt::format("{}{} ", kNotMeasured, check.metric);
+  for (const ResultRow& row : rows) {
+    if (!matches(row, check)) {
+      continue;
+    }
+    for (const std::string& note : row.notes) {
+      if (note.rfind(prefix, 0) == 0) {
+        return note.substr(kNotMeasured.size());
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool on_one_gpu(const ResultRow& a, const ResultRow& b) {
+  return a.rank == b.rank && a.gpu.uuid == b.gpu.uuid && a.gpu.index == b.gpu.index &&
+         a.gpu.host == b.gpu.host;
+}
+
+// The rows to name in the line: on a fail, those that fail the bounds on their own (for a count, the rows
+// that have any), else the worst one. Several rows of one GPU are named once, with their worst value.
+std::vector<RowValue> named_rows(const Measured& m, const std::vector<Bound>& bounds, bool pass) {
+  std::vector<RowValue> out;
+  const auto worse = [&](double a, double b) { return m.higher_better ? a < b : a > b; };
+  for (const RowValue& rv : m.values) {
+    const bool bad = m.is_sum ? rv.value > 0 : !meets(rv.value, bounds);
+    if (pass || !bad) {
+      continue;
+    }
+    const auto same_gpu =
+        std::find_if(out.begin(), out.end(), [&](const RowValue& o) { return on_one_gpu(*o.row, *rv.row); });
+    if (same_gpu == out.end()) {
+      out.push_back(rv);
+    } else if (m.is_sum) {
+      same_gpu->value += rv.value;
+    } else if (worse(rv.value, same_gpu->value)) {
+      *same_gpu = rv;
+    }
+  }
+  if (out.empty()) {  // a pass, or a sum over the bound that no row exceeds alone: the worst row
+    const auto worst =
+        std::min_element(m.values.begin(), m.values.end(), [&](const RowValue& a, const RowValue& b) {
+          return worse(a.value, b.value) || (m.is_sum && a.value > b.value);
+        });
+    out.push_back(*worst);
+  }
+  return out;
+}
+
+// The rows a check matched, and those of them the harness skipped.
+struct Matched {
+  std::size_t rows = 0;
+  std::size_t skipped = 0;
+  const ResultRow* first_skipped = nullptr;
+};
+
+Matched count_matched(const AcceptCheck& check, const AcceptRows& rows) {
+  Matched out;
+  for (const ResultRow& row : rows) {
+    if (matches(row, check)) {
+      ++out.rows;
+      if (row.verdict == Verdict::skip) {
+        out.skipped += 1;
+        out.first_skipped = out.first_skipped != nullptr ? out.first_skipped : &row;
+      }
+    }
+  }
+  return out;
+}
+
+// Why the first skipped row was skipped, its first line.
+std::string skip_reason(const Matched& matched) {
+  const std::string& reason = matched.first_skipped->reason;
+  return reason.substr(0, reason.find('\n'));
+}
+
+CheckOutcome too_few_ranks(const AcceptCheck& check, int ranks) {
+  CheckOutcome out;
+  out.skipped = true;
+  out.detail = fmt::format("needs {} ranks (the run had {}): run it under mpirun -np {}", check.min_ranks,
+                           ranks, check.min_ranks);
+  return out;
+}
+
+// Rows it matched, all skipped by the harness: nothing to judge (not a pass, and not the GPU's fault).
+CheckOutcome all_skipped(const Matched& matched) {
+  CheckOutcome out;
+  out.skipped = true;
+  out.not_run = true;
+  out.detail = fmt::format("not judged: its {} row(s) were skipped ({})", matched.rows, skip_reason(matched));
+  return out;
+}
+
+// No matched row gave a value: a figure this GPU does not give is skipped; anything else fails.
+CheckOutcome unmeasured(const AcceptCheck& check, const AcceptRows& rows) {
+  CheckOutcome out;
+  if (const std::optional<std::string> why = not_measured(check, rows)) {
+    out.skipped = true;  // this GPU does not give the figure (no NVLink, a query NVML lacks): not its fault
+    out.detail = fmt::format("not measured on this GPU: {}", *why);
+    return out;
+  }
+  const bool workload_ran = std::any_of(rows.begin(), rows.end(),
+                                        [&](const ResultRow& row) { return row.workload == check.workload; });
+  out.detail = workload_ran ? fmt::format("no {} row with metric {} matched", check.workload, check.metric)
+                            : fmt::format(
+                                  "these results have no {} row at all (made by a run without that "
+                                  "workload, or before it existed): accept on the GPU to judge it",
+                                  check.workload);
+  return out;
+}
+
+// ">= 41.27 GB/s (0.75 x golden 55.03 GB/s) and <= 60 GB/s"
+std::string bounds_text(const std::vector<Bound>& bounds, const std::string& unit) {
+  std::vector<std::string> parts;
+  for (const Bound& b : bounds) {
+    parts.push_back(fmt::format("{} {}{}", b.at_least ? ">=" : "<=", with_unit(b.value, unit),
+                                b.from.empty() ? std::string() : fmt::format(" ({})", b.from)));
+  }
+  return fmt::format("{}", fmt::join(parts, " and "));
+}
+
+// The GPUs named: each with its value, or (`one_gpu`) the one GPU alone.
+std::string where_text(const Measured& m, const std::vector<RowValue>& named, bool one_gpu) {
+  std::vector<std::string> gpus;
+  for (const RowValue& rv : named) {
+    const std::string gpu = describe(rv.row->gpu, rv.row->rank);
+    gpus.push_back(one_gpu ? gpu : fmt::format("{} on {}", with_unit(rv.value, m.unit), gpu));
+  }
+  return fmt::format("{}", fmt::join(gpus, "; "));
+}
+
+// Which rows the value is of: "3 rows", "total of 3 rows", "lowest of 3 rows".
+std::string which_rows(const Measured& m) {
+  const std::string rows_text = fmt::format("{} row{}", m.rows, m.rows == 1 ? "" : "s");
+  if (m.is_sum) {
+    return fmt::format("total of {}", rows_text);
+  }
+  return m.values.size() == 1 ? rows_text
+                              : fmt::format("{} of {}", m.higher_better ? "lowest" : "highest", rows_text);
+}
+
+// The measured value; a fail whose value prints as its bound ("measured 0.999, needs >= 0.999") shows more
+// digits.
+std::string measured_text(const Measured& m, const std::vector<Bound>& bounds, bool pass) {
+  const bool ties = !pass && std::any_of(bounds.begin(), bounds.end(), [&](const Bound& b) {
+    return with_unit(b.value, m.unit) == with_unit(m.value, m.unit);
+  });
+  return with_unit(m.value, m.unit, ties ? 10 : 4);
+}
+
+// What the failing rows say of this figure ("xid.events: XID 79 during the run (...)"): the why, as
+// "; ..." to append, or "".
+std::string failing_notes(const AcceptCheck& check, const std::vector<RowValue>& named) {
+  std::vector<std::string> about;
+  const std::string prefix = check.metric + ": ";
+  for (const RowValue& rv : named) {
+    for (const std::string& note : rv.row->notes) {
+      if (note.starts_with(prefix) &&
+          std::find(about.begin(), about.end(), note.substr(prefix.size())) == about.end()) {
+        about.push_back(note.substr(prefix.size()));
+      }
+    }
+  }
+  return about.empty() ? std::string() : fmt::format("; {}", fmt::join(about, "; "));
+}
+
+// The measured value held to the check's bounds.
+CheckOutcome judge(const AcceptCheck& check, const Measured& m) {
+  CheckOutcome out;
+  out.measured = m.value;
+  out.unit = m.unit;
+  const std::vector<Bound> bounds = bounds_of(check, m);
+  out.pass = !bounds.empty() && meets(m.value, bounds);
+  out.bound = bounds.empty() ? "none (train the profile: --train)" : bounds_text(bounds, m.unit);
+  const std::vector<RowValue> named = named_rows(m, bounds, out.pass);
+  // One GPU gave every row (a one-GPU run): it is named once, without a value of its own.
+  const bool one_gpu = std::all_of(m.values.begin(), m.values.end(), [&](const RowValue& rv) {
+    return on_one_gpu(*rv.row, *named.front().row);
+  });
+  out.where = where_text(m, named, one_gpu);
+  const std::string on = one_gpu ? "on" : out.pass ? "worst:" : "failing:";
+  out.detail = fmt::format("measured {} ({}), needs {}; {} {}", measured_text(m, bounds, out.pass),
+                           which_rows(m), out.bound, on, out.where);
+  if (!out.pass) {
+    out.detail += failing_notes(check, named);
+  }
+  return out;
+}
+
+// Some of its rows were skipped (one GPU's case could not run): a pass of the others does not judge every
+// GPU.
+void not_judged_everywhere(CheckOutcome& out, const Matched& matched) {
+  out.pass = false;
+  out.skipped = true;
+  out.not_run = true;
+  out.detail = fmt::format("not judged on every GPU: {} of its {} rows were skipped ({}); the others: {}",
+                           matched.skipped, matched.rows, skip_reason(matched), out.detail);
+}
+
+}  // namespace
+
+CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int ranks) {
+  if (check.min_ranks > ranks) {
+    return too_few_ranks(check, ranks);
+  }
+  const Matched matched = count_matched(check, rows);
+  if (matched.rows > 0 && matched.skipped == matched.rows) {
+    return all_skipped(matched);
+  }
+  const std::optional<Measured> m = measure(check, rows);
+  if (!m) {
+    return unmeasured(check, rows);
+  }
+  CheckOutcome out = judge(check, *m);
+  if (out.pass && matched.skipped > 0) {
+    not_judged_everywhere(out, matched);
+  }
+  return out;
+}
+
+}  // namespace memstress

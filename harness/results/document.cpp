@@ -1,0 +1,39 @@
+// The run as a JSON document: its header (also the first line of the .jsonl stream) and the whole.
+
+#include "harness/results/rank_summary.hpp"
+#include "harness/results/row.hpp"
+
+namespace memstress {
+
+nlohmann::json header_json(const RunRecord& run) {
+  nlohmann::json j{
+      {"schema", kSchemaId},
+      {"memstress", {{"version", run.tool_version}, {"git_sha", run.git_sha}}},
+      {"argv", run.argv},
+      {"started_at", run.started_at},
+      {"ended_at", run.ended_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.ended_at)},
+      {"status", to_string(run.status)},
+      {"abort_reason", run.abort_reason},
+      {"config", run.config.is_null() ? nlohmann::json::object() : run.config},
+      {"environment", run.environment.is_null() ? nlohmann::json::object() : run.environment},
+  };
+  return j;
+}
+
+nlohmann::json run_json(const RunRecord& run) {
+  nlohmann::json j = header_json(run);
+  j["rows"] = run.rows;
+  const VerdictCounts counts = count_verdicts(run.rows);
+  j["summary"] = {{"rows", run.rows.size()},
+                  {"pass", counts.pass},
+                  {"fail", counts.fail},
+                  {"skip", counts.skip},
+                  {"error", counts.error}};
+  if (run.ranks > 1) {
+    j["rank_summary"] =
+        rank_summary_json(summarize_ranks(run.rows, run.straggler_threshold), run.straggler_threshold);
+  }
+  return j;
+}
+
+}  // namespace memstress
