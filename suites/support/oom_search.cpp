@@ -82,21 +82,47 @@ std::uint64_t allocator_capacity(const Allocator& allocator) {
              : std::min(capacity, static_cast<std::uint64_t>(std::max<std::int64_t>(limit->second, 0)));
 }
 
-std::uint64_t largest_allocatable(Allocator& allocator, std::uint64_t limit, std::uint64_t step,
-                                  SearchLog& log) {
-  // Bisection over multiples of step: lo always fits (0 trivially), hi is taken to fail (one past the
-  // limit, never probed).
-  std::uint64_t lo = 0;
-  std::uint64_t hi = limit / step + 1;
-  while (hi - lo > 1) {
-    const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (probe(allocator, mid * step, log)) {
-      lo = mid;
-    } else {
-      hi = mid;
+std::uint64_t largest_from(std::uint64_t hint, std::uint64_t top,
+                           const std::function<bool(std::uint64_t)>& fits) {
+  std::uint64_t fit = 0;         // fits (0 trivially)
+  std::uint64_t fail = top + 1;  // fails (one past the top: never asked)
+  const std::uint64_t first = std::min(hint, top);
+  if (first == 0 || fits(first)) {  // up from the hint by 1, 2, 4, ...
+    fit = first;
+    for (std::uint64_t gap = 1; fit + gap < fail; gap *= 2) {
+      if (!fits(fit + gap)) {
+        fail = fit + gap;
+        break;
+      }
+      fit += gap;
+    }
+  } else {  // down from it by 1, 2, 4, ...
+    fail = first;
+    for (std::uint64_t gap = 1; fail > gap; gap *= 2) {
+      if (fits(fail - gap)) {
+        fit = fail - gap;
+        break;
+      }
+      fail -= gap;
     }
   }
-  return lo * step;
+  while (fail - fit > 1) {
+    const std::uint64_t mid = fit + (fail - fit) / 2;
+    if (fits(mid)) {
+      fit = mid;
+    } else {
+      fail = mid;
+    }
+  }
+  return fit;
+}
+
+std::uint64_t largest_allocatable(Allocator& allocator, std::uint64_t limit, std::uint64_t step,
+                                  SearchLog& log) {
+  allocator.empty_cache();
+  const std::uint64_t free = allocator.backend().mem_info().free;
+  return step * largest_from(free / step, limit / step,
+                             [&](std::uint64_t n) { return probe(allocator, n * step, log); });
 }
 
 std::uint64_t max_fitting(std::uint64_t start, const std::function<bool(std::uint64_t)>& fits) {

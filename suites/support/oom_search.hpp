@@ -5,8 +5,13 @@
 // Design. Every search probes the shared allocator and treats OutOfMemoryError as an answer, never as a
 // failure: SearchLog counts probes and refusals and keeps the first refusal's message (PyTorch-style, with
 // the largest free block) for the case's notes. Two searches:
-//   - largest_allocatable: the largest single allocation, by bisection over multiples of a step between 0
-//     and a limit (the device's free memory plus what the allocator caches: no allocation can be larger).
+//   - largest_allocatable: the largest single allocation, as a multiple of a step up to a limit (the
+//     device's free memory plus what the allocator caches: no allocation can be larger). The search
+//     starts at the device's free memory after empty_cache() (largest_from): the answer nearly always
+//     lies a few steps under it, so a handful of probes find it where bisection from 0 took
+//     log2(limit / step), about 16 allocations of nearly the whole GPU. Those are what cost: the driver
+//     serves one such allocation at a time across processes, so with a rank per GPU the ranks' probes
+//     queue behind each other.
 //     Each probe is freed at once and followed by empty_cache(), so a probe's cached segment never stands
 //     in the next probe's way and the cache never holds the device between probes.
 //   - max_fitting: the largest batch size, found the way users find it: start from a batch that surely
@@ -47,6 +52,12 @@ std::uint64_t allocatable_bound(const Allocator& allocator);
 
 // The device's capacity as the allocator sees it: the cap (limit_bytes) where that is smaller.
 std::uint64_t allocator_capacity(const Allocator& allocator);
+
+// The largest n in [0, top] with fits(n) (fits(0) is taken as true and never asked), for a monotone
+// fits: from `hint` up (if it fits) or down by 1, 2, 4, ... until the answer is bracketed, then bisection.
+// About 2 log2(distance from the hint) questions; at most about 2 log2(top).
+std::uint64_t largest_from(std::uint64_t hint, std::uint64_t top,
+                           const std::function<bool(std::uint64_t)>& fits);
 
 // The largest multiple of `step` in [0, limit] that `allocator` hands out as one block.
 std::uint64_t largest_allocatable(Allocator& allocator, std::uint64_t limit, std::uint64_t step,
