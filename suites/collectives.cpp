@@ -1,13 +1,29 @@
 // collectives: NCCL all_reduce, all_gather, reduce_scatter, broadcast, alltoall and a sendrecv ring over
 // buffers from the shared caching allocator, with nccl-tests' bandwidth figures.
 //
-// Note [What is measured]. As nccl-tests does: in prepare, a few collectives to warm up (NCCL connects its
-// peers lazily); then per repetition `inner` collectives back to back on one stream between two CUDA
-// events, behind a short spin kernel; time = elapsed / inner, averaged over the ranks (World::all_gather).
-// `inner` is chosen so one sample moves at least 1 GiB (5 to 200 collectives). Sizes, algbw and busbw as in
-// kernels/collective_values.hpp (Note [Sizes, as nccl-tests counts them]). Every wait on a stream with NCCL
-// work goes through NcclComm::wait, with the run's --timeout (World::timeout), never cudaStreamSynchronize: a
-// dead or hung peer ends the case with an error instead of a hang.
+// Note [What is measured]. Three ways to time (`timing`), two of them nccl-tests' own:
+//   events  (the default) In prepare, a few collectives to warm up (NCCL connects its peers lazily); then
+//           per repetition `inner` collectives back to back on one stream between two CUDA events, behind
+//           a short spin kernel, so the GPU time excludes the host's launch gaps; time = elapsed / inner,
+//           averaged over the ranks (World::all_gather). `inner` is chosen so one sample moves at least
+//           1 GiB (5 to 200 collectives).
+//   host    nccl-tests' default (BenchTime): one collective waited for, a barrier of all ranks, then a host
+//           clock around `iters` collectives launched back to back and the wait for the last (polled
+//           without sleeping, NcclComm::Poll::spin); time = elapsed / iters, averaged over the ranks. At
+//           small sizes this includes each launch's host cost, which the events method hides.
+//   graph   nccl-tests' -G 1: the `iters` collectives captured once into a CUDA graph, then timed as host
+//           but launched as one graph.
+// One repetition is one nccl-tests line; the summary's p50 and p99 are over the repetitions (-n). Sizes,
+// algbw and busbw as in kernels/collective_values.hpp (Note [Sizes, as nccl-tests counts them]); a size
+// under one element per rank is a skip (nccl-tests prints such sizes as 0 bytes). Every wait on a stream with
+// NCCL work goes through NcclComm::wait, with the run's --timeout (World::timeout), never
+// cudaStreamSynchronize: a dead or hung peer ends the case with an error instead of a hang.
+//
+// Note [Where the buffers come from]. From the shared caching allocator (buffers=allocator, the point of
+// the workload), or from ncclMemAlloc (buffers=ncclmem), as nccl-tests has allocated them since NCCL 2.19.
+// The difference shows in a CUDA graph: NCCL registers ncclMemAlloc memory captured in a graph for
+// zero-copy transfers (NCCL_GRAPH_REGISTER), which plain cudaMalloc memory does not get, so nccl-tests -G
+// figures are to be set beside buffers=ncclmem timing=graph.
 //
 // Note [The reference]. With pressure=none each repetition also times the same collectives between plain
 // cudaMalloc buffers (cuda::DeviceBuffer): `ref_busbw`, and `vs_ref` = busbw / ref_busbw sample by sample
@@ -39,9 +55,11 @@
 #include "harness/alloc/allocator.hpp"
 #include "harness/core/cuda_check.hpp"
 #include "harness/core/error.hpp"
+#include "harness/dist/nccl_buffer.hpp"
 #include "harness/dist/nccl_comm.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/memory/backend.hpp"
+#include "harness/memory/cuda_graph.hpp"
 #include "harness/memory/cuda_handles.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/workload.hpp"
@@ -63,6 +81,19 @@ constexpr std::uint64_t kSampleBytes = 1ULL << 30U;  // each sample moves at lea
 constexpr std::uint64_t kMinInner = 5;
 constexpr std::uint64_t kMaxInner = 200;
 constexpr int kWarmup = 3;
+constexpr std::int64_t kDefaultIters = 20;  // nccl-tests' -n
+
+enum class Timing { events, host, graph };
+
+Timing parse_timing(std::string_view name) {
+  return name == "host" ? Timing::host : name == "graph" ? Timing::graph : Timing::events;
+}
+
+// A block's address and size.
+struct Span {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
 
 // A send and a receive pointer (the same block when in place).
 struct Buffers {
@@ -77,6 +108,9 @@ class CollectivesRun final : public CaseRun {
         dtype_(parse_dtype(ctx.params().text("dtype"))),
         in_place_(ctx.params().text("place") == "in"),
         churn_(ctx.params().text("pressure") == "churn"),
+        timing_(parse_timing(ctx.params().text("timing"))),
+        nccl_buffers_(ctx.params().text("buffers") == "ncclmem"),
+        iters_(static_cast<std::uint64_t>(ctx.params().integer("iters"))),
         bytes_(ctx.params().bytes("bytes")),
         device_(ctx.device().info().ordinal),
         world_(&ctx.world()),
@@ -93,9 +127,8 @@ class CollectivesRun final : public CaseRun {
     }
     layout_ = kernels::collective_layout(collective_, bytes_, dtype_, comm_->size(), comm_->rank());
     if (layout_.send_count == 0 || layout_.recv_count == 0) {
-      throw InputError(
-          fmt::format("collectives: bytes={} is less than one {}-byte element per rank on {} ranks", bytes_,
-                      kernels::dtype_size(dtype_), comm_->size()));
+      throw SkipCase(fmt::format("bytes={} is less than one {}-byte element per rank on {} ranks", bytes_,
+                                 kernels::dtype_size(dtype_), comm_->size()));
     }
     size_bytes_ = static_cast<double>(layout_.size_count() * kernels::dtype_size(dtype_));
     inner_ =
@@ -110,6 +143,12 @@ class CollectivesRun final : public CaseRun {
       }
     }
     comm_->wait(stream(), world_->timeout(), what_ + " (warm-up)");
+    if (timing_ == Timing::graph) {
+      mine_graph_ = capture(mine_);
+      if (!churn_) {
+        ref_graph_ = capture(ref_);
+      }
+    }
   }
 
   // Nothing is freed under NCCL work still in flight (after an exception between an enqueue and its wait):
@@ -131,7 +170,7 @@ class CollectivesRun final : public CaseRun {
 
   void iteration(CaseContext& ctx) override {
     const cuda::ScopedDevice on(device_);
-    const double quiet = timed(mine_);
+    const double quiet = timed(mine_, mine_graph_);
     const Bandwidth bw = churn_ ? under_pressure(ctx) : bandwidth(collective_, size_bytes_, quiet, ranks());
     ctx.record("busbw", "GB/s", Better::higher, bw.busbw);
     ctx.record("algbw", "GB/s", Better::higher, bw.algbw);
@@ -141,7 +180,7 @@ class CollectivesRun final : public CaseRun {
       ctx.record("slowdown", "ratio", Better::lower, q.algbw / bw.algbw);  // = the busbw ratio
     } else {
       ctx.record("time", "us", Better::lower, quiet * 1e6);
-      const Bandwidth ref = bandwidth(collective_, size_bytes_, timed(ref_), ranks());
+      const Bandwidth ref = bandwidth(collective_, size_bytes_, timed(ref_, ref_graph_), ranks());
       ctx.record("ref_busbw", "GB/s", Better::higher, ref.busbw);
       ctx.record("vs_ref", "ratio", Better::higher, bw.algbw / ref.algbw);  // = the busbw ratio
     }
@@ -174,16 +213,20 @@ class CollectivesRun final : public CaseRun {
     const std::uint64_t recv_bytes = layout_.recv_count * element();
     const std::uint64_t block_bytes = layout_.size_count() * element();
     const StreamRef s = StreamRef::from(stream());
-    if (in_place_) {
-      recv_block_ = DeviceBlock(*allocator_, block_bytes, s);
-      mine_ = place(recv_block_.get(), recv_block_.get());
+    if (nccl_buffers_) {  // Note [Where the buffers come from]
+      nccl_recv_ = NcclBuffer(in_place_ ? block_bytes : recv_bytes);
+      nccl_send_ = in_place_ ? NcclBuffer() : NcclBuffer(send_bytes);
+      recv_ = {nccl_recv_.data(), nccl_recv_.size()};
+      send_ = {nccl_send_.data(), nccl_send_.size()};
     } else {
-      send_block_ = DeviceBlock(*allocator_, send_bytes, s);
-      recv_block_ = DeviceBlock(*allocator_, recv_bytes, s);
-      mine_ = place(send_block_.get(), recv_block_.get());
+      recv_block_ = DeviceBlock(*allocator_, in_place_ ? block_bytes : recv_bytes, s);
+      send_block_ = in_place_ ? DeviceBlock() : DeviceBlock(*allocator_, send_bytes, s);
+      recv_ = {recv_block_.get(), recv_block_.size()};
+      send_ = {send_block_.get(), send_block_.size()};
     }
-    clear(send_block_.get(), send_block_.size());
-    clear(recv_block_.get(), recv_block_.size());
+    mine_ = in_place_ ? place(recv_.data, recv_.data) : place(send_.data, recv_.data);
+    clear(send_.data, send_.bytes);
+    clear(recv_.data, recv_.bytes);
     if (churn_) {
       return;  // no reference under pressure (Note [The reference])
     }
@@ -210,8 +253,41 @@ class CollectivesRun final : public CaseRun {
     enqueue_collective(collective_, dtype_, layout_, b.send, b.recv, *comm_, stream());
   }
 
+  // Note [What is measured] (graph): `iters` collectives in one graph.
+  cuda::CapturedGraph capture(const Buffers& b) {
+    return {stream(), [&] {
+              for (std::uint64_t i = 0; i < iters_; ++i) {
+                enqueue(b);
+              }
+            }};
+  }
+
   // Note [What is measured]: seconds per collective, averaged over the ranks.
-  double timed(const Buffers& b) {
+  double timed(const Buffers& b, const cuda::CapturedGraph& graph) {
+    const double local = timing_ == Timing::events ? timed_by_events(b) : timed_by_host(b, graph);
+    const std::vector<double> all = world_->all_gather(local);
+    return std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size());
+  }
+
+  // Note [What is measured] (host, graph): as nccl-tests' BenchTime.
+  double timed_by_host(const Buffers& b, const cuda::CapturedGraph& graph) {
+    enqueue(b);
+    comm_->wait(stream(), world_->timeout(), what_ + " (sync)", NcclComm::Poll::spin);
+    world_->barrier();
+    const auto start = std::chrono::steady_clock::now();
+    if (timing_ == Timing::graph) {
+      graph.launch(stream());
+    } else {
+      for (std::uint64_t i = 0; i < iters_; ++i) {
+        enqueue(b);
+      }
+    }
+    comm_->wait(stream(), world_->timeout(), what_, NcclComm::Poll::spin);
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    return elapsed.count() / static_cast<double>(iters_);
+  }
+
+  double timed_by_events(const Buffers& b) {
     kernels::spin(kSpinNs, stream());
     start_.record(stream());
     for (std::uint64_t i = 0; i < inner_; ++i) {
@@ -219,15 +295,12 @@ class CollectivesRun final : public CaseRun {
     }
     stop_.record(stream());
     comm_->wait(stream(), world_->timeout(), what_);
-    const double local =
-        static_cast<double>(cuda::Event::elapsed_ms(start_, stop_)) / 1e3 / static_cast<double>(inner_);
-    const std::vector<double> all = world_->all_gather(local);
-    return std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size());
+    return static_cast<double>(cuda::Event::elapsed_ms(start_, stop_)) / 1e3 / static_cast<double>(inner_);
   }
 
   Bandwidth under_pressure(const CaseContext& ctx) {
     Churn churn(*allocator_, *host_, device_, ctx.seed() + static_cast<std::uint64_t>(ctx.iteration()));
-    const double seconds = timed(mine_);
+    const double seconds = timed(mine_, mine_graph_);
     const std::uint64_t steps = churn.stop();
     if (steps == 0) {
       throw Error(ExitCode::check_failed, "pressure=churn: the churn thread made no progress");
@@ -239,7 +312,7 @@ class CollectivesRun final : public CaseRun {
   void verify(CaseContext& ctx) {
     const auto salt = static_cast<std::uint64_t>(ctx.iteration());  // the same on every rank
     const std::uint64_t modulus = kernels::value_modulus(collective_, ranks());
-    MEMSTRESS_CUDA_TRY(cudaMemsetAsync(recv_block_.get(), 0, recv_block_.size(), stream()));
+    MEMSTRESS_CUDA_TRY(cudaMemsetAsync(recv_.data, 0, recv_.bytes, stream()));
     kernels::fill_collective_input(mine_.send, dtype_, layout_.send_count, comm_->rank(), salt, modulus,
                                    stream());
     enqueue(mine_);
@@ -258,6 +331,9 @@ class CollectivesRun final : public CaseRun {
   DType dtype_;
   bool in_place_;
   bool churn_;
+  Timing timing_;
+  bool nccl_buffers_;
+  std::uint64_t iters_;
   std::uint64_t bytes_;
   int device_;
   World* world_;
@@ -275,10 +351,16 @@ class CollectivesRun final : public CaseRun {
   // Declared after the stream: freed (stream-ordered) before it goes.
   DeviceBlock send_block_;  // out of place only
   DeviceBlock recv_block_;  // in place: the one block
+  NcclBuffer nccl_send_;    // the same, with buffers=ncclmem
+  NcclBuffer nccl_recv_;
+  Span send_;  // whichever of the two holds them
+  Span recv_;
   cuda::DeviceBuffer ref_send_;
   cuda::DeviceBuffer ref_recv_;
   Buffers mine_;
   Buffers ref_;
+  cuda::CapturedGraph mine_graph_;  // timing=graph only
+  cuda::CapturedGraph ref_graph_;
   kernels::CollectiveChecker checker_;
 };
 
@@ -323,20 +405,43 @@ class Collectives final : public Workload {
          {"none", "churn"},
          "none, or churn: another thread allocates, fills and frees blocks and copies host-to-device on the "
          "same GPU meanwhile"},
+        {"timing",
+         ParamType::choice,
+         {"events"},
+         {},
+         {"events", "host", "graph"},
+         "events: GPU time between CUDA events; host: nccl-tests' default (a host clock around iters "
+         "launches); graph: nccl-tests' -G 1 (the iters collectives as one CUDA graph)"},
+        {"iters",
+         ParamType::integer,
+         {"20"},
+         {},
+         {},
+         "collectives per timed region with timing=host or graph (nccl-tests' -n); events chooses its own",
+         1,
+         10000},
+        {"buffers",
+         ParamType::choice,
+         {"allocator"},
+         {},
+         {"allocator", "ncclmem"},
+         "where the buffers come from: the shared allocator, or ncclMemAlloc as nccl-tests allocates them"},
         {"bytes",
          ParamType::bytes,
          {"256M"},
          {"1M", "4M", "16M", "64M", "256M", "1G", "4G"},
          {},
          "nccl-tests' size: the larger of one rank's send and receive buffers",
-         1024},
+         1},
     };
   }
   [[nodiscard]] Requirements requirements() const noexcept override {
     return {.real_gpu = true, .all_ranks = true};
   }
   [[nodiscard]] bool applies(const ParamSet& p) const override {
-    return p.text("place") == "out" || has_in_place(parse_collective(p.text("collective")));
+    const bool placed = p.text("place") == "out" || has_in_place(parse_collective(p.text("collective")));
+    const bool counted = p.text("timing") != "events" || p.integer("iters") == kDefaultIters;
+    return placed && counted;  // events mode ignores iters: one case, not one per value
   }
   [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
     return std::make_unique<CollectivesRun>(ctx);

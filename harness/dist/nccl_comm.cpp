@@ -13,13 +13,19 @@
 
 namespace memstress {
 
-NcclComm::NcclComm(World& world, int device) : rank_(world.rank()), size_(world.size()), device_(device) {
+NcclComm::NcclComm(World& world, int device, int channels)
+    : rank_(world.rank()), size_(world.size()), device_(device) {
   ncclUniqueId id{};
   if (rank_ == 0) {
     MEMSTRESS_NCCL_TRY(ncclGetUniqueId(&id));
   }
   world.broadcast(std::as_writable_bytes(std::span<ncclUniqueId, 1>(&id, 1)), 0);
-  MEMSTRESS_NCCL_TRY(ncclCommInitRank(&comm_, size_, id, rank_));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  if (channels > 0) {
+    config.minCTAs = channels;
+    config.maxCTAs = channels;
+  }
+  MEMSTRESS_NCCL_TRY(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config));
 }
 
 NcclComm::~NcclComm() {
@@ -59,7 +65,8 @@ void NcclComm::abort() noexcept {
   }
 }
 
-void NcclComm::wait(cudaStream_t stream, std::chrono::milliseconds timeout, const std::string& what) {
+void NcclComm::wait(cudaStream_t stream, std::chrono::milliseconds timeout, const std::string& what,
+                    Poll poll) {
   if (aborted_) {
     throw DistError(fmt::format("rank {}: {}: the NCCL communicator was aborted earlier", rank_, what));
   }
@@ -88,8 +95,10 @@ void NcclComm::wait(cudaStream_t stream, std::chrono::milliseconds timeout, cons
                       "NCCL communicator was aborted",
                       rank_, what, std::chrono::duration<double>(timeout).count()));
     }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(200));
+    if (poll == Poll::relaxed) {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(200));
+    }
   }
 }
 

@@ -22,8 +22,14 @@ class World;
 
 class NcclComm {
  public:
+  // How wait() polls: `relaxed` sleeps between polls (from 1 us, doubling to 200 us) to leave the CPU to
+  // other threads; `spin` polls without sleeping, as nccl-tests does, for host-timed regions whose end a
+  // sleep would overshoot by up to 200 us.
+  enum class Poll : bool { relaxed, spin };
+
   // Collective over `world`: rank 0 makes the unique id and broadcasts it. `device` must be current.
-  NcclComm(World& world, int device);
+  // `channels` > 0 pins NCCL's channel count (ncclConfig_t minCTAs = maxCTAs); 0 leaves NCCL's choice.
+  NcclComm(World& world, int device, int channels = 0);
   ~NcclComm();
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
@@ -39,7 +45,8 @@ class NcclComm {
   // Waits until the work queued on `stream` so far has finished; throws DistError (after aborting the
   // communicator) on an asynchronous NCCL error or when `timeout` passes first. `what` names the wait in
   // the message, e.g. "all_reduce 256M".
-  void wait(cudaStream_t stream, std::chrono::milliseconds timeout, const std::string& what);
+  void wait(cudaStream_t stream, std::chrono::milliseconds timeout, const std::string& what,
+            Poll poll = Poll::relaxed);
 
   // Aborts the communicator (idempotent): outstanding collectives return, the communicator is dead.
   void abort() noexcept;

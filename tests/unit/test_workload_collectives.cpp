@@ -199,6 +199,38 @@ TEST(CollectivesPlan, QuickJobIsSmallAndFullSweepsEveryDtypeTo4G) {
   }
 }
 
+TEST(CollectivesPlan, HostAndGraphTimingTakeItersEventsDoesNot) {
+  // events picks its own count: one case, not one per iters value; host and graph one per value.
+  const auto cases =
+      case_labels({"collective=all_reduce", "pressure=none", "timing=events,host,graph", "iters=20,50"});
+  EXPECT_EQ(cases.size(), 5U);
+  for (const std::string& c : cases) {
+    if (c.find("timing=events") != std::string::npos) {
+      EXPECT_NE(c.find("iters=20"), std::string::npos) << c;
+    }
+  }
+}
+
+TEST(CollectivesPlan, NcclTestsSweepFromEightBytesOnNcclBuffers) {
+  PlanRequest request;
+  request.workloads = {"collectives"};
+  request.sizes = std::vector<std::uint64_t>{8, 16, 1ULL << 20U};
+  request.overrides = {ParamOverride::parse("pressure=none"), ParamOverride::parse("timing=host,graph"),
+                       ParamOverride::parse("buffers=ncclmem")};
+  // 6 collectives x 2 modes x 3 sizes; the sizes under one element per rank skip when they run.
+  EXPECT_EQ(plan_cases(suites::builtin_registry(), request).size(), 36U);
+}
+
+TEST(NcclMemoryPlan, QuickJobOneCaseFullSweepsTheChannels) {
+  PlanRequest request;
+  request.workloads = {"nccl_memory"};
+  EXPECT_EQ(plan_cases(suites::builtin_registry(), request).size(), 1U);
+  request.full = true;
+  const auto full = testing::labels(plan_cases(suites::builtin_registry(), request));
+  ASSERT_EQ(full.size(), 4U);
+  EXPECT_NE(full.front().find("cycles=100"), std::string::npos) << full.front();
+}
+
 TEST(CollectivesPlan, SizesComeFromTheBytesAxis) {
   PlanRequest request;
   request.workloads = {"collectives"};
