@@ -16,6 +16,7 @@ Registry builtin_registry() {
   registry.add(make_dataloader());
   registry.add(make_integrity());
   registry.add(make_collectives());
+  registry.add(make_nccl_memory());
   registry.add(make_p2p());
   registry.add(make_health());
   return registry;

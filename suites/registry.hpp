@@ -21,6 +21,7 @@ std::unique_ptr<Workload> make_integrity();
 std::unique_ptr<Workload> make_fragmentation();
 std::unique_ptr<Workload> make_oom();
 std::unique_ptr<Workload> make_collectives();
+std::unique_ptr<Workload> make_nccl_memory();
 std::unique_ptr<Workload> make_p2p();
 std::unique_ptr<Workload> make_health();
 

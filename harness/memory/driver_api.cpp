@@ -14,10 +14,10 @@ namespace {
 constexpr unsigned kDriverAbiVersion = 12000;
 
 template <typename Fn>
-void resolve(const char* symbol, Fn& fn) noexcept {
+void resolve(const char* symbol, Fn& fn, unsigned version = kDriverAbiVersion) noexcept {
   void* address = nullptr;
   cudaDriverEntryPointQueryResult status{};
-  if (cudaGetDriverEntryPointByVersion(symbol, &address, kDriverAbiVersion, cudaEnableDefault, &status) ==
+  if (cudaGetDriverEntryPointByVersion(symbol, &address, version, cudaEnableDefault, &status) ==
           cudaSuccess &&
       status == cudaDriverEntryPointSuccess) {
     fn = reinterpret_cast<Fn>(address);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
@@ -40,6 +40,8 @@ DriverApi load_driver_api() noexcept {
   resolve("cuMemUnmap", api.mem_unmap);
   resolve("cuMemSetAccess", api.mem_set_access);
   resolve("cuMemGetAllocationGranularity", api.mem_get_allocation_granularity);
+  resolve("cuCtxCreate", api.ctx_create, CUDA_VERSION);
+  resolve("cuCtxDestroy", api.ctx_destroy);
   return api;
 }
 
@@ -68,6 +70,18 @@ bool DriverApi::complete() const noexcept {
          device_get_attribute != nullptr && mem_address_reserve != nullptr && mem_address_free != nullptr &&
          mem_create != nullptr && mem_release != nullptr && mem_map != nullptr && mem_unmap != nullptr &&
          mem_set_access != nullptr && mem_get_allocation_granularity != nullptr;
+}
+
+CUresult create_context(CUcontext* context, CUdevice device) {
+  const DriverApi& api = driver_api();
+  if (api.ctx_create == nullptr || api.ctx_destroy == nullptr) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+#if CUDA_VERSION >= 13000
+  return api.ctx_create(context, nullptr, 0, device);
+#else
+  return api.ctx_create(context, 0, device);
+#endif
 }
 
 const DriverApi& driver_api() {

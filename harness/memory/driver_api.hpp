@@ -23,6 +23,11 @@ struct DriverApi {
   decltype(&::cuMemUnmap) mem_unmap = nullptr;
   decltype(&::cuMemSetAccess) mem_set_access = nullptr;
   decltype(&::cuMemGetAllocationGranularity) mem_get_allocation_granularity = nullptr;
+  // Contexts, to measure what one costs (the nccl_memory workload); not part of complete(). cuCtxCreate
+  // changed its signature (v4 in CUDA 13's cuda.h), so it is resolved at the headers' own version, not at
+  // the ABI version of the others; create_context() calls it either way.
+  decltype(&::cuCtxCreate) ctx_create = nullptr;
+  decltype(&::cuCtxDestroy) ctx_destroy = nullptr;
 
   // True when every entry point resolved (a driver is present and new enough).
   [[nodiscard]] bool complete() const noexcept;
@@ -30,6 +35,10 @@ struct DriverApi {
 
 // Resolved once per process on first use; afterwards immutable. Entries are null without a driver.
 const DriverApi& driver_api();
+
+// A new context on `device` with default flags, made current (cuCtxCreate, whichever version the headers
+// declare). CUDA_ERROR_NOT_SUPPORTED where the entry point did not resolve.
+CUresult create_context(CUcontext* context, CUdevice device);
 
 namespace detail {
 [[noreturn]] void throw_driver_error(CUresult result, const char* call, const char* file, int line);

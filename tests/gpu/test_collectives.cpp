@@ -79,5 +79,37 @@ TEST_F(CollectivesTest, OneRankRunPassesEveryCollectiveWithItsDataVerified) {
   }
 }
 
+TEST_F(CollectivesTest, HostAndGraphTimingOnAllocatorAndNcclBuffers) {
+  // nccl-tests' two timing modes, from 8 bytes, on the shared allocator's buffers and on ncclMemAlloc's.
+  const auto rows = testing::run_on_gpu("collectives",
+                                        {"collective=all_reduce,sendrecv", "pressure=none",
+                                         "timing=host,graph", "buffers=allocator,ncclmem", "bytes=8,1M"},
+                                        2);
+  EXPECT_EQ(rows.size(), 16U);
+  for (const Row& row : rows) {
+    EXPECT_EQ(row.verdict, Verdict::pass) << row.case_label() << ": " << row.reason;
+    const MetricResult* time = row.metric("time");
+    ASSERT_NE(time, nullptr) << row.case_label();
+    EXPECT_GT(time->summary.median, 0.0) << row.case_label();
+    EXPECT_GT(row.checked, 0U) << row.case_label();
+    EXPECT_EQ(row.errors, 0U) << row.case_label();
+  }
+}
+
+TEST_F(CollectivesTest, NcclMemoryMeasuresTheContextAndACommunicatorThatLeavesNothing) {
+  const auto rows = testing::run_on_gpu("nccl_memory", {"cycles=3"}, 2);
+  ASSERT_EQ(rows.size(), 1U);
+  const Row& row = rows.front();
+  EXPECT_EQ(row.verdict, Verdict::pass) << row.reason;
+  for (const char* metric :
+       {"context", "comm_init", "first_all_reduce", "comm_total", "left_after_destroy", "cycle_growth"}) {
+    EXPECT_NE(row.metric(metric), nullptr) << metric;
+  }
+  EXPECT_GT(row.metric("context")->summary.median, 0.0);
+  EXPECT_LE(row.metric("left_after_destroy")->summary.median, 2.0);  // MiB
+  EXPECT_GT(row.checked, 0U);
+  EXPECT_EQ(row.errors, 0U);
+}
+
 }  // namespace
 }  // namespace memstress
