@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""The tables of scripts/gpu-nccl-tests: memstress's collectives beside nccl-tests, size by size.
+
+    python3 scripts/nccl_tests_table.py OUTDIR > OUTDIR/TABLE.md
+
+OUTDIR holds nccl-tests' outputs (nccl-tests-<collective>-host.txt, -graph.txt: several lines per size, from
+-N) and memstress's results: memstress-collectives-ncclmem.json (buffers from ncclMemAlloc, as nccl-tests
+has them: timing=host and graph) and memstress-collectives.json (buffers from memstress's shared allocator:
+host, graph and events). For each collective and size: nccl-tests' median out-of-place time and busbw over
+its lines, memstress's median (and p99) over its repetitions measured the same way, and their ratios; then
+memstress's own figures beside them. A results file may be stored xz-compressed (NAME.json.xz). Then NCCL's memory: nccl-tests -M's line
+and memstress's nccl_memory figures (memstress-nccl-memory-*.json). Exit 2 when an input cannot be read.
+"""
+
+from __future__ import annotations
+
+import lzma
+import math
+import re
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ms_json  # noqa: E402
+
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall", "sendrecv"]
+MODES = ["host", "graph"]
+UNITS = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+TOLERANCE = 0.03  # the target: within 3% at every size
+LARGE = 4 << 20  # from here on, nccl-tests repeats itself within about 2% from one run to the next
+SPREADS = ("host time", "host busbw", "graph time", "host time from 4 MiB", "graph time from 4 MiB")
+
+
+class BadInput(Exception):
+    """An input file that cannot be read as what it should be."""
+
+
+def size_bytes(text: str) -> int:
+    """memstress's canonical size ("8B", "4K", "64M") in bytes."""
+    m = re.fullmatch(r"(\d+)([BKMGT]?)", text)
+    if not m:
+        raise BadInput(f"not a size: {text!r}")
+    return int(m.group(1)) * UNITS[m.group(2) or "B"]
+
+
+def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
+    """Per size (nccl-tests' size column), the out-of-place time (us) and busbw (GB/s) of every line."""
+    if not path.is_file():
+        raise BadInput(f"{path}: missing")
+    out: dict[int, dict[str, list[float]]] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        cols = line.split()
+        if len(cols) < 13 or not cols[0].isdigit():
+            continue
+        try:
+            time_us, busbw, wrong = float(cols[5]), float(cols[7]), cols[8]
+        except ValueError:
+            continue
+        if wrong not in ("0", "N/A"):
+            raise BadInput(f"{path}: nccl-tests found {wrong} wrong elements at size {cols[0]}")
+        entry = out.setdefault(int(cols[0]), {"time": [], "busbw": []})
+        entry["time"].append(time_us)
+        entry["busbw"].append(busbw)
+    if not out:
+        raise BadInput(f"{path}: no result lines")
+    return out
+
+
+def memstress_rows(path: Path) -> list[dict]:
+    """Rank 0's passed rows of a results document, read from PATH or, where only that exists, PATH.xz."""
+    packed = path.with_name(path.name + ".xz")
+    try:
+        if not path.exists() and packed.exists():
+            doc = ms_json.loads(ms_json.decode(lzma.decompress(packed.read_bytes())))
+        else:
+            doc = ms_json.loads(ms_json.read_text(path))
+    except (ValueError, lzma.LZMAError) as e:
+        raise BadInput(f"{path}: {e}") from None
+    rows = doc.get("rows") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise BadInput(f"{path}: no rows")
+    return [r for r in rows if isinstance(r, dict) and r.get("rank", 0) == 0 and r.get("verdict") == "pass"]
+
+
+def collectives_index(rows: list[dict]) -> dict[tuple[str, str, str, int], dict]:
+    """(buffers, collective, timing, bytes) -> the row's metrics."""
+    index = {}
+    for r in rows:
+        p = r.get("params", {})
+        if r.get("workload") != "collectives" or p.get("place") != "out" or p.get("pressure") != "none":
+            continue
+        key = (p.get("buffers", "allocator"), p["collective"], p.get("timing", "events"), size_bytes(p["bytes"]))
+        index[key] = r["metrics"]
+    return index
+
+
+def human(n: int) -> str:
+    for suffix, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {suffix}iB"
+    return f"{n} B"
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.3f}" if b > 0 else "-"
+
+
+def median_of(index: dict, key: tuple, metric: str = "time", stat: str = "median") -> float:
+    return index.get(key, {}).get(metric, {}).get(stat, float("nan"))
+
+
+def collective_table(name: str, outdir: Path, index: dict) -> tuple[list[str], dict[str, list[float]]]:
+    lines = [
+        f"### {name}",
+        "",
+        "| size | nccl-tests (us) | memstress host (us) | ratio | nccl-tests busbw | memstress busbw | ratio "
+        "| nccl-tests -G 1 (us) | memstress graph (us) | ratio | memstress host p99 (us) "
+        "| allocator: host (us) | graph (us) | events (us) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    spread: dict[str, list[float]] = {key: [] for key in SPREADS}
+    host = nccl_tests_lines(outdir / f"nccl-tests-{name}-host.txt")
+    graph = nccl_tests_lines(outdir / f"nccl-tests-{name}-graph.txt")
+    for size in sorted(host):
+        same = ("ncclmem", name, "host", size)
+        if size == 0 or same not in index:
+            continue
+        nt_t = statistics.median(host[size]["time"])
+        nt_b = statistics.median(host[size]["busbw"])
+        nt_g = statistics.median(graph[size]["time"]) if size in graph else float("nan")
+        t, b = median_of(index, same), median_of(index, same, "busbw")
+        g = median_of(index, ("ncclmem", name, "graph", size))
+        spread["host time"].append(t / nt_t - 1)
+        if size >= LARGE:
+            spread["host time from 4 MiB"].append(t / nt_t - 1)
+        if nt_b > 0:
+            spread["host busbw"].append(b / nt_b - 1)
+        if not (math.isnan(nt_g) or math.isnan(g)):
+            spread["graph time"].append(g / nt_g - 1)
+            if size >= LARGE:
+                spread["graph time from 4 MiB"].append(g / nt_g - 1)
+        own = [median_of(index, ("allocator", name, mode, size)) for mode in ("host", "graph", "events")]
+        lines.append(
+            f"| {human(size)} | {nt_t:.2f} | {t:.2f} | {ratio(t, nt_t)} | {nt_b:.2f} | {b:.2f} | {ratio(b, nt_b)} "
+            f"| {nt_g:.2f} | {g:.2f} | {ratio(g, nt_g)} | {median_of(index, same, 'time', 'p99'):.2f} "
+            f"| {own[0]:.2f} | {own[1]:.2f} | {own[2]:.2f} |"
+        )
+    return lines, spread
+
+
+def mib(metrics: dict, key: str) -> str:
+    return f"{metrics[key]['median']:.1f}" if key in metrics else "-"
+
+
+def memory_section(outdir: Path) -> list[str]:
+    lines = ["## NCCL's memory", ""]
+    for f in sorted(outdir.glob("nccl-tests-memory-*.txt")):
+        found = [
+            line.strip("# ").strip()
+            for line in f.read_text(errors="replace").splitlines()
+            if "GPU memory usage" in line
+        ]
+        lines.append(
+            f"- nccl-tests -M 1 ({f.stem.removeprefix('nccl-tests-memory-')}): "
+            + (found[0] if found else "no memory line")
+        )
+    lines += [
+        "",
+        "| NCCL_BUFFSIZE | channels | context | comm_init | init (ms) | first all_reduce | first alltoall "
+        "| comm_total | left after destroy | cycle growth |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for f in sorted(outdir.glob("memstress-nccl-memory-*.json")):
+        for r in memstress_rows(f):
+            if r.get("workload") != "nccl_memory":
+                continue
+            m = r["metrics"]
+            lines.append(
+                f"| {f.stem.removeprefix('memstress-nccl-memory-')} | {r['params']['channels']} | {mib(m, 'context')} "
+                f"| {mib(m, 'comm_init')} | {mib(m, 'comm_init_time')} | {mib(m, 'first_all_reduce')} "
+                f"| {mib(m, 'first_alltoall')} | {mib(m, 'comm_total')} | {mib(m, 'left_after_destroy')} "
+                f"| {mib(m, 'cycle_growth')} |"
+            )
+    lines.append("")
+    lines.append(
+        "memstress's figures are MiB per GPU (init: milliseconds), medians over the repetitions on rank 0; each "
+        "first_X is what X added after the collectives before it (all_reduce, all_gather, reduce_scatter, "
+        "broadcast, alltoall, sendrecv)."
+    )
+    return lines
+
+
+def sweep_section(outdir: Path) -> list[str]:
+    """The collectives' tables; none where the sweep was not run (no memstress-collectives-ncclmem.json)."""
+    if not any((outdir / f"memstress-collectives-ncclmem.json{x}").exists() for x in ("", ".xz")):
+        return []
+    index = collectives_index(
+        memstress_rows(outdir / "memstress-collectives-ncclmem.json")
+        + memstress_rows(outdir / "memstress-collectives.json")
+    )
+    summary = [
+        "## memstress beside nccl-tests, out of place",
+        "",
+        "| collective | host time | host busbw | graph time | host time, from 4 MiB | graph time, from 4 MiB | sizes |",
+        "| --- | --- | --- | --- | --- | --- | ---: |",
+    ]
+    body: list[str] = []
+    for name in COLLECTIVES:
+        lines, spread = collective_table(name, outdir, index)
+        body += lines + [""]
+        cells = []
+        for key in SPREADS:
+            v = spread[key]
+            cells.append(f"{min(v):+.1%} … {max(v):+.1%} (median {statistics.median(v):+.1%})" if v else "-")
+        summary.append(f"| {name} | " + " | ".join(cells) + f" | {len(spread['host time'])} |")
+    summary += [
+        "",
+        "Each cell: the range (and median) of memstress / nccl-tests - 1 over the sizes, both with buffers from "
+        f"ncclMemAlloc (the target: within ±{TOLERANCE:.0%}).",
+        "",
+    ]
+    return summary + body
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    outdir = Path(argv[1])
+    if not outdir.is_dir():
+        print(f"nccl_tests_table.py: {outdir}: not a directory", file=sys.stderr)
+        return 2
+    try:
+        print("\n".join(sweep_section(outdir) + memory_section(outdir)))
+    except BadInput as e:
+        print(f"nccl_tests_table.py: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,84 @@
+"""scripts/nccl_tests_table.py: the committed tables are what the script makes from their folders' raw files
+(results/*/nccl-tests-*/TABLE.md), and bad input is a clear message with exit 2.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "nccl_tests_table.py"
+FOLDERS = sorted(p.parent for p in ROOT.glob("results/*/nccl-tests-*/TABLE.md"))
+
+NCCL_TESTS_LINES = """#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+           8             2     float     sum      -1    12.00    0.00    0.00       0    11.00    0.00    0.00       0
+           8             2     float     sum      -1    10.00    0.00    0.00       0    11.00    0.00    0.00       0
+"""
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False)
+
+
+class CommittedTables(unittest.TestCase):
+    def test_there_is_one(self):
+        self.assertTrue(FOLDERS, "no results/*/nccl-tests-*/TABLE.md")
+
+    def test_each_table_is_the_scripts_output(self):
+        for folder in FOLDERS:
+            with self.subTest(folder=folder.relative_to(ROOT)):
+                made = run(str(folder))
+                self.assertEqual(made.returncode, 0, made.stderr)
+                self.assertEqual(made.stdout, (folder / "TABLE.md").read_text())
+
+    def test_small_messages_are_compared_and_memory_is_reported(self):
+        for folder in FOLDERS:
+            text = (folder / "TABLE.md").read_text()
+            self.assertIn("| 8 B |", text)  # the sweep starts at 8 bytes
+            self.assertIn("| 64 MiB |", text)
+            self.assertIn("## NCCL's memory", text)
+            self.assertIn("nccl-tests -M 1 (default)", text)
+
+
+class BadInput(unittest.TestCase):
+    def test_missing_folder(self):
+        made = run("/nonexistent-folder-for-this-test")
+        self.assertEqual(made.returncode, 2)
+        self.assertIn("not a directory", made.stderr)
+
+    def test_wrong_elements_reported_by_nccl_tests_refuse_the_table(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "memstress-collectives-ncclmem.json").write_text('{"rows": []}')
+            (folder / "memstress-collectives.json").write_text('{"rows": []}')
+            (folder / "nccl-tests-all_reduce-host.txt").write_text(
+                NCCL_TESTS_LINES.replace("       0    11", "       3    11", 1)
+            )
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 2)
+            self.assertIn("wrong elements", made.stderr)
+
+    def test_results_that_are_not_json(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "memstress-collectives-ncclmem.json").write_text("{not json")
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 2)
+            self.assertIn("memstress-collectives-ncclmem.json", made.stderr)
+
+    def test_median_of_the_lines(self):
+        sys.path.insert(0, str(SCRIPT.parent))
+        import nccl_tests_table
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "x.txt"
+            path.write_text(NCCL_TESTS_LINES)
+            self.assertEqual(nccl_tests_table.nccl_tests_lines(path)[8]["time"], [12.0, 10.0])
+
+
+if __name__ == "__main__":
+    unittest.main()
