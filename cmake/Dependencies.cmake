@@ -1,6 +1,6 @@
 # Every dependency through find_package; versions are the oldest we build with (Debian 12).
 find_package(CUDAToolkit 12.4 REQUIRED)
-find_package(NCCL 2.18 REQUIRED)
+find_package(NCCL 2.19 REQUIRED) # ncclMemAlloc
 find_package(NVML REQUIRED) # header only: libnvidia-ml is loaded at run time
 find_package(MPI 3.1 REQUIRED COMPONENTS C)
 find_package(CLI11 2.1 REQUIRED)

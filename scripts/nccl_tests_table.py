@@ -121,7 +121,8 @@ def collective_table(name: str, outdir: Path, index: dict) -> tuple[list[str], d
     ]
     spread: dict[str, list[float]] = {key: [] for key in SPREADS}
     host = nccl_tests_lines(outdir / f"nccl-tests-{name}-host.txt")
-    graph = nccl_tests_lines(outdir / f"nccl-tests-{name}-graph.txt")
+    graph_file = outdir / f"nccl-tests-{name}-graph.txt"
+    graph = nccl_tests_lines(graph_file) if graph_file.exists() else {}
     for size in sorted(host):
         same = ("ncclmem", name, "host", size)
         if size == 0 or same not in index:
@@ -191,14 +192,18 @@ def memory_section(outdir: Path) -> list[str]:
     return lines
 
 
+def own_rows(outdir: Path) -> list[dict]:
+    """memstress's own figures (buffers from its allocator), where that step ran."""
+    if any((outdir / f"memstress-collectives.json{x}").exists() for x in ("", ".xz")):
+        return memstress_rows(outdir / "memstress-collectives.json")
+    return []
+
+
 def sweep_section(outdir: Path) -> list[str]:
     """The collectives' tables; none where the sweep was not run (no memstress-collectives-ncclmem.json)."""
     if not any((outdir / f"memstress-collectives-ncclmem.json{x}").exists() for x in ("", ".xz")):
         return []
-    index = collectives_index(
-        memstress_rows(outdir / "memstress-collectives-ncclmem.json")
-        + memstress_rows(outdir / "memstress-collectives.json")
-    )
+    index = collectives_index(memstress_rows(outdir / "memstress-collectives-ncclmem.json") + own_rows(outdir))
     summary = [
         "## memstress beside nccl-tests, out of place",
         "",

@@ -142,7 +142,7 @@ class CollectivesRun final : public CaseRun {
         enqueue(ref_);
       }
     }
-    comm_->wait(stream(), world_->timeout(), what_ + " (warm-up)");
+    wait(what_ + " (warm-up)");
     if (timing_ == Timing::graph) {
       mine_graph_ = capture(mine_);
       if (!churn_) {
@@ -158,7 +158,7 @@ class CollectivesRun final : public CaseRun {
       return;
     }
     try {
-      comm_->wait(stream(), world_->timeout(), what_ + " (end of case)");
+      wait(what_ + " (end of case)");
     } catch (const std::exception& e) {
       detail::report_free_failure(e.what());
     }
@@ -253,6 +253,19 @@ class CollectivesRun final : public CaseRun {
     enqueue_collective(collective_, dtype_, layout_, b.send, b.recv, *comm_, stream());
   }
 
+  // Every wait for NCCL work: on a failure the graphs go first, then the communicator is aborted
+  // (ncclCommAbort waits for the graphs that reference the communicator to be destroyed).
+  void wait(const std::string& what, NcclComm::Poll poll = NcclComm::Poll::relaxed) {
+    try {
+      comm_->wait(stream(), world_->timeout(), what, poll, NcclComm::OnFailure::leave);
+    } catch (const DistError&) {
+      mine_graph_ = {};
+      ref_graph_ = {};
+      comm_->abort();
+      throw;
+    }
+  }
+
   // Note [What is measured] (graph): `iters` collectives in one graph.
   cuda::CapturedGraph capture(const Buffers& b) {
     return {stream(), [&] {
@@ -272,7 +285,7 @@ class CollectivesRun final : public CaseRun {
   // Note [What is measured] (host, graph): as nccl-tests' BenchTime.
   double timed_by_host(const Buffers& b, const cuda::CapturedGraph& graph) {
     enqueue(b);
-    comm_->wait(stream(), world_->timeout(), what_ + " (sync)", NcclComm::Poll::spin);
+    wait(what_ + " (sync)", NcclComm::Poll::spin);
     world_->barrier();
     const auto start = std::chrono::steady_clock::now();
     if (timing_ == Timing::graph) {
@@ -282,7 +295,7 @@ class CollectivesRun final : public CaseRun {
         enqueue(b);
       }
     }
-    comm_->wait(stream(), world_->timeout(), what_, NcclComm::Poll::spin);
+    wait(what_, NcclComm::Poll::spin);
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     return elapsed.count() / static_cast<double>(iters_);
   }
@@ -294,7 +307,7 @@ class CollectivesRun final : public CaseRun {
       enqueue(b);
     }
     stop_.record(stream());
-    comm_->wait(stream(), world_->timeout(), what_);
+    wait(what_);
     return static_cast<double>(cuda::Event::elapsed_ms(start_, stop_)) / 1e3 / static_cast<double>(inner_);
   }
 
@@ -318,7 +331,7 @@ class CollectivesRun final : public CaseRun {
     enqueue(mine_);
     const kernels::CollectiveCase expect{collective_, ranks(), comm_->rank(), layout_.chunk, salt, modulus};
     checker_.enqueue(mine_.recv, dtype_, layout_.recv_count, expect, stream());
-    comm_->wait(stream(), world_->timeout(), what_ + " (verification)");
+    wait(what_ + " (verification)");
     const kernels::CheckResult r = checker_.result();
     ctx.verified(r.checked_words, r.bad_words);
     if (!r.ok()) {

@@ -66,7 +66,7 @@ void NcclComm::abort() noexcept {
 }
 
 void NcclComm::wait(cudaStream_t stream, std::chrono::milliseconds timeout, const std::string& what,
-                    Poll poll) {
+                    Poll poll, OnFailure on_failure) {
   if (aborted_) {
     throw DistError(fmt::format("rank {}: {}: the NCCL communicator was aborted earlier", rank_, what));
   }
@@ -84,12 +84,16 @@ void NcclComm::wait(cudaStream_t stream, std::chrono::milliseconds timeout, cons
     MEMSTRESS_NCCL_TRY(ncclCommGetAsyncError(comm_, &async));
     if (async != ncclSuccess && async != ncclInProgress) {
       const std::string detail = ncclGetLastError(comm_);  // before abort frees the communicator
-      abort();
+      if (on_failure == OnFailure::abort) {
+        abort();
+      }
       throw DistError(fmt::format("rank {}: {}: NCCL reported {} ({}); the communicator was aborted", rank_,
                                   what, ncclGetErrorString(async), detail));
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      abort();
+      if (on_failure == OnFailure::abort) {
+        abort();
+      }
       throw DistError(
           fmt::format("rank {}: {}: not finished after {} s (a peer rank failed or hangs); the "
                       "NCCL communicator was aborted",

@@ -26,6 +26,10 @@ class NcclComm {
   // other threads; `spin` polls without sleeping, as nccl-tests does, for host-timed regions whose end a
   // sleep would overshoot by up to 200 us.
   enum class Poll : bool { relaxed, spin };
+  // What wait() does on an error or at the deadline before it throws: abort the communicator, or leave that
+  // to the caller (which must first drop the CUDA graphs that hold the communicator: ncclCommAbort waits for
+  // every graph that references it to be destroyed).
+  enum class OnFailure : bool { abort, leave };
 
   // Collective over `world`: rank 0 makes the unique id and broadcasts it. `device` must be current.
   // `channels` > 0 pins NCCL's channel count (ncclConfig_t minCTAs = maxCTAs); 0 leaves NCCL's choice.
@@ -46,7 +50,7 @@ class NcclComm {
   // communicator) on an asynchronous NCCL error or when `timeout` passes first. `what` names the wait in
   // the message, e.g. "all_reduce 256M".
   void wait(cudaStream_t stream, std::chrono::milliseconds timeout, const std::string& what,
-            Poll poll = Poll::relaxed);
+            Poll poll = Poll::relaxed, OnFailure on_failure = OnFailure::abort);
 
   // Aborts the communicator (idempotent): outstanding collectives return, the communicator is dead.
   void abort() noexcept;

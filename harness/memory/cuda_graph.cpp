@@ -17,7 +17,12 @@ CapturedGraph::CapturedGraph(cudaStream_t stream, const std::function<void()>& e
     throw;
   }
   MEMSTRESS_CUDA_TRY(cudaStreamEndCapture(stream, &graph_));
-  MEMSTRESS_CUDA_TRY(cudaGraphInstantiate(&exec_, graph_, 0));
+  const cudaError_t made = cudaGraphInstantiate(&exec_, graph_, 0);
+  if (made != cudaSuccess) {
+    MEMSTRESS_CUDA_WARN(cudaGraphDestroy(graph_));  // the destructor does not run for a throwing constructor
+    graph_ = nullptr;
+    MEMSTRESS_CUDA_TRY(made);
+  }
 }
 
 CapturedGraph::~CapturedGraph() {

@@ -40,7 +40,11 @@ DriverApi load_driver_api() noexcept {
   resolve("cuMemUnmap", api.mem_unmap);
   resolve("cuMemSetAccess", api.mem_set_access);
   resolve("cuMemGetAllocationGranularity", api.mem_get_allocation_granularity);
-  resolve("cuCtxCreate", api.ctx_create, CUDA_VERSION);
+#if CUDA_VERSION >= 13000
+  resolve("cuCtxCreate", api.ctx_create, 13000);
+#else
+  resolve("cuCtxCreate", api.ctx_create, 3020);
+#endif
   resolve("cuCtxDestroy", api.ctx_destroy);
   return api;
 }

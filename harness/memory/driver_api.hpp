@@ -24,9 +24,14 @@ struct DriverApi {
   decltype(&::cuMemSetAccess) mem_set_access = nullptr;
   decltype(&::cuMemGetAllocationGranularity) mem_get_allocation_granularity = nullptr;
   // Contexts, to measure what one costs (the nccl_memory workload); not part of complete(). cuCtxCreate
-  // changed its signature (v4 in CUDA 13's cuda.h), so it is resolved at the headers' own version, not at
-  // the ABI version of the others; create_context() calls it either way.
+  // has four versions (v2 at 3.2, v3 at 11.4, v4 at 12.5): with CUDA 13's headers it is v4, asked for at
+  // 13.0; with older headers v2, asked for at 3.2 (cuda.h 12 calls v2 cuCtxCreate, but the 12.x versions
+  // return v3 or v4). create_context() calls the one resolved.
+#if CUDA_VERSION >= 13000
   decltype(&::cuCtxCreate) ctx_create = nullptr;
+#else
+  CUresult (*ctx_create)(CUcontext* context, unsigned int flags, CUdevice device) = nullptr;
+#endif
   decltype(&::cuCtxDestroy) ctx_destroy = nullptr;
 
   // True when every entry point resolved (a driver is present and new enough).

@@ -105,6 +105,8 @@ TEST_F(CollectivesTest, NcclMemoryMeasuresTheContextAndACommunicatorThatLeavesNo
        {"context", "comm_init", "first_all_reduce", "comm_total", "left_after_destroy", "cycle_growth"}) {
     EXPECT_NE(row.metric(metric), nullptr) << metric;
   }
+  ASSERT_NE(row.metric("context"), nullptr);
+  ASSERT_NE(row.metric("left_after_destroy"), nullptr);
   EXPECT_GT(row.metric("context")->summary.median, 0.0);
   EXPECT_LE(row.metric("left_after_destroy")->summary.median, 2.0);  // MiB
   EXPECT_GT(row.checked, 0U);
