@@ -58,13 +58,6 @@ constexpr double kCycleTolerance = 2 * kMiB;  // growth past this over the cycle
 constexpr std::array<std::string_view, 6> kNcclVariables = {
     "NCCL_BUFFSIZE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_NCHANNELS", "NCCL_P2P_DISABLE", "NCCL_NVLS_ENABLE"};
 
-double free_bytes() {
-  std::size_t free = 0;
-  std::size_t total = 0;
-  MEMSTRESS_CUDA_TRY(cudaMemGetInfo(&free, &total));
-  return static_cast<double>(free);
-}
-
 class NcclMemoryRun final : public CaseRun {
  public:
   explicit NcclMemoryRun(CaseContext& ctx)
@@ -72,6 +65,7 @@ class NcclMemoryRun final : public CaseRun {
         cycles_(ctx.params().integer("cycles")),
         bytes_(ctx.params().bytes("bytes")),
         device_(ctx.device().info().ordinal),
+        backend_(&ctx.device()),
         world_(&ctx.world()),
         send_(bytes_),
         recv_(bytes_) {
@@ -124,6 +118,9 @@ class NcclMemoryRun final : public CaseRun {
   }
 
  private:
+  // The device's free memory (the whole GPU's, as cudaMemGetInfo counts it).
+  [[nodiscard]] double free_bytes() const { return static_cast<double>(backend_->mem_info().free); }
+
   // Free memory once every rank has reached this point.
   double settled_free() {
     MEMSTRESS_CUDA_TRY(cudaStreamSynchronize(stream_.get()));
@@ -210,6 +207,7 @@ class NcclMemoryRun final : public CaseRun {
   std::int64_t cycles_;
   std::uint64_t bytes_;
   int device_;
+  const DeviceBackend* backend_;
   World* world_;
   bool cycled_ = false;
   bool context_noted_ = false;
