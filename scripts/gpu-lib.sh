@@ -18,3 +18,31 @@ gpu_setup() {
     exit 3
   fi
 }
+
+# gpu_multi_setup: gpu_setup for the scripts of several GPUs, one rank each: sets `n` (the GPUs $bin sees; exits
+# 3 under 2), `mpi` (mpirun with a rank per GPU and NVLink SHARP off), `limit` (MEMSTRESS_STEP_TIMEOUT
+# seconds, default 600, for gpu_step) and `status` (0). The caller defines `log`.
+# shellcheck disable=SC2034 # mpi and limit are for the caller
+gpu_multi_setup() {
+  gpu_setup
+  n="$("$bin" devices --format json | python3 -c 'import json, sys; print(len(json.load(sys.stdin).get("gpus") or []))')"
+  ((n >= 2)) || {
+    log "needs 2 or more GPUs (found $n)"
+    exit 3
+  }
+  mpi=(mpirun -np "$n" -x NCCL_NVLS_ENABLE --bind-to none)
+  limit="${MEMSTRESS_STEP_TIMEOUT:-600}"
+  status=0
+}
+
+# gpu_step NAME STEM COMMAND...: runs COMMAND under `timeout $limit`, its stdout in $out/STEM.txt and its
+# stderr in $out/STEM.log, and logs it and its exit; a failure sets status=1.
+# shellcheck disable=SC2154 # out is the caller's
+gpu_step() {
+  local name="$1" stem="$2" start=$SECONDS rc=0
+  shift 2
+  log "$name: $*"
+  timeout "$limit" "$@" >"$out/$stem.txt" 2>"$out/$stem.log" || rc=$?
+  log "$name: exit $rc after $((SECONDS - start)) s"
+  ((rc == 0)) || status=1
+}
