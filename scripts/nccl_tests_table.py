@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import lzma
 import math
-import re
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ms_json  # noqa: E402
+import report_common  # noqa: E402
 
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall", "sendrecv"]
 MODES = ["host", "graph"]
-UNITS = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 TOLERANCE = 0.03  # the target: within 3% at every size
 LARGE = 4 << 20  # from here on, nccl-tests repeats itself within about 2% from one run to the next
 SPREADS = ("host time", "host busbw", "graph time", "host time from 4 MiB", "graph time from 4 MiB")
@@ -38,10 +37,15 @@ class BadInput(Exception):
 
 def size_bytes(text: str) -> int:
     """memstress's canonical size ("8B", "4K", "64M") in bytes."""
-    m = re.fullmatch(r"(\d+)([BKMGT]?)", text)
-    if not m:
-        raise BadInput(f"not a size: {text!r}")
-    return int(m.group(1)) * UNITS[m.group(2) or "B"]
+    try:
+        return int(report_common.parse_size(text))
+    except ValueError:
+        raise BadInput(f"not a size: {text!r}") from None
+
+
+def stored(path: Path) -> bool:
+    """Whether a results file is there, as PATH or as PATH.xz."""
+    return path.exists() or path.with_name(path.name + ".xz").exists()
 
 
 def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
@@ -194,14 +198,14 @@ def memory_section(outdir: Path) -> list[str]:
 
 def own_rows(outdir: Path) -> list[dict]:
     """memstress's own figures (buffers from its allocator), where that step ran."""
-    if any((outdir / f"memstress-collectives.json{x}").exists() for x in ("", ".xz")):
+    if stored(outdir / "memstress-collectives.json"):
         return memstress_rows(outdir / "memstress-collectives.json")
     return []
 
 
 def sweep_section(outdir: Path) -> list[str]:
     """The collectives' tables; none where the sweep was not run (no memstress-collectives-ncclmem.json)."""
-    if not any((outdir / f"memstress-collectives-ncclmem.json{x}").exists() for x in ("", ".xz")):
+    if not stored(outdir / "memstress-collectives-ncclmem.json"):
         return []
     index = collectives_index(memstress_rows(outdir / "memstress-collectives-ncclmem.json") + own_rows(outdir))
     summary = [
