@@ -7,7 +7,8 @@
 //           a short spin kernel, so the GPU time excludes the host's launch gaps; time = elapsed / inner,
 //           averaged over the ranks (World::all_gather). `inner` is chosen so one sample moves at least
 //           1 GiB (5 to 200 collectives).
-//   host    nccl-tests' default (BenchTime): one collective waited for, a barrier of all ranks, then a host
+//   host    nccl-tests' default (BenchTime): one collective waited for, a spinning barrier of all ranks
+//           (World::spin_barrier: no rank is released late by a sleep), then a host
 //           clock around `iters` collectives launched back to back and the wait for the last (polled
 //           without sleeping, NcclComm::Poll::spin); time = elapsed / iters, averaged over the ranks. At
 //           small sizes this includes each launch's host cost, which the events method hides.
@@ -286,7 +287,7 @@ class CollectivesRun final : public CaseRun {
   double timed_by_host(const Buffers& b, const cuda::CapturedGraph& graph) {
     enqueue(b);
     wait(what_ + " (sync)", NcclComm::Poll::spin);
-    world_->barrier();
+    world_->spin_barrier();
     const auto start = std::chrono::steady_clock::now();
     if (timing_ == Timing::graph) {
       graph.launch(stream());
@@ -430,7 +431,8 @@ class Collectives final : public Workload {
          {"20"},
          {},
          {},
-         "collectives per timed region with timing=host or graph (nccl-tests' -n); events chooses its own",
+         "collectives per timed region with timing=host or graph (nccl-tests' -n); timing=events chooses "
+         "its own and takes only the default",
          1,
          10000},
         {"buffers",

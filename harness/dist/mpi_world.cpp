@@ -34,15 +34,21 @@ class OwnedComm {
   MPI_Comm comm = MPI_COMM_NULL;
 };
 
-// Sleeps a little longer each time, up to 1 ms: quick when the peer is there, cheap when it is not.
+// Sleeps a little longer each time, up to 1 ms: quick when the peer is there, cheap when it is not. A
+// spinning one never sleeps (MpiWorld::spin_barrier).
 class Backoff {
  public:
+  explicit Backoff(bool spin = false) noexcept : spin_(spin) {}
   void pause() {
+    if (spin_) {
+      return;
+    }
     std::this_thread::sleep_for(delay_);
     delay_ = std::min(delay_ * 2, std::chrono::microseconds(1000));
   }
 
  private:
+  bool spin_;
   std::chrono::microseconds delay_{1};
 };
 
@@ -78,9 +84,9 @@ std::chrono::milliseconds MpiWorld::patience() const noexcept {
   return rank_ == 0 ? timeout_ : timeout_ + std::min(timeout_, kRankZeroGrace);
 }
 
-void MpiWorld::wait(MPI_Request& request, std::string_view what) const {
+void MpiWorld::wait(MPI_Request& request, std::string_view what, Pace pace) const {
   const auto deadline = std::chrono::steady_clock::now() + patience();
-  Backoff backoff;
+  Backoff backoff(pace == Pace::spin);
   for (;;) {
     int done = 0;
     MEMSTRESS_MPI_TRY(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
@@ -95,7 +101,7 @@ void MpiWorld::wait(MPI_Request& request, std::string_view what) const {
   }
 }
 
-std::vector<std::string> MpiWorld::collect(const std::string& text, int tag) {
+std::vector<std::string> MpiWorld::collect(const std::string& text, int tag, Pace pace) {
   if (rank_ != 0) {
     if (text.size() > static_cast<std::size_t>(INT_MAX)) {
       throw DistError(fmt::format("rank {}: {} bytes are too many to gather", rank_, text.size()));
@@ -103,7 +109,7 @@ std::vector<std::string> MpiWorld::collect(const std::string& text, int tag) {
     MPI_Request request = MPI_REQUEST_NULL;
     MEMSTRESS_MPI_TRY(
         MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, tag, comm_, &request));
-    wait(request, "sending to rank 0");
+    wait(request, "sending to rank 0", pace);
     return {};
   }
   std::vector<std::string> texts(static_cast<std::size_t>(size_));
@@ -113,7 +119,7 @@ std::vector<std::string> MpiWorld::collect(const std::string& text, int tag) {
     missing.push_back(r);
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  Backoff backoff;
+  Backoff backoff(pace == Pace::spin);
   while (!missing.empty()) {
     bool progress = false;
     for (auto it = missing.begin(); it != missing.end();) {
@@ -152,13 +158,21 @@ std::vector<std::string> MpiWorld::gather(const std::string& text) {
 }
 
 void MpiWorld::barrier() {
+  barrier(Pace::relaxed);
+}
+
+void MpiWorld::spin_barrier() {
+  barrier(Pace::spin);
+}
+
+void MpiWorld::barrier(Pace pace) {
   // Everyone reports to rank 0 (which names the missing), then rank 0 releases everyone.
-  static_cast<void>(collect({}, kArriveTag));
+  static_cast<void>(collect({}, kArriveTag, pace));
   char token = 0;
   if (rank_ != 0) {
     MPI_Request request = MPI_REQUEST_NULL;
     MEMSTRESS_MPI_TRY(MPI_Irecv(&token, 1, MPI_CHAR, 0, kReleaseTag, comm_, &request));
-    wait(request, "waiting for rank 0 at a barrier");
+    wait(request, "waiting for rank 0 at a barrier", pace);
     return;
   }
   std::vector<MPI_Request> requests(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
@@ -167,7 +181,7 @@ void MpiWorld::barrier() {
         MPI_Isend(&token, 1, MPI_CHAR, r, kReleaseTag, comm_, &requests[static_cast<std::size_t>(r)]));
   }
   for (MPI_Request& request : requests) {
-    wait(request, "releasing the ranks from a barrier");
+    wait(request, "releasing the ranks from a barrier", pace);
   }
 }
 

@@ -47,15 +47,19 @@ class MpiWorld final : public World {
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override { return timeout_; }
 
   void barrier() override;
+  void spin_barrier() override;
   void broadcast(std::span<std::byte> bytes, int root) override;
   [[nodiscard]] std::vector<double> all_gather(double value) override;
   [[nodiscard]] std::vector<std::string> gather(const std::string& text) override;
 
  private:
+  // How a wait polls: sleeping a little longer each time (relaxed), or not at all (spin).
+  enum class Pace { relaxed, spin };
   // Rank 0: every rank's text, in rank order; the others send theirs and get an empty vector.
-  std::vector<std::string> collect(const std::string& text, int tag);
+  std::vector<std::string> collect(const std::string& text, int tag, Pace pace = Pace::relaxed);
   // Polls `request` until it completes; throws DistError naming `what` at the deadline.
-  void wait(MPI_Request& request, std::string_view what) const;
+  void wait(MPI_Request& request, std::string_view what, Pace pace = Pace::relaxed) const;
+  void barrier(Pace pace);
   // How long this rank waits: `timeout` on rank 0, `timeout` plus the grace elsewhere (see the design note).
   [[nodiscard]] std::chrono::milliseconds patience() const noexcept;
 

@@ -32,6 +32,10 @@ class World {
   [[nodiscard]] virtual std::chrono::milliseconds timeout() const noexcept = 0;
 
   virtual void barrier() = 0;
+  // A barrier whose waits never sleep, for the start of a host-timed region: the ranks leave it within
+  // microseconds of each other (as after nccl-tests' MPI_Barrier), where a sleeping wait can release a
+  // rank up to a millisecond late and that lateness would land in the first collective's time.
+  virtual void spin_barrier() = 0;
   // `bytes` of rank `root` land in `bytes` on every rank (e.g. a ncclUniqueId).
   virtual void broadcast(std::span<std::byte> bytes, int root) = 0;
   // Every rank's value, in rank order, on every rank.
@@ -52,6 +56,7 @@ class SoloWorld final : public World {
   [[nodiscard]] int local_size() const noexcept override { return 1; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override { return timeout_; }
   void barrier() override {}
+  void spin_barrier() override {}
   void broadcast(std::span<std::byte> /*bytes*/, int /*root*/) override {}
   [[nodiscard]] std::vector<double> all_gather(double value) override { return {value}; }
   [[nodiscard]] std::vector<std::string> gather(const std::string& text) override { return {text}; }

@@ -172,6 +172,7 @@ std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest&
       }
       partial = std::move(next);
     }
+    const std::size_t before = cases.size();
     for (auto& values : partial) {
       ParamSet params(std::move(values));
       if (w->applies(params)) {
@@ -184,6 +185,14 @@ std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest&
             std::find(request.in_turn.begin(), request.in_turn.end(), w->name()) != request.in_turn.end();
         cases.push_back(PlannedCase{w, std::move(params), in_turn});
       }
+    }
+    if (cases.size() == before && !partial.empty()) {
+      // Every combination was left out (e.g. collectives' timing=events with iters=50): say so, not an
+      // empty plan that runs nothing.
+      throw InputError(
+          fmt::format("-p {}: none of the combinations of the values given is a case of {} (each is left "
+                      "out as meaningless; see `memstress list {}` for which axes go together)",
+                      w->name(), w->name(), w->name()));
     }
   }
   return cases;

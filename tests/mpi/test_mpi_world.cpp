@@ -1,11 +1,13 @@
-// Label mpi: MpiWorld's collectives under mpirun (two ranks or more): rank, size and local rank, barrier,
-// broadcast, all-gather, and gather of texts of any length (empty to several MiB), in rank order. Its
+// Label mpi: MpiWorld's collectives under mpirun (two ranks or more): rank, size and local rank, barrier
+// (the sleeping one and the spinning one: neither lets a rank through before the last arrives), broadcast, all-gather, and gather of texts of any length (empty to several MiB), in rank order. Its
 // own main (world_test_main.hpp).
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstddef>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness/dist/world.hpp"
@@ -27,6 +29,21 @@ void collectives(World& world) {
   EXPECT_LT(world.local_rank(), world.local_size());
   EXPECT_LE(world.local_size(), world.size());
   world.barrier();
+
+  // Rank 0 comes 200 ms late to each barrier: every other rank waits for it in both kinds.
+  for (const bool spin : {false, true}) {
+    const auto start = std::chrono::steady_clock::now();
+    if (world.rank() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    if (spin) {
+      world.spin_barrier();
+    } else {
+      world.barrier();
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(190))
+        << (spin ? "spin_barrier" : "barrier") << " let rank " << world.rank() << " through early";
+  }
 
   std::vector<std::byte> bytes(64, std::byte{0});
   if (world.rank() == 0) {

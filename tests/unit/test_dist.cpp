@@ -94,6 +94,7 @@ class TwoRankWorld final : public World {
       throw DistError("rank 1 did not report within 1 s (failed or hangs)");
     }
   }
+  void spin_barrier() override { barrier(); }
   void broadcast(std::span<std::byte> /*bytes*/, int /*root*/) override {}
   [[nodiscard]] std::vector<double> all_gather(double value) override { return {value, value}; }
   [[nodiscard]] std::vector<std::string> gather(const std::string& text) override {

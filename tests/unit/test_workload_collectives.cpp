@@ -211,6 +211,19 @@ TEST(CollectivesPlan, HostAndGraphTimingTakeItersEventsDoesNot) {
   }
 }
 
+TEST(CollectivesPlan, ItersWithEventsTimingAloneIsAUsageErrorNotAnEmptyPlan) {
+  // Every combination left out: exit 2 with the workload named, not a run of nothing.
+  try {
+    static_cast<void>(case_labels({"collective=all_reduce", "pressure=none", "iters=50"}));
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("-p collectives: none of the combinations"), std::string::npos)
+        << e.what();
+  }
+  // The same for an in-place alltoall.
+  EXPECT_THROW(static_cast<void>(case_labels({"collective=alltoall", "place=in"})), InputError);
+}
+
 TEST(CollectivesPlan, NcclTestsSweepFromEightBytesOnNcclBuffers) {
   PlanRequest request;
   request.workloads = {"collectives"};
