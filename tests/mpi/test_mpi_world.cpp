@@ -1,6 +1,7 @@
 // Label mpi: MpiWorld's collectives under mpirun (two ranks or more): rank, size and local rank, barrier
-// (the sleeping one and the spinning one: neither lets a rank through before the last arrives), broadcast, all-gather, and gather of texts of any length (empty to several MiB), in rank order. Its
-// own main (world_test_main.hpp).
+// (the sleeping one and the spinning one: neither lets a rank through before the last arrives), broadcast,
+// all-gather, and gather of texts of any length (empty to several MiB), in rank order. Its own main
+// (world_test_main.hpp).
 
 #include <gtest/gtest.h>
 
