@@ -424,8 +424,9 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
       ->capture_default_str();
   sub->add_option(
          "--in-turn", flags->in_turn,
-         "Under mpirun: these workloads run on one rank at a time, each alone on the node's host "
-         "memory and PCIe (e.g. transfers: each GPU's own link, not the contention); the others wait "
+         "Under mpirun: these workloads run on one rank of each node at a time (turns by local rank), "
+         "each alone on its node's host memory and PCIe (e.g. transfers: each GPU's own link, not the "
+         "contention); the others wait "
          "up to --timeout for each rank's turn")
       ->delimiter(',');
   // For the tests of the distributed harness only: RANK:CASE_INDEX:exit|hang|throw (hidden).

@@ -153,7 +153,7 @@ def close(a: float, b: float) -> bool:
 
 def expected_rank_summary(rows: list[Any], threshold: float) -> dict[tuple, dict]:
     """(workload, case, allocator, metric) -> min, median, max and stragglers, from the rows."""
-    samples: dict[tuple, list[tuple[int, float]]] = {}
+    samples: dict[tuple, list[tuple[int, float, str | None]]] = {}
     better: dict[tuple, str] = {}
     for row in rows:
         if row.get("verdict") not in ("pass", "fail"):
@@ -162,23 +162,23 @@ def expected_rank_summary(rows: list[Any], threshold: float) -> dict[tuple, dict
             if m.get("median") is None or not m.get("n"):
                 continue
             key = (row["workload"], row["case"], row["allocator"], name)
-            samples.setdefault(key, []).append((row["rank"], m["median"]))
+            samples.setdefault(key, []).append((row["rank"], m["median"], row["device"].get("node")))
             better[key] = m["better"]
     out = {}
     for key, values in samples.items():
-        mid = median([v for _, v in values])
+        mid = median([v for _, v, _ in values])
         stragglers = set()
-        for rank, v in values:
+        for rank, v, node in values:
             if better[key] == "none" or mid == 0:
                 continue
             worse = (mid - v if better[key] == "higher" else v - mid) / abs(mid)
             if worse > threshold:
-                stragglers.add(rank)
+                stragglers.add((rank, node))
         out[key] = {
             "ranks": len(values),
-            "min": min(v for _, v in values),
+            "min": min(v for _, v, _ in values),
             "median": mid,
-            "max": max(v for _, v in values),
+            "max": max(v for _, v, _ in values),
             "stragglers": stragglers,
         }
     return out
@@ -205,9 +205,10 @@ def rank_summary_errors(doc: dict) -> list[str]:
                 errors.append(f"{path}.{field}: {entry[field]!r}, but the rows say {w[field]!r}")
         if entry["ranks"] != w["ranks"]:
             errors.append(f"{path}.ranks: {entry['ranks']}, but {w['ranks']} ranks report it")
-        named = {s["rank"] for s in entry["stragglers"]}
+        named = {(s["rank"], s.get("node")) for s in entry["stragglers"]}
         if named != w["stragglers"]:
-            errors.append(f"{path}.stragglers: ranks {sorted(named)}, but the rows say {sorted(w['stragglers'])}")
+            errors.append(f"{path}.stragglers: ranks (and nodes) {sorted(named, key=str)}, but the rows say "
+                          f"{sorted(w['stragglers'], key=str)}")
     for key in want.keys() - seen:
         errors.append(f"$.rank_summary.cases: {key} is missing")
     return errors

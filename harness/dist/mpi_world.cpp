@@ -4,9 +4,13 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
+#include <cstdlib>
+#include <string_view>
 #include <thread>
 
+#include "harness/core/error.hpp"
 #include "harness/core/mpi_check.hpp"
 #include "harness/dist/dist_error.hpp"
 #include "harness/dist/mpi_session.hpp"
@@ -60,16 +64,55 @@ double seconds(std::chrono::milliseconds ms) {
   return std::chrono::duration<double>(ms).count();
 }
 
+// This rank's node name (Note [Nodes]): MEMSTRESS_NODE where set, else MPI's processor name.
+std::string node_name() {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read in MPI's setup, before any thread of ours starts
+  if (const char* node = std::getenv("MEMSTRESS_NODE"); node != nullptr && *node != '\0') {
+    const std::string name(node);
+    if (name.size() >= MPI_MAX_PROCESSOR_NAME) {
+      throw InputError(fmt::format("MEMSTRESS_NODE: {} characters; a node name has at most {}", name.size(),
+                                   MPI_MAX_PROCESSOR_NAME - 1));
+    }
+    return name;
+  }
+  std::array<char, MPI_MAX_PROCESSOR_NAME> buffer{};
+  int length = 0;
+  MEMSTRESS_MPI_TRY(MPI_Get_processor_name(buffer.data(), &length));
+  return {buffer.data(), static_cast<std::size_t>(std::max(length, 0))};
+}
+
+// Within `shared` (the ranks of one host), the ranks with the same node name as this one: their colour
+// is the lowest rank of `shared` with that name.
+int node_colour(MPI_Comm shared, const std::string& node) {
+  int size = 0;
+  int rank = 0;
+  MEMSTRESS_MPI_TRY(MPI_Comm_size(shared, &size));
+  MEMSTRESS_MPI_TRY(MPI_Comm_rank(shared, &rank));
+  std::array<char, MPI_MAX_PROCESSOR_NAME> mine{};
+  std::copy(node.begin(), node.end(), mine.begin());
+  std::vector<char> all(static_cast<std::size_t>(size) * mine.size());
+  MEMSTRESS_MPI_TRY(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(),
+                                  static_cast<int>(mine.size()), MPI_CHAR, shared));
+  for (int r = 0; r < size; ++r) {
+    if (std::string_view(all.data() + static_cast<std::size_t>(r) * mine.size()) == node) {
+      return r;
+    }
+  }
+  return rank;
+}
+
 }  // namespace
 
 MpiWorld::MpiWorld(const MpiSession& /*session*/, std::chrono::milliseconds timeout)
-    : timeout_(std::max(timeout, std::chrono::milliseconds(1))) {
+    : node_(node_name()), timeout_(std::max(timeout, std::chrono::milliseconds(1))) {
   MEMSTRESS_MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
   MEMSTRESS_MPI_TRY(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   MEMSTRESS_MPI_TRY(MPI_Comm_rank(comm_, &rank_));
   MEMSTRESS_MPI_TRY(MPI_Comm_size(comm_, &size_));
-  OwnedComm local;  // the ranks that share this host's memory
-  MEMSTRESS_MPI_TRY(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local.comm));
+  OwnedComm shared;  // the ranks that share this host's memory
+  MEMSTRESS_MPI_TRY(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &shared.comm));
+  OwnedComm local;  // of those, the ones of this node (Note [Nodes])
+  MEMSTRESS_MPI_TRY(MPI_Comm_split(shared.comm, node_colour(shared.comm, node_), rank_, &local.comm));
   MEMSTRESS_MPI_TRY(MPI_Comm_rank(local.comm, &local_rank_));
   MEMSTRESS_MPI_TRY(MPI_Comm_size(local.comm, &local_size_));
 }

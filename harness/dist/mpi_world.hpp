@@ -14,10 +14,17 @@
 // run on), the others give up one timeout (and the grace) later, not two. Requests left pending after a
 // timeout are not freed: the job is about to be aborted, and a later collective on this World is a bug.
 // Works on a duplicate of MPI_COMM_WORLD whose errors come back as codes (MEMSTRESS_MPI_TRY).
+//
+// Design note [Nodes]. A node is the ranks that share a host's memory (MPI_COMM_TYPE_SHARED) and a node
+// name: MPI's processor name (the host's), or MEMSTRESS_NODE where the launcher sets it per rank. The
+// variable splits one host into several nodes, so the per-node logic (local ranks and the GPU each picks,
+// `--in-turn` turns by local rank, stragglers named with their node) runs on one machine as it would on
+// several: `mpirun -np 2 env MEMSTRESS_NODE=a memstress ... : -np 2 env MEMSTRESS_NODE=b memstress ...`.
 
 #include <mpi.h>
 
 #include <chrono>
+#include <string>
 #include <string_view>
 
 #include "harness/dist/world.hpp"
@@ -44,6 +51,7 @@ class MpiWorld final : public World {
   [[nodiscard]] int size() const noexcept override { return size_; }
   [[nodiscard]] int local_rank() const noexcept override { return local_rank_; }
   [[nodiscard]] int local_size() const noexcept override { return local_size_; }
+  [[nodiscard]] const std::string& node() const noexcept override { return node_; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override { return timeout_; }
 
   void barrier() override;
@@ -68,6 +76,7 @@ class MpiWorld final : public World {
   int size_ = 1;
   int local_rank_ = 0;
   int local_size_ = 1;
+  std::string node_;
   std::chrono::milliseconds timeout_;
 };
 

@@ -51,6 +51,7 @@ nlohmann::json gather_environment(World& world, nlohmann::json local, const Devi
   }
   local["rank"] = world.rank();
   local["local_rank"] = world.local_rank();
+  local["node"] = world.node();
   local["device"] = {{"label", info.label()}, {"uuid", info.uuid}, {"pci_bus_id", bus_id}};
   const std::vector<std::string> texts = world.gather(json_text(local));
   if (world.rank() != 0) {

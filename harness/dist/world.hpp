@@ -24,9 +24,12 @@ class World {
 
   [[nodiscard]] virtual int rank() const noexcept = 0;
   [[nodiscard]] virtual int size() const noexcept = 0;
-  // Rank among the ranks on this host, and how many share it (the default GPU is the local rank).
+  // Rank among the ranks on this node, and how many share it (the default GPU is the local rank).
   [[nodiscard]] virtual int local_rank() const noexcept = 0;
   [[nodiscard]] virtual int local_size() const noexcept = 0;
+  // The node this rank runs on, by name: its host's, or MEMSTRESS_NODE's where set (MpiWorld, Note [Nodes]);
+  // empty in a world of one.
+  [[nodiscard]] virtual const std::string& node() const noexcept = 0;
   // How long a rank waits for its peers in one step (--timeout): host collectives here, and device work
   // that needs the other ranks (NcclComm::wait) in the workloads.
   [[nodiscard]] virtual std::chrono::milliseconds timeout() const noexcept = 0;
@@ -54,6 +57,7 @@ class SoloWorld final : public World {
   [[nodiscard]] int size() const noexcept override { return 1; }
   [[nodiscard]] int local_rank() const noexcept override { return 0; }
   [[nodiscard]] int local_size() const noexcept override { return 1; }
+  [[nodiscard]] const std::string& node() const noexcept override { return node_; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override { return timeout_; }
   void barrier() override {}
   void spin_barrier() override {}
@@ -63,6 +67,7 @@ class SoloWorld final : public World {
 
  private:
   std::chrono::milliseconds timeout_;
+  std::string node_;
 };
 
 }  // namespace memstress

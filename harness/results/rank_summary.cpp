@@ -13,6 +13,7 @@ namespace {
 struct Sample {
   int rank;
   double value;
+  const std::string* node;
 };
 
 // How much worse than `median` a value is, in the metric's direction (negative: better).
@@ -48,7 +49,7 @@ RankSpread spread_of(const Row& first, const MetricResult& metric, const std::ve
   for (const Sample& x : samples) {
     const double worse = worse_by(x.value, s.median, s.better);
     if (worse > threshold) {
-      s.stragglers.push_back({x.rank, x.value, worse});
+      s.stragglers.push_back({x.rank, *x.node, x.value, worse});
     }
   }
   return s;
@@ -86,7 +87,7 @@ std::vector<RankSpread> summarize_ranks(const std::vector<Row>& rows, double thr
         firsts.emplace_back(&row, &m);
         samples.emplace_back();
       }
-      samples[index].push_back({row.rank, m.summary.median});
+      samples[index].push_back({row.rank, m.summary.median, &row.device.node});
     }
   }
   std::vector<RankSpread> spreads;
@@ -101,7 +102,11 @@ nlohmann::json rank_summary_json(const std::vector<RankSpread>& spreads, double 
   for (const RankSpread& s : spreads) {
     nlohmann::json stragglers = nlohmann::json::array();
     for (const Straggler& x : s.stragglers) {
-      stragglers.push_back({{"rank", x.rank}, {"value", x.value}, {"worse_pct", x.worse * 100.0}});
+      nlohmann::json named{{"rank", x.rank}, {"value", x.value}, {"worse_pct", x.worse * 100.0}};
+      if (!x.node.empty()) {
+        named["node"] = x.node;
+      }
+      stragglers.push_back(std::move(named));
     }
     cases.push_back({{"workload", s.workload},
                      {"case", s.case_label},

@@ -17,6 +17,7 @@ namespace memstress {
 
 struct Straggler {
   int rank = 0;
+  std::string node;  // the rank's node (DeviceRef::node), empty where the rows do not name one
   double value = 0;
   double worse = 0;  // by this fraction of the median (0.25: 25 % worse)
 };

@@ -70,6 +70,7 @@ struct DeviceRef {
   int ordinal = 0;
   std::string name;
   std::string uuid;
+  std::string node;  // under mpirun, the node's name (World::node); else empty
 };
 
 struct Row {

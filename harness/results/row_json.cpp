@@ -92,6 +92,9 @@ void to_json(nlohmann::json& j, const Row& row) {
   if (!row.self_test.empty()) {
     j["self_test"] = row.self_test;  // only on self-tests: other rows read as before
   }
+  if (!row.device.node.empty()) {
+    j["device"]["node"] = row.device.node;  // only under mpirun: a world of one has no node name
+  }
 }
 
 void from_json(const nlohmann::json& j, Row& row) {
@@ -115,8 +118,8 @@ void from_json(const nlohmann::json& j, Row& row) {
   row.rank = j.at("rank").get<int>();
   const nlohmann::json& device = j.at("device");
   row.device = DeviceRef{device.at("label").get<std::string>(), device.at("kind").get<std::string>(),
-                         device.at("ordinal").get<int>(), device.at("name").get<std::string>(),
-                         device.at("uuid").get<std::string>()};
+                         device.at("ordinal").get<int>(),       device.at("name").get<std::string>(),
+                         device.at("uuid").get<std::string>(),  device.value("node", std::string())};
   row.metrics.clear();
   for (const auto& [name, value] : j.at("metrics").items()) {
     MetricResult m = value.get<MetricResult>();

@@ -15,7 +15,8 @@ std::string format_rank_summary(const std::vector<RankSpread>& spreads, double t
   for (const RankSpread& s : spreads) {
     std::string names;
     for (const Straggler& x : s.stragglers) {
-      names += fmt::format("{}rank {} ({:.0f}% worse)", names.empty() ? "" : ", ", x.rank, x.worse * 100.0);
+      names += fmt::format("{}rank {}{} ({:.0f}% worse)", names.empty() ? "" : ", ", x.rank,
+                           x.node.empty() ? "" : " on " + x.node, x.worse * 100.0);
     }
     flagged += s.stragglers.empty() ? 0 : 1;
     // In the unit the median chose (Note [One unit style per metric]), the metric by its one name.

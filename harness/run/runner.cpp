@@ -33,8 +33,8 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t hash) noexcept {
 
 DeviceRef device_ref(const DeviceBackend& backend) {
   const DeviceInfo& info = backend.info();
-  return DeviceRef{info.label(), info.kind == BackendKind::cuda ? "cuda" : "sim", info.ordinal, info.name,
-                   info.uuid};
+  return DeviceRef{
+      info.label(), info.kind == BackendKind::cuda ? "cuda" : "sim", info.ordinal, info.name, info.uuid, {}};
 }
 
 std::optional<std::string> skip_reason(const Workload& w, const DeviceBackend& backend, int world_size) {
@@ -98,6 +98,19 @@ void turn_done(World& world, const std::string& what, const Row& row, ResultSink
     keep_own_row(world, row, sink);
     throw DistError(fmt::format("{}: {}", what, e.what()));
   }
+}
+
+// Note [Turns by local rank]. `--in-turn` keeps a workload's ranks off each other's host memory and PCIe,
+// which only the ranks of one node share: so the ranks take turns by local rank, and in each turn one rank
+// of every node runs (local rank 0 of each node, then local rank 1, ...). On one node that is one rank at a
+// time. The number of turns is the largest node's rank count; every rank takes part in every turn's barrier.
+int turns_per_node(World& world, const std::vector<PlannedCase>& cases) {
+  const bool any = std::any_of(cases.begin(), cases.end(), [](const PlannedCase& c) { return c.in_turn; });
+  if (!any || world.size() == 1) {
+    return 1;
+  }
+  const std::vector<double> sizes = world.all_gather(static_cast<double>(world.local_size()));
+  return static_cast<int>(*std::max_element(sizes.begin(), sizes.end()));
 }
 
 }  // namespace
@@ -170,6 +183,7 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
   Progress& progress = options_.progress != nullptr ? *options_.progress : *own_progress;
   SoloWorld solo;
   World& world = options_.world != nullptr ? *options_.world : solo;
+  const int turns = turns_per_node(world, cases);
   for (std::size_t index = 0; index < cases.size(); ++index) {
     const PlannedCase& planned = cases[index];
     Row row;
@@ -178,6 +192,7 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
     row.allocator = std::string(allocator_.name());
     row.rank = world.rank();
     row.device = device_ref(backend);
+    row.device.node = world.node();
     row.self_test = planned.workload->self_test(planned.params);
     const std::string title = fmt::format("{} {}", row.workload, row.case_label());
     const std::string where = fmt::format("[{}/{}] {}", index + 1, cases.size(), title);
@@ -198,12 +213,13 @@ int Runner::run(const std::vector<PlannedCase>& cases, ResultSink& sink) {
       row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
     if (planned.in_turn && world.size() > 1) {
-      for (int turn = 0; turn < world.size(); ++turn) {
-        if (turn == world.rank()) {
+      // Note [Turns by local rank].
+      for (int turn = 0; turn < turns; ++turn) {
+        if (turn == world.local_rank()) {
           execute();
         }
-        // The next rank's turn starts once this one has finished.
-        turn_done(world, fmt::format("case {}, rank {}'s turn", where, turn), row, sink);
+        // The next turn starts once this one has finished on every node.
+        turn_done(world, fmt::format("case {}, local rank {}'s turn", where, turn), row, sink);
       }
     } else {
       execute();

@@ -12,7 +12,9 @@ waits in an NCCL all_reduce; rank 0's NCCL wait gives up at --timeout and aborts
 error row is kept, and the job aborts naming rank 1 and the case), in_turn (`--in-turn sizes`: the ranks run
 each sizes case one after the other, never at once), in_turn_hang (as hang, with the cases in turn: rank 1
 hangs in its turn; rank 0's row of that case is kept), rank0_exit (rank 0 exits mid-run under a launcher that
-lets the job run on: rank 1 gives up after one --timeout and a short grace, not two timeouts).
+lets the job run on: rank 1 gives up after one --timeout and a short grace, not two timeouts), two_nodes (four
+ranks as two nodes of two on one host, through MEMSTRESS_NODE: local ranks and nodes in the environment,
+`--in-turn` turns by local rank, one rank of each node at a time, and a straggler named with its node).
 Exit codes: 0 pass, 1 fail, 77 skipped
 (no mpiexec; for nccl_hang, fewer than two GPUs).
 """
@@ -217,6 +219,43 @@ def in_turn(args, work: Path) -> None:
     validate(out, out.with_suffix(".jsonl"))
 
 
+def two_nodes(args, work: Path) -> None:
+    """Four ranks as nodes a and b of two ranks each (Note [Nodes] in harness/dist/mpi_world.hpp)."""
+    out = work / "two_nodes.json"
+    job = ["run", "sizes", "oom", "-p", "sizes.ops=40000", "-p", "dist=uniform", "-p", "search=largest_single",
+           "-p", "state=fresh", "--in-turn", "sizes", "-n", "2", "-w", "0", "--out", str(out)]
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    # Rank 3, node b's second, has half the memory of the others: a straggler in the largest allocation.
+    command = [args.mpiexec, "-np", "2", "env", "MEMSTRESS_NODE=a", args.memstress, *job, "-d", "sim:8G", ":",
+               "-np", "1", "env", "MEMSTRESS_NODE=b", args.memstress, *job, "-d", "sim:8G", ":",
+               "-np", "1", "env", "MEMSTRESS_NODE=b", args.memstress, *job, "-d", "sim:4G"]
+    print("$", " ".join(command), flush=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=90)
+    print(f"--- exit code {done.returncode}\n--- stdout:\n{done.stdout}\n--- stderr:\n{done.stderr}")
+    check(done.returncode == 0, f"exit code {done.returncode}, expected 0")
+    doc = load(out)
+    placed = [(r["rank"], r["local_rank"], r["node"]) for r in doc["environment"]["ranks"]]
+    check(placed == [(0, 0, "a"), (1, 1, "a"), (2, 0, "b"), (3, 1, "b")], f"ranks, local ranks, nodes: {placed}")
+    rows = doc["rows"]
+    check(all(r["verdict"] == "pass" for r in rows), "every row passes")
+    check([r["device"].get("node") for r in rows if r["workload"] == "oom"] == ["a", "a", "b", "b"], "rows' nodes")
+    sizes = sorted((r for r in rows if r["workload"] == "sizes"), key=lambda r: r["rank"])
+    check(len(sizes) == 4 and all(r["seconds"] > 0.005 for r in sizes), "four sizes rows, long enough to order")
+    start = [iso_seconds(r["started_at"]) for r in sizes]
+    end = [s + r["seconds"] for s, r in zip(start, sizes)]
+    # Turn 0 is local rank 0 of both nodes (ranks 0 and 2), turn 1 local rank 1 (ranks 1 and 3), after turn 0 ended
+    # everywhere; so rank 2 ran before rank 1, not after it as in turns by rank.
+    for later in (1, 3):
+        for earlier in (0, 2):
+            check(start[later] >= end[earlier] - 0.002, f"rank {later} started before rank {earlier} ended")
+    check(start[2] < start[1], "rank 2 (node b's local rank 0) ran in the first turn, beside rank 0")
+    entry = next(e for e in doc["rank_summary"]["cases"] if e["metric"] == "largest")
+    check([(s["rank"], s.get("node")) for s in entry["stragglers"]] == [(3, "b")], f"stragglers: {entry['stragglers']}")
+    check("rank 3 on b (50% worse)" in done.stdout, "the table names the straggler with its node")
+    validate(out, out.with_suffix(".jsonl"))
+
+
 def gpu_count(args) -> int:
     done = subprocess.run([args.memstress, "devices", "--format", "json"], capture_output=True, text=True)
     if done.returncode != 0:
@@ -246,7 +285,7 @@ def nccl_hung(args, work: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang", "nccl_hang", "in_turn",
-                                             "in_turn_hang", "rank0_exit"])
+                                             "in_turn_hang", "rank0_exit", "two_nodes"])
     parser.add_argument("--mpiexec", default="")
     parser.add_argument("--memstress", required=True)
     parser.add_argument("--workdir", type=Path, required=True)
@@ -273,6 +312,8 @@ def main() -> int:
             nccl_hung(args, args.workdir)
         elif args.scenario == "in_turn":
             in_turn(args, args.workdir)
+        elif args.scenario == "two_nodes":
+            two_nodes(args, args.workdir)
         elif args.scenario == "rank0_exit":
             rank0_exit(args, args.workdir, survive)
         elif args.scenario == "in_turn_hang":

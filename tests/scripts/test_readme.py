@@ -142,6 +142,9 @@ NOT_RUN = {
     "nccl_memory -p channels=0,2,8,32 -p cycles=100 -o nccl-memory.json":
     "four GPUs; scripts/gpu-nccl-tests runs it in two parts, the channels with cycles=0 and cycles=100 alone "
     "(results/h100x4/nccl-tests-580.159.04/memstress-nccl-memory-*.json)",
+    "mpirun -np 2 env MEMSTRESS_NODE=a memstress run sizes --in-turn sizes : -np 2 env MEMSTRESS_NODE=b memstress run "
+    "sizes --in-turn sizes": "four ranks as two nodes: the test mpi.two_nodes runs it with a shorter job, a "
+    "straggler planted and its checks (tests/mpi/check_job.py)",
     "scripts/gpu-nccl-tests NCCL_TESTS_SRC": "needs 2 or more GPUs and a checkout of nccl-tests; run on 4 H100s, "
     "its record is results/h100x4/nccl-tests-580.159.04/",
 }

@@ -66,7 +66,7 @@ Row sample_row(int rank) {
   row.params = {{"pattern", "random"}, {"bytes", "1M"}};  // axis order, not alphabetical
   row.allocator = "caching";
   row.rank = rank;
-  row.device = DeviceRef{"sim:8G", "sim", 0, "simulated (8G)", ""};
+  row.device = DeviceRef{"sim:8G", "sim", 0, "simulated (8G)", "", ""};
   row.verdict = rank == 1 ? Verdict::error : Verdict::pass;
   row.reason = rank == 1 ? "boom" : "";
   row.metrics.push_back(testing::metric_of("alloc", "us", Better::lower, {1.0, 2.0, 3.0}));
@@ -86,6 +86,7 @@ class TwoRankWorld final : public World {
   [[nodiscard]] int size() const noexcept override { return 2; }
   [[nodiscard]] int local_rank() const noexcept override { return 0; }
   [[nodiscard]] int local_size() const noexcept override { return 2; }
+  [[nodiscard]] const std::string& node() const noexcept override { return node_; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override {
     return std::chrono::seconds(1);
   }
@@ -105,6 +106,7 @@ class TwoRankWorld final : public World {
  private:
   std::string other_;
   bool fails_;
+  std::string node_ = "node-a";
 };
 
 TEST(CaseSync, RowsOfEveryRankReachRankZeroInRankOrderAndReadBack) {

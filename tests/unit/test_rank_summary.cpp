@@ -18,7 +18,7 @@ Row rank_row(int rank, double value, Better better = Better::higher, std::string
   row.params = {{"bytes", "1M"}};
   row.allocator = "caching";
   row.rank = rank;
-  row.device = DeviceRef{"sim:8G", "sim", 0, "simulated (8G)", ""};
+  row.device = DeviceRef{"sim:8G", "sim", 0, "simulated (8G)", "", ""};
   row.metrics.push_back(
       testing::metric_of(std::move(metric), better == Better::lower ? "us" : "GB/s", better, {value, value}));
   return row;
@@ -102,7 +102,25 @@ TEST(RankSummary, InTheDocumentAndTableOnlyWithSeveralRanks) {
   const std::string table = format_table(run);
   EXPECT_NE(table.find("Across ranks"), std::string::npos);
   EXPECT_NE(table.find("rank 1 (33% worse)"), std::string::npos);
-  EXPECT_NE(table.find("1:sim:8G"), std::string::npos);  // RANK:DEVICE
+  EXPECT_NE(table.find("1:sim:8G"), std::string::npos);           // RANK:DEVICE
+  EXPECT_FALSE(j["cases"][0]["stragglers"][0].contains("node"));  // rows that name no node
+}
+
+TEST(RankSummary, AStragglerIsNamedWithItsNode) {
+  RunRecord run;
+  run.ranks = 3;
+  run.rows = {rank_row(0, 100), rank_row(1, 100), rank_row(2, 50)};
+  for (Row& row : run.rows) {
+    row.device.node = row.rank < 2 ? "node-a" : "node-b";
+  }
+  const auto spreads = summarize_ranks(run.rows, 0.10);
+  ASSERT_EQ(spreads[0].stragglers.size(), 1U);
+  EXPECT_EQ(spreads[0].stragglers[0].node, "node-b");
+  const nlohmann::json j = run_json(run);
+  EXPECT_EQ(j["rank_summary"]["cases"][0]["stragglers"][0]["node"], "node-b");
+  EXPECT_EQ(j["rows"][2]["device"]["node"], "node-b");
+  EXPECT_EQ(j["rows"][2].get<Row>().device.node, "node-b");  // and it reads back
+  EXPECT_NE(format_table(run).find("rank 2 on node-b (50% worse)"), std::string::npos) << format_table(run);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ Row make_row(std::string workload, Verdict verdict) {
   row.workload = std::move(workload);
   row.params = {{"bytes", "64M"}, {"pattern", "random"}};
   row.allocator = "direct";
-  row.device = DeviceRef{"sim:80G", "sim", 0, "simulated (80G)", ""};
+  row.device = DeviceRef{"sim:80G", "sim", 0, "simulated (80G)", "", ""};
   row.verdict = verdict;
   MetricResult m;
   m.name = "fill";

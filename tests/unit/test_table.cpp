@@ -21,7 +21,7 @@ Row leak_row(std::string retained, std::string self_test) {
   row.workload = "leak";
   row.params = {{"epochs", "20"}, {"per_epoch", "256M"}, {"retained", std::move(retained)}};
   row.allocator = "caching";
-  row.device = DeviceRef{"sim:80G", "sim", 0, "simulated (80G)", ""};
+  row.device = DeviceRef{"sim:80G", "sim", 0, "simulated (80G)", "", ""};
   row.self_test = std::move(self_test);
   row.metrics = {metric_of("growth_per_epoch", "bytes/epoch", Better::none, {14008508, 14008508, 14035822}),
                  metric_of("growth_r2", "ratio", Better::none, {0.999, 0.999, 0.998}),
