@@ -45,8 +45,13 @@ std::vector<HistorySeries> history(const std::vector<MetricObservation>& observa
     HistorySeries& s =
         series[{o.gpu_uuid, o.workload, o.case_label, o.allocator, o.metric, o.concurrent_ranks}];
     if (s.points.empty()) {
-      s = {o.gpu_uuid,  o.host,   o.pci_bus_id, o.model,  o.workload,         o.case_label,
-           o.allocator, o.metric, o.unit,       o.better, o.concurrent_ranks, {}};
+      s = {static_cast<const MeasurementKey&>(o),
+           o.gpu_uuid,
+           o.host,
+           o.pci_bus_id,
+           o.model,
+           o.concurrent_ranks,
+           {}};
     }
     if (!s.points.empty() && o.started_at >= s.points.back().started_at) {  // where the GPU was last seen
       s.host = o.host;
@@ -205,13 +210,8 @@ DriverComparison DriverAccumulator::report(const compare::CompareOptions& option
     a.summary = summarize(a.samples);
     b.summary = summarize(b.samples);
     DriverGroup d;
-    d.workload = g.first.workload;
-    d.case_label = g.first.case_label;
-    d.allocator = g.first.allocator;
-    d.metric = g.first.metric;
-    d.unit = g.first.unit;
+    static_cast<MeasurementKey&>(d) = g.first;
     d.model = g.first.model;
-    d.better = g.first.better;
     d.concurrent_ranks = g.first.concurrent_ranks;
     d.gpus = a.samples.size();
     d.paired_change_pct = ratios.empty() ? std::nan("") : median_of(ratios);

@@ -36,10 +36,8 @@ struct HistoryPoint {
 };
 
 // One measurement on one GPU over time (oldest first).
-struct HistorySeries {
+struct HistorySeries : MeasurementKey {
   std::string gpu_uuid, host, pci_bus_id, model;
-  std::string workload, case_label, allocator, metric, unit;
-  Better better = Better::none;
   int concurrent_ranks = 1;
   std::vector<HistoryPoint> points;
 };
@@ -50,9 +48,8 @@ std::vector<HistorySeries> history(const std::vector<MetricObservation>& observa
 std::string format_history_table(const std::vector<HistorySeries>& series);
 nlohmann::json history_json(const std::vector<HistorySeries>& series);
 
-struct DriverGroup {
-  std::string workload, case_label, allocator, metric, unit, model;
-  Better better = Better::none;
+struct DriverGroup : MeasurementKey {
+  std::string model;
   int concurrent_ranks = 1;
   std::size_t gpus = 0;              // that ran it under both drivers
   double paired_change_pct = 0;      // the median over those GPUs of (B / A - 1) * 100

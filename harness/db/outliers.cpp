@@ -128,8 +128,14 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
     const MetricObservation& o = group.first;
     const double toward_worse = o.better == Better::higher ? -1.0 : 1.0;
     if (options.keep_groups) {
-      GroupValues kept{o.workload, o.case_label,       o.allocator, o.metric, o.unit,  o.model, o.driver,
-                       o.better,   o.concurrent_ranks, m,           spread,   scatter, {}};
+      GroupValues kept{static_cast<const MeasurementKey&>(o),
+                       o.model,
+                       o.driver,
+                       o.concurrent_ranks,
+                       m,
+                       spread,
+                       scatter,
+                       {}};
       std::size_t k = 0;
       for (const auto& [id, runs] : members) {
         const Seen& g = seen_[id];
@@ -151,12 +157,7 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
         continue;
       }
       Outlier out;
-      out.workload = o.workload;
-      out.case_label = o.case_label;
-      out.allocator = o.allocator;
-      out.metric = o.metric;
-      out.unit = o.unit;
-      out.better = o.better;
+      static_cast<MeasurementKey&>(out) = o;
       out.model = o.model;
       out.driver = o.driver;
       out.host = g.host;

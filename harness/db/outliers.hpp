@@ -67,9 +67,7 @@ inline constexpr double kMadScale = 1.4826;          // 1 / Phi^-1(3/4): the MAD
 inline constexpr double kMedianErrorScale = 1.2533;  // sqrt(pi / 2): a median's standard error over a mean's
 inline constexpr std::size_t kMinScatterGpus = 5;    // W from fewer GPUs (of 2+ runs) is not estimated
 
-struct Outlier {
-  std::string workload, case_label, allocator, metric, unit;
-  Better better = Better::none;
+struct Outlier : MeasurementKey {
   std::string model, driver, host, gpu_uuid, pci_bus_id;
   double value = 0;         // the GPU's median
   double group_median = 0;  // M
@@ -82,9 +80,8 @@ struct Outlier {
 };
 
 // A judged group whole: what scripts/report's fleet page draws (each GPU's value, the outliers named).
-struct GroupValues {
-  std::string workload, case_label, allocator, metric, unit, model, driver;
-  Better better = Better::none;
+struct GroupValues : MeasurementKey {
+  std::string model, driver;
   int concurrent_ranks = 1;
   double median = 0;      // M
   double spread = 0;      // S, floor applied
