@@ -17,6 +17,7 @@ Messages do not name the file: the caller, which knows how it was named, prefixe
 from __future__ import annotations
 
 import json
+import lzma
 import re
 from pathlib import Path
 from typing import Any
@@ -112,3 +113,16 @@ def is_stream(text: str) -> bool:
         return False
     head = first_line(text)
     return isinstance(head, dict) and head.get("type") == "header"
+
+
+def read_stored(path: Path | str) -> Any:
+    """The JSON document at PATH or, where only that exists, at PATH.xz (big results are committed compressed).
+    Raises ValueError (Unreadable, TooDeep, or lzma's error as one) naming the file."""
+    path = Path(path)
+    packed = path.with_name(path.name + ".xz")
+    try:
+        if not path.exists() and packed.exists():
+            return loads(decode(lzma.decompress(packed.read_bytes())))
+        return loads(read_text(path))
+    except lzma.LZMAError as e:
+        raise ValueError(f"{packed}: {e}") from None

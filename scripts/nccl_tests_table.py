@@ -14,7 +14,6 @@ and memstress's nccl_memory figures (memstress-nccl-memory-*.json). Exit 2 when 
 
 from __future__ import annotations
 
-import lzma
 import math
 import statistics
 import sys
@@ -73,13 +72,9 @@ def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
 
 def memstress_rows(path: Path) -> list[dict]:
     """Rank 0's passed rows of a results document, read from PATH or, where only that exists, PATH.xz."""
-    packed = path.with_name(path.name + ".xz")
     try:
-        if not path.exists() and packed.exists():
-            doc = ms_json.loads(ms_json.decode(lzma.decompress(packed.read_bytes())))
-        else:
-            doc = ms_json.loads(ms_json.read_text(path))
-    except (ValueError, lzma.LZMAError) as e:
+        doc = ms_json.read_stored(path)
+    except ValueError as e:
         raise BadInput(f"{path}: {e}") from None
     rows = doc.get("rows") if isinstance(doc, dict) else None
     if not isinstance(rows, list):
