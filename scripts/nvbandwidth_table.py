@@ -3,7 +3,8 @@
 
     python3 scripts/nvbandwidth_table.py OUTDIR > OUTDIR/TABLE.md
 
-OUTDIR holds what scripts/gpu-nvbandwidth wrote: `nvbandwidth.json` (`nvbandwidth -j`, every testcase),
+OUTDIR holds what scripts/gpu-nvbandwidth wrote: `nvbandwidth.txt` (nvbandwidth's printed matrices, one per
+testcase; or `nvbandwidth.json` from `nvbandwidth -j`),
 `memstress-p2p.json` (`memstress run p2p` in one process: the peer matrix), `memstress-transfers-in-turn.json`
 (`mpirun -np N memstress run transfers --in-turn transfers`: each GPU's host path alone) and
 `memstress-transfers-together.json` (the same without --in-turn: every GPU at once). A results file may be
@@ -56,23 +57,53 @@ class BadInput(Exception):
     """An input file that cannot be read as what it should be."""
 
 
-def nvbandwidth(path: Path) -> tuple[dict[str, list[list[float]]], int]:
-    """Per passed testcase, its matrix (NaN where nvbandwidth printed N/A), and the buffer size in bytes."""
-    try:
-        doc = ms_json.read_stored(path)
-        cases = doc["nvbandwidth"]["testcases"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise BadInput(f"{path}: not nvbandwidth -j output ({e})") from None
-    matrices, size = {}, 0
-    for case in cases:
-        if case.get("status") != "Passed" or "bandwidth_matrix" not in case:
+def number(text: str) -> float:
+    return math.nan if text == "N/A" else float(text)
+
+
+def nvbandwidth_text(path: Path) -> dict[str, list[list[float]]]:
+    """Per testcase printed whole, its matrix: after `Running NAME.`, a description, the column header, one
+    line per row (a label, then a value or N/A per column), a blank line and `SUM NAME total`, the line that
+    says the testcase finished. A testcase cut short (a timeout) has none and is left out."""
+    matrices: dict[str, list[list[float]]] = {}
+    name, rows, header = "", [], False
+    for line in path.read_text(errors="replace").splitlines():
+        cols = line.split()
+        if line.startswith("Running ") and line.endswith("."):
+            name, rows, header = line[len("Running "):-1], [], False
+        elif not name:
             continue
-        matrices[case["name"]] = [[float(v) if v != "N/A" else math.nan for v in row]
-                                  for row in case["bandwidth_matrix"]]
-        size = int(case.get("bufferSize", size) or size)
+        elif cols[:2] == ["SUM", name]:
+            if rows and all(len(r) == len(rows[0]) for r in rows):
+                matrices[name] = rows
+            name = ""
+        elif "bandwidth (GB/s)" in line:
+            header = True
+        elif header and cols and not rows and all(c.isdigit() for c in cols):
+            continue  # the column indices
+        elif header and len(cols) >= 2:
+            try:
+                rows.append([number(c) for c in cols[1:]])
+            except ValueError:
+                name = ""
+    return matrices
+
+
+def nvbandwidth(outdir: Path) -> dict[str, list[list[float]]]:
+    """Per passed testcase, its matrix (NaN where nvbandwidth printed N/A), from nvbandwidth.txt or .json."""
+    if (outdir / "nvbandwidth.txt").is_file():
+        matrices = nvbandwidth_text(outdir / "nvbandwidth.txt")
+    else:
+        path = outdir / "nvbandwidth.json"
+        try:
+            cases = ms_json.read_stored(path)["nvbandwidth"]["testcases"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise BadInput(f"{path}: not nvbandwidth -j output ({e})") from None
+        matrices = {c["name"]: [[number(v) for v in row] for row in c["bandwidth_matrix"]]
+                    for c in cases if c.get("status") == "Passed" and "bandwidth_matrix" in c}
     if not matrices:
-        raise BadInput(f"{path}: no testcase passed")
-    return matrices, size
+        raise BadInput(f"{outdir}: no nvbandwidth testcase finished (nvbandwidth.txt or nvbandwidth.json)")
+    return matrices
 
 
 def rows_of(path: Path) -> list[dict]:
@@ -149,8 +180,12 @@ def line(label: str, what: str, entries: list[tuple[float, float]]) -> str:
 
 
 def table(outdir: Path) -> list[str]:
-    matrices, size = nvbandwidth(outdir / "nvbandwidth.json")
+    matrices = nvbandwidth(outdir)
     p2p = rows_of(outdir / "memstress-p2p.json")
+    sizes = {size_of(r) for r in p2p if r.get("workload") == "p2p"}
+    if len(sizes) != 1:
+        raise BadInput(f"{outdir / 'memstress-p2p.json'}: {len(sizes)} sizes, one expected (nvbandwidth's)")
+    size = sizes.pop()
     in_turn = rows_of(outdir / "memstress-transfers-in-turn.json")
     together = rows_of(outdir / "memstress-transfers-together.json")
     head = ["| nvbandwidth testcase | memstress | entries | nvbandwidth GB/s | memstress GB/s | "

@@ -1,0 +1,156 @@
+"""scripts/nvbandwidth_table.py: nvbandwidth's printed matrices read as it prints them (a testcase cut short is
+left out), each path set beside memstress's counterpart the way both tools count (read testcases as "row <-
+column", bidirectional ones added up), and bad input as a clear message with exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "nvbandwidth_table.py"
+
+# As nvbandwidth prints it: two GPUs. The write matrix is row -> column, the read one row <- column. The last
+# testcase was cut short by a timeout, mid-matrix.
+NVBANDWIDTH = """nvbandwidth Version: v0.8
+Built from Git version: v0.8
+
+Device 0: NVIDIA H100 80GB HBM3 (00000000:19:00)
+Device 1: NVIDIA H100 80GB HBM3 (00000000:3b:00)
+
+Running device_to_device_memcpy_write_ce.
+memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)
+           0         1
+ 0       N/A    400.00
+ 1    380.00       N/A
+
+SUM device_to_device_memcpy_write_ce 780.00
+
+Running device_to_device_memcpy_read_ce.
+memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)
+           0         1
+ 0       N/A    300.00
+ 1    200.00       N/A
+
+SUM device_to_device_memcpy_read_ce 500.00
+
+Running device_to_device_bidirectional_memcpy_write_ce.
+memcpy CE GPU(row) <-> GPU(column) bandwidth (GB/s)
+           0         1
+ 0       N/A    390.00
+ 1    370.00       N/A
+
+SUM device_to_device_bidirectional_memcpy_write_ce 760.00
+
+Running host_to_device_memcpy_ce.
+memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)
+           0         1
+ 0     50.00     40.00
+
+SUM host_to_device_memcpy_ce 90.00
+
+Running device_to_host_memcpy_ce.
+memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)
+           0         1
+ 0     55.00
+"""
+
+
+def metric(median: float) -> dict:
+    return {"unit": "GB/s", "better": "higher", "median": median}
+
+
+def row(workload: str, rank: int, params: dict, metrics: dict) -> dict:
+    return {"workload": workload, "rank": rank, "verdict": "pass", "params": params,
+            "metrics": {k: metric(v) for k, v in metrics.items()}}
+
+
+def p2p(engine: str, access: str, direction: str, metrics: dict) -> dict:
+    params = {"measure": "bandwidth", "engine": engine, "access": access, "direction": direction, "bytes": "512M"}
+    return row("p2p", 0, params, metrics)
+
+
+def transfers(rank: int, direction: str, gbs: float) -> dict:
+    return row("transfers", rank, {"direction": direction, "host": "pinned", "engine": "ce", "streams": "1",
+                                   "bytes": "512M"}, {"GB/s": gbs})
+
+
+def write_folder(folder: Path, nvbandwidth: str = NVBANDWIDTH) -> None:
+    (folder / "nvbandwidth.txt").write_text(nvbandwidth)
+    (folder / "memstress-p2p.json").write_text(json.dumps({"rows": [
+        p2p("ce", "write", "uni", {"GB/s 0->1": 404.0, "GB/s 1->0": 380.0}),
+        # read: memstress's 1->0 (GPU 0 pulls from 1) is nvbandwidth's [0][1]
+        p2p("ce", "read", "uni", {"GB/s 1->0": 300.0, "GB/s 0->1": 210.0}),
+        p2p("ce", "write", "bidir", {"GB/s 0<->1": 760.0}),
+    ]}))
+    (folder / "memstress-transfers-in-turn.json").write_text(json.dumps({"rows": [
+        transfers(0, "h2d", 51.0), transfers(1, "h2d", 40.0), transfers(0, "d2h", 56.0), transfers(1, "d2h", 56.0)]}))
+    (folder / "memstress-transfers-together.json").write_text(json.dumps({"rows": []}))
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False)
+
+
+def line_of(table: str, testcase: str) -> list[str]:
+    found = [line for line in table.splitlines() if line.startswith(f"| {testcase} |")]
+    if len(found) != 1:
+        raise AssertionError(f"{testcase}: {len(found)} lines in\n{table}")
+    return [cell.strip() for cell in found[0].strip("|").split("|")]
+
+
+class Tables(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.folder = Path(self.tmp.name)
+        write_folder(self.folder)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def table(self) -> str:
+        made = run(str(self.folder))
+        self.assertEqual(made.returncode, 0, made.stderr)
+        return made.stdout
+
+    def test_write_entries_are_row_to_column(self):
+        cells = line_of(self.table(), "device_to_device_memcpy_write_ce")
+        self.assertEqual(cells[2], "2")  # two ordered pairs
+        self.assertEqual(cells[5], "+0.5 (+0.0 … +1.0)")  # 404/400 and 380/380
+        self.assertEqual(cells[6], "2 of 2")
+
+    def test_read_entries_are_column_into_row(self):
+        cells = line_of(self.table(), "device_to_device_memcpy_read_ce")
+        self.assertEqual(cells[5], "+2.5 (+0.0 … +5.0)")  # 300/300 and 210/200: never 300/200
+
+    def test_bidirectional_directions_are_added(self):
+        cells = line_of(self.table(), "device_to_device_bidirectional_memcpy_write_ce")
+        self.assertEqual((cells[2], cells[3], cells[4]), ("1", "760.0", "760.0"))
+
+    def test_host_entries_are_gpus_and_a_testcase_cut_short_is_left_out(self):
+        table = self.table()
+        cells = line_of(table, "host_to_device_memcpy_ce")
+        self.assertEqual(cells[2], "2")
+        self.assertEqual(cells[5], "+1.0 (+0.0 … +2.0)")
+        self.assertNotIn("device_to_host_memcpy_ce", table)
+
+    def test_bad_input_is_exit_2_naming_it(self):
+        (self.folder / "nvbandwidth.txt").write_text("nvbandwidth Version: v0.8\n")
+        made = run(str(self.folder))
+        self.assertEqual(made.returncode, 2)
+        self.assertIn("no nvbandwidth testcase finished", made.stderr)
+        write_folder(self.folder)
+        (self.folder / "memstress-p2p.json").write_text("{")
+        made = run(str(self.folder))
+        self.assertEqual(made.returncode, 2)
+        self.assertIn("memstress-p2p.json", made.stderr)
+        self.assertEqual(run(str(self.folder / "none")).returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
