@@ -2,6 +2,7 @@
 """The tables of scripts/gpu-nccl-tests: memstress's collectives beside nccl-tests, size by size.
 
     python3 scripts/nccl_tests_table.py OUTDIR > OUTDIR/TABLE.md
+    python3 scripts/nccl_tests_table.py --repeat OUTDIR1 OUTDIR2 > REPEAT.md
 
 OUTDIR holds nccl-tests' outputs (nccl-tests-<collective>-host.txt, -graph.txt: several lines per size, from
 -N) and memstress's results: memstress-collectives-ncclmem.json (buffers from ncclMemAlloc, as nccl-tests
@@ -9,7 +10,9 @@ has them: timing=host and graph) and memstress-collectives.json (buffers from me
 host, graph and events). For each collective and size: nccl-tests' median out-of-place time and busbw over
 its lines, memstress's median (and p99) over its repetitions measured the same way, and their ratios; then
 memstress's own figures beside them. A results file may be stored xz-compressed (NAME.json.xz). Then NCCL's memory: nccl-tests -M's line
-and memstress's nccl_memory figures (memstress-nccl-memory-*.json). Exit 2 when an input cannot be read.
+and memstress's nccl_memory figures (memstress-nccl-memory-*.json). With --repeat, two such folders of the
+same commands on the same GPUs, one after the other: how far each tool repeats itself from one to the next,
+per collective and timing mode, below and from 4 MiB. Exit 2 when an input cannot be read.
 """
 
 from __future__ import annotations
@@ -154,6 +157,9 @@ def mib(metrics: dict, key: str) -> str:
 
 
 def memory_section(outdir: Path) -> list[str]:
+    """nccl-tests -M's figures and memstress's nccl_memory; none where neither was run."""
+    if not any(outdir.glob("nccl-tests-memory-*.txt")) and not any(outdir.glob("memstress-nccl-memory-*.json*")):
+        return []
     lines = ["## NCCL's memory", ""]
     for f in sorted(outdir.glob("nccl-tests-memory-*.txt")):
         found = [
@@ -227,9 +233,48 @@ def sweep_section(outdir: Path) -> list[str]:
     return summary + body
 
 
+def change(values: list[float]) -> str:
+    return f"{statistics.median(values):+.1%} ({min(values):+.1%} … {max(values):+.1%})" if values else "-"
+
+
+def repeat_section(first: Path, second: Path) -> list[str]:
+    """Per collective and timing mode: second / first - 1 of each tool's median time, size by size."""
+    ours = [collectives_index(memstress_rows(d / "memstress-collectives-ncclmem.json")) for d in (first, second)]
+    lines = [
+        "## Each tool against itself, one run after the other",
+        "",
+        f"Second run / first - 1 of the median time at each size: median (range) over the sizes; `{first.name}` "
+        f"then `{second.name}`, the same commands on the same GPUs. Both tools with buffers from ncclMemAlloc.",
+        "",
+        "| collective | mode | nccl-tests, 8 B - 2 MiB | memstress, 8 B - 2 MiB | nccl-tests, 4 - 64 MiB "
+        "| memstress, 4 - 64 MiB |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in COLLECTIVES:
+        for mode in MODES:
+            theirs = [nccl_tests_lines(d / f"nccl-tests-{name}-{mode}.txt") for d in (first, second)]
+            cells = {key: [] for key in ("nt small", "ms small", "nt large", "ms large")}
+            for size in sorted(set(theirs[0]) & set(theirs[1])):
+                band = "large" if size >= LARGE else "small"
+                a, b = (statistics.median(t[size]["time"]) for t in theirs)
+                cells[f"nt {band}"].append(b / a - 1)
+                x, y = (median_of(index, ("ncclmem", name, mode, size)) for index in ours)
+                if size > 0 and not (math.isnan(x) or math.isnan(y)):
+                    cells[f"ms {band}"].append(y / x - 1)
+            lines.append(f"| {name} | {mode} | " + " | ".join(change(v) for v in cells.values()) + " |")
+    return lines
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 4 and argv[1] == "--repeat":
+        try:
+            print("\n".join(repeat_section(Path(argv[2]), Path(argv[3]))))
+        except BadInput as e:
+            print(f"nccl_tests_table.py: {e}", file=sys.stderr)
+            return 2
+        return 0
     if len(argv) != 2:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print("\n".join(line.strip() for line in __doc__.strip().splitlines()[2:4]), file=sys.stderr)
         return 2
     outdir = Path(argv[1])
     if not outdir.is_dir():

@@ -12,7 +12,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "nccl_tests_table.py"
-FOLDERS = sorted(p.parent for p in ROOT.glob("results/*/nccl-tests-*/TABLE.md"))
+FOLDERS = sorted(p.parent for pattern in ("results/*/nccl-tests-*/TABLE.md", "results/*/nccl-tests-*/*/TABLE.md")
+                 for p in ROOT.glob(pattern))
+# Folders of two runs one after the other (round-1, round-2) and the script's --repeat table of them.
+REPEATS = sorted(p.parent for p in ROOT.glob("results/*/nccl-tests-*/REPEAT.md"))
 
 NCCL_TESTS_LINES = """#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
            8             2     float     sum      -1    12.00    0.00    0.00       0    11.00    0.00    0.00       0
@@ -40,8 +43,17 @@ class CommittedTables(unittest.TestCase):
             text = (folder / "TABLE.md").read_text()
             self.assertIn("| 8 B |", text)  # the sweep starts at 8 bytes
             self.assertIn("| 64 MiB |", text)
-            self.assertIn("## NCCL's memory", text)
-            self.assertIn("nccl-tests -M 1 (default)", text)
+            if any(folder.glob("nccl-tests-memory-*.txt")):
+                self.assertIn("## NCCL's memory", text)
+                self.assertIn("nccl-tests -M 1 (default)", text)
+
+    def test_each_repeat_table_is_the_scripts_output(self):
+        self.assertTrue(REPEATS, "no results/*/nccl-tests-*/REPEAT.md")
+        for folder in REPEATS:
+            with self.subTest(folder=folder.relative_to(ROOT)):
+                made = run("--repeat", str(folder / "round-1"), str(folder / "round-2"))
+                self.assertEqual(made.returncode, 0, made.stderr)
+                self.assertEqual(made.stdout, (folder / "REPEAT.md").read_text())
 
 
 class BadInput(unittest.TestCase):
