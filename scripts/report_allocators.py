@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The allocator table: every allocator peer side by side, from one GPU run of scripts/gpu-allocators.
+"""The allocator table: every allocator peer side by side, from one GPU run of scripts/lab/gpu-allocators.
 
 Inputs are the documents that run writes: one `memstress replay --device cuda --out` document
 (memstress.replay/1) per committed PyTorch trace and allocator, and memstress_bench's Google Benchmark JSON
@@ -40,7 +40,7 @@ RANDOM_MIX = "log_uniform"
 
 def peer_of(allocator: str) -> str:
     """The table's name of a replay's allocator ("plugin:libmemstress_caching_plugin.so" is plugin-caching)."""
-    if allocator.startswith("plugin:"):  # as scripts/gpu-allocators labels it
+    if allocator.startswith("plugin:"):  # as scripts/lab/gpu-allocators labels it
         stem = Path(allocator.removeprefix("plugin:")).name.removesuffix(".so").removeprefix("lib")
         return "plugin-" + stem.removeprefix("memstress_").removesuffix("_plugin")
     return allocator
@@ -254,7 +254,7 @@ def section_allocator_table(replays: list[tuple[str, dict]], benches: list[tuple
     data = build([d for _, d in replays], [d for _, d in benches])
     return section("Allocator table", "Every allocator side by side: peak reserved, utilization and OOM margin per "
                    "replayed trace, and pair latency and the random-allocation benchmark where given "
-                   "(scripts/gpu-allocators).", section_html(data))
+                   "(scripts/lab/gpu-allocators).", section_html(data))
 
 
 def section_allocators_documents(docs: list[tuple[str, dict]]) -> str:
@@ -264,12 +264,12 @@ def section_allocators_documents(docs: list[tuple[str, dict]]) -> str:
     if not docs:
         return ""
     body = "".join(f"<h3>{html.escape(name)}</h3>" + section_html(doc) for name, doc in docs)
-    return section("Allocator table", "Every allocator side by side, as scripts/gpu-allocators measured them.", body)
+    return section("Allocator table", "Every allocator side by side, as scripts/lab/gpu-allocators measured them.", body)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("outdir", type=Path, help="the folder scripts/gpu-allocators wrote")
+    parser.add_argument("outdir", type=Path, help="the folder scripts/lab/gpu-allocators wrote")
     args = parser.parse_args(argv)
     replays, benches = [], []
     for path in sorted(args.outdir.glob("*.json")):

@@ -31,13 +31,13 @@
 // A GPU's own uncertainty. A GPU's value is the median of its runs. S already holds the typical GPU's
 // run-to-run noise, but the MAD sees the bulk of the values and not their tails, and the medians of few,
 // noisy runs have heavy ones (copies whose repetitions are now and then 5-12% slow, allocator latencies):
-// on the synthetic fleet (scripts/synthetic_fleet.py, noise resampled from real repetitions) the plain rule
-// flagged 3.9% of the healthy GPUs when each ran 8 times, 0.7-1.1% when each ran 20 times (three fleets).
-// So the cut is deliberately widened where the runs scatter much: score = worse / sqrt(S^2 + E^2), with
-// E = 1.2533 * W / sqrt(runs) (1.2533 = sqrt(pi/2): the standard error of a median, relative to a mean's; the
-// large-sample value, about right from 5 runs, generous below). For a GPU of the usual number of runs this
-// counts its noise twice, once in S and once in E: the price is sensitivity where runs scatter much (a
-// slow GPU must lie about sqrt(1 + E^2 / S^2) times further out), paid only there; where runs agree (W
+// on the synthetic fleet (scripts/dev/synthetic_fleet.py, noise resampled from real repetitions) the plain
+// rule flagged 3.9% of the healthy GPUs when each ran 8 times, 0.7-1.1% when each ran 20 times (three
+// fleets). So the cut is deliberately widened where the runs scatter much: score = worse / sqrt(S^2 + E^2),
+// with E = 1.2533 * W / sqrt(runs) (1.2533 = sqrt(pi/2): the standard error of a median, relative to a
+// mean's; the large-sample value, about right from 5 runs, generous below). For a GPU of the usual number of
+// runs this counts its noise twice, once in S and once in E: the price is sensitivity where runs scatter much
+// (a slow GPU must lie about sqrt(1 + E^2 / S^2) times further out), paid only there; where runs agree (W
 // small next to S) the rule is the plain one. A GPU of fewer runs than its siblings needs to lie further
 // out still, as its median is less sure. W is the group's run-to-run scatter: each GPU's scaled MAD over
 // its runs, the median over the GPUs that ran at least twice, if there are at least kMinScatterGpus (5) of

@@ -25,7 +25,7 @@ namespace {
 // run's content (its .jsonl first, its .json later) is one DELETE of its rows. A metric's samples (its
 // repetitions, kept for reading back, never queried one by one) are one JSON array in their metric's row
 // (null for a value that is not finite): a row each would be most of an ingest's writes, five to a hundred
-// per metric, and the fleet store ingests thousands of files at a time (scripts/fleet-bench).
+// per metric, and the fleet store ingests thousands of files at a time (scripts/dev/fleet-bench).
 // A row's concurrent_ranks: how many ranks ran its case at the same time (the job's ranks, or 1 for a
 // workload the run took --in-turn): GPUs measured alone and GPUs sharing a host are not compared.
 constexpr std::string_view kV1 = R"sql(

@@ -269,7 +269,7 @@ void Store::for_each_observation(const ObservationFilter& filter,
                                  const std::function<void(const MetricObservation&)>& visit) {
   Connection& c = *connection_;
   // Who ran each run's rows (host, driver, bus ids) and when, read once: a few rows per run, where joining
-  // them to each of the million metrics of a fleet would cost most of the query (scripts/fleet-bench).
+  // them to each of the million metrics of a fleet would cost most of the query (scripts/dev/fleet-bench).
   struct RankFacts {
     std::string host, driver;
     std::vector<std::pair<std::string, std::string>> buses;  // GPU UUID, PCI bus id

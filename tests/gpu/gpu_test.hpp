@@ -28,10 +28,10 @@ class GpuTest : public ::testing::Test {
 
 // Suite WholeGpu, label `gpu-whole` (tests/CMakeLists.txt): tests that fill the GPU or judge its free memory
 // as a whole. compute-sanitizer takes device memory of its own (initcheck's tracking: 67 MB on an H100), so
-// scripts/gpu-sanitize leaves them out by that label.
+// scripts/lab/gpu-sanitize leaves them out by that label.
 class WholeGpu : public GpuTest {};
 
-// scripts/gpu-sanitize sets MEMSTRESS_SANITIZER_SIZES=1 for the GPU test binary. The few tests whose full
+// scripts/lab/gpu-sanitize sets MEMSTRESS_SANITIZER_SIZES=1 for the GPU test binary. The few tests whose full
 // sizes cannot finish under compute-sanitizer (racecheck's host-side tracking of 32 streams x 100 operations
 // grew past 128 GiB; every NCCL collective at 64 MiB ran past 9 minutes) then run the same cases, with the
 // same checks, at the smaller sizes given here. Everywhere else (ctest, GPU CI) they run at full size.

@@ -1,8 +1,8 @@
 // What the GPU workloads measure, judged: bandwidths above a floor any datacenter GPU clears, copies as fast
 // as the plain reference loop, streams that overlap. Label `timing` (tests/CMakeLists.txt: the suite name
 // GpuTiming selects it): these hold on a GPU left to itself, not under compute-sanitizer, which slows every
-// kernel and copy by orders of magnitude, so scripts/gpu-sanitize leaves them out. The data of the same runs
-// is checked in test_workloads.cpp and test_smoke.cpp, which the sanitizers do run.
+// kernel and copy by orders of magnitude, so scripts/lab/gpu-sanitize leaves them out. The data of the same
+// runs is checked in test_workloads.cpp and test_smoke.cpp, which the sanitizers do run.
 
 #include <string>
 #include <vector>

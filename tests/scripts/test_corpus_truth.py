@@ -1,5 +1,5 @@
 """memstress doctor and predict-batch against PyTorch's own answers, on the proof corpus that
-scripts/doctor_corpus.py recorded on a GPU (results/<gpu>/doctor-corpus-<driver>/truth.json).
+scripts/lab/doctor_corpus.py recorded on a GPU (results/<gpu>/doctor-corpus-<driver>/truth.json).
 
     test_corpus_truth.py MEMSTRESS_BINARY [-v] [--table]
 

@@ -1,7 +1,7 @@
 """memstress doctor and predict-batch as users type them, on synthetic PyTorch snapshots
 (snapshot_fixtures.training_snapshot: a training loop with stack frames, with or without a planted leak,
 with or without an OOM) and on inputs that are no snapshot; and the recorder, python/memstress_torch.py,
-against a stand-in for torch (the real one is exercised on a GPU by scripts/gpu-doctor).
+against a stand-in for torch (the real one is exercised on a GPU by scripts/lab/gpu-doctor).
 
     test_doctor_cli.py MEMSTRESS_BINARY [-v]
 """
@@ -239,7 +239,7 @@ REAL = ROOT / "results" / "h100" / "doctor-580.159.04" / "snapshots"
 
 @unittest.skipIf(BINARY is None, "usage: test_doctor_cli.py MEMSTRESS_BINARY")
 class CommittedSnapshots(unittest.TestCase):
-    """Snapshots PyTorch 2.11 wrote on an H100 (scripts/gpu-doctor, through python/memstress_torch.py)."""
+    """Snapshots PyTorch 2.11 wrote on an H100 (scripts/lab/gpu-doctor, through python/memstress_torch.py)."""
 
     def doctor(self, name: str) -> str:
         done = subprocess.run([str(BINARY), "doctor", str(REAL / f"{name}.snapshot.pickle.gz")], capture_output=True,

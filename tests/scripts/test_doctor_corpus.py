@@ -1,6 +1,6 @@
-"""scripts/doctor_corpus.py without a GPU: its search for the largest batch, the batches it records, the cause it
+"""scripts/lab/doctor_corpus.py without a GPU: its search for the largest batch, the batches it records, the cause it
 derives from the settings' runs, the caps it tries for a fragmentation program, its tables, and the whole corpus
-(truth.json's entries, the snapshots kept) driven by a stand-in for scripts/doctor_programs.py whose programs need
+(truth.json's entries, the snapshots kept) driven by a stand-in for scripts/lab/doctor_programs.py whose programs need
 a fixed amount of memory per sample.
 
     cd tests/scripts && python3 -m unittest -v test_doctor_corpus
@@ -21,6 +21,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "lab"))
 import doctor_corpus as dc  # noqa: E402
 
 MiB = 1 << 20
@@ -202,8 +203,8 @@ class FakeLab(dc.Lab):
         ok = need <= cap
         if "--record" in flags:
             snapshot = {"segments": [], "device_traces": [[{"action": "alloc", "frames": [
-                {"filename": str(ROOT / "scripts" / "doctor_programs.py"), "line": 1, "name": "step"}]}]],
-                "memstress": {"argv": [str(ROOT / "scripts" / "doctor_programs.py"), "--record", flags["--record"]]}}
+                {"filename": str(ROOT / "scripts" / "lab" / "doctor_programs.py"), "line": 1, "name": "step"}]}]],
+                "memstress": {"argv": [str(ROOT / "scripts" / "lab" / "doctor_programs.py"), "--record", flags["--record"]]}}
             with open(flags["--record"], "wb") as f:
                 pickle.dump(snapshot, f)
         return {"program": name, "batch": batch, "peak_reserved": need if ok else cap - MiB,
@@ -258,8 +259,8 @@ class Corpus(unittest.TestCase):
             self.assertEqual(oom["message"], "CUDA out of memory. Tried to allocate 20.00 MiB.")
             with gzip.open(out / oom["snapshot"]) as f:
                 snap = pickle.load(f)
-            self.assertEqual(snap["device_traces"][0][0]["frames"][0]["filename"], "scripts/doctor_programs.py")
-            self.assertEqual(snap["memstress"]["argv"][0], "./scripts/doctor_programs.py")
+            self.assertEqual(snap["device_traces"][0][0]["frames"][0]["filename"], "scripts/lab/doctor_programs.py")
+            self.assertEqual(snap["memstress"]["argv"][0], "./scripts/lab/doctor_programs.py")
             self.assertEqual(gpt["find_max_batch"]["batch"], 40)
             self.assertEqual(gpt["find_max_batch"]["largest"], true_largest(2 * GiB))
             self.assertTrue(gpt["lightning"]["crashed"])  # the process died: said so, the corpus went on

@@ -1,4 +1,4 @@
-"""scripts/nccl_tests_table.py: the committed tables are what the script makes from their folders' raw files
+"""scripts/lab/nccl_tests_table.py: the committed tables are what the script makes from their folders' raw files
 (results/*/nccl-tests-*/TABLE.md), and bad input is a clear message with exit 2.
 """
 
@@ -11,7 +11,7 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "nccl_tests_table.py"
+SCRIPT = ROOT / "scripts" / "lab" / "nccl_tests_table.py"
 FOLDERS = sorted(p.parent for pattern in ("results/*/nccl-tests-*/TABLE.md", "results/*/nccl-tests-*/*/TABLE.md")
                  for p in ROOT.glob(pattern))
 # Folders of two runs one after the other (round-1, round-2) and the script's --repeat table of them.

@@ -1,4 +1,4 @@
-"""scripts/nvbandwidth_table.py: nvbandwidth's printed matrices read as it prints them (a testcase cut short is
+"""scripts/lab/nvbandwidth_table.py: nvbandwidth's printed matrices read as it prints them (a testcase cut short is
 left out), each path set beside memstress's counterpart the way both tools count (read testcases as "row <-
 column", bidirectional ones added up), and bad input as a clear message with exit 2.
 """
@@ -13,7 +13,7 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "nvbandwidth_table.py"
+SCRIPT = ROOT / "scripts" / "lab" / "nvbandwidth_table.py"
 
 # As nvbandwidth prints it: two GPUs. The write matrix is row -> column, the read one row <- column. The last
 # testcase was cut short by a timeout, mid-matrix.

@@ -6,7 +6,7 @@ Each command line of their code blocks (and the commands they quote inline, in I
   * run here, on the CPU, as written, from a scratch directory that reaches the checkout's files through
     links (so outputs land there), with `memstress` meaning BUILD_DIR's binary; where a page shows the
     output too (`$ memstress ...` followed by what it printed), the output must be what the page shows;
-  * run on a GPU by scripts/gpu-first-run (one GPU) or scripts/gpu-readme-multi (two GPUs), which must hold
+  * run on a GPU by scripts/lab/gpu-first-run (one GPU) or scripts/lab/gpu-readme-multi (two GPUs), which must hold
     the command verbatim; their records are under results/;
   * or a synopsis, an illustration, or a command that cannot be run on the machines its records come from, with
     the reason.
@@ -34,8 +34,8 @@ import snapshot_fixtures  # noqa: E402
 BUILD = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
 README = ROOT / "README.md"
 PAGES = [README] + sorted((ROOT / "docs").glob("*.md"))
-FIRST_RUN = ROOT / "scripts" / "gpu-first-run"
-MULTI = ROOT / "scripts" / "gpu-readme-multi"
+FIRST_RUN = ROOT / "scripts" / "lab" / "gpu-first-run"
+MULTI = ROOT / "scripts" / "lab" / "gpu-readme-multi"
 COMMAND = re.compile(r"^(\$ )?(memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|PYTHONPATH=|cmake|ctest|cpack)\b")
 
 # docs/doctor.md's exhaustion, from the committed corpus (its output shown in part: test_shown_excerpts_are_printed)
@@ -114,7 +114,7 @@ NOT_RUN = {
     "mpirun -np 16 -H node1:8,node2:8 build/gpu/apps/memstress run --out run.json":
         "two nodes of 8 GPUs: the GPU records come from one node",
     "memstress run --out base.json": "illustration of a driver comparison; the real one shown below it is "
-                                     "scripts/gpu-compare-check's",
+                                     "scripts/lab/gpu-compare-check's",
     "memstress run --out new.json": "the same illustration",
     "memstress compare base.json new.json": "the same illustration",
     "scripts/fuzz": "CI runs it as scripts/test's fuzz step (MEMSTRESS_SANITIZE=1); it builds a preset of its own "
@@ -129,23 +129,23 @@ NOT_RUN = {
     "`memstress run --format openmetrics` and reads it with Prometheus's parsers",
     "memstress db ingest results/*.json --db postgresql://memstress@db.example.org/fleet":
     "an illustration of the URL; CTest runs every db command on a PostgreSQL server it starts (tests/db)",
-    "scripts/fleet-bench": "the benchmark at scale: 10,000 files, minutes of work; its record is results/fleet/",
+    "scripts/dev/fleet-bench": "the benchmark at scale: 10,000 files, minutes of work; its record is results/fleet/",
     "PYTHONPATH=$(memstress --python-path) python3 train.py": "the user's own PyTorch program; the recorder's "
     "import through --python-path is tested by install.Installed",
-    "scripts/gpu-allocators": "every allocator on a real GPU (replays and benchmarks, minutes); run on an H100, "
+    "scripts/lab/gpu-allocators": "every allocator on a real GPU (replays and benchmarks, minutes); run on an H100, "
                               "its record is results/h100/allocators-580.159.04/",
     "NCCL_NVLS_ENABLE=0 mpirun -np 4 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
     "collectives -b 8 -e 64M -f 2 -p pressure=none -p timing=host,graph -p buffers=ncclmem -n 20 -o small.json":
-    "four GPUs; scripts/gpu-nccl-tests runs it with every collective named, -p iters=20 -w 1 and its own "
+    "four GPUs; scripts/lab/gpu-nccl-tests runs it with every collective named, -p iters=20 -w 1 and its own "
     "--timeout and --out (results/h100x4/nccl-tests-580.159.04/memstress-collectives-ncclmem.json.xz)",
     "NCCL_NVLS_ENABLE=0 mpirun -np 4 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
     "nccl_memory -p channels=0,2,8,32 -p cycles=100 -o nccl-memory.json":
-    "four GPUs; scripts/gpu-nccl-tests runs it in two parts, the channels with cycles=0 and cycles=100 alone "
+    "four GPUs; scripts/lab/gpu-nccl-tests runs it in two parts, the channels with cycles=0 and cycles=100 alone "
     "(results/h100x4/nccl-tests-580.159.04/memstress-nccl-memory-*.json)",
     "mpirun -np 2 env MEMSTRESS_NODE=a memstress run sizes --in-turn sizes : -np 2 env MEMSTRESS_NODE=b memstress run "
     "sizes --in-turn sizes": "four ranks as two nodes: the test mpi.two_nodes runs it with a shorter job, a "
     "straggler planted and its checks (tests/mpi/check_job.py)",
-    "scripts/gpu-nccl-tests NCCL_TESTS_SRC": "needs 2 or more GPUs and a checkout of nccl-tests; run on 4 H100s, "
+    "scripts/lab/gpu-nccl-tests NCCL_TESTS_SRC": "needs 2 or more GPUs and a checkout of nccl-tests; run on 4 H100s, "
     "its record is results/h100x4/nccl-tests-580.159.04/",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")

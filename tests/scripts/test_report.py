@@ -468,7 +468,7 @@ ALLOCATORS = H100 / "allocators-580.159.04"
 
 
 class AllocatorTable(unittest.TestCase):
-    """scripts/report_allocators.py on the committed H100 run of scripts/gpu-allocators: every peer has its rows,
+    """scripts/report_allocators.py on the committed H100 run of scripts/lab/gpu-allocators: every peer has its rows,
     the table it writes is the one committed, and scripts/report draws it from the documents and from the table."""
 
     def module(self):

@@ -233,7 +233,7 @@ TEST_P(DbStore, ARunsStreamAndItsDocumentAreOneRun) {
 }
 
 TEST_P(DbStore, RunsStartedInTheSameSecondAreTwoRuns) {
-  // Two real runs on one H200, started in the same second by scripts/gpu-check (the smoke run took
+  // Two real runs on one H200, started in the same second by scripts/lab/gpu-check (the smoke run took
   // under a second): their command lines tell them apart.
   Store store(open_database(fresh("fleet"), OpenMode::create));
   for (const char* name : {"smoke-h200-580.159.04.json", "default-h200-580.159.04.json"}) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The tables of scripts/gpu-nccl-tests: memstress's collectives beside nccl-tests, size by size.
+"""The tables of scripts/lab/gpu-nccl-tests: memstress's collectives beside nccl-tests, size by size.
 
-    python3 scripts/nccl_tests_table.py OUTDIR > OUTDIR/TABLE.md
-    python3 scripts/nccl_tests_table.py --repeat OUTDIR1 OUTDIR2 > REPEAT.md
+    python3 scripts/lab/nccl_tests_table.py OUTDIR > OUTDIR/TABLE.md
+    python3 scripts/lab/nccl_tests_table.py --repeat OUTDIR1 OUTDIR2 > REPEAT.md
 
 OUTDIR holds nccl-tests' outputs (nccl-tests-<collective>-host.txt, -graph.txt: several lines per size, from
 -N) and memstress's results: memstress-collectives-ncclmem.json (buffers from ncclMemAlloc, as nccl-tests
@@ -22,7 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ms_json  # noqa: E402
 import report_common  # noqa: E402
 

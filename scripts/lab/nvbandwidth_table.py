@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """memstress's copy figures beside NVIDIA's nvbandwidth, path by path, on the same GPUs.
 
-    python3 scripts/nvbandwidth_table.py OUTDIR > OUTDIR/TABLE.md
+    python3 scripts/lab/nvbandwidth_table.py OUTDIR > OUTDIR/TABLE.md
 
-OUTDIR holds what scripts/gpu-nvbandwidth wrote: `nvbandwidth.txt` (nvbandwidth's printed matrices, one per
+OUTDIR holds what scripts/lab/gpu-nvbandwidth wrote: `nvbandwidth.txt` (nvbandwidth's printed matrices, one per
 testcase; or `nvbandwidth.json` from `nvbandwidth -j`),
 `memstress-p2p.json` (`memstress run p2p` in one process: the peer matrix), `memstress-transfers-in-turn.json`
 (`mpirun -np N memstress run transfers --in-turn transfers`: each GPU's host path alone) and
@@ -25,7 +25,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ms_json  # noqa: E402
 import report_common  # noqa: E402
 

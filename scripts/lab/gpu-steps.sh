@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Recorded steps, for scripts/gpu-first-run and scripts/gpu-readme-multi: commands run as a user types
+# Recorded steps, for scripts/lab/gpu-first-run and scripts/lab/gpu-readme-multi: commands run as a user types
 # them (no MEMSTRESS_* variable, no virtual environment), each one's exit code, time and log kept, and a
 # JSON record of them all. Sourced, never executed. The caller sets `work` (a scratch directory that holds
 # the logs) before steps_init.

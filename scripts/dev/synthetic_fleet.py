@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A synthetic fleet, made from real results, with slow GPUs planted: what `memstress db` is proven on at scale
-(scripts/fleet-bench; a small one in CTest: tests/cli/fleet.cmake).
+(scripts/dev/fleet-bench; a small one in CTest: tests/cli/fleet.cmake).
 
-    scripts/synthetic_fleet.py OUT [--nodes 250] [--gpus-per-node 8] [--runs 20] [--seed 1] [--source FILE]
+    scripts/dev/synthetic_fleet.py OUT [--nodes 250] [--gpus-per-node 8] [--runs 20] [--seed 1] [--source FILE]
 
 Writes OUT/<driver>/<node>-<run>.json, `memstress run` documents of 8-rank jobs (one rank per GPU, one file per
 node and run), and OUT/truth.json, the GPUs planted slow. Each file holds the rows of a real run
@@ -35,7 +35,7 @@ import random
 import statistics
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DRIVERS = ("570.195.03", "580.159.04")
 KEEP = {
     ("transfers", "direction=h2d host=pinned engine=ce streams=1 bytes=256M"),

@@ -3,7 +3,7 @@
 # the caller has set `root` (the repository root) and made it the working directory.
 
 # gpu_setup: sets `bin` (the gpu preset's memstress, configured and built when missing), and `gpu` and
-# `driver` for naming results ("h200" and "580.159.04"; see scripts/gpu-tag).
+# `driver` for naming results ("h200" and "580.159.04"; see scripts/lab/gpu-tag).
 # shellcheck disable=SC2034 # bin, gpu and driver are for the caller
 gpu_setup() {
   : "${root:?set root to the repository root before gpu_setup}"
@@ -12,9 +12,9 @@ gpu_setup() {
     cmake --preset gpu >&2
     cmake --build --preset gpu -j "${MEMSTRESS_JOBS:-$(nproc)}" >&2
   fi
-  read -r gpu driver < <(scripts/gpu-tag "$bin") || true
+  read -r gpu driver < <(scripts/lab/gpu-tag "$bin") || true
   if [[ -z "${gpu:-}" || -z "${driver:-}" ]]; then
-    printf '%s: cannot name the GPU and driver (scripts/gpu-tag %s failed)\n' "$0" "$bin" >&2
+    printf '%s: cannot name the GPU and driver (scripts/lab/gpu-tag %s failed)\n' "$0" "$bin" >&2
     exit 3
   fi
 }

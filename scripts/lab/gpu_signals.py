@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/gpu_signals.py MEMSTRESS OUTDIR: signals in the middle of long GPU cases, recorded.
+"""scripts/lab/gpu_signals.py MEMSTRESS OUTDIR: signals in the middle of long GPU cases, recorded.
 
 For each long case (a large integrity fill, a one-rank NCCL collective, a dataloader with worker processes
 staging through pinned memory) and each signal (SIGINT, SIGTERM, SIGKILL), starts `memstress run
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIRST = ["alloc-smoke", "-p", "alloc-smoke.bytes=1M"]
 CASES = {
     "integrity": ["integrity", "-p", "integrity.patterns=" + "+".join(["random", "checkerboard", "walking_ones",

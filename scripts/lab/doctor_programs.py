@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""PyTorch programs that `scripts/gpu-doctor` and `scripts/doctor_corpus.py` hold `memstress doctor` and
+"""PyTorch programs that `scripts/lab/gpu-doctor` and `scripts/lab/doctor_corpus.py` hold `memstress doctor` and
 `predict-batch` to account with.
 
-    python3 scripts/doctor_programs.py PROGRAM --batch N [--steps S] [--cap BYTES] [--record SNAPSHOT]
+    python3 scripts/lab/doctor_programs.py PROGRAM --batch N [--steps S] [--cap BYTES] [--record SNAPSHOT]
                                        [--stacks python|none] [--out RESULT.json] [--device cuda|cpu]
-    python3 scripts/doctor_programs.py PROGRAM --find-max memstress|lightning --cap BYTES [--memstress BIN]
+    python3 scripts/lab/doctor_programs.py PROGRAM --find-max memstress|lightning --cap BYTES [--memstress BIN]
                                        [--out RESULT.json]
-    python3 scripts/doctor_programs.py --list
+    python3 scripts/lab/doctor_programs.py --list
 
 One program per run, in a process of its own (a fresh CUDA context and an empty allocator):
 PYTORCH_CUDA_ALLOC_CONF is whatever the caller put in the environment. With --cap, PyTorch's allocator may
@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import ms_output  # noqa: E402
 
@@ -86,7 +86,7 @@ def train(optimizer: Any, loss: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The programs scripts/gpu-doctor knew first.
+# The programs scripts/lab/gpu-doctor knew first.
 
 
 @program("encoder training (d_model 512, 6 layers, sequence 256), bf16 autocast, AdamW")
@@ -240,7 +240,7 @@ def fixed_train(torch: Any, dev: str) -> Program:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# More shapes (scripts/doctor_corpus.py).
+# More shapes (scripts/lab/doctor_corpus.py).
 
 
 @program("GPT-like decoder training (d 384, 6 layers, sequence 256, vocab 8192), bf16 autocast, AdamW")

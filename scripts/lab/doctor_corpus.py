@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""scripts/doctor_corpus.py OUTDIR [--caps 2G,4G] [--jobs N] [--programs a,b] [--memstress BIN] [--quick]:
+"""scripts/lab/doctor_corpus.py OUTDIR [--caps 2G,4G] [--jobs N] [--programs a,b] [--memstress BIN] [--quick]:
 the proof corpus for `memstress doctor` and `predict-batch`: PyTorch's own answers, on a real GPU, for every
-program of scripts/doctor_programs.py, each run in a process of its own, up to --jobs side by side (each capped
+program of scripts/lab/doctor_programs.py, each run in a process of its own, up to --jobs side by side (each capped
 with torch.cuda.set_per_process_memory_fraction, so that they share the GPU).
 
 For each normal program and each cap (--caps, default 2G,4G):
@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import doctor_programs as dp  # noqa: E402 - only its table of programs: torch is imported by the runs
 
@@ -321,7 +321,7 @@ class Lab:
         with self.lock:
             self.count += 1
             result = self.work / f"result-{self.count}.json"
-        cmd = [sys.executable, "scripts/doctor_programs.py", name, "--out", str(result), *extra]
+        cmd = [sys.executable, "scripts/lab/doctor_programs.py", name, "--out", str(result), *extra]
         # PyTorch's modules compiled once for all the runs (its own folder may not be writable), the hashes fixed.
         env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=conf, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="2",
                    PYTHONHASHSEED="0", PYTHONPYCACHEPREFIX=str(self.work / "pycache"))
@@ -567,7 +567,7 @@ def gpu_memory() -> int | None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/doctor_corpus.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="scripts/lab/doctor_corpus.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("outdir", type=Path)
     parser.add_argument("--caps", default="2G,4G", help="the caps (default 2G,4G); the OOMs are recorded under the smallest")
     parser.add_argument("--jobs", type=int, default=min(12, os.cpu_count() or 1), help="runs side by side")
@@ -589,7 +589,7 @@ def main(argv: list[str]) -> int:
     memstress = args.memstress.resolve() if args.memstress else None
     env = environment(memstress)
     if not env.pop("available"):
-        print("scripts/doctor_corpus.py: needs nvidia-smi and PyTorch with CUDA", file=sys.stderr)
+        print("scripts/lab/doctor_corpus.py: needs nvidia-smi and PyTorch with CUDA", file=sys.stderr)
         return 3
     total = gpu_memory()
     jobs = args.jobs

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record real PyTorch allocator traces on a GPU and convert them into memstress traces.
 
-    python3 scripts/record_torch_traces.py OUTDIR [--only NAME[,NAME...]] [--keep-pickles]
+    python3 scripts/lab/record_torch_traces.py OUTDIR [--only NAME[,NAME...]] [--keep-pickles]
 
 Needs PyTorch with CUDA and one GPU (numpy and torchvision are optional). For each workload below it
 writes
@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 PROG = "record_torch_traces"
-SCRIPTS = Path(__file__).resolve().parent
+SCRIPTS = Path(__file__).resolve().parents[1]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENV = 0, 1, 2, 3
 MAX_ENTRIES = 4_000_000  # far above what any workload records: the ring buffer never wraps
 SEED = 1234
