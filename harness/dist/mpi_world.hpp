@@ -20,6 +20,8 @@
 // variable splits one host into several nodes, so the per-node logic (local ranks and the GPU each picks,
 // `--in-turn` turns by local rank, stragglers named with their node) runs on one machine as it would on
 // several: `mpirun -np 2 env MEMSTRESS_NODE=a memstress ... : -np 2 env MEMSTRESS_NODE=b memstress ...`.
+// On one host the emulated nodes' local ranks pick the same GPUs (local rank 0 of each: GPU 0); give each
+// node its own with CUDA_VISIBLE_DEVICES in the same `env`, as a real node has its own.
 
 #include <mpi.h>
 
