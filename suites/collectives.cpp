@@ -12,8 +12,10 @@
 //           clock around `iters` collectives launched back to back and the wait for the last (polled
 //           without sleeping, NcclComm::Poll::spin); time = elapsed / iters, averaged over the ranks. At
 //           small sizes this includes each launch's host cost, which the events method hides.
-//   graph   nccl-tests' -G 1: the `iters` collectives captured once into a CUDA graph, then timed as host
-//           but launched as one graph.
+//   graph   the `iters` collectives captured once per case into a CUDA graph, then timed as host but
+//           launched as one graph: a graph replayed, as a program that captures its step replays it.
+//   graph_each  nccl-tests' -G 1 as it does it: a new graph captured and instantiated for every repetition,
+//           and its first launch timed, which also uploads the graph to the GPU.
 // One repetition is one nccl-tests line; the summary's p50 and p99 are over the repetitions (-n). Sizes,
 // algbw and busbw as in kernels/collective_values.hpp (Note [Sizes, as nccl-tests counts them]); a size
 // under one element per rank is a skip (nccl-tests prints such sizes as 0 bytes). Every wait on a stream with
@@ -24,7 +26,7 @@
 // the workload), or from ncclMemAlloc (buffers=ncclmem), as nccl-tests has allocated them since NCCL 2.19.
 // The difference shows in a CUDA graph: NCCL registers ncclMemAlloc memory captured in a graph for
 // zero-copy transfers (NCCL_GRAPH_REGISTER), which plain cudaMalloc memory does not get, so nccl-tests -G
-// figures are to be set beside buffers=ncclmem timing=graph.
+// figures are to be set beside buffers=ncclmem timing=graph_each (and timing=graph).
 //
 // Note [The reference]. With pressure=none each repetition also times the same collectives between plain
 // cudaMalloc buffers (cuda::DeviceBuffer): `ref_busbw`, and `vs_ref` = busbw / ref_busbw sample by sample
@@ -84,9 +86,12 @@ constexpr std::uint64_t kMaxInner = 200;
 constexpr int kWarmup = 3;
 constexpr std::int64_t kDefaultIters = 20;  // nccl-tests' -n
 
-enum class Timing { events, host, graph };
+enum class Timing { events, host, graph, graph_each };
 
 Timing parse_timing(std::string_view name) {
+  if (name == "graph_each") {
+    return Timing::graph_each;
+  }
   return name == "host" ? Timing::host : name == "graph" ? Timing::graph : Timing::events;
 }
 
@@ -276,8 +281,13 @@ class CollectivesRun final : public CaseRun {
             }};
   }
 
-  // Note [What is measured]: seconds per collective, averaged over the ranks.
-  double timed(const Buffers& b, const cuda::CapturedGraph& graph) {
+  // Note [What is measured]: seconds per collective, averaged over the ranks. With graph_each, `graph` is
+  // captured anew first (a member, so that a failed wait drops it before the communicator is aborted).
+  double timed(const Buffers& b, cuda::CapturedGraph& graph) {
+    if (timing_ == Timing::graph_each) {
+      graph = {};  // the last repetition's first
+      graph = capture(b);
+    }
     const double local = timing_ == Timing::events ? timed_by_events(b) : timed_by_host(b, graph);
     const std::vector<double> all = world_->all_gather(local);
     return std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size());
@@ -289,7 +299,7 @@ class CollectivesRun final : public CaseRun {
     wait(what_ + " (sync)", NcclComm::Poll::spin);
     world_->spin_barrier();
     const auto start = std::chrono::steady_clock::now();
-    if (timing_ == Timing::graph) {
+    if (timing_ == Timing::graph || timing_ == Timing::graph_each) {
       graph.launch(stream());
     } else {
       for (std::uint64_t i = 0; i < iters_; ++i) {
@@ -373,7 +383,7 @@ class CollectivesRun final : public CaseRun {
   cuda::DeviceBuffer ref_recv_;
   Buffers mine_;
   Buffers ref_;
-  cuda::CapturedGraph mine_graph_;  // timing=graph only
+  cuda::CapturedGraph mine_graph_;  // timing=graph and graph_each only
   cuda::CapturedGraph ref_graph_;
   kernels::CollectiveChecker checker_;
 };
@@ -423,15 +433,17 @@ class Collectives final : public Workload {
          ParamType::choice,
          {"events"},
          {},
-         {"events", "host", "graph"},
+         {"events", "host", "graph", "graph_each"},
          "events: GPU time between CUDA events; host: nccl-tests' default (a host clock around iters "
-         "launches); graph: nccl-tests' -G 1 (the iters collectives as one CUDA graph)"},
+         "launches); graph: the iters collectives as one CUDA graph, captured once and replayed; "
+         "graph_each: nccl-tests' -G 1 (a new graph each repetition, its first launch timed)"},
         {"iters",
          ParamType::integer,
          {"20"},
          {},
          {},
-         "collectives per timed region with timing=host or graph (nccl-tests' -n); timing=events chooses "
+         "collectives per timed region with timing=host, graph or graph_each (nccl-tests' -n); timing=events "
+         "chooses "
          "its own and takes only the default",
          1,
          10000},

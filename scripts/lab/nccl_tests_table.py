@@ -31,6 +31,7 @@ MODES = ["host", "graph"]
 TOLERANCE = 0.03  # the target: within 3% at every size
 LARGE = 4 << 20  # from here on, nccl-tests repeats itself within about 2% from one run to the next
 SPREADS = ("host time", "host busbw", "graph time", "host time from 4 MiB", "graph time from 4 MiB")
+EACH = "graph_each time"  # where memstress also ran timing=graph_each (nccl-tests' -G 1 as it does it)
 
 
 class BadInput(Exception):
@@ -105,7 +106,12 @@ def human(n: int) -> str:
 
 
 def ratio(a: float, b: float) -> str:
-    return f"{a / b:.3f}" if b > 0 else "-"
+    return f"{a / b:.3f}" if b > 0 and not math.isnan(a) else "-"
+
+
+def has_each(index: dict) -> bool:
+    """Whether memstress ran timing=graph_each on ncclMemAlloc buffers."""
+    return any(key[0] == "ncclmem" and key[2] == "graph_each" for key in index)
 
 
 def median_of(index: dict, key: tuple, metric: str = "time", stat: str = "median") -> float:
@@ -113,15 +119,18 @@ def median_of(index: dict, key: tuple, metric: str = "time", stat: str = "median
 
 
 def collective_table(name: str, outdir: Path, index: dict) -> tuple[list[str], dict[str, list[float]]]:
+    each = has_each(index)
     lines = [
         f"### {name}",
         "",
         "| size | nccl-tests (us) | memstress host (us) | ratio | nccl-tests busbw | memstress busbw | ratio "
-        "| nccl-tests -G 1 (us) | memstress graph (us) | ratio | memstress host p99 (us) "
-        "| allocator: host (us) | graph (us) | events (us) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| nccl-tests -G 1 (us) | memstress graph (us) | ratio "
+        + ("| memstress graph_each (us) | ratio " if each else "")
+        + "| memstress host p99 (us) | allocator: host (us) | graph (us) | events (us) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        + (" ---: | ---: |" if each else ""),
     ]
-    spread: dict[str, list[float]] = {key: [] for key in SPREADS}
+    spread: dict[str, list[float]] = {key: [] for key in SPREADS + ((EACH,) if each else ())}
     host = nccl_tests_lines(outdir / f"nccl-tests-{name}-host.txt")
     graph_file = outdir / f"nccl-tests-{name}-graph.txt"
     graph = nccl_tests_lines(graph_file) if graph_file.exists() else {}
@@ -144,9 +153,15 @@ def collective_table(name: str, outdir: Path, index: dict) -> tuple[list[str], d
             if size >= LARGE:
                 spread["graph time from 4 MiB"].append(g / nt_g - 1)
         own = [median_of(index, ("allocator", name, mode, size)) for mode in ("host", "graph", "events")]
+        fresh = ""
+        if each:
+            e = median_of(index, ("ncclmem", name, "graph_each", size))
+            fresh = f"| {e:.2f} | {ratio(e, nt_g)} "
+            if not (math.isnan(nt_g) or math.isnan(e)):
+                spread[EACH].append(e / nt_g - 1)
         lines.append(
             f"| {human(size)} | {nt_t:.2f} | {t:.2f} | {ratio(t, nt_t)} | {nt_b:.2f} | {b:.2f} | {ratio(b, nt_b)} "
-            f"| {nt_g:.2f} | {g:.2f} | {ratio(g, nt_g)} | {median_of(index, same, 'time', 'p99'):.2f} "
+            f"| {nt_g:.2f} | {g:.2f} | {ratio(g, nt_g)} {fresh}| {median_of(index, same, 'time', 'p99'):.2f} "
             f"| {own[0]:.2f} | {own[1]:.2f} | {own[2]:.2f} |"
         )
     return lines, spread
@@ -209,18 +224,20 @@ def sweep_section(outdir: Path) -> list[str]:
     if not stored(outdir / "memstress-collectives-ncclmem.json"):
         return []
     index = collectives_index(memstress_rows(outdir / "memstress-collectives-ncclmem.json") + own_rows(outdir))
+    keys = SPREADS + ((EACH,) if has_each(index) else ())
     summary = [
         "## memstress beside nccl-tests, out of place",
         "",
-        "| collective | host time | host busbw | graph time | host time, from 4 MiB | graph time, from 4 MiB | sizes |",
-        "| --- | --- | --- | --- | --- | --- | ---: |",
+        "| collective | host time | host busbw | graph time | host time, from 4 MiB | graph time, from 4 MiB | "
+        + ("graph_each time | " if EACH in keys else "") + "sizes |",
+        "| --- | --- | --- | --- | --- | --- | " + ("--- | " if EACH in keys else "") + "---: |",
     ]
     body: list[str] = []
     for name in COLLECTIVES:
         lines, spread = collective_table(name, outdir, index)
         body += lines + [""]
         cells = []
-        for key in SPREADS:
+        for key in keys:
             v = spread[key]
             cells.append(f"{min(v):+.1%} … {max(v):+.1%} (median {statistics.median(v):+.1%})" if v else "-")
         summary.append(f"| {name} | " + " | ".join(cells) + f" | {len(spread['host time'])} |")
@@ -254,12 +271,12 @@ def repeat_section(first: Path, second: Path) -> list[str]:
         for mode in MODES:
             theirs = [nccl_tests_lines(d / f"nccl-tests-{name}-{mode}.txt") for d in (first, second)]
             cells = {key: [] for key in ("nt small", "ms small", "nt large", "ms large")}
-            for size in sorted(set(theirs[0]) & set(theirs[1])):
+            for size in sorted(set(theirs[0]) & set(theirs[1]) - {0}):  # nccl-tests' 0-byte lines move no data
                 band = "large" if size >= LARGE else "small"
                 a, b = (statistics.median(t[size]["time"]) for t in theirs)
                 cells[f"nt {band}"].append(b / a - 1)
                 x, y = (median_of(index, ("ncclmem", name, mode, size)) for index in ours)
-                if size > 0 and not (math.isnan(x) or math.isnan(y)):
+                if not (math.isnan(x) or math.isnan(y)):
                     cells[f"ms {band}"].append(y / x - 1)
             lines.append(f"| {name} | {mode} | " + " | ".join(change(v) for v in cells.values()) + " |")
     return lines

@@ -96,6 +96,21 @@ TEST_F(CollectivesTest, HostAndGraphTimingOnAllocatorAndNcclBuffers) {
   }
 }
 
+TEST_F(CollectivesTest, GraphEachCapturesAGraphEveryRepetitionAndVerifiesItsData) {
+  // nccl-tests' -G 1 as it does it: a new graph per repetition, beside the graph captured once.
+  const auto rows = testing::run_on_gpu(
+      "collectives", {"collective=all_reduce", "pressure=none", "timing=graph,graph_each", "bytes=8,1M"}, 3);
+  EXPECT_EQ(rows.size(), 4U);
+  for (const Row& row : rows) {
+    EXPECT_EQ(row.verdict, Verdict::pass) << row.case_label() << ": " << row.reason;
+    const MetricResult* time = row.metric("time");
+    ASSERT_NE(time, nullptr) << row.case_label();
+    EXPECT_GT(time->summary.median, 0.0) << row.case_label();
+    EXPECT_GT(row.checked, 0U) << row.case_label();
+    EXPECT_EQ(row.errors, 0U) << row.case_label();
+  }
+}
+
 TEST_F(CollectivesTest, NcclMemoryMeasuresTheContextAndACommunicatorThatLeavesNothing) {
   const auto rows = testing::run_on_gpu("nccl_memory", {"cycles=3"}, 2);
   ASSERT_EQ(rows.size(), 1U);

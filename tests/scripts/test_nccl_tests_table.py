@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,46 @@ class CommittedTables(unittest.TestCase):
                 made = run("--repeat", str(folder / "round-1"), str(folder / "round-2"))
                 self.assertEqual(made.returncode, 0, made.stderr)
                 self.assertEqual(made.stdout, (folder / "REPEAT.md").read_text())
+
+
+def memstress_row(collective: str, timing: str, time: float) -> dict:
+    return {"workload": "collectives", "rank": 0, "verdict": "pass",
+            "params": {"collective": collective, "place": "out", "pressure": "none", "timing": timing,
+                       "buffers": "ncclmem", "bytes": "8B"},
+            "metrics": {"time": {"median": time, "p99": time}, "busbw": {"median": 0.0}}}
+
+
+class GraphEach(unittest.TestCase):
+    def write(self, folder: Path, timings: tuple[str, ...]) -> None:
+        rows = []
+        for c in nccl_tests_table_module().COLLECTIVES:
+            for mode in ("host", "graph"):
+                (folder / f"nccl-tests-{c}-{mode}.txt").write_text(NCCL_TESTS_LINES)
+            rows += [memstress_row(c, t, {"host": 11.0, "graph": 10.0, "graph_each": 12.0}[t]) for t in timings]
+        (folder / "memstress-collectives-ncclmem.json").write_text(json.dumps({"rows": rows}))
+
+    def test_its_columns_appear_only_where_it_ran(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            self.write(folder, ("host", "graph"))
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 0, made.stderr)
+            self.assertNotIn("graph_each", made.stdout)
+            self.write(folder, ("host", "graph", "graph_each"))
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 0, made.stderr)
+            # nccl-tests -G 1's median over its lines is 11.0 us: graph 10/11, graph_each 12/11
+            self.assertIn("| 8 B | 11.00 | 11.00 | 1.000 |", made.stdout)
+            self.assertIn("| 11.00 | 10.00 | 0.909 | 12.00 | 1.091 |", made.stdout)
+            self.assertIn("graph_each time", made.stdout)
+            self.assertIn("+9.1% … +9.1% (median +9.1%)", made.stdout)
+
+
+def nccl_tests_table_module():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import nccl_tests_table
+
+    return nccl_tests_table
 
 
 class BadInput(unittest.TestCase):
