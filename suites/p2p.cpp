@@ -118,10 +118,10 @@ class P2pRun final : public CaseRun {
         bytes_(ctx.params().bytes("bytes")),
         inner_(std::clamp<std::uint64_t>(kSampleBytes / std::max<std::uint64_t>(1, bytes_), 1, kMaxInner)),
         seed_(ctx.seed()) {
-    if (ctx.world().local_rank() != 0) {
+    if (ctx.world().host_rank() != 0) {
       throw SkipCase(
-          fmt::format("p2p: the node's peer matrix is measured by local rank 0 alone (this is local rank {})",
-                      ctx.world().local_rank()));
+          fmt::format("p2p: the host's peer matrix is measured by its first rank alone (this is its rank {})",
+                      ctx.world().host_rank()));
     }
     const int count = cuda::device_count();
     if (count < 2) {

@@ -33,7 +33,7 @@ struct ProfileRun {
   std::string workload;
   std::vector<std::pair<std::string, std::string>> params;  // axis -> values ("v1,v2")
   int min_ranks = 1;     // left out of a run with fewer ranks (collectives need several)
-  bool in_turn = false;  // with several ranks, one rank at a time (PlannedCase::in_turn)
+  bool in_turn = false;  // with several ranks, one rank of each node at a time (PlannedCase::in_turn)
 };
 
 struct AcceptCheck {

@@ -64,16 +64,12 @@ double seconds(std::chrono::milliseconds ms) {
   return std::chrono::duration<double>(ms).count();
 }
 
-// This rank's node name (Note [Nodes]): MEMSTRESS_NODE where set, else MPI's processor name.
+// This rank's node name (Note [Nodes]): MEMSTRESS_NODE where set, else MPI's processor name. A name too long
+// for MPI is returned whole: node_colour refuses it on every rank at once.
 std::string node_name() {
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read in MPI's setup, before any thread of ours starts
   if (const char* node = std::getenv("MEMSTRESS_NODE"); node != nullptr && *node != '\0') {
-    const std::string name(node);
-    if (name.size() >= MPI_MAX_PROCESSOR_NAME) {
-      throw InputError(fmt::format("MEMSTRESS_NODE: {} characters; a node name has at most {}", name.size(),
-                                   MPI_MAX_PROCESSOR_NAME - 1));
-    }
-    return name;
+    return node;
   }
   std::array<char, MPI_MAX_PROCESSOR_NAME> buffer{};
   int length = 0;
@@ -83,7 +79,18 @@ std::string node_name() {
 
 // Within `shared` (the ranks of one host), the ranks with the same node name as this one: their colour
 // is the lowest rank of `shared` with that name.
-int node_colour(MPI_Comm shared, const std::string& node) {
+// Every rank of `world` learns first whether every name fits, so that a bad one is refused by all of them
+// together (one rank refusing alone would leave the others waiting in the next collective).
+int node_colour(MPI_Comm world, MPI_Comm shared, const std::string& node) {
+  int fits = node.size() < MPI_MAX_PROCESSOR_NAME ? 1 : 0;
+  MEMSTRESS_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, world));
+  if (fits == 0) {
+    constexpr int kLongest = MPI_MAX_PROCESSOR_NAME - 1;
+    throw InputError(
+        node.size() > kLongest
+            ? fmt::format("MEMSTRESS_NODE: {} characters; a node name has at most {}", node.size(), kLongest)
+            : fmt::format("MEMSTRESS_NODE: another rank's node name is longer than {} characters", kLongest));
+  }
   int size = 0;
   int rank = 0;
   MEMSTRESS_MPI_TRY(MPI_Comm_size(shared, &size));
@@ -106,15 +113,22 @@ int node_colour(MPI_Comm shared, const std::string& node) {
 MpiWorld::MpiWorld(const MpiSession& /*session*/, std::chrono::milliseconds timeout)
     : node_(node_name()), timeout_(std::max(timeout, std::chrono::milliseconds(1))) {
   MEMSTRESS_MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
-  MEMSTRESS_MPI_TRY(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-  MEMSTRESS_MPI_TRY(MPI_Comm_rank(comm_, &rank_));
-  MEMSTRESS_MPI_TRY(MPI_Comm_size(comm_, &size_));
-  OwnedComm shared;  // the ranks that share this host's memory
-  MEMSTRESS_MPI_TRY(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &shared.comm));
-  OwnedComm local;  // of those, the ones of this node (Note [Nodes])
-  MEMSTRESS_MPI_TRY(MPI_Comm_split(shared.comm, node_colour(shared.comm, node_), rank_, &local.comm));
-  MEMSTRESS_MPI_TRY(MPI_Comm_rank(local.comm, &local_rank_));
-  MEMSTRESS_MPI_TRY(MPI_Comm_size(local.comm, &local_size_));
+  try {
+    MEMSTRESS_MPI_TRY(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    MEMSTRESS_MPI_TRY(MPI_Comm_rank(comm_, &rank_));
+    MEMSTRESS_MPI_TRY(MPI_Comm_size(comm_, &size_));
+    OwnedComm shared;  // the ranks that share this host's memory
+    MEMSTRESS_MPI_TRY(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &shared.comm));
+    MEMSTRESS_MPI_TRY(MPI_Comm_rank(shared.comm, &host_rank_));
+    OwnedComm local;  // of those, the ones of this node (Note [Nodes])
+    const int colour = node_colour(comm_, shared.comm, node_);
+    MEMSTRESS_MPI_TRY(MPI_Comm_split(shared.comm, colour, rank_, &local.comm));
+    MEMSTRESS_MPI_TRY(MPI_Comm_rank(local.comm, &local_rank_));
+    MEMSTRESS_MPI_TRY(MPI_Comm_size(local.comm, &local_size_));
+  } catch (...) {
+    MEMSTRESS_MPI_WARN(MPI_Comm_free(&comm_));  // the destructor does not run for a constructor that throws
+    throw;
+  }
 }
 
 MpiWorld::~MpiWorld() {

@@ -20,8 +20,9 @@
 // variable splits one host into several nodes, so the per-node logic (local ranks and the GPU each picks,
 // `--in-turn` turns by local rank, stragglers named with their node) runs on one machine as it would on
 // several: `mpirun -np 2 env MEMSTRESS_NODE=a memstress ... : -np 2 env MEMSTRESS_NODE=b memstress ...`.
-// On one host the emulated nodes' local ranks pick the same GPUs (local rank 0 of each: GPU 0); give each
-// node its own with CUDA_VISIBLE_DEVICES in the same `env`, as a real node has its own.
+// The GPUs stay the host's: a rank picks its GPU by its rank on the host (host_rank), so the emulated nodes
+// of one host take distinct GPUs, and one rank per host measures the peer matrix. A name MEMSTRESS_NODE gives
+// that MPI cannot carry (MPI_MAX_PROCESSOR_NAME) fails the job on every rank at once, exit 2.
 
 #include <mpi.h>
 
@@ -54,6 +55,7 @@ class MpiWorld final : public World {
   [[nodiscard]] int local_rank() const noexcept override { return local_rank_; }
   [[nodiscard]] int local_size() const noexcept override { return local_size_; }
   [[nodiscard]] const std::string& node() const noexcept override { return node_; }
+  [[nodiscard]] int host_rank() const noexcept override { return host_rank_; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override { return timeout_; }
 
   void barrier() override;
@@ -78,6 +80,7 @@ class MpiWorld final : public World {
   int size_ = 1;
   int local_rank_ = 0;
   int local_size_ = 1;
+  int host_rank_ = 0;
   std::string node_;
   std::chrono::milliseconds timeout_;
 };

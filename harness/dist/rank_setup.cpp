@@ -20,13 +20,13 @@ DeviceSpec rank_device(std::string_view flag, const World& world) {
     return spec;
   }
   const int gpus = cuda::device_count();
-  if (gpus > 0 && world.local_rank() >= gpus) {
+  if (gpus > 0 && world.host_rank() >= gpus) {
     throw EnvironmentError(fmt::format(
-        "--device {}: rank {} is local rank {} of {} on this host, which has {} GPUs: start at most one rank "
-        "per GPU, or name one with --device cuda:N",
-        flag, world.rank(), world.local_rank(), world.local_size(), gpus));
+        "--device {}: rank {} is rank {} on this host, which has {} GPUs: start at most one rank per GPU, or "
+        "name one with --device cuda:N",
+        flag, world.rank(), world.host_rank(), gpus));
   }
-  spec.ordinal = world.local_rank();
+  spec.ordinal = world.host_rank();
   return spec;
 }
 

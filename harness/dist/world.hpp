@@ -28,8 +28,11 @@ class World {
   [[nodiscard]] virtual int local_rank() const noexcept = 0;
   [[nodiscard]] virtual int local_size() const noexcept = 0;
   // The node this rank runs on, by name: its host's, or MEMSTRESS_NODE's where set (MpiWorld, Note [Nodes]);
-  // empty in a world of one.
+  // empty in a process started without mpirun.
   [[nodiscard]] virtual const std::string& node() const noexcept = 0;
+  // Rank among the ranks on this host (its shared memory), which picks the default GPU: the local rank,
+  // except where MEMSTRESS_NODE splits a host into nodes, whose ranks must still take distinct GPUs.
+  [[nodiscard]] virtual int host_rank() const noexcept = 0;
   // How long a rank waits for its peers in one step (--timeout): host collectives here, and device work
   // that needs the other ranks (NcclComm::wait) in the workloads.
   [[nodiscard]] virtual std::chrono::milliseconds timeout() const noexcept = 0;
@@ -58,6 +61,7 @@ class SoloWorld final : public World {
   [[nodiscard]] int local_rank() const noexcept override { return 0; }
   [[nodiscard]] int local_size() const noexcept override { return 1; }
   [[nodiscard]] const std::string& node() const noexcept override { return node_; }
+  [[nodiscard]] int host_rank() const noexcept override { return 0; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override { return timeout_; }
   void barrier() override {}
   void spin_barrier() override {}

@@ -16,8 +16,8 @@ class Workload;
 struct PlannedCase {
   const Workload* workload = nullptr;
   ParamSet params;
-  // With several ranks: one rank at a time instead of all at once (see Runner). Not for a workload whose
-  // ranks work together (Requirements::all_ranks).
+  // With several ranks: one rank of each node at a time instead of all at once (see Runner). Not for a
+  // workload whose ranks work together (Requirements::all_ranks).
   bool in_turn = false;
 };
 
@@ -31,7 +31,7 @@ struct PlanRequest {
   std::vector<ParamOverride> overrides;             // -p
   std::optional<std::vector<std::uint64_t>> sizes;  // -b/-e/-f: replaces the `bytes` axis
   bool full = false;                                // --full: the long axis values
-  std::vector<std::string> in_turn;                 // --in-turn: workloads run one rank at a time
+  std::vector<std::string> in_turn;                 // --in-turn: one rank of each node at a time
   std::size_t max_cases = kDefaultMaxCases;         // --max-cases
 };
 

@@ -44,8 +44,9 @@ struct RunOptions {
 // In a job of several ranks (options.world), every rank runs every case, all at once: the ranks align
 // before each case, and after it every rank's row goes to rank 0, which appends them all to its sink
 // (the sinks of the other ranks get nothing) and counts their failures. A case planned `in_turn` runs on
-// one rank at a time instead, in rank order, each rank alone on what the ranks share (host memory, PCIe
-// switches), so that it measures its own GPU's path and not the contention. A rank that does not arrive in
+// one rank of each node at a time instead, in turns by local rank (Note [Turns by local rank] in
+// runner.cpp), each rank alone on what the ranks of its node share (host memory, PCIe switches), so that it
+// measures its own GPU's path and not the contention. A rank that does not arrive in
 // time makes the run throw DistError naming the rank and the case (harness/run/case_sync.hpp).
 class Runner {
  public:

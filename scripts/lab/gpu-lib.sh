@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by the scripts/gpu-* scripts, which run on a machine with NVIDIA GPUs. Sourced, never executed;
+# Shared by the scripts/lab/gpu-* scripts, which run on a machine with NVIDIA GPUs. Sourced, never executed;
 # the caller has set `root` (the repository root) and made it the working directory.
 
 # gpu_setup: sets `bin` (the gpu preset's memstress, configured and built when missing), and `gpu` and

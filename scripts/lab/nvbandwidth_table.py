@@ -12,10 +12,12 @@ stored xz-compressed (NAME.json.xz). The memstress runs use nvbandwidth's buffer
 
 For each nvbandwidth testcase with a memstress counterpart: the median over its entries (GPU pairs, or GPUs)
 of each tool's GB/s, and memstress / nvbandwidth - 1 per entry (median and range), against the 2 % target.
-How the two count: nvbandwidth's bidirectional testcases report one direction while the other runs, so the
-pair's two entries (device to device) or the host-to-device and device-to-host testcases (host) are added
-up to compare with memstress's bidir, which counts both directions; nvbandwidth's read testcases print
-"row <- column", so entry [i][j] is the copy from GPU j into GPU i. Exit 2 when an input cannot be read.
+How the two count (nvbandwidth v0.8): entry [i][j] of a device-to-device testcase is a copy between GPU i
+(the row, whose context runs it) and GPU j: GPU i's data into GPU j for `write`, GPU j's data into GPU i
+for `read` (whatever its printed arrow says). Its bidirectional testcases print three matrices, each
+direction and `_total`, the two at once, which is what memstress's bidir counts. Its host bidirectional
+testcases report the one direction they are named after while the other runs, so host_to_device's and
+device_to_host's are added up. Exit 2 when an input cannot be read.
 """
 
 from __future__ import annotations
@@ -62,9 +64,11 @@ def number(text: str) -> float:
 
 
 def nvbandwidth_text(path: Path) -> dict[str, list[list[float]]]:
-    """Per testcase printed whole, its matrix: after `Running NAME.`, a description, the column header, one
-    line per row (a label, then a value or N/A per column), a blank line and `SUM NAME total`, the line that
-    says the testcase finished. A testcase cut short (a timeout) has none and is left out."""
+    """Per matrix printed whole, keyed as nvbandwidth's `SUM KEY total` line names it (the testcase's name, or
+    NAME_total and the like for the three matrices of a bidirectional one): after `Running NAME.`, each
+    matrix is a description, the column header, one line per row (a label, then a value or N/A per column),
+    a blank line and its SUM line, which says it finished. One cut short (a timeout) has none and is left
+    out."""
     matrices: dict[str, list[list[float]]] = {}
     name, rows, header = "", [], False
     for line in path.read_text(errors="replace").splitlines():
@@ -73,34 +77,48 @@ def nvbandwidth_text(path: Path) -> dict[str, list[list[float]]]:
             name, rows, header = line[len("Running "):-1], [], False
         elif not name:
             continue
-        elif cols[:2] == ["SUM", name]:
-            if rows and all(len(r) == len(rows[0]) for r in rows):
-                matrices[name] = rows
-            name = ""
+        elif len(cols) >= 2 and cols[0] == "SUM" and (cols[1] == name or cols[1].startswith(name + "_")):
+            if header and rows and all(len(r) == len(rows[0]) for r in rows):
+                matrices[cols[1]] = rows
+            rows, header = [], False
         elif "bandwidth (GB/s)" in line:
-            header = True
+            rows, header = [], True
         elif header and cols and not rows and all(c.isdigit() for c in cols):
             continue  # the column indices
         elif header and len(cols) >= 2:
             try:
                 rows.append([number(c) for c in cols[1:]])
             except ValueError:
-                name = ""
+                rows, header = [], False
     return matrices
 
 
+def nvbandwidth_json(path: Path) -> dict[str, list[list[float]]]:
+    """The same from `nvbandwidth -j`, which puts a bidirectional testcase's three matrices one under the
+    other in one bandwidth_matrix: the last is its `_total`."""
+    try:
+        cases = ms_json.read_stored(path)["nvbandwidth"]["testcases"]
+        matrices = {}
+        for c in cases:
+            if c.get("status") != "Passed" or "bandwidth_matrix" not in c:
+                continue
+            rows = [[number(str(v)) for v in row] for row in c["bandwidth_matrix"]]
+            width = len(rows[0]) if rows else 0
+            if width and len(rows) == 3 * width:
+                matrices[c["name"] + "_total"] = rows[2 * width:]
+            else:
+                matrices[c["name"]] = rows
+        return matrices
+    except (ValueError, KeyError, TypeError, IndexError) as e:
+        raise BadInput(f"{path}: not nvbandwidth -j output ({e})") from None
+
+
 def nvbandwidth(outdir: Path) -> dict[str, list[list[float]]]:
-    """Per passed testcase, its matrix (NaN where nvbandwidth printed N/A), from nvbandwidth.txt or .json."""
+    """Every finished matrix (NaN where nvbandwidth printed N/A), from nvbandwidth.txt or nvbandwidth.json."""
     if (outdir / "nvbandwidth.txt").is_file():
         matrices = nvbandwidth_text(outdir / "nvbandwidth.txt")
     else:
-        path = outdir / "nvbandwidth.json"
-        try:
-            cases = ms_json.read_stored(path)["nvbandwidth"]["testcases"]
-        except (ValueError, KeyError, TypeError) as e:
-            raise BadInput(f"{path}: not nvbandwidth -j output ({e})") from None
-        matrices = {c["name"]: [[number(v) for v in row] for row in c["bandwidth_matrix"]]
-                    for c in cases if c.get("status") == "Passed" and "bandwidth_matrix" in c}
+        matrices = nvbandwidth_json(outdir / "nvbandwidth.json")
     if not matrices:
         raise BadInput(f"{outdir}: no nvbandwidth testcase finished (nvbandwidth.txt or nvbandwidth.json)")
     return matrices
@@ -123,7 +141,11 @@ def params_match(row: dict, **want: str) -> bool:
 
 
 def size_of(row: dict) -> int:
-    return int(report_common.parse_size(row["params"]["bytes"]))
+    """The row's size in bytes; -1 where it names none (such a row matches nothing)."""
+    try:
+        return int(report_common.parse_size(row["params"]["bytes"]))
+    except (KeyError, TypeError, ValueError):
+        return -1
 
 
 def median_gbs(row: dict, metric: str) -> float:
@@ -131,10 +153,14 @@ def median_gbs(row: dict, metric: str) -> float:
     return float(m["median"]) if m and m.get("median") is not None else math.nan
 
 
-def peer_entries(name: str, matrix: list[list[float]], rows: list[dict], size: int) -> list[tuple[float, float]]:
+def peer_entries(name: str, matrices: dict, rows: list[dict], size: int) -> list[tuple[float, float]]:
     """(nvbandwidth, memstress) GB/s per GPU pair of one device-to-device testcase."""
     engine, access, direction = PEER[name]
-    row = next((r for r in rows if r["workload"] == "p2p" and size_of(r) == size and params_match(
+    total = matrices.get(name + "_total")
+    matrix = total or matrices.get(name)
+    if matrix is None:
+        return []
+    row = next((r for r in rows if r.get("workload") == "p2p" and size_of(r) == size and params_match(
         r, measure="bandwidth", engine=engine, access=access, direction=direction)), None)
     if row is None:
         return []
@@ -144,9 +170,10 @@ def peer_entries(name: str, matrix: list[list[float]], rows: list[dict], size: i
         for j in range(n):
             if i == j or (direction == "bidir" and i > j):
                 continue
-            if direction == "bidir":  # the pair's two measured directions against memstress's both at once
-                theirs, ours = matrix[i][j] + matrix[j][i], median_gbs(row, f"GB/s {i}<->{j}")
-            elif access == "read":  # row <- column
+            if direction == "bidir":  # both at once: its _total (before v0.6, its two one-way entries)
+                theirs = matrix[i][j] if total else matrix[i][j] + matrix[j][i]
+                ours = median_gbs(row, f"GB/s {i}<->{j}")
+            elif access == "read":  # GPU j's data into GPU i
                 theirs, ours = matrix[i][j], median_gbs(row, f"GB/s {j}->{i}")
             else:
                 theirs, ours = matrix[i][j], median_gbs(row, f"GB/s {i}->{j}")
@@ -164,25 +191,27 @@ def host_entries(names: list[str], matrices: dict, rows: list[dict], direction: 
     gpus = len(matrices[names[0]][0])
     for j in range(gpus):
         theirs = sum(matrices[n][0][j] for n in names)
-        mine = [r for r in rows if r["workload"] == "transfers" and r["rank"] == j and size_of(r) == size
+        mine = [r for r in rows if r.get("workload") == "transfers" and r.get("rank") == j and size_of(r) == size
                 and params_match(r, direction=direction, engine=engine, host="pinned")]
-        if mine and not math.isnan(theirs):
-            out.append((theirs, median_gbs(mine[0], "GB/s")))
+        ours = median_gbs(mine[0], "GB/s") if mine else math.nan
+        if not (math.isnan(theirs) or math.isnan(ours)):
+            out.append((theirs, ours))
     return out
 
 
 def line(label: str, what: str, entries: list[tuple[float, float]]) -> str:
     diffs = [ours / theirs - 1 for theirs, ours in entries if theirs > 0]
     within = sum(abs(d) <= TOLERANCE for d in diffs)
+    spread = (f"{statistics.median(diffs) * 100:+.1f} ({min(diffs) * 100:+.1f} … {max(diffs) * 100:+.1f})"
+              if diffs else "-")
     return (f"| {label} | {what} | {len(entries)} | {statistics.median(t for t, _ in entries):.1f} | "
-            f"{statistics.median(o for _, o in entries):.1f} | {statistics.median(diffs) * 100:+.1f} "
-            f"({min(diffs) * 100:+.1f} … {max(diffs) * 100:+.1f}) | {within} of {len(diffs)} |")
+            f"{statistics.median(o for _, o in entries):.1f} | {spread} | {within} of {len(diffs)} |")
 
 
 def table(outdir: Path) -> list[str]:
     matrices = nvbandwidth(outdir)
     p2p = rows_of(outdir / "memstress-p2p.json")
-    sizes = {size_of(r) for r in p2p if r.get("workload") == "p2p"}
+    sizes = {size_of(r) for r in p2p if r.get("workload") == "p2p"} - {-1}
     if len(sizes) != 1:
         raise BadInput(f"{outdir / 'memstress-p2p.json'}: {len(sizes)} sizes, one expected (nvbandwidth's)")
     size = sizes.pop()
@@ -191,13 +220,12 @@ def table(outdir: Path) -> list[str]:
     head = ["| nvbandwidth testcase | memstress | entries | nvbandwidth GB/s | memstress GB/s | "
             "memstress / nvbandwidth - 1, % (range) | within 2 % |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines = [f"# memstress beside nvbandwidth ({size // MIB} MiB buffers)", "", "## Between GPUs", "",
-             "Entries are GPU pairs (bidirectional: unordered pairs, both directions added). Medians over them.", ""]
+             "Entries are GPU pairs (bidirectional: unordered pairs, both directions at once). Medians over them.", ""]
     lines += head
     for name, (engine, access, direction) in PEER.items():
-        if name in matrices:
-            entries = peer_entries(name, matrices[name], p2p, size)
-            if entries:
-                lines.append(line(name, f"p2p engine={engine} access={access} direction={direction}", entries))
+        entries = peer_entries(name, matrices, p2p, size)
+        if entries:
+            lines.append(line(name, f"p2p engine={engine} access={access} direction={direction}", entries))
     lines += ["", "## Between the host and the GPUs", "",
               "Entries are GPUs: each alone (nvbandwidth's host_to_device and device_to_host testcases; memstress "
               "`--in-turn transfers`), or all at once (host_to_all, all_to_host; memstress's ranks together). "

@@ -14,7 +14,8 @@ each sizes case one after the other, never at once), in_turn_hang (as hang, with
 hangs in its turn; rank 0's row of that case is kept), rank0_exit (rank 0 exits mid-run under a launcher that
 lets the job run on: rank 1 gives up after one --timeout and a short grace, not two timeouts), two_nodes (four
 ranks as two nodes of two on one host, through MEMSTRESS_NODE: local ranks and nodes in the environment,
-`--in-turn` turns by local rank, one rank of each node at a time, and a straggler named with its node).
+`--in-turn` turns by local rank, one rank of each node at a time, a straggler named with its node, and a node
+name too long for MPI refused by every rank at once, exit 2).
 Exit codes: 0 pass, 1 fail, 77 skipped
 (no mpiexec; for nccl_hang, fewer than two GPUs).
 """
@@ -254,6 +255,15 @@ def two_nodes(args, work: Path) -> None:
     check([(s["rank"], s.get("node")) for s in entry["stragglers"]] == [(3, "b")], f"stragglers: {entry['stragglers']}")
     check("rank 3 on b (50% worse)" in done.stdout, "the table names the straggler with its node")
     validate(out, out.with_suffix(".jsonl"))
+    # A node name MPI cannot carry, on two ranks of four: every rank refuses it at once, none waits for the others.
+    long_name = "n" * 300
+    command = [args.mpiexec, "-np", "2", "env", f"MEMSTRESS_NODE={long_name}", args.memstress, *job, "-d", "sim:8G",
+               ":", "-np", "2", "env", "MEMSTRESS_NODE=b", args.memstress, *job, "-d", "sim:8G"]
+    start = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=90)
+    print(f"--- exit code {done.returncode} after {time.monotonic() - start:.1f} s\n--- stderr:\n{done.stderr}")
+    check(done.returncode == 2, f"exit code {done.returncode}, expected 2 (bad input)")
+    check("MEMSTRESS_NODE: 300 characters; a node name has at most" in done.stderr, "the long name is named")
 
 
 def gpu_count(args) -> int:

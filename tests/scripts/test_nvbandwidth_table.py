@@ -15,8 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "lab" / "nvbandwidth_table.py"
 
-# As nvbandwidth prints it: two GPUs. The write matrix is row -> column, the read one row <- column. The last
-# testcase was cut short by a timeout, mid-matrix.
+# As nvbandwidth v0.8 prints it, two GPUs: entry [i][j] is GPU i's data into GPU j for write, GPU j's data into
+# GPU i for read (its arrows say otherwise); a bidirectional testcase prints each direction and the total. The
+# last testcase was cut short by a timeout, mid-matrix.
 NVBANDWIDTH = """nvbandwidth Version: v0.8
 Built from Git version: v0.8
 
@@ -24,7 +25,7 @@ Device 0: NVIDIA H100 80GB HBM3 (00000000:19:00)
 Device 1: NVIDIA H100 80GB HBM3 (00000000:3b:00)
 
 Running device_to_device_memcpy_write_ce.
-memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)
+memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)
            0         1
  0       N/A    400.00
  1    380.00       N/A
@@ -32,7 +33,7 @@ memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)
 SUM device_to_device_memcpy_write_ce 780.00
 
 Running device_to_device_memcpy_read_ce.
-memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)
+memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)
            0         1
  0       N/A    300.00
  1    200.00       N/A
@@ -40,12 +41,24 @@ memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)
 SUM device_to_device_memcpy_read_ce 500.00
 
 Running device_to_device_bidirectional_memcpy_write_ce.
-memcpy CE GPU(row) <-> GPU(column) bandwidth (GB/s)
+memcpy CE GPU(row) <-> GPU(column) Write1 bandwidth (GB/s)
            0         1
  0       N/A    390.00
  1    370.00       N/A
 
-SUM device_to_device_bidirectional_memcpy_write_ce 760.00
+SUM device_to_device_bidirectional_memcpy_write_ce_write1 760.00
+memcpy CE GPU(row) <-> GPU(column) Write2 bandwidth (GB/s)
+           0         1
+ 0       N/A    380.00
+ 1    385.00       N/A
+
+SUM device_to_device_bidirectional_memcpy_write_ce_write2 765.00
+memcpy CE GPU(row) <-> GPU(column) Total bandwidth (GB/s)
+           0         1
+ 0       N/A    770.00
+ 1    755.00       N/A
+
+SUM device_to_device_bidirectional_memcpy_write_ce_total 1525.00
 
 Running host_to_device_memcpy_ce.
 memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)
@@ -128,9 +141,29 @@ class Tables(unittest.TestCase):
         cells = line_of(self.table(), "device_to_device_memcpy_read_ce")
         self.assertEqual(cells[5], "+2.5 (+0.0 … +5.0)")  # 300/300 and 210/200: never 300/200
 
-    def test_bidirectional_directions_are_added(self):
+    def test_bidirectional_is_its_total_matrix(self):
         cells = line_of(self.table(), "device_to_device_bidirectional_memcpy_write_ce")
-        self.assertEqual((cells[2], cells[3], cells[4]), ("1", "760.0", "760.0"))
+        self.assertEqual((cells[2], cells[3], cells[4]), ("1", "770.0", "760.0"))  # _total[0][1]
+
+    def test_json_output_reads_the_same(self):
+        n, nan = 2, "N/A"
+        cases = [{"name": "device_to_device_memcpy_write_ce", "status": "Passed",
+                  "bandwidth_matrix": [[nan, "400"], ["380", nan]]},
+                 {"name": "device_to_device_bidirectional_memcpy_write_ce", "status": "Passed",  # three matrices
+                  "bandwidth_matrix": [[nan, "390"], ["370", nan], [nan, "380"], ["385", nan], [nan, "770"],
+                                       ["755", nan]]}]
+        self.assertEqual(len(cases[1]["bandwidth_matrix"]), 3 * n)
+        (self.folder / "nvbandwidth.txt").unlink()
+        (self.folder / "nvbandwidth.json").write_text(json.dumps({"nvbandwidth": {"testcases": cases}}))
+        table = self.table()
+        self.assertEqual(line_of(table, "device_to_device_memcpy_write_ce")[5], "+0.5 (+0.0 … +1.0)")
+        self.assertEqual(line_of(table, "device_to_device_bidirectional_memcpy_write_ce")[3], "770.0")
+
+    def test_rows_without_a_figure_are_left_out_not_counted(self):
+        rows = json.loads((self.folder / "memstress-transfers-in-turn.json").read_text())["rows"]
+        rows[1]["metrics"] = {}  # rank 1's h2d
+        (self.folder / "memstress-transfers-in-turn.json").write_text(json.dumps({"rows": rows}))
+        self.assertEqual(line_of(self.table(), "host_to_device_memcpy_ce")[2], "1")
 
     def test_host_entries_are_gpus_and_a_testcase_cut_short_is_left_out(self):
         table = self.table()

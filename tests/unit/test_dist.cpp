@@ -87,6 +87,7 @@ class TwoRankWorld final : public World {
   [[nodiscard]] int local_rank() const noexcept override { return 0; }
   [[nodiscard]] int local_size() const noexcept override { return 2; }
   [[nodiscard]] const std::string& node() const noexcept override { return node_; }
+  [[nodiscard]] int host_rank() const noexcept override { return 0; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override {
     return std::chrono::seconds(1);
   }
