@@ -109,8 +109,13 @@ int turns_per_node(World& world, const std::vector<PlannedCase>& cases) {
   if (!any || world.size() == 1) {
     return 1;
   }
-  const std::vector<double> sizes = world.all_gather(static_cast<double>(world.local_size()));
-  return static_cast<int>(*std::max_element(sizes.begin(), sizes.end()));
+  try {
+    const std::vector<double> sizes = world.all_gather(static_cast<double>(world.local_size()));
+    return static_cast<int>(*std::max_element(sizes.begin(), sizes.end()));
+  } catch (const DistError& e) {
+    throw DistError(
+        fmt::format("before the first case (the ranks' node sizes, for --in-turn): {}", e.what()));
+  }
 }
 
 }  // namespace

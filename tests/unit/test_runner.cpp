@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "fake_workload.hpp"
 #include "harness/alloc/direct_allocator.hpp"
 #include "harness/core/error.hpp"
+#include "harness/dist/world.hpp"
 #include "harness/memory/sim_backend.hpp"
 #include "harness/results/sink.hpp"
 #include "harness/run/registry.hpp"
@@ -133,6 +136,56 @@ TEST(Runner, UnitMismatchIsAProgrammingError) {
   opt.warmup = 0;
   EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 1);
   EXPECT_NE(f.sink.full_rows()[0].reason.find("recorded with unit"), std::string::npos);
+}
+
+// Rank 1 of four: local rank 1 of a node of two (node a: ranks 0 and 1; node b: ranks 2 and 3). Counts the
+// barriers; every other rank's part is taken as done.
+class SecondRankOfANodeOfTwo final : public World {
+ public:
+  [[nodiscard]] int rank() const noexcept override { return 1; }
+  [[nodiscard]] int size() const noexcept override { return 4; }
+  [[nodiscard]] int local_rank() const noexcept override { return 1; }
+  [[nodiscard]] int local_size() const noexcept override { return 2; }
+  [[nodiscard]] const std::string& node() const noexcept override { return node_; }
+  [[nodiscard]] int host_rank() const noexcept override { return 1; }
+  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override {
+    return std::chrono::seconds(1);
+  }
+  void barrier() override { ++barriers; }
+  void spin_barrier() override { ++barriers; }
+  void broadcast(std::span<std::byte> /*bytes*/, int /*root*/) override {}
+  [[nodiscard]] std::vector<double> all_gather(double value) override {
+    return std::vector<double>(4, value);
+  }
+  [[nodiscard]] std::vector<std::string> gather(const std::string& /*text*/) override { return {}; }
+  int barriers = 0;
+
+ private:
+  std::string node_ = "a";
+};
+
+TEST(Runner, InTurnTakesOneTurnPerLocalRankAndRunsInItsOwn) {
+  // Note [Turns by local rank]: two turns (the nodes have two ranks each), not four (one per rank); local
+  // rank 1 runs in the second, after the barrier that ends the first.
+  Registry r;
+  SecondRankOfANodeOfTwo world;
+  int barriers_before_running = -1;
+  r.add(std::make_unique<FakeWorkload>("count", std::vector<ParamSpec>{}, [&](CaseContext& ctx) {
+    barriers_before_running = world.barriers;
+    ctx.record("n", "count", Better::none, 1);
+  }));
+  PlanRequest request;
+  request.in_turn = {"count"};
+  const std::vector<PlannedCase> cases = plan_cases(r, request);
+  ASSERT_EQ(cases.size(), 1U);
+  ASSERT_TRUE(cases[0].in_turn);
+  Fixture f;
+  RunOptions opt;
+  opt.quiet = true;
+  opt.world = &world;
+  EXPECT_EQ(Runner(f.allocator, opt).run(cases, f.sink), 0);
+  EXPECT_EQ(barriers_before_running, 2);  // the case's alignment, then the end of turn 0
+  EXPECT_EQ(world.barriers, 3);           // and the end of turn 1: two turns
 }
 
 }  // namespace
