@@ -135,9 +135,9 @@ NOT_RUN = {
     "scripts/lab/gpu-allocators": "every allocator on a real GPU (replays and benchmarks, minutes); run on an H100, "
                               "its record is results/h100/allocators-580.159.04/",
     "NCCL_NVLS_ENABLE=0 mpirun -np 4 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
-    "collectives -b 8 -e 64M -f 2 -p pressure=none -p timing=host,graph -p buffers=ncclmem -n 20 -o small.json":
-    "four GPUs; scripts/lab/gpu-nccl-tests runs it with every collective named, -p iters=20 -w 1 and its own "
-    "--timeout and --out (results/h100x4/nccl-tests-580.159.04/memstress-collectives-ncclmem.json.xz)",
+    "collectives -b 8 -e 64M -f 2 -p pressure=none -p timing=host,graph_each -p buffers=ncclmem -n 20 -o small.json":
+    "four GPUs; scripts/lab/gpu-nccl-tests runs it with every collective named, timing=graph too, -p iters=20 -w 1 "
+    "and its own --timeout and --out (results/h100x4/nccl-tests-580.159.04/, recorded before graph_each was made)",
     "NCCL_NVLS_ENABLE=0 mpirun -np 4 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
     "nccl_memory -p channels=0,2,8,32 -p cycles=100 -o nccl-memory.json":
     "four GPUs; scripts/lab/gpu-nccl-tests runs it in two parts, the channels with cycles=0 and cycles=100 alone "
