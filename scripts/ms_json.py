@@ -126,3 +126,13 @@ def read_stored(path: Path | str) -> Any:
         return loads(read_text(path))
     except lzma.LZMAError as e:
         raise ValueError(f"{packed}: {e}") from None
+
+
+def passed_rows(path: Path | str) -> list[dict]:
+    """The rows of the memstress results document at PATH (or PATH.xz) that passed. ValueError saying why
+    not (the caller names the file): unreadable, not JSON, or no rows."""
+    doc = read_stored(path)
+    rows = doc.get("rows") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise ValueError("no rows")
+    return [r for r in rows if isinstance(r, dict) and r.get("verdict") == "pass"]

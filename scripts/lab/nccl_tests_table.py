@@ -77,13 +77,9 @@ def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
 def memstress_rows(path: Path) -> list[dict]:
     """Rank 0's passed rows of a results document, read from PATH or, where only that exists, PATH.xz."""
     try:
-        doc = ms_json.read_stored(path)
+        return [r for r in ms_json.passed_rows(path) if r.get("rank", 0) == 0]
     except ValueError as e:
         raise BadInput(f"{path}: {e}") from None
-    rows = doc.get("rows") if isinstance(doc, dict) else None
-    if not isinstance(rows, list):
-        raise BadInput(f"{path}: no rows")
-    return [r for r in rows if isinstance(r, dict) and r.get("rank", 0) == 0 and r.get("verdict") == "pass"]
 
 
 def collectives_index(rows: list[dict]) -> dict[tuple[str, str, str, int], dict]:

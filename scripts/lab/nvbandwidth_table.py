@@ -127,13 +127,9 @@ def nvbandwidth(outdir: Path) -> dict[str, list[list[float]]]:
 def rows_of(path: Path) -> list[dict]:
     """The passed rows of a memstress results document."""
     try:
-        doc = ms_json.read_stored(path)
+        return ms_json.passed_rows(path)
     except ValueError as e:
         raise BadInput(f"{path}: {e}") from None
-    rows = doc.get("rows") if isinstance(doc, dict) else None
-    if not isinstance(rows, list):
-        raise BadInput(f"{path}: no rows")
-    return [r for r in rows if isinstance(r, dict) and r.get("verdict") == "pass"]
 
 
 def params_match(row: dict, **want: str) -> bool:
