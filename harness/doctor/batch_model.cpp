@@ -123,7 +123,8 @@ struct Search {
   std::vector<BatchTry> tries;
 };
 
-// Doubling from `start`, then bisecting between the last fit and the first failure; no batch above `ceiling`.
+// Doubling from `start`, then bisecting between the last fit and the first failure, then scanning below the
+// answer (Note [Fitting is not monotonic]); no batch above `ceiling`.
 Search search(const BatchModel& model, bool pessimistic, const replay::SweepSetting& setting,
               std::uint64_t capacity, std::uint64_t start, std::uint64_t ceiling) {
   Search s;
@@ -131,38 +132,79 @@ Search search(const BatchModel& model, bool pessimistic, const replay::SweepSett
   options.timeline_points = 1;
   options.stop_at_first_oom = true;
   const replay::BackendFactory device = sim_device(capacity);
+  const auto tried = [&s](std::uint64_t n) -> const BatchTry* {
+    const auto at =
+        std::find_if(s.tries.begin(), s.tries.end(), [n](const BatchTry& t) { return t.batch == n; });
+    return at == s.tries.end() ? nullptr : &*at;
+  };
   const auto attempt = [&](std::uint64_t n) {
-    const replay::ReplayResult r =
-        replay::replay_setting(trace_at(model, n, pessimistic), setting, device, options).result;
+    if (const BatchTry* seen = tried(n)) {
+      return seen->fits;
+    }
+    const replay::ReplayTrace trace = trace_at(model, n, pessimistic);
+    const replay::ReplayResult r = replay::replay_setting(trace, setting, device, options).result;
     BatchTry t{n, r.ooms.empty(), r.peak_reserved, r.peak_allocated, std::nullopt};
+    for (const Resize& resize : model.resizes) {
+      t.largest_request = std::max(t.largest_request, trace.events[resize.alloc].bytes);
+    }
     if (!r.ooms.empty()) {
       t.oom = r.ooms.front();
     }
     s.tries.push_back(t);
-    if (t.fits) {
-      s.largest_fit = t;
-    } else {
-      s.first_fail = t;
-    }
     return t.fits;
   };
-  std::uint64_t lo = 0;  // the largest batch known to fit (0: none)
-  std::uint64_t hi = 0;  // the smallest known not to (0: none)
+  std::uint64_t lo = 0;  // the answer: a batch that fits (0: none)
+  std::uint64_t hi = 0;  // the smallest batch above it known not to (0: none)
   std::uint64_t n = std::min(start, ceiling);
-  while (hi == 0) {
+  while (hi == 0 && lo < ceiling) {
     if (attempt(n)) {
       lo = n;
-      if (n >= ceiling) {
-        return s;
-      }
       n = std::min(2 * n, ceiling);
     } else {
       hi = n;
     }
   }
-  while (hi - lo > 1) {
-    const std::uint64_t mid = lo + (hi - lo) / 2;
-    (attempt(mid) ? lo : hi) = mid;
+  const auto bisect = [&] {
+    while (hi - lo > 1) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      (attempt(mid) ? lo : hi) = mid;
+    }
+  };
+  if (hi != 0) {
+    bisect();
+  }
+  // Below the answer, batch by batch, for the first that does not fit: down to `start` (which fit, or nothing
+  // did), until kScanFits fit in a row or one fits far enough below the capacity that no way of placing its
+  // largest request could run it out.
+  std::uint64_t fits_in_a_row = 0;
+  for (std::uint64_t m = lo; m > start + 1 && fits_in_a_row < kScanFits;) {
+    --m;
+    if (!attempt(m)) {
+      hi = m;
+      fits_in_a_row = 0;
+      continue;
+    }
+    ++fits_in_a_row;
+    const BatchTry& fit = *tried(m);
+    if (static_cast<std::uint64_t>(fit.peak_reserved) + fit.largest_request <= capacity) {
+      break;
+    }
+  }
+  if (hi != 0 && hi < lo) {
+    lo = start;
+    for (const BatchTry& t : s.tries) {
+      if (t.fits && t.batch < hi) {
+        lo = std::max(lo, t.batch);
+      }
+    }
+  }
+  for (const BatchTry& t : s.tries) {
+    if (t.batch == lo && t.fits) {
+      s.largest_fit = t;
+    }
+    if (t.batch == hi && !t.fits) {
+      s.first_fail = t;
+    }
   }
   return s;
 }

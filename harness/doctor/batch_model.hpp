@@ -19,8 +19,20 @@
 // are kept in order, each allocation resized (requests it alone made keep their size; the other run's
 // own requests are left out), its recorded allocator's segment lines and OOMs dropped, since a replay
 // makes its own. The largest batch that fits is then searched by replay: doubling until it does not fit,
-// then bisecting; a batch fits when its replay under the setting on a device of the capacity ends with
-// no OOM.
+// then bisecting, then scanning below (Note [Fitting is not monotonic]); a batch fits when its replay under
+// the setting on a device of the capacity ends with no OOM.
+//
+// Note [Fitting is not monotonic]. Near the limit, whether a batch fits is not monotonic in the batch: a
+// request that crosses a size class, or a cached block split one way rather than another, can leave a
+// larger batch room that a smaller one lacks. On the proof corpus, the replay of a KV-cache generator
+// under a 4 GiB cap ran out from batch 969 and fit again at 998 to 1000 (at 968 and 969 it gives PyTorch's
+// own peaks and OOM to the byte); bisection named 1000, above PyTorch's largest batch, 968. A user takes
+// any batch up to the answer, so the answer is the largest batch below the first that does not fit, as
+// far as a scan can tell: after bisecting, the batches below the answer are replayed one by one, the
+// answer moving below each that does not fit, until kScanFits fit in a row or one fits with its largest
+// request to spare below the capacity (no placement of that request could then run it out). There,
+// PyTorch's own runs failed at 969, 970, 985 and 986 and ran at 968; the scan finds 986, 985, 970, 969
+// and names 968.
 
 #include <cstdint>
 #include <optional>
@@ -32,6 +44,9 @@
 namespace memstress::doctor {
 
 inline constexpr double kBatchLike = 1.25;
+
+// Note [Fitting is not monotonic]: the fits in a row that end the scan below an answer.
+inline constexpr std::uint64_t kScanFits = 32;
 
 // Note [The batch that is safe]. The answer's replay is a model's, and a model can be over: the largest
 // batch named must run. A second, pessimistic model gives the safe end of the range: each request that
@@ -92,6 +107,7 @@ struct BatchTry {
   std::int64_t peak_reserved = 0;
   std::int64_t peak_allocated = 0;
   std::optional<replay::OomPoint> oom;  // where it ran out
+  std::uint64_t largest_request = 0;    // the trace's largest allocation at this batch
 };
 
 struct BatchAnswer {

@@ -291,7 +291,7 @@ def summary_text(truth: dict[str, Any]) -> str:
 class Lab:
     """Runs doctor_programs.py, at most `jobs` at once, and keeps the snapshots; logs without absolute paths."""
 
-    def __init__(self, out: Path, work: Path, jobs: int, memstress: Path | None) -> None:
+    def __init__(self, out: Path, work: Path, jobs: int, memstress: Path | None, log_name: str = "corpus.log") -> None:
         self.out, self.work, self.memstress = out, work, memstress
         self.slots = threading.BoundedSemaphore(jobs)
         self.finder_slots = threading.BoundedSemaphore(max(1, jobs // 4))  # the searches go first
@@ -299,7 +299,7 @@ class Lab:
         self.count = 0
         self.started = time.perf_counter()
         self.echo = True  # print the progress lines too
-        self.log_file = open(out / "corpus.log", "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self.log_file = open(out / log_name, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
     def close(self) -> None:
         self.log_file.close()
