@@ -23,6 +23,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "scripts" / "lab"))
 import doctor_corpus as dc  # noqa: E402
+import doctor_islands as di  # noqa: E402
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -304,6 +305,32 @@ class Corpus(unittest.TestCase):
                                        "cause": "exhaustion"}}]}
         text = dc.summary_text(truth)
         self.assertIn("frag_split: a fragmentation program's OOM came out 'exhaustion'", text)
+
+
+class Islands(unittest.TestCase):
+    """scripts/lab/doctor_islands.py: PyTorch's largest batch below every batch seen to run out."""
+
+    @staticmethod
+    def runs(*outcomes: tuple[int, bool]) -> list[dict[str, Any]]:
+        return [{"batch": b, "ok": ok} for b, ok in outcomes]
+
+    def test_a_batch_that_runs_out_below_the_bisections_answer_lowers_it(self) -> None:
+        # kv_generate under 4 GiB: bisection ran 966-968 and named 968; a run at 909 ran out.
+        runs = self.runs((512, True), (986, False), (966, True), (969, False), (968, True), (909, False),
+                         (908, True))
+        self.assertEqual(di.largest_below_failures(runs), 908)
+
+    def test_without_a_failure_below_it_is_the_largest_that_ran(self) -> None:
+        self.assertEqual(di.largest_below_failures(self.runs((40, True), (42, True), (43, False))), 42)
+        self.assertEqual(di.largest_below_failures(self.runs((40, True), (41, True))), 41)
+
+    def test_none_when_nothing_ran_below_the_first_failure(self) -> None:
+        self.assertIsNone(di.largest_below_failures(self.runs((8, False), (16, True))))
+
+    def test_a_corpus_without_truth_is_refused(self) -> None:
+        with tempfile.TemporaryDirectory() as d, self.assertRaises(SystemExit) as done:
+            di.main([d, "--plan", str(Path(d) / "plan.json")])
+        self.assertEqual(done.exception.code, 2)
 
 
 if __name__ == "__main__":
