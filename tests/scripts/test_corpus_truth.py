@@ -90,6 +90,17 @@ def corpora() -> list[tuple[Path, dict[str, Any]]]:
     return [(path.parent, json.loads(path.read_text())) for path in CORPORA]
 
 
+def pytorch_largest(base: Path, program: str, cap: str, at: dict[str, Any]) -> int | None:
+    """PyTorch's largest batch under the cap: below every batch PyTorch ran out at, where the corpus has PyTorch's
+    runs at the batches the replay says run out (islands.json, scripts/lab/doctor_islands.py); else bisection's."""
+    islands = base / "islands.json"
+    if islands.is_file():
+        found = json.loads(islands.read_text())["programs"].get(program, {}).get(cap)
+        if found and found.get("largest"):
+            return int(found["largest"])
+    return at.get("largest")
+
+
 @unittest.skipIf(BINARY is None, "usage: test_corpus_truth.py MEMSTRESS_BINARY")
 @unittest.skipIf(not CORPORA, "no corpus committed under results/*/doctor-corpus-*/")
 class CorpusTruth(unittest.TestCase):
@@ -138,7 +149,7 @@ class CorpusTruth(unittest.TestCase):
         for base, corpus in corpora():
             for program in corpus["programs"]:
                 for cap, at in sorted(program.get("caps", {}).items()):
-                    largest = at.get("largest")
+                    largest = pytorch_largest(base, program["program"], cap, at)
                     for kind, small, large in pairs(at) if largest else []:
                         doc = run("predict-batch", str(base / at["recordings"][str(small)]),
                                   str(base / at["recordings"][str(large)]), "--batch", f"{small},{large}",
