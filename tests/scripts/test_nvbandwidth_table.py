@@ -1,6 +1,7 @@
 """scripts/lab/nvbandwidth_table.py: nvbandwidth's printed matrices read as it prints them (a testcase cut short is
 left out), each path set beside memstress's counterpart the way both tools count (read testcases as "row <-
-column", bidirectional ones added up), and bad input as a clear message with exit 2.
+column", bidirectional ones added up), bad input as a clear message with exit 2, and the committed tables still
+the script's output.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "lab" / "nvbandwidth_table.py"
+FOLDERS = sorted(p.parent for p in ROOT.glob("results/*/nvbandwidth-*/TABLE.md"))
 
 # As nvbandwidth v0.8 prints it, two GPUs: entry [i][j] is GPU i's data into GPU j for write, GPU j's data into
 # GPU i for read (its arrows say otherwise); a bidirectional testcase prints each direction and the total. The
@@ -183,6 +185,20 @@ class Tables(unittest.TestCase):
         self.assertEqual(made.returncode, 2)
         self.assertIn("memstress-p2p.json", made.stderr)
         self.assertEqual(run(str(self.folder / "none")).returncode, 2)
+
+
+class CommittedTables(unittest.TestCase):
+    """Every committed table (results/*/nvbandwidth-*/TABLE.md) is still the script's output from its folder."""
+
+    def test_there_is_one(self):
+        self.assertTrue(FOLDERS, "no results/*/nvbandwidth-*/TABLE.md")
+
+    def test_each_table_is_the_scripts_output(self):
+        for folder in FOLDERS:
+            with self.subTest(folder=folder.relative_to(ROOT)):
+                made = run(str(folder))
+                self.assertEqual(made.returncode, 0, made.stderr)
+                self.assertEqual(made.stdout, (folder / "TABLE.md").read_text())
 
 
 if __name__ == "__main__":
