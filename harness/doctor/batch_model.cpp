@@ -175,9 +175,10 @@ Search search(const BatchModel& model, bool pessimistic, const replay::SweepSett
   }
   // Below the answer, batch by batch, for the first that does not fit: down to `start` (which fit, or nothing
   // did), until kScanFits fit in a row or one fits far enough below the capacity that no way of placing its
-  // largest request could run it out.
+  // largest request could run it out. The model's search only: the pessimistic one stops at the estimate,
+  // already below every batch the model runs out at (Note [Fitting is not monotonic]).
   std::uint64_t fits_in_a_row = 0;
-  for (std::uint64_t m = lo; m > start + 1 && fits_in_a_row < kScanFits;) {
+  for (std::uint64_t m = pessimistic ? start : lo; m > start + 1 && fits_in_a_row < kScanFits;) {
     --m;
     if (!attempt(m)) {
       hi = m;

@@ -25,14 +25,18 @@
 // Note [Fitting is not monotonic]. Near the limit, whether a batch fits is not monotonic in the batch: a
 // request that crosses a size class, or a cached block split one way rather than another, can leave a
 // larger batch room that a smaller one lacks. On the proof corpus, the replay of a KV-cache generator
-// under a 4 GiB cap ran out from batch 969 and fit again at 998 to 1000 (at 968 and 969 it gives PyTorch's
-// own peaks and OOM to the byte); bisection named 1000, above PyTorch's largest batch, 968. A user takes
-// any batch up to the answer, so the answer is the largest batch below the first that does not fit, as
+// under a 4 GiB cap ran out at batches 969 and 970 and fit at 971 to 984 and at 998 to 1000 (at 968 and
+// 969 it gives PyTorch's own peaks and OOM to the byte); bisection named 1000, PyTorch's own 968. A user
+// takes any batch up to the answer, so the answer is the largest batch below the first that does not fit, as
 // far as a scan can tell: after bisecting, the batches below the answer are replayed one by one, the
 // answer moving below each that does not fit, until kScanFits fit in a row or one fits with its largest
 // request to spare below the capacity (no placement of that request could then run it out). There,
-// PyTorch's own runs failed at 969, 970, 985 and 986 and ran at 968; the scan finds 986, 985, 970, 969
-// and names 968.
+// PyTorch's own runs failed at 969, 970, 985 and 986 and ran at 968; the scan finds those and more below
+// (909, 910, 911, 917) and names 908, and PyTorch ran out at each of those four and ran 908
+// (results/h100/doctor-corpus-580.159.04/islands.json). The scan is the model's only: the pessimistic
+// model inflates its requests on purpose, so where its replay runs out below its answer tells of sizes it
+// made up, not of PyTorch (on the corpus it ran out at batches PyTorch ran); its search stops at the
+// estimate, below every batch the model runs out at.
 
 #include <cstdint>
 #include <optional>

@@ -42,10 +42,8 @@ WITHIN = {"1/8+1/4": 0.10, "1/4+1/2": 0.05}
 KNOWN_MISSES = {
     ("transformer_amp", 2, "1/4+1/2"): "low: the estimate itself is 44 against 47",
     ("transformer_amp", 4, "1/8+1/4"): "low: the estimate is 98 against 106",
-    ("transformer_amp", 4, "1/4+1/2"): "low: the pessimistic model's replay runs out at 99 and 104; PyTorch ran both",
     ("cnn_train", 2, "1/4+1/2"): "low: the replay runs out at 159, 160 and 164; PyTorch ran all three",
     ("gpt_amp", 2, "1/8+1/4"): "low: the estimate is 28 against 32",
-    ("vit_train", 2, "1/4+1/2"): "low: the pessimistic model's replay runs out at 51",
     ("unet_train", 2, "1/4+1/2"): "low: the estimate is 40 against 42",
     ("unet_train", 4, "1/4+1/2"): "low: the estimate is 79 against 86",
     ("master_weights", 2, "1/8+1/4"): "low: the estimate is 60 against 68",
