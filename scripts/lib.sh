@@ -394,39 +394,15 @@ ms_configure_build() {
   ms_log "built: build/$preset"
 }
 
-# ms_gpu_keeper: where a GPU's persistence mode is off, starts nvidia-smi in loop mode in the background and
-# prints its pid (nothing otherwise). Note [GPUs kept initialised]: with persistence mode off the driver tears
-# a GPU's state down when its last client exits, and the next process to open it sets it up again, seconds
-# on a node of several GPUs, and slower still when dozens of test processes start at once. A client that
-# stays (nvidia-smi's loop holds every GPU open) keeps the state for them all, as persistence mode would,
-# without changing any setting of the GPU. Bounded by `timeout` in case the caller dies first.
-ms_gpu_keeper() {
-  command -v nvidia-smi >/dev/null 2>&1 || return 0
-  local modes
-  modes="$(nvidia-smi --query-gpu=persistence_mode --format=csv,noheader 2>/dev/null || true)"
-  [[ "$modes" == *Disabled* ]] || return 0
-  timeout 7200 nvidia-smi --query-gpu=index --format=csv,noheader -lms 10000 >/dev/null 2>&1 &
-  echo "$!"
-}
-
 # ms_ctest PRESET [CTEST ARGS...]: the tests of PRESET's build. Tests run side by side, one per core
 # (CTEST_PARALLEL_LEVEL, the caller's choice first): CI's time more than halves. On the gpu preset too: the
 # tests that use the GPU hold the resource lock `gpu` and so run one at a time, beside the cpu-labelled ones;
 # the timing tests and the mpi jobs with timeouts of their own run alone (RUN_SERIAL). With arguments, ctest as asked (one at a time on
 # the gpu preset unless CTEST_PARALLEL_LEVEL says otherwise). Returns ctest's exit code.
 ms_ctest() {
-  local preset="$1" side_by_side rc=0 keeper=""
+  local preset="$1" side_by_side rc=0
   shift
   side_by_side="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
-  if [[ "$preset" == gpu ]]; then
-    keeper="$(ms_gpu_keeper)"
-    if [[ -n "$keeper" ]]; then
-      ms_log "persistence mode is off: nvidia-smi keeps the GPUs initialised while the tests run (pid" \
-        "$keeper), so that no test's process sets them up again"
-      # shellcheck disable=SC2064 # the pid now, not when the signal comes
-      trap "kill $keeper 2>/dev/null; exit 130" INT TERM
-    fi
-  fi
   if [[ "$preset" != gpu ]]; then
     ms_log "testing: ctest --preset $preset${*:+ $*} ($side_by_side at a time)"
     ctest --preset "$preset" --parallel "$side_by_side" "$@" || rc=$?
@@ -439,10 +415,6 @@ ms_ctest() {
     ms_log "testing: ctest --preset gpu: the GPU tests one at a time, the cpu-labelled tests beside them" \
       "($side_by_side at a time)"
     ctest --preset gpu --parallel "$side_by_side" || rc=$?
-  fi
-  if [[ -n "$keeper" ]]; then
-    kill "$keeper" 2>/dev/null || true
-    trap - INT TERM
   fi
   return "$rc"
 }
