@@ -123,14 +123,29 @@ struct Search {
   std::vector<BatchTry> tries;
 };
 
+// Batch `n` replayed by the model or its pessimistic twin, with its peaks and where it ran out.
+BatchTry replay_at(const BatchModel& model, std::uint64_t n, bool pessimistic,
+                   const replay::SweepSetting& setting, const replay::BackendFactory& device) {
+  replay::ReplayOptions options;
+  options.timeline_points = 1;
+  options.stop_at_first_oom = true;
+  const replay::ReplayTrace trace = trace_at(model, n, pessimistic);
+  const replay::ReplayResult r = replay::replay_setting(trace, setting, device, options).result;
+  BatchTry t{n, r.ooms.empty(), r.peak_reserved, r.peak_allocated, std::nullopt};
+  if (!r.ooms.empty()) {
+    t.oom = r.ooms.front();
+  }
+  for (const Resize& resize : model.resizes) {
+    t.largest_request = std::max(t.largest_request, trace.events[resize.alloc].bytes);
+  }
+  return t;
+}
+
 // Doubling from `start`, then bisecting between the last fit and the first failure, then scanning below the
 // answer (Note [Fitting is not monotonic]); no batch above `ceiling`.
 Search search(const BatchModel& model, bool pessimistic, const replay::SweepSetting& setting,
               std::uint64_t capacity, std::uint64_t start, std::uint64_t ceiling) {
   Search s;
-  replay::ReplayOptions options;
-  options.timeline_points = 1;
-  options.stop_at_first_oom = true;
   const replay::BackendFactory device = sim_device(capacity);
   const auto tried = [&s](std::uint64_t n) -> const BatchTry* {
     const auto at =
@@ -141,17 +156,8 @@ Search search(const BatchModel& model, bool pessimistic, const replay::SweepSett
     if (const BatchTry* seen = tried(n)) {
       return seen->fits;
     }
-    const replay::ReplayTrace trace = trace_at(model, n, pessimistic);
-    const replay::ReplayResult r = replay::replay_setting(trace, setting, device, options).result;
-    BatchTry t{n, r.ooms.empty(), r.peak_reserved, r.peak_allocated, std::nullopt};
-    for (const Resize& resize : model.resizes) {
-      t.largest_request = std::max(t.largest_request, trace.events[resize.alloc].bytes);
-    }
-    if (!r.ooms.empty()) {
-      t.oom = r.ooms.front();
-    }
-    s.tries.push_back(t);
-    return t.fits;
+    s.tries.push_back(replay_at(model, n, pessimistic, setting, device));
+    return s.tries.back().fits;
   };
   std::uint64_t lo = 0;  // the answer: a batch that fits (0: none)
   std::uint64_t hi = 0;  // the smallest batch above it known not to (0: none)
@@ -173,12 +179,15 @@ Search search(const BatchModel& model, bool pessimistic, const replay::SweepSett
   if (hi != 0) {
     bisect();
   }
-  // Below the answer, batch by batch, for the first that does not fit: down to `start` (which fit, or nothing
-  // did), until kScanFits fit in a row or one fits far enough below the capacity that no way of placing its
-  // largest request could run it out. The model's search only: the pessimistic one stops at the estimate,
-  // already below every batch the model runs out at (Note [Fitting is not monotonic]).
+  // Below the answer, batch by batch, for the first that does not fit, down to batch 1 (islands lie below the
+  // batches recorded too), until kScanFits fit in a row, or one fits with its largest request to spare below
+  // the capacity, or kScanMost batches were replayed. The model's search only: the pessimistic one stops at
+  // the estimate, already below every batch the model was seen to run out at (Note [Fitting is not
+  // monotonic]).
   std::uint64_t fits_in_a_row = 0;
-  for (std::uint64_t m = pessimistic ? start : lo; m > start + 1 && fits_in_a_row < kScanFits;) {
+  std::uint64_t scanned = 0;
+  for (std::uint64_t m = pessimistic ? 0 : lo; m > 1 && fits_in_a_row < kScanFits && scanned < kScanMost;
+       ++scanned) {
     --m;
     if (!attempt(m)) {
       hi = m;
@@ -192,7 +201,7 @@ Search search(const BatchModel& model, bool pessimistic, const replay::SweepSett
     }
   }
   if (hi != 0 && hi < lo) {
-    lo = start;
+    lo = 0;
     for (const BatchTry& t : s.tries) {
       if (t.fits && t.batch < hi) {
         lo = std::max(lo, t.batch);
@@ -236,6 +245,23 @@ BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& se
                          answer.largest_fit->batch);
     answer.safe_fit = safe.largest_fit;
     answer.safe_tries = std::move(safe.tries);
+    // The batch named must fit by the model too: below the scanned stretch the model was not replayed. Else
+    // one lower, where both fit.
+    const replay::BackendFactory device = sim_device(capacity);
+    for (std::uint64_t steps = 0;
+         answer.safe_fit && answer.safe_fit->batch < answer.largest_fit->batch && steps < kScanMost &&
+         !replay_at(model, answer.safe_fit->batch, false, setting, device).fits;
+         ++steps) {
+      const std::uint64_t lower = answer.safe_fit->batch - 1;
+      answer.safe_fit = std::nullopt;
+      if (lower > 0) {
+        BatchTry t = replay_at(model, lower, true, setting, device);
+        answer.safe_tries.push_back(t);
+        if (t.fits) {
+          answer.safe_fit = t;
+        }
+      }
+    }
   }
   return answer;
 }

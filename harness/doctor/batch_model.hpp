@@ -25,18 +25,19 @@
 // Note [Fitting is not monotonic]. Near the limit, whether a batch fits is not monotonic in the batch: a
 // request that crosses a size class, or a cached block split one way rather than another, can leave a
 // larger batch room that a smaller one lacks. On the proof corpus, the replay of a KV-cache generator
-// under a 4 GiB cap ran out at batches 969 and 970 and fit at 971 to 984 and at 998 to 1000 (at 968 and
-// 969 it gives PyTorch's own peaks and OOM to the byte); bisection named 1000, PyTorch's own 968. A user
-// takes any batch up to the answer, so the answer is the largest batch below the first that does not fit, as
-// far as a scan can tell: after bisecting, the batches below the answer are replayed one by one, the
-// answer moving below each that does not fit, until kScanFits fit in a row or one fits with its largest
-// request to spare below the capacity (no placement of that request could then run it out). There,
-// PyTorch's own runs failed at 969, 970, 985 and 986 and ran at 968; the scan finds those and more below
-// (909, 910, 911, 917) and names 908, and PyTorch ran out at each of those four and ran 908
-// (results/h100/doctor-corpus-580.159.04/islands.json). The scan is the model's only: the pessimistic
-// model inflates its requests on purpose, so where its replay runs out below its answer tells of sizes it
-// made up, not of PyTorch (on the corpus it ran out at batches PyTorch ran); its search stops at the
-// estimate, below every batch the model runs out at.
+// under a 4 GiB cap runs out at batches 969, 970, 973 to 975 and 981 and fits at 968, 971, 972 and 998 to
+// 1000 (at 968 and 969 it gives PyTorch's own peaks and OOM to the byte); bisection named 1000, PyTorch's
+// own bisection 968. A user takes any batch up to the answer, so the answer is the largest batch below the
+// first that does not fit, as far as a scan can tell: after bisecting, the batches below the answer are
+// replayed one by one, down to batch 1, the answer moving below each that does not fit, until kScanFits
+// fit in a row, or one fits with its largest request to spare below the capacity (a heuristic: one
+// request placed differently is the usual way a batch runs out there, not a bound on every placement), or
+// kScanMost were replayed. There the scan finds 909, 910, 911 and 917 and names 908, and PyTorch ran out
+// at each of those four and ran 908 (results/h100/doctor-corpus-580.159.04/islands.json). The scan is the
+// model's only: the pessimistic model inflates its requests on purpose, so where its replay runs out below
+// its answer tells of sizes it made up, not of PyTorch (on the corpus it ran out at batches PyTorch ran);
+// its search stops at the estimate, and the batch it names is replayed by the model too (one lower while
+// the model runs out there).
 
 #include <cstdint>
 #include <optional>
@@ -49,8 +50,10 @@ namespace memstress::doctor {
 
 inline constexpr double kBatchLike = 1.25;
 
-// Note [Fitting is not monotonic]: the fits in a row that end the scan below an answer.
+// Note [Fitting is not monotonic]: the fits in a row that end the scan below an answer, and the most batches
+// it replays.
 inline constexpr std::uint64_t kScanFits = 32;
+inline constexpr std::uint64_t kScanMost = 256;
 
 // Note [The batch that is safe]. The answer's replay is a model's, and a model can be over: the largest
 // batch named must run. A second, pessimistic model gives the safe end of the range: each request that
@@ -118,7 +121,7 @@ struct BatchAnswer {
   std::uint64_t capacity = 0;
   replay::SweepSetting setting;
   std::optional<BatchTry> largest_fit;  // none: not even batch 1 fits
-  std::optional<BatchTry> first_fail;   // none: it fits up to max_batch
+  std::optional<BatchTry> first_fail;   // the lowest batch above the answer seen to run out; none: none did
   std::vector<BatchTry> tries;          // in the order they were replayed
   std::optional<BatchTry> safe_fit;     // the pessimistic model's largest fit: the batch named
   std::vector<BatchTry> safe_tries;

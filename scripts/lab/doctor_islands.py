@@ -80,7 +80,8 @@ def largest_below_failures(runs: list[dict[str, Any]]) -> int | None:
     return max(ran, default=None)
 
 
-def run_plan(corpus: Path, planned: dict[str, Any], jobs: int) -> dict[str, Any]:
+def run_plan(corpus: Path, planned: dict[str, Any], jobs: int, failed: list[tuple[str, str, int]]) -> dict[str, Any]:
+    """PyTorch at the plan's batches; the runs that could not be made are added to `failed`."""
     truth = json.loads((corpus / "truth.json").read_text())
     by_name = {p["program"]: p for p in truth["programs"]}
     work = Path(tempfile.mkdtemp(prefix="memstress-islands-"))
@@ -94,7 +95,12 @@ def run_plan(corpus: Path, planned: dict[str, Any], jobs: int) -> dict[str, Any]
                     for batch in sorted(set(want["replay_fails"]) | set(want["named"])):
                         futures[(name, cap, batch)] = pool.submit(lab.run, name, batch, int(cap))
             for (name, cap, batch), job in sorted(futures.items()):
-                run = job.result()
+                try:
+                    run = job.result()
+                except RuntimeError as e:  # the program could not be run there: said, and the exit is 1
+                    lab.log(f"{name} under {dc.cap_name(int(cap))}: batch {batch} not run: {e}")
+                    failed.append((name, cap, batch))
+                    continue
                 lab.log(f"{name} under {dc.cap_name(int(cap))}: batch {batch} {'ran' if run.ok else 'ran out'}")
                 entry = result.setdefault(name, {}).setdefault(cap, {**planned[name][cap], "runs": []})
                 entry["runs"].append(run.row())
@@ -120,6 +126,8 @@ def main(argv: list[str]) -> int:
     corpus = args.corpus.resolve()
     if not (corpus / "truth.json").is_file():
         parser.error(f"{args.corpus}: no truth.json (a corpus of scripts/lab/doctor_corpus.py)")
+    if args.plan_out and args.plan:
+        parser.error("give --plan-out or --plan, not both")
     if args.plan_out:
         if not args.memstress:
             parser.error("--plan-out needs --memstress")
@@ -134,9 +142,10 @@ def main(argv: list[str]) -> int:
     if not dc.environment(None).get("available"):
         print("scripts/lab/doctor_islands.py: needs nvidia-smi and PyTorch with CUDA", file=sys.stderr)
         return 3
-    islands = {"schema": SCHEMA, "programs": run_plan(corpus, planned, args.jobs)}
+    failed: list[tuple[str, str, int]] = []
+    islands = {"schema": SCHEMA, "programs": run_plan(corpus, planned, args.jobs, failed)}
     (corpus / "islands.json").write_text(json.dumps(islands, indent=1) + "\n", encoding="utf-8")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -327,6 +327,12 @@ class Islands(unittest.TestCase):
     def test_none_when_nothing_ran_below_the_first_failure(self) -> None:
         self.assertIsNone(di.largest_below_failures(self.runs((8, False), (16, True))))
 
+    def test_a_plan_made_and_run_at_once_is_refused(self) -> None:
+        with tempfile.TemporaryDirectory() as d, self.assertRaises(SystemExit) as done:
+            (Path(d) / "truth.json").write_text("{}")
+            di.main([d, "--plan", str(Path(d) / "plan.json"), "--plan-out", str(Path(d) / "out.json")])
+        self.assertEqual(done.exception.code, 2)
+
     def test_a_corpus_without_truth_is_refused(self) -> None:
         with tempfile.TemporaryDirectory() as d, self.assertRaises(SystemExit) as done:
             di.main([d, "--plan", str(Path(d) / "plan.json")])
