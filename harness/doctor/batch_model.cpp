@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <unordered_map>
 
 #include "harness/core/error.hpp"
@@ -117,12 +118,6 @@ replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n, bool pess
 
 namespace {
 
-struct Search {
-  std::optional<BatchTry> largest_fit;
-  std::optional<BatchTry> first_fail;
-  std::vector<BatchTry> tries;
-};
-
 // Batch `n` replayed by the model or its pessimistic twin, with its peaks and where it ran out.
 BatchTry replay_at(const BatchModel& model, std::uint64_t n, bool pessimistic,
                    const replay::SweepSetting& setting, const replay::BackendFactory& device) {
@@ -141,12 +136,11 @@ BatchTry replay_at(const BatchModel& model, std::uint64_t n, bool pessimistic,
   return t;
 }
 
-// Doubling from `start`, then bisecting between the last fit and the first failure, then scanning below the
-// answer (Note [Fitting is not monotonic]); no batch above `ceiling`.
-Search search(const BatchModel& model, bool pessimistic, const replay::SweepSetting& setting,
-              std::uint64_t capacity, std::uint64_t start, std::uint64_t ceiling) {
-  Search s;
-  const replay::BackendFactory device = sim_device(capacity);
+}  // namespace
+
+BatchSearch search_batches(const std::function<BatchTry(std::uint64_t)>& replay_batch, std::uint64_t start,
+                           std::uint64_t ceiling, std::uint64_t capacity, bool scan) {
+  BatchSearch s;
   const auto tried = [&s](std::uint64_t n) -> const BatchTry* {
     const auto at =
         std::find_if(s.tries.begin(), s.tries.end(), [n](const BatchTry& t) { return t.batch == n; });
@@ -156,7 +150,7 @@ Search search(const BatchModel& model, bool pessimistic, const replay::SweepSett
     if (const BatchTry* seen = tried(n)) {
       return seen->fits;
     }
-    s.tries.push_back(replay_at(model, n, pessimistic, setting, device));
+    s.tries.push_back(replay_batch(n));
     return s.tries.back().fits;
   };
   std::uint64_t lo = 0;  // the answer: a batch that fits (0: none)
@@ -181,12 +175,10 @@ Search search(const BatchModel& model, bool pessimistic, const replay::SweepSett
   }
   // Below the answer, batch by batch, for the first that does not fit, down to batch 1 (islands lie below the
   // batches recorded too), until kScanFits fit in a row, or one fits with its largest request to spare below
-  // the capacity, or kScanMost batches were replayed. The model's search only: the pessimistic one stops at
-  // the estimate, already below every batch the model was seen to run out at (Note [Fitting is not
-  // monotonic]).
+  // the capacity, or kScanMost batches were replayed.
   std::uint64_t fits_in_a_row = 0;
   std::uint64_t scanned = 0;
-  for (std::uint64_t m = pessimistic ? 0 : lo; m > 1 && fits_in_a_row < kScanFits && scanned < kScanMost;
+  for (std::uint64_t m = scan ? lo : 0; m > 1 && fits_in_a_row < kScanFits && scanned < kScanMost;
        ++scanned) {
     --m;
     if (!attempt(m)) {
@@ -219,6 +211,17 @@ Search search(const BatchModel& model, bool pessimistic, const replay::SweepSett
   return s;
 }
 
+namespace {
+
+// The model's search scans below its answer; the pessimistic one stops at the estimate, already below every
+// batch the model was seen to run out at (Note [Fitting is not monotonic]).
+BatchSearch search(const BatchModel& model, bool pessimistic, const replay::SweepSetting& setting,
+                   std::uint64_t capacity, std::uint64_t start, std::uint64_t ceiling) {
+  const replay::BackendFactory device = sim_device(capacity);
+  return search_batches([&](std::uint64_t n) { return replay_at(model, n, pessimistic, setting, device); },
+                        start, ceiling, capacity, !pessimistic);
+}
+
 }  // namespace
 
 bool batch_fits(const BatchModel& model, std::uint64_t n, const replay::SweepSetting& setting,
@@ -235,14 +238,15 @@ BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& se
   BatchAnswer answer;
   answer.capacity = capacity;
   answer.setting = setting;
-  Search nominal = search(model, false, setting, capacity, std::max(model.batch_a, model.batch_b), max_batch);
+  BatchSearch nominal =
+      search(model, false, setting, capacity, std::max(model.batch_a, model.batch_b), max_batch);
   answer.largest_fit = nominal.largest_fit;
   answer.first_fail = nominal.first_fail;
   answer.tries = std::move(nominal.tries);
   if (answer.largest_fit && model.well_matched()) {
     // The pessimistic model needs at least as much at every batch: its answer is at most the estimate.
-    Search safe = search(model, true, setting, capacity, std::min(model.batch_a, model.batch_b),
-                         answer.largest_fit->batch);
+    BatchSearch safe = search(model, true, setting, capacity, std::min(model.batch_a, model.batch_b),
+                              answer.largest_fit->batch);
     answer.safe_fit = safe.largest_fit;
     answer.safe_tries = std::move(safe.tries);
     // The batch named must fit by the model too: below the scanned stretch the model was not replayed. Else

@@ -40,6 +40,7 @@
 // the model runs out there).
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -126,6 +127,19 @@ struct BatchAnswer {
   std::optional<BatchTry> safe_fit;     // the pessimistic model's largest fit: the batch named
   std::vector<BatchTry> safe_tries;
 };
+
+struct BatchSearch {
+  std::optional<BatchTry> largest_fit;  // the answer; none: not even batch 1 fits
+  std::optional<BatchTry> first_fail;   // the lowest batch above it seen to run out; none: none did
+  std::vector<BatchTry> tries;          // in the order they were replayed
+};
+
+// predict-batch's search over any replay of a batch: doubling from `start`, then bisecting between the last
+// fit and the first failure, then, with `scan`, the batches below the answer one by one (Note [Fitting is not
+// monotonic]); no batch above `ceiling`, and no batch replayed twice.
+[[nodiscard]] BatchSearch search_batches(const std::function<BatchTry(std::uint64_t)>& replay_batch,
+                                         std::uint64_t start, std::uint64_t ceiling, std::uint64_t capacity,
+                                         bool scan);
 
 // Whether batch `n` runs with no OOM under the setting on a device of the capacity, by the model or its
 // pessimistic twin.

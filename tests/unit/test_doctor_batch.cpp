@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "harness/core/error.hpp"
 #include "harness/doctor/batch_model.hpp"
 
@@ -104,6 +107,91 @@ TEST(PredictBatch, TheLargestBatchIsTheProgramsOwn) {
     EXPECT_EQ(a.first_fail->batch, a.largest_fit->batch + 1);
     ASSERT_TRUE(a.first_fail->oom.has_value());
   }
+}
+
+// A replay of any batch without a program (search_batches): batches in `fails` and above `limit` run out; the
+// peak reserved grows by 1 MiB a sample and the largest request is `largest`. Counts the replays of each
+// batch.
+struct Islands {
+  std::set<std::uint64_t> fails;
+  std::uint64_t limit = 0;
+  std::uint64_t largest = 0;
+  std::map<std::uint64_t, int> replays;
+
+  BatchTry operator()(std::uint64_t n) {
+    ++replays[n];
+    BatchTry t;
+    t.batch = n;
+    t.fits = n <= limit && fails.count(n) == 0;
+    t.peak_reserved = static_cast<std::int64_t>(n * kMiB);
+    t.largest_request = largest;
+    return t;
+  }
+};
+
+BatchSearch search_islands(Islands& islands, std::uint64_t start, std::uint64_t capacity, bool scan) {
+  return search_batches([&](std::uint64_t n) { return islands(n); }, start, 100000, capacity, scan);
+}
+
+// The answer and the first batch above it seen to run out.
+void expect_answer(const BatchSearch& s, std::uint64_t largest, std::uint64_t first_fail) {
+  ASSERT_TRUE(s.largest_fit.has_value());
+  EXPECT_EQ(s.largest_fit->batch, largest);
+  ASSERT_TRUE(s.first_fail.has_value());
+  EXPECT_EQ(s.first_fail->batch, first_fail);
+}
+
+TEST(PredictBatchSearch, BatchesThatRunOutBelowTheBisectionsAnswerLowerIt) {
+  // Note [Fitting is not monotonic]: bisection from 8 finds 100; the scan below it meets 97, 80, 60 and 45
+  // (fewer than kScanFits fits apart), then 32 fits in a row, and names 44.
+  Islands islands{{97, 80, 60, 45}, 100, 4096 * kMiB, {}};
+  expect_answer(search_islands(islands, 8, 1024 * kMiB, true), 44, 45);
+  for (const auto& [batch, times] : islands.replays) {
+    EXPECT_EQ(times, 1) << batch;
+  }
+  EXPECT_EQ(islands.replays.count(45 - kScanFits), 1U);  // 44 down to 13: 32 fits below the last island
+  EXPECT_EQ(islands.replays.count(44 - kScanFits), 0U);
+}
+
+TEST(PredictBatchSearch, WithoutTheScanTheAnswerIsBisections) {
+  // The pessimistic model's search: no scan below the answer.
+  Islands islands{{97, 80, 60, 45}, 100, 4096 * kMiB, {}};
+  expect_answer(search_islands(islands, 8, 1024 * kMiB, false), 100, 101);
+}
+
+TEST(PredictBatchSearch, TheScanReachesBelowAStartThatDoesNotFit) {
+  // The first batch tried (the larger recorded) runs out; the answer and an island lie below it.
+  Islands islands{{64, 50}, 100, 4096 * kMiB, {}};
+  expect_answer(search_islands(islands, 64, 1024 * kMiB, true), 49, 50);
+}
+
+TEST(PredictBatchSearch, AFitWithItsLargestRequestToSpareEndsTheScan) {
+  // At 100 the peak (100 MiB) and the largest request (10 MiB) fit the 200 MiB with room: the scan stops at
+  // its first fit, and an island far below is not looked for.
+  Islands islands{{10}, 100, 10 * kMiB, {}};
+  const BatchSearch s = search_islands(islands, 8, 200 * kMiB, true);
+  EXPECT_EQ(s.largest_fit->batch, 100U);
+  EXPECT_EQ(islands.replays.count(98), 0U);
+}
+
+TEST(PredictBatchSearch, TheScanReplaysAtMostKScanMostBatches) {
+  // An island every 16 batches, all the way down from the answer (5000): never kScanFits fits in a row, so
+  // the scan gives up after kScanMost replays, the answer just below the lowest island it met.
+  Islands islands{{}, 5000, 8192 * kMiB, {}};
+  for (std::uint64_t n = 16; n < 5000; n += 16) {
+    islands.fails.insert(n);
+  }
+  const BatchSearch s = search_islands(islands, 4999, 8192 * kMiB, true);
+  std::uint64_t below = 0;
+  for (const auto& [batch, times] : islands.replays) {
+    below += batch < 5000 ? 1 : 0;
+  }
+  EXPECT_EQ(below, kScanMost);  // 4999 (the start) and the 255 below it
+  ASSERT_TRUE(s.largest_fit.has_value());
+  ASSERT_TRUE(s.first_fail.has_value());
+  EXPECT_EQ(s.first_fail->batch % 16, 0U);
+  EXPECT_EQ(s.first_fail->batch, s.largest_fit->batch + 1);
+  EXPECT_LT(s.largest_fit->batch, 5000 - kScanMost + 16);
 }
 
 TEST(PredictBatch, ARequestOfOneRunOnlyIsCountedAndTheRestStillMatch) {
