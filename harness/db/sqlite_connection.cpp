@@ -5,9 +5,12 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <string_view>
+#include <thread>
 
 #include "harness/core/input_file.hpp"
 #include "harness/db/connection.hpp"
@@ -246,8 +249,22 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   // A crash may lose the last files committed, never corrupt the store; an ingest run again restores them
   // (idempotent). WAL needs a local file system (not NFS): a store shared over the network is PostgreSQL's
   // job. Set where the store is written (ingest); a store made so stays so, and queries only read it.
+  // The change of journal mode can be refused at once (SQLITE_BUSY, without the busy handler) while another
+  // process opens the same new store: tried again until the busy timeout's 10 s have passed.
   if (mode == OpenMode::create) {
-    connection->exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      try {
+        connection->exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+        break;
+      } catch (const DbError& e) {
+        if (std::string_view(e.what()).find("database is locked") == std::string_view::npos ||
+            std::chrono::steady_clock::now() > deadline) {
+          throw;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
   }
   return connection;
 }
