@@ -226,11 +226,7 @@ BatchSearch search(const BatchModel& model, bool pessimistic, const replay::Swee
 
 bool batch_fits(const BatchModel& model, std::uint64_t n, const replay::SweepSetting& setting,
                 std::uint64_t capacity, bool pessimistic) {
-  replay::ReplayOptions options;
-  options.timeline_points = 1;
-  options.stop_at_first_oom = true;
-  return replay::replay_setting(trace_at(model, n, pessimistic), setting, sim_device(capacity), options)
-      .result.ooms.empty();
+  return replay_at(model, n, pessimistic, setting, sim_device(capacity)).fits;
 }
 
 BatchAnswer search_batch(const BatchModel& model, const replay::SweepSetting& setting, std::uint64_t capacity,
