@@ -9,7 +9,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <string_view>
 #include <thread>
 
 #include "harness/core/input_file.hpp"
@@ -18,6 +17,9 @@
 
 namespace memstress::db {
 namespace {
+
+// How long a statement waits for another process's transaction on the same store before it fails.
+constexpr int kBusyTimeoutMs = 10'000;
 
 struct CloseDatabase {
   void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
@@ -121,6 +123,21 @@ class SqliteConnection final : public Connection {
       const std::string message = error != nullptr ? error : sqlite3_errmsg(db_.get());
       sqlite3_free(error);
       throw DbError(fmt::format("database '{}': {} (in: {})", name_, message, first_line(sql)));
+    }
+  }
+
+  // exec(sql), tried again while SQLite refuses it as busy at once (without its busy handler, as a change of
+  // journal mode can be) until `wait` has passed.
+  void exec_when_not_busy(std::string_view sql, std::chrono::milliseconds wait) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    const std::string text(sql);
+    int rc = SQLITE_OK;
+    while (((rc = sqlite3_exec(db_.get(), text.c_str(), nullptr, nullptr, nullptr)) & 0xff) == SQLITE_BUSY &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (rc != SQLITE_OK) {
+      exec(sql);  // once more, to fail as every statement does
     }
   }
 
@@ -234,7 +251,7 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   }
   sqlite3_extended_result_codes(db.get(), 1);
   // Another process ingesting at the same time: wait for its transaction rather than fail at once.
-  sqlite3_busy_timeout(db.get(), 10'000);
+  sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
   auto connection = std::make_unique<SqliteConnection>(std::move(db), url, mode == OpenMode::read_only);
   // Not SQL the other backend needs: PostgreSQL always enforces foreign keys.
   connection->exec("PRAGMA foreign_keys = ON");
@@ -249,22 +266,11 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   // A crash may lose the last files committed, never corrupt the store; an ingest run again restores them
   // (idempotent). WAL needs a local file system (not NFS): a store shared over the network is PostgreSQL's
   // job. Set where the store is written (ingest); a store made so stays so, and queries only read it.
-  // The change of journal mode can be refused at once (SQLITE_BUSY, without the busy handler) while another
-  // process opens the same new store: tried again until the busy timeout's 10 s have passed.
+  // The change of journal mode can be refused at once while another process opens the same new store: tried
+  // again for as long as the busy timeout.
   if (mode == OpenMode::create) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (;;) {
-      try {
-        connection->exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
-        break;
-      } catch (const DbError& e) {
-        if (std::string_view(e.what()).find("database is locked") == std::string_view::npos ||
-            std::chrono::steady_clock::now() > deadline) {
-          throw;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }
+    connection->exec_when_not_busy("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL",
+                                   std::chrono::milliseconds(kBusyTimeoutMs));
   }
   return connection;
 }
