@@ -197,6 +197,20 @@ def fractions(largest: int) -> list[int]:
     return out
 
 
+def recorded(at: dict[str, Any]) -> list[int]:
+    """The batches recorded under a cap (a cap's entry of truth.json): an eighth, a quarter and a half of the largest."""
+    return sorted(int(b) for b in at.get("recordings", {}))
+
+
+def recording_pairs(at: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """The pairs predict-batch is held to: an eighth and a quarter, a quarter and a half; none unless all three."""
+    batches = recorded(at)
+    if len(batches) != 3:
+        return []
+    eighth, quarter, half = batches
+    return [("1/8+1/4", eighth, quarter), ("1/4+1/2", quarter, half)]
+
+
 def oom_batch(largest: int, first_oom: int | None) -> int:
     return max(first_oom or 0, math.ceil(1.2 * largest), largest + 1)
 

@@ -39,13 +39,6 @@ SCHEMA = "memstress.doctor-islands/1"
 PLAN_FAILS = 4  # the lowest batches the replay says run out, per prediction
 
 
-def pairs(at: dict[str, Any]) -> list[tuple[str, int, int]]:
-    batches = sorted(int(b) for b in at.get("recordings", {}))
-    if len(batches) != 3:
-        return []
-    return [("1/8+1/4", batches[0], batches[1]), ("1/4+1/2", batches[1], batches[2])]
-
-
 def plan(corpus: Path, memstress: Path) -> dict[str, Any]:
     truth = json.loads((corpus / "truth.json").read_text())
     out: dict[str, Any] = {}
@@ -56,7 +49,7 @@ def plan(corpus: Path, memstress: Path) -> dict[str, Any]:
                 continue
             fails: set[int] = set()
             named: set[int] = set()
-            for _, small, large in pairs(at):
+            for _, small, large in dc.recording_pairs(at):
                 done = subprocess.run([str(memstress), "predict-batch", str(corpus / at["recordings"][str(small)]),
                                        str(corpus / at["recordings"][str(large)]), "--batch", f"{small},{large}",
                                        "--capacity", cap, "--format", "json"],

@@ -31,6 +31,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "lab"))
+from doctor_corpus import recorded, recording_pairs  # noqa: E402 - the corpus's own reading of its recordings
+
 BINARY = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
 TABLE = "--table" in sys.argv
 if TABLE:
@@ -65,19 +68,6 @@ def run(*args: str) -> dict[str, Any]:
     if done.returncode != 0:
         raise AssertionError(f"memstress {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
     return json.loads(done.stdout)
-
-
-def recorded(at: dict[str, Any]) -> list[int]:
-    """The batches recorded under a cap: an eighth, a quarter and a half of the largest batch."""
-    return sorted(int(b) for b in at.get("recordings", {}))
-
-
-def pairs(at: dict[str, Any]) -> list[tuple[str, int, int]]:
-    batches = recorded(at)
-    if len(batches) != 3:
-        return []
-    eighth, quarter, half = batches
-    return [("1/8+1/4", eighth, quarter), ("1/4+1/2", quarter, half)]
 
 
 def corpora() -> list[tuple[Path, dict[str, Any]]]:
@@ -144,7 +134,7 @@ class CorpusTruth(unittest.TestCase):
             for program in corpus["programs"]:
                 for cap, at in sorted(program.get("caps", {}).items()):
                     largest = pytorch_largest(base, program["program"], cap, at)
-                    for kind, small, large in pairs(at) if largest else []:
+                    for kind, small, large in recording_pairs(at) if largest else []:
                         doc = run("predict-batch", str(base / at["recordings"][str(small)]),
                                   str(base / at["recordings"][str(large)]), "--batch", f"{small},{large}",
                                   "--capacity", cap)
