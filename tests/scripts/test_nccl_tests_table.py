@@ -11,6 +11,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from committed_tables import assert_each_is_the_scripts_output
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "lab" / "nccl_tests_table.py"
 FOLDERS = sorted(p.parent for pattern in ("results/*/nccl-tests-*/TABLE.md", "results/*/nccl-tests-*/*/TABLE.md")
@@ -33,11 +35,7 @@ class CommittedTables(unittest.TestCase):
         self.assertTrue(FOLDERS, "no results/*/nccl-tests-*/TABLE.md")
 
     def test_each_table_is_the_scripts_output(self):
-        for folder in FOLDERS:
-            with self.subTest(folder=folder.relative_to(ROOT)):
-                made = run(str(folder))
-                self.assertEqual(made.returncode, 0, made.stderr)
-                self.assertEqual(made.stdout, (folder / "TABLE.md").read_text())
+        assert_each_is_the_scripts_output(self, ROOT, FOLDERS, run)
 
     def test_small_messages_are_compared_and_memory_is_reported(self):
         for folder in FOLDERS:

@@ -13,6 +13,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from committed_tables import assert_each_is_the_scripts_output
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "lab" / "nvbandwidth_table.py"
 FOLDERS = sorted(p.parent for p in ROOT.glob("results/*/nvbandwidth-*/TABLE.md"))
@@ -194,11 +196,7 @@ class CommittedTables(unittest.TestCase):
         self.assertTrue(FOLDERS, "no results/*/nvbandwidth-*/TABLE.md")
 
     def test_each_table_is_the_scripts_output(self):
-        for folder in FOLDERS:
-            with self.subTest(folder=folder.relative_to(ROOT)):
-                made = run(str(folder))
-                self.assertEqual(made.returncode, 0, made.stderr)
-                self.assertEqual(made.stdout, (folder / "TABLE.md").read_text())
+        assert_each_is_the_scripts_output(self, ROOT, FOLDERS, run)
 
 
 if __name__ == "__main__":
