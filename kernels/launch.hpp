@@ -46,5 +46,14 @@ cudaError_t launch_round_bf16(float* out, const float* x, std::uint64_t n, unsig
 cudaError_t launch_chain_reference(float* out, const float* x, const float* y, float a, int rounds,
                                    std::uint64_t n, unsigned grid, cudaStream_t stream);
 cudaError_t launch_spin(std::uint64_t nanoseconds, cudaStream_t stream);
+// Test-only (Note [Planted faults]): bit `bit` of 8-byte word `word` at `buffer` set to 0, to 1, or flipped.
+enum class PlantBit : std::uint8_t { clear, set, flip };
+cudaError_t launch_plant(void* buffer, std::uint64_t word, unsigned bit, PlantBit how, cudaStream_t stream);
+// One pass of moving inversions over `bytes` at `buffer`: every word is compared with the pattern's word
+// (complemented when `complemented`), counted into counters as launch_check does when it differs, and
+// replaced by its complement; the words go in ascending order, or descending when `descending`.
+cudaError_t launch_invert(void* buffer, std::uint64_t bytes, Pattern pattern, std::uint64_t seed,
+                          bool complemented, bool descending, unsigned long long* counters, unsigned grid,
+                          cudaStream_t stream);
 
 }  // namespace memstress::kernels::detail

@@ -15,8 +15,9 @@
 namespace memstress::kernels {
 namespace {
 
-constexpr std::array<Pattern, 6> kPatterns{Pattern::random,       Pattern::zeros,        Pattern::ones,
-                                           Pattern::checkerboard, Pattern::walking_ones, Pattern::address};
+constexpr std::array<Pattern, 7> kPatterns{
+    Pattern::random,       Pattern::zeros,         Pattern::ones,   Pattern::checkerboard,
+    Pattern::walking_ones, Pattern::walking_zeros, Pattern::address};
 
 using detail::grid_for;
 using detail::require_alignment;
@@ -35,6 +36,8 @@ std::string_view to_string(Pattern pattern) noexcept {
       return "checkerboard";
     case Pattern::walking_ones:
       return "walking_ones";
+    case Pattern::walking_zeros:
+      return "walking_zeros";
     case Pattern::address:
       return "address";
   }
@@ -48,8 +51,9 @@ Pattern parse_pattern(std::string_view name, std::string_view what) {
     }
   }
   throw InputError(fmt::format(
-      "{}: unknown pattern '{}'; choose random, zeros, ones, checkerboard, walking_ones or address", what,
-      name));
+      "{}: unknown pattern '{}'; choose random, zeros, ones, checkerboard, walking_ones, walking_zeros or "
+      "address",
+      what, name));
 }
 
 std::span<const Pattern> all_patterns() noexcept {
@@ -64,7 +68,37 @@ void fill(void* dst, std::size_t bytes, Pattern pattern, std::uint64_t seed, cud
   MEMSTRESS_CUDA_TRY(detail::launch_fill(dst, bytes, pattern, seed, grid_for(bytes / 16), stream));
 }
 
-Checker::Checker() : counters_(2 * sizeof(std::uint64_t)), result_(2 * sizeof(std::uint64_t)) {}
+Checker::Checker()
+    : counters_(2 * sizeof(std::uint64_t)),
+      result_(2 * sizeof(std::uint64_t)),
+      planted_(planted_faults().bits) {}
+
+// Test-only (Note [Planted faults]): the buffer is the caller's writable memory, which a check only reads,
+// so planting writes through a const_cast there and nowhere else.
+void Checker::plant_before(const void* src, std::size_t bytes, cudaStream_t stream) {
+  void* buffer = const_cast<void*>(src);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  for (const BitFault& f : planted_) {
+    if (f.word >= bytes / 8) {
+      continue;
+    }
+    if (f.kind == BitFault::Kind::stuck) {
+      const detail::PlantBit how = f.value ? detail::PlantBit::set : detail::PlantBit::clear;
+      MEMSTRESS_CUDA_TRY(detail::launch_plant(buffer, f.word, f.bit, how, stream));
+    } else if (!flipped_) {
+      MEMSTRESS_CUDA_TRY(detail::launch_plant(buffer, f.word, f.bit, detail::PlantBit::flip, stream));
+    }
+  }
+}
+
+void Checker::plant_after(const void* src, std::size_t bytes, cudaStream_t stream) {
+  void* buffer = const_cast<void*>(src);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  for (const BitFault& f : planted_) {
+    if (f.kind == BitFault::Kind::flip && !flipped_ && f.word < bytes / 8) {
+      MEMSTRESS_CUDA_TRY(detail::launch_plant(buffer, f.word, f.bit, detail::PlantBit::flip, stream));
+      flipped_ = true;
+    }
+  }
+}
 
 void Checker::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
                       cudaStream_t stream, cudaEvent_t kernel_start, cudaEvent_t kernel_stop) {
@@ -76,6 +110,7 @@ void Checker::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::
   if (kernel_start != nullptr) {
     MEMSTRESS_CUDA_TRY(cudaEventRecord(kernel_start, stream));
   }
+  plant_before(src, bytes, stream);
   if (bytes != 0) {
     MEMSTRESS_CUDA_TRY(detail::launch_check(src, bytes, pattern, seed,
                                             static_cast<unsigned long long*>(counters_.data()),
@@ -84,6 +119,7 @@ void Checker::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::
   if (kernel_stop != nullptr) {
     MEMSTRESS_CUDA_TRY(cudaEventRecord(kernel_stop, stream));
   }
+  plant_after(src, bytes, stream);
   MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(result_.data(), counters_.data(), 2 * sizeof(std::uint64_t),
                                      cudaMemcpyDeviceToHost, stream));
   stream_ = stream;
@@ -99,6 +135,29 @@ CheckResult Checker::wait() {
 CheckResult Checker::check(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
                            cudaStream_t stream) {
   enqueue(src, bytes, pattern, seed, stream);
+  return wait();
+}
+
+CheckResult Checker::invert(void* buffer, std::size_t bytes, Pattern pattern, std::uint64_t seed,
+                            cudaStream_t stream) {
+  require_alignment(buffer, "invert");
+  if (bytes % 8 != 0) {
+    throw InputError(fmt::format("invert: {} bytes is not a whole number of 8-byte words", bytes));
+  }
+  auto* counters = static_cast<unsigned char*>(counters_.data());
+  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters, 0x00, sizeof(std::uint64_t), stream));
+  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
+  for (const bool down : {false, true}) {
+    if (bytes != 0) {
+      MEMSTRESS_CUDA_TRY(detail::launch_invert(buffer, bytes, pattern, seed, /*complemented=*/down, down,
+                                               static_cast<unsigned long long*>(counters_.data()),
+                                               grid_for(bytes / 16), stream));
+    }
+  }
+  MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(result_.data(), counters_.data(), 2 * sizeof(std::uint64_t),
+                                     cudaMemcpyDeviceToHost, stream));
+  stream_ = stream;
+  checked_words_ = 2 * (bytes / 8);
   return wait();
 }
 

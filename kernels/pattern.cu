@@ -94,6 +94,54 @@ __global__ void compare_kernel(const unsigned char* a, const unsigned char* b, s
   report_bad(bad, first, counters);
 }
 
+// Moving inversions (memtest's test of coupled cells): read, compare, write the complement, word after word
+// in one direction. On a GPU "in order" holds per wave of the grid-stride loop, not per word: each wave
+// moves up (or down) the buffer.
+__global__ void invert_kernel(unsigned char* buffer, std::uint64_t bytes, Pattern pattern, std::uint64_t seed,
+                              bool complemented, bool descending, unsigned long long* counters) {
+  const std::uint64_t words = bytes / 8;
+  const std::uint64_t pairs = words / 2;
+  const std::uint64_t flip = complemented ? ~0ULL : 0ULL;
+  std::uint64_t bad = 0;
+  std::uint64_t first = kNone;
+  auto* pair_ptr = reinterpret_cast<ulonglong2*>(buffer);
+  for (std::uint64_t step = global_thread(); step < pairs; step += grid_threads()) {
+    const std::uint64_t i = descending ? pairs - 1 - step : step;
+    const ulonglong2 v = pair_ptr[i];
+    if (v.x != (pattern_word(pattern, seed, 2 * i) ^ flip)) {
+      note_bad(2 * i, bad, first);
+    }
+    if (v.y != (pattern_word(pattern, seed, 2 * i + 1) ^ flip)) {
+      note_bad(2 * i + 1, bad, first);
+    }
+    pair_ptr[i] = make_ulonglong2(~v.x, ~v.y);
+  }
+  if (global_thread() == 0 && (words & 1U) != 0) {
+    auto* word_ptr = reinterpret_cast<std::uint64_t*>(buffer);
+    const std::uint64_t v = word_ptr[words - 1];
+    if (v != (pattern_word(pattern, seed, words - 1) ^ flip)) {
+      note_bad(words - 1, bad, first);
+    }
+    word_ptr[words - 1] = ~v;
+  }
+  report_bad(bad, first, counters);
+}
+
+__global__ void plant_kernel(std::uint64_t* buffer, std::uint64_t word, unsigned bit, PlantBit how) {
+  const std::uint64_t mask = 1ULL << bit;
+  switch (how) {
+    case PlantBit::clear:
+      buffer[word] &= ~mask;
+      break;
+    case PlantBit::set:
+      buffer[word] |= mask;
+      break;
+    case PlantBit::flip:
+      buffer[word] ^= mask;
+      break;
+  }
+}
+
 __global__ void spin_kernel(std::uint64_t nanoseconds) {
   std::uint64_t start = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -122,6 +170,19 @@ cudaError_t launch_compare(const void* a, const void* b, std::uint64_t bytes, un
                            unsigned grid, cudaStream_t stream) {
   compare_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const unsigned char*>(a),
                                               static_cast<const unsigned char*>(b), bytes, counters);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_invert(void* buffer, std::uint64_t bytes, Pattern pattern, std::uint64_t seed,
+                          bool complemented, bool descending, unsigned long long* counters, unsigned grid,
+                          cudaStream_t stream) {
+  invert_kernel<<<grid, kBlock, 0, stream>>>(static_cast<unsigned char*>(buffer), bytes, pattern, seed,
+                                             complemented, descending, counters);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_plant(void* buffer, std::uint64_t word, unsigned bit, PlantBit how, cudaStream_t stream) {
+  plant_kernel<<<1, 1, 0, stream>>>(static_cast<std::uint64_t*>(buffer), word, bit, how);
   return cudaGetLastError();
 }
 

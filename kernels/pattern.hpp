@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
+#include "harness/core/planted_faults.hpp"
 #include "harness/memory/cuda_handles.hpp"
 #include "kernels/pattern_word.hpp"
 
@@ -45,12 +47,23 @@ class Checker {
   // enqueue + wait.
   CheckResult check(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
                     cudaStream_t stream);
+  // Both passes of moving inversions over a buffer holding the pattern (fill first): compare with the
+  // pattern and write its complement going up, then compare with the complement and write the pattern
+  // going down; the buffer holds the pattern again after. Returns the words that differed in either pass
+  // (checked_words counts both passes). `bytes` must be a multiple of 8 (InputError otherwise).
+  CheckResult invert(void* buffer, std::size_t bytes, Pattern pattern, std::uint64_t seed,
+                     cudaStream_t stream);
 
  private:
+  void plant_before(const void* src, std::size_t bytes, cudaStream_t stream);
+  void plant_after(const void* src, std::size_t bytes, cudaStream_t stream);
+
   cuda::DeviceBuffer counters_;  // {bad_words, first_bad_word}
   cuda::PinnedBuffer result_;    // the same, copied back
   cudaStream_t stream_ = nullptr;
   std::uint64_t checked_words_ = 0;
+  std::vector<BitFault> planted_;  // test-only builds (Note [Planted faults]); empty otherwise
+  bool flipped_ = false;           // a flip fault has had its one bad read
 };
 
 // Many checks, on any streams, summed into one result: for workloads with more checks in flight than a

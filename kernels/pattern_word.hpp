@@ -15,12 +15,13 @@
 namespace memstress::kernels {
 
 enum class Pattern : std::uint8_t {
-  random,        // splitmix64(seed + index): every word differs, catches addressing errors
-  zeros,         // all bits 0
-  ones,          // all bits 1
-  checkerboard,  // 0x5555… and 0xAAAA… alternating by word, swapped by seed parity
-  walking_ones,  // one set bit walking across the word with the index
-  address,       // the word's own byte offset in the buffer, xor the seed
+  random,         // splitmix64(seed + index): every word differs, catches addressing errors
+  zeros,          // all bits 0
+  ones,           // all bits 1
+  checkerboard,   // 0x5555… and 0xAAAA… alternating by word, swapped by seed parity
+  walking_ones,   // one set bit walking across the word with the index
+  address,        // the word's own byte offset in the buffer, xor the seed
+  walking_zeros,  // one clear bit walking across the word with the index
 };
 
 MEMSTRESS_HD constexpr std::uint64_t splitmix64(std::uint64_t x) noexcept {
@@ -45,6 +46,8 @@ MEMSTRESS_HD constexpr std::uint64_t pattern_word(Pattern pattern, std::uint64_t
       return 1ULL << ((index + seed) & 63U);
     case Pattern::address:
       return (index * 8U) ^ seed;
+    case Pattern::walking_zeros:
+      return ~(1ULL << ((index + seed) & 63U));
   }
   return 0;
 }

@@ -209,6 +209,9 @@ class TransfersRun final : public CaseRun {
                          (direction_ == Direction::bidir || direction_ == Direction::d2d ? 2.0 : 1.0);
     const double gbs = gb_per_s(moved, seconds);
     ctx.record("GB/s", "GB/s", Better::higher, gbs);
+    if (host_kind_ == HostKind::pinned && !host_.empty()) {
+      ctx.record("page_locked", "flag", Better::higher, page_locked() ? 1.0 : 0.0);
+    }
     if (!ref_legs_.empty()) {
       const double ref_seconds =
           timed_copies(ref_legs_, bytes_, inner_, Engine::ce, main(), timer_, ref_joins_);
@@ -220,6 +223,17 @@ class TransfersRun final : public CaseRun {
 
  private:
   [[nodiscard]] cudaStream_t main() const noexcept { return streams_.front().get(); }
+
+  // Whether the driver itself knows every host buffer as page-locked (what host=pinned asks for), not
+  // what the host cache claims: memory that ended up pageable (a memlock limit, a fallback, a planted
+  // fault) is slower and stages through the driver's own buffers.
+  [[nodiscard]] bool page_locked() const {
+    return std::all_of(host_.begin(), host_.end(), [](const HostMemory& h) {
+      cudaPointerAttributes attributes{};
+      MEMSTRESS_CUDA_TRY(cudaPointerGetAttributes(&attributes, h.data()));
+      return attributes.type == cudaMemoryTypeHost;
+    });
+  }
 
   std::vector<cudaStream_t> stream_range(std::size_t first, std::size_t count) const {
     std::vector<cudaStream_t> out;

@@ -12,6 +12,7 @@
 #include "harness/core/error.hpp"
 #include "harness/core/json_field.hpp"
 #include "harness/core/json_input.hpp"
+#include "harness/core/planted_faults.hpp"
 #include "harness/core/text_file.hpp"
 
 namespace memstress {
@@ -117,6 +118,47 @@ class InjectedHealth final : public HealthWatch {
   int reads_ = 0;
 };
 
+// A real GPU's readings with injected figures laid over them: an injected figure replaces NVML's (or
+// stands where NVML had none), and the injected notes (XID events) are added.
+class OverlaidHealth final : public HealthWatch {
+ public:
+  OverlaidHealth(std::unique_ptr<HealthWatch> real, std::unique_ptr<HealthWatch> injected)
+      : real_(std::move(real)), injected_(std::move(injected)) {}
+  [[nodiscard]] std::string unavailable() const override { return real_->unavailable(); }
+  [[nodiscard]] GpuHealth read() override {
+    GpuHealth out = real_->read();
+    const GpuHealth over = injected_->read();
+    for (const auto& [name, value] : over.figures) {
+      overlay(out.figures, name, value);
+      std::erase_if(out.not_measured, [&](const auto& m) { return m.first == name; });
+    }
+    out.notes.insert(out.notes.end(), over.notes.begin(), over.notes.end());
+    return out;
+  }
+  [[nodiscard]] std::vector<std::pair<std::string, double>> throttle_ms() override {
+    std::vector<std::pair<std::string, double>> out = real_->throttle_ms();
+    for (const auto& [name, value] : injected_->throttle_ms()) {
+      overlay(out, name, value);
+    }
+    return out;
+  }
+
+ private:
+  static void overlay(std::vector<std::pair<std::string, double>>& figures, const std::string& name,
+                      double value) {
+    const auto it =
+        std::find_if(figures.begin(), figures.end(), [&](const auto& f) { return f.first == name; });
+    if (it != figures.end()) {
+      it->second = value;
+    } else {
+      figures.emplace_back(name, value);
+    }
+  }
+
+  std::unique_ptr<HealthWatch> real_;
+  std::unique_ptr<HealthWatch> injected_;
+};
+
 GpuHealth parse_injected(const JsonField& root) {
   std::vector<std::pair<std::string, double>> given;
   for (const auto& [name, value] : root["figures"].members()) {
@@ -179,11 +221,17 @@ std::unique_ptr<HealthWatch> injected_health_watch(std::string_view json, const 
 }
 
 std::unique_ptr<HealthWatch> run_health_watch(bool cuda_gpu, const std::string& uuid) {
-  if (cuda_gpu) {
-    return nvml_health_watch("", uuid);
-  }
   const char* file = std::getenv("MEMSTRESS_INJECT_HEALTH");  // NOLINT(concurrency-mt-unsafe): before threads
-  return file == nullptr || *file == '\0' ? nullptr : injected_health_watch(std::filesystem::path(file));
+  const bool inject = file != nullptr && *file != '\0';
+  if (cuda_gpu) {
+    std::unique_ptr<HealthWatch> nvml = nvml_health_watch("", uuid);
+    // Test-only builds lay the injected figures over the real GPU's (Note [Planted faults]).
+    return inject && fault_hooks_built()
+               ? std::make_unique<OverlaidHealth>(std::move(nvml),
+                                                  injected_health_watch(std::filesystem::path(file)))
+               : std::move(nvml);
+  }
+  return inject ? injected_health_watch(std::filesystem::path(file)) : nullptr;
 }
 
 std::unique_ptr<HealthWatch> injected_health_watch(const std::filesystem::path& file) {

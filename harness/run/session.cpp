@@ -8,6 +8,7 @@
 #include "harness/alloc/allocator.hpp"
 #include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/planted_faults.hpp"
 #include "harness/core/version.hpp"
 #include "harness/dist/nccl_comm.hpp"
 #include "harness/dist/rank_setup.hpp"
@@ -67,7 +68,9 @@ Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend,
   run.progress = progress_.get();
   // One pinned host cache for the whole run, as a process has one: page-locked memory on a GPU.
   host_ = std::make_unique<PinnedHostAllocator>(make_host_memory_source(
-      device.kind == BackendKind::cuda && !options_.pageable_host ? "cuda" : "plain"));
+      device.kind == BackendKind::cuda && !options_.pageable_host && !planted_faults().pageable_host
+          ? "cuda"
+          : "plain"));
   // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted document before the process ends (Note
   // [Interrupted runs]). A Handler can be neither copied nor moved: `new` takes on_interrupt's result as
   // it is made.

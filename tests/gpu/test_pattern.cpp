@@ -1,10 +1,13 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "gpu_test.hpp"
 #include "harness/core/cuda_check.hpp"
+#include "harness/core/error.hpp"
+#include "harness/core/planted_faults.hpp"
 #include "kernels/pattern.hpp"
 
 namespace memstress {
@@ -67,6 +70,67 @@ TEST_F(PatternTest, PlantedCorruptionIsFoundWithItsPosition) {
   EXPECT_EQ(r.first_bad_word, kWord);
   // A different seed is a different pattern: everything is wrong.
   EXPECT_EQ(checker.check(buffer.data(), kBytes, Pattern::random, 100, stream.get()).bad_words, kBytes / 8);
+}
+
+TEST_F(PatternTest, MovingInversionsFindNothingOnHealthyMemoryAndLeaveThePattern) {
+  cuda::Stream stream;
+  Checker checker;
+  for (const std::size_t bytes : {std::size_t{8}, std::size_t{24}, (std::size_t{64} << 20) + 8}) {
+    const cuda::DeviceBuffer buffer(bytes);
+    for (const Pattern p : kernels::all_patterns()) {
+      kernels::fill(buffer.data(), bytes, p, 5, stream.get());
+      const kernels::CheckResult moved = checker.invert(buffer.data(), bytes, p, 5, stream.get());
+      EXPECT_TRUE(moved.ok()) << kernels::to_string(p) << " at " << bytes << ": " << moved.bad_words
+                              << " bad";
+      EXPECT_EQ(moved.checked_words, 2 * (bytes / 8));
+      EXPECT_TRUE(checker.check(buffer.data(), bytes, p, 5, stream.get()).ok()) << kernels::to_string(p);
+    }
+  }
+}
+
+TEST_F(PatternTest, MovingInversionsFindAWordThatDidNotHoldItsValue) {
+  cuda::Stream stream;
+  Checker checker;
+  constexpr std::size_t kBytes = std::size_t{32} << 20;
+  constexpr std::size_t kWord = 777777;
+  const cuda::DeviceBuffer buffer(kBytes);
+  kernels::fill(buffer.data(), kBytes, Pattern::walking_zeros, 3, stream.get());
+  const std::uint64_t value = kernels::pattern_word(Pattern::walking_zeros, 3, kWord) ^ (1ULL << 40);
+  MEMSTRESS_CUDA_TRY(
+      cudaMemcpy(static_cast<unsigned char*>(buffer.data()) + kWord * 8, &value, 8, cudaMemcpyHostToDevice));
+  // Up: the word differs from the pattern; down: its complement differs from the pattern's complement.
+  const kernels::CheckResult moved =
+      checker.invert(buffer.data(), kBytes, Pattern::walking_zeros, 3, stream.get());
+  EXPECT_EQ(moved.bad_words, 2U);
+  EXPECT_EQ(moved.first_bad_word, kWord);
+  EXPECT_THROW((void)checker.invert(buffer.data(), 12, Pattern::zeros, 0, stream.get()), InputError);
+}
+
+// A fault-hook build (the `faults` preset) plants what MEMSTRESS_PLANT_FAULT asks for; every other build
+// plants nothing, whatever the variable says.
+TEST_F(PatternTest, PlantedStuckAndFlippedBitsAreFoundWhereTheyWerePut) {
+  ::setenv("MEMSTRESS_PLANT_FAULT", "stuck:100:5:1,flip:200:7", 1);  // NOLINT(concurrency-mt-unsafe)
+  Checker checker;
+  ::unsetenv("MEMSTRESS_PLANT_FAULT");  // NOLINT(concurrency-mt-unsafe)
+  cuda::Stream stream;
+  constexpr std::size_t kBytes = std::size_t{1} << 20;
+  const cuda::DeviceBuffer buffer(kBytes);
+  kernels::fill(buffer.data(), kBytes, Pattern::zeros, 0, stream.get());
+  const kernels::CheckResult first = checker.check(buffer.data(), kBytes, Pattern::zeros, 0, stream.get());
+  if (!fault_hooks_built()) {
+    EXPECT_TRUE(first.ok()) << "a build without fault hooks planted a fault";
+    GTEST_SKIP() << "planting needs a fault-hook build (cmake --preset faults)";
+  }
+  EXPECT_EQ(first.bad_words, 2U);  // the stuck bit and the flipped read
+  EXPECT_EQ(first.first_bad_word, 100U);
+  for (int again = 0; again < 2; ++again) {  // the flip was one bad read; the stuck bit stays
+    const kernels::CheckResult r = checker.check(buffer.data(), kBytes, Pattern::zeros, 0, stream.get());
+    EXPECT_EQ(r.bad_words, 1U);
+    EXPECT_EQ(r.first_bad_word, 100U);
+  }
+  // Stuck at 1 is invisible where the pattern has a 1 there.
+  kernels::fill(buffer.data(), kBytes, Pattern::ones, 0, stream.get());
+  EXPECT_TRUE(checker.check(buffer.data(), kBytes, Pattern::ones, 0, stream.get()).ok());
 }
 
 TEST_F(PatternTest, SpinHoldsTheStream) {

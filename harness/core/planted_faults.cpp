@@ -1,0 +1,93 @@
+// MEMSTRESS_PLANT_FAULT: the parser (every build) and the reading (fault-hook builds only). Note [Planted
+// faults] in planted_faults.hpp.
+
+#include "harness/core/planted_faults.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "harness/core/error.hpp"
+
+namespace memstress {
+namespace {
+
+constexpr std::string_view kVariable = "MEMSTRESS_PLANT_FAULT";
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(sep, start), text.size());
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::uint64_t number(std::string_view field, std::uint64_t most, std::string_view item,
+                     std::string_view what) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+  if (field.empty() || ec != std::errc{} || end != field.data() + field.size() || v > most) {
+    throw InputError(
+        fmt::format("{} item '{}': {} must be a whole number from 0 to {}", kVariable, item, what, most));
+  }
+  return v;
+}
+
+BitFault bit_fault(const std::vector<std::string_view>& f, std::string_view item) {
+  const bool stuck = f[0] == "stuck";
+  if (f.size() != (stuck ? 4U : 3U)) {
+    throw InputError(fmt::format("{} item '{}': expected {}", kVariable, item,
+                                 stuck ? "stuck:WORD:BIT:VALUE" : "flip:WORD:BIT"));
+  }
+  BitFault b;
+  b.kind = stuck ? BitFault::Kind::stuck : BitFault::Kind::flip;
+  b.word = number(f[1], ~0ULL, item, "WORD");
+  b.bit = static_cast<unsigned>(number(f[2], 63, item, "BIT"));
+  b.value = stuck && number(f[3], 1, item, "VALUE") == 1;
+  return b;
+}
+
+}  // namespace
+
+PlantedFaults parse_planted_faults(std::string_view text) {
+  PlantedFaults out;
+  if (text.empty()) {
+    return out;
+  }
+  for (const std::string_view item : split(text, ',')) {
+    const std::vector<std::string_view> f = split(item, ':');
+    if (f[0] == "stuck" || f[0] == "flip") {
+      out.bits.push_back(bit_fault(f, item));
+    } else if (item == "pageable") {
+      out.pageable_host = true;
+    } else {
+      throw InputError(
+          fmt::format("{} item '{}': unknown fault; expected stuck:WORD:BIT:VALUE, flip:WORD:BIT or pageable",
+                      kVariable, item));
+    }
+  }
+  return out;
+}
+
+bool fault_hooks_built() noexcept {
+#if defined(MEMSTRESS_FAULT_HOOKS) && MEMSTRESS_FAULT_HOOKS
+  return true;
+#else
+  return false;
+#endif
+}
+
+PlantedFaults planted_faults() {
+  if (!fault_hooks_built()) {
+    return {};
+  }
+  const char* text = std::getenv(std::string(kVariable).c_str());  // NOLINT(concurrency-mt-unsafe): read-only
+  return text == nullptr ? PlantedFaults{} : parse_planted_faults(text);
+}
+
+}  // namespace memstress

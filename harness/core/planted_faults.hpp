@@ -1,0 +1,52 @@
+#pragma once
+
+// Note [Planted faults]
+// =====================
+// Acceptance must be shown to FAIL a faulty GPU, and some faults cannot be caused on a healthy GPU without
+// touching what must never be touched to make one (clocks, power limits, MIG, resets): a stuck bit, a bit
+// that reads wrong once, host memory left pageable where the profile asks for pinned. A build configured
+// with -DMEMSTRESS_FAULT_HOOKS=ON (the `faults` preset) reads MEMSTRESS_PLANT_FAULT, a comma-separated list
+// of:
+//   stuck:WORD:BIT:VALUE  before every pattern check, bit BIT (0-63) of 8-byte word WORD of the buffer
+//                         checked is set to VALUE (0 or 1) in device memory: a stuck cell, which both reads
+//                         of the integrity check see (persistent) whenever the pattern's bit differs;
+//   flip:WORD:BIT         the first check of each checker reads that bit flipped (it is flipped in memory
+//                         just before that check and flipped back just after): a bad read, which the
+//                         second read of the integrity check does not see (transient);
+//   pageable              the run's pinned host cache hands out ordinary pageable memory.
+// and, in the same builds, MEMSTRESS_INJECT_HEALTH on a real GPU overlays its figures on NVML's readings
+// (ECC, remapped rows, XID, NVLink errors: harness/env/health.hpp). scripts/lab/gpu-faults uses both.
+//
+// Every other build never reads either variable on a real GPU: planted_faults() is empty, so no fault can
+// be planted in a run whose verdict anyone acts on. The parser is built everywhere, so CI tests it.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace memstress {
+
+struct BitFault {
+  enum class Kind : std::uint8_t { stuck, flip };
+  Kind kind = Kind::stuck;
+  std::uint64_t word = 0;  // 8-byte word index in the checked buffer
+  unsigned bit = 0;        // 0-63
+  bool value = false;      // stuck: the value the bit holds
+};
+
+struct PlantedFaults {
+  std::vector<BitFault> bits;
+  bool pageable_host = false;
+  [[nodiscard]] bool empty() const noexcept { return bits.empty() && !pageable_host; }
+};
+
+// Parses MEMSTRESS_PLANT_FAULT's text (grammar above). Throws InputError naming the variable and the item.
+[[nodiscard]] PlantedFaults parse_planted_faults(std::string_view text);
+
+// Whether this build was configured with MEMSTRESS_FAULT_HOOKS=ON.
+[[nodiscard]] bool fault_hooks_built() noexcept;
+
+// The faults MEMSTRESS_PLANT_FAULT asks for in a fault-hook build; empty in every other build.
+[[nodiscard]] PlantedFaults planted_faults();
+
+}  // namespace memstress
