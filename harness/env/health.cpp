@@ -41,6 +41,7 @@ constexpr std::array kFigures = {
     HealthFigure{"nvlink.active_links", "links", false},
     HealthFigure{"nvlink.links_down", "links", true},
     HealthFigure{"nvlink.errors", "count", true},
+    HealthFigure{"nvlink.corrected", "count", true},
     HealthFigure{"throttle.power_ms", "ms", true},
     HealthFigure{"throttle.thermal_ms", "ms", true},
     HealthFigure{"throttle.sync_boost_ms", "ms", true},

@@ -33,6 +33,8 @@ struct DriverApi {
   CUresult (*ctx_create)(CUcontext* context, unsigned int flags, CUdevice device) = nullptr;
 #endif
   decltype(&::cuCtxDestroy) ctx_destroy = nullptr;
+  // Whether a device's primary context exists (cuda_handles.cpp, ScopedDevice); not part of complete().
+  decltype(&::cuDevicePrimaryCtxGetState) device_primary_ctx_get_state = nullptr;
 
   // True when every entry point resolved (a driver is present and new enough).
   [[nodiscard]] bool complete() const noexcept;

@@ -4,13 +4,19 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
+#include <thread>
 
 #include "gpu_test.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/core/cuda_check.hpp"
 #include "harness/memory/cuda_backend.hpp"
+#include "harness/memory/cuda_handles.hpp"
+#include "harness/memory/device_spec.hpp"
+#include "harness/memory/driver_api.hpp"
 #include "harness/results/sink.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/runner.hpp"
@@ -22,6 +28,30 @@ namespace memstress {
 namespace {
 
 class P2pTest : public testing::GpuTest {};
+
+// Note [No context on a GPU nobody chose] (harness/memory/cuda_handles.cpp): a process that drives cuda:1, as
+// an mpirun rank does, and a thread of it that makes cuda:1 current, leave cuda:0 without a context. In a
+// process of its own (a threadsafe death test re-runs the test in a fresh process), so no context is there
+// before.
+TEST_F(P2pTest, DrivingOneGpuMakesNoContextOnAnother) {
+  if (cuda::device_count() < 2) {
+    GTEST_SKIP() << "needs 2 GPUs";
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::unique_ptr<DeviceBackend> backend = make_backend(DeviceSpec::parse("cuda:1"));
+        std::thread([] {
+          const cuda::ScopedDevice on(1);
+          MEMSTRESS_CUDA_TRY(cudaFree(nullptr));
+        }).join();
+        unsigned flags = 0;
+        int active = 1;
+        const CUresult state = driver_api().device_primary_ctx_get_state(0, &flags, &active);
+        std::_Exit(state == CUDA_SUCCESS && active == 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
 
 TEST_F(P2pTest, ChaseEndsWhereTheChainSays) {
   const cuda::Stream stream;
