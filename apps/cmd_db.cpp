@@ -2,10 +2,11 @@
 // `db outliers --db F` names the GPUs slower than their siblings (Note [Fleet outliers: median and MAD]);
 // `db history --gpu UUID|--host H` is a GPU's or node's metrics over time, driver changes marked;
 // `db compare --driver A --driver B` judges two drivers over the GPUs that ran under both (Note [Two
-// drivers across a fleet]); `db export --format openmetrics` writes the newest rows for Prometheus.
+// drivers across a fleet]); `db export --format openmetrics` writes the newest rows for Prometheus; `db train
+// --profile P --write OUT` sets a profile's floors from the fleet (Note [Floors from the fleet]).
 // Exit codes: ingest 0, or 2 when any file was skipped (the others are kept); outliers 0 none found,
 // 1 any found (for schedulers); compare 1 when a measurement is WORSE; history 2 when nothing matches
-// the GPU or host asked for; 2 bad input.
+// the GPU or host asked for; train 1 when no check could be trained (nothing written); 2 bad input.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,6 +18,7 @@
 #include <regex>
 
 #include "apps/commands.hpp"
+#include "apps/shipped_profile.hpp"
 #include "harness/compare/metric_compare.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/exit_code.hpp"
@@ -24,6 +26,7 @@
 #include "harness/core/json_text.hpp"
 #include "harness/core/text_table.hpp"
 #include "harness/db/export.hpp"
+#include "harness/db/fleet_train.hpp"
 #include "harness/db/format.hpp"
 #include "harness/db/history.hpp"
 #include "harness/db/ingest.hpp"
@@ -49,6 +52,9 @@ struct DbFlags {
   std::string threshold_pct = "5";
   std::string out;
   bool verbose = false;
+  std::string profile;
+  std::string write;
+  double k = db::FleetTrainOptions{}.k;
 };
 
 // Without -v, ingest names this many skipped files, then counts the rest.
@@ -214,6 +220,39 @@ int export_command(const DbFlags& f) {
   return to_int(ExitCode::ok);
 }
 
+int train_command(const DbFlags& f) {
+  const ProfileChoice choice = choose_profile(f.profile);
+  Profile profile = load_profile(choice.path);
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
+  db::FleetTrainOptions options;
+  options.k = f.k;
+  options.driver = f.drivers.empty() ? "" : f.drivers.front();
+  options.min_gpus = f.min_gpus;
+  const db::FleetTraining t = db::train_from_fleet(profile, store.observations({}), options);
+  std::vector<TableLine> table{{"CHECK", "GPUS", "RANKS", "MEDIAN", "SCALED MAD", "BOUND"}};
+  for (const db::FleetBound& b : t.trained) {
+    table.push_back({terminal_text(b.check), std::to_string(b.gpus), std::to_string(b.ranks),
+                     fmt::format("{:.4g}", b.median), fmt::format("{:.4g}", b.spread),
+                     fmt::format("{} {:.4g}", b.at_least ? ">=" : "<=", b.bound)});
+  }
+  std::string out = t.trained.empty() ? std::string() : render_table(table);
+  for (const Untrained& u : t.untrained) {
+    out += fmt::format("not trained: {}: {}\n", terminal_text(u.check), u.why);
+  }
+  if (t.trained.empty()) {
+    print_all(out);
+    fmt::print(stderr, "memstress db train: no check of {} trained from the fleet; {} not written\n",
+               choice.path, f.write);
+    return to_int(ExitCode::check_failed);
+  }
+  write_file_atomically(f.write, to_yaml(profile), "--write");
+  out += fmt::format("{} of {} checks trained from {} GPU model {} under driver {} (k = {}); written to {}\n",
+                     t.trained.size(), t.trained.size() + t.untrained.size(), store.connection().name(),
+                     profile.gpu, t.driver, f.k, f.write);
+  print_all(out);
+  return to_int(ExitCode::ok);
+}
+
 }  // namespace
 
 Subcommand add_db(CLI::App& app) {
@@ -285,7 +324,25 @@ Subcommand add_db(CLI::App& app) {
   exporter->add_option("--out", flags->out,
                        "Write here (atomically) instead of stdout, e.g. "
                        "/var/lib/node_exporter/textfile/memstress.prom");
-  return {sub, [flags, ingest, outliers, history, drivers] {
+  CLI::App* train = sub->add_subcommand(
+      "train",
+      "An acceptance profile's floors from the fleet: median - k scaled MADs per check (per model, driver)");
+  train->add_option("--db", flags->db, kStore)->required()->check(a_path());
+  train->add_option("--profile", flags->profile, "The profile whose checks to train (a file, or h100, h200)")
+      ->required();
+  train->add_option("--write", flags->write, "Write the trained profile here")->required()->check(a_path());
+  train
+      ->add_option("--driver", flags->drivers,
+                   "Only results under this driver (needed where the store holds several)")
+      ->expected(1);
+  train->add_option("--k", flags->k, "Scaled MADs below the fleet's median (above, where lower is better)")
+      ->check(a_finite_number())
+      ->check(CLI::Range(0.5, 20.0))
+      ->capture_default_str();
+  train->add_option("--min-gpus", flags->min_gpus, "Train a check only from at least this many GPUs")
+      ->check(CLI::Range(3, 1'000'000))
+      ->capture_default_str();
+  return {sub, [flags, ingest, outliers, history, drivers, train] {
             if (ingest->parsed()) {
               return ingest_command(*flags);
             }
@@ -294,6 +351,9 @@ Subcommand add_db(CLI::App& app) {
             }
             if (history->parsed()) {
               return history_command(*flags);
+            }
+            if (train->parsed()) {
+              return train_command(*flags);
             }
             return drivers->parsed() ? compare_command(*flags) : export_command(*flags);
           }};

@@ -46,10 +46,10 @@ std::vector<Bound> bounds_of(const AcceptCheck& check, const Measured& m) {
                                           fmt::format("golden {} / {}", golden, check.factor)});
   }
   if (check.min) {
-    out.push_back({true, *check.min, ""});
+    out.push_back({true, *check.min, check.source});
   }
   if (check.max) {
-    out.push_back({false, *check.max, ""});
+    out.push_back({false, *check.max, check.source});
   }
   return out;
 }

@@ -221,8 +221,9 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
     for (std::size_t i = 0; i < root["checks"].size(); ++i) {
       const YAML::Node c = root["checks"][i];
       const std::string what = fmt::format("{}: checks[{}]", name, i);
-      check_keys(c, {"name", "workload", "where", "metric", "golden", "factor", "min", "max", "min_ranks"},
-                 what);
+      check_keys(
+          c, {"name", "workload", "where", "metric", "golden", "factor", "min", "max", "min_ranks", "source"},
+          what);
       AcceptCheck check;
       check.name = required(c, "name", what);
       check.workload = required(c, "workload", what);
@@ -233,6 +234,7 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
       check.min = number(c, "min", what);
       check.max = number(c, "max", what);
       check.min_ranks = min_ranks(c, what);
+      check.source = scalar(c, "source", what).value_or("");
       if (!(check.factor > 0 && check.factor <= 1)) {
         throw InputError(fmt::format("{} ({}): factor must be in (0, 1]", what, check.name));
       }

@@ -16,6 +16,7 @@
 //       golden: 52.6                     # a measured golden value (`--train` writes it) ...
 //       factor: 0.75                     # ... and the share of it that passes (DCGM's 0.75 x golden)
 //     - {name: memory integrity, workload: integrity, metric: verification.errors, max: 0}
+//     - {name: H2D floor, workload: transfers, metric: GB/s, min: 54.1, source: "fleet: ..."}
 //
 // How a check is judged: judge.hpp; how its golden value is trained: train.hpp.
 
@@ -46,6 +47,9 @@ struct AcceptCheck {
   std::optional<double> min;
   std::optional<double> max;
   int min_ranks = 1;  // with fewer ranks the check is skipped (it says so), not failed
+  // Where its min or max came from, where a tool set it ("fleet: median 55.35 GB/s - 3 x 0.412 (scaled MAD)
+  // over 12 GPUs, driver 580.159.04": `memstress db train`); a failed or passed line quotes it.
+  std::string source = {};
 };
 
 struct Profile {

@@ -59,6 +59,9 @@ std::string to_yaml(const Profile& p) {
     if (c.min_ranks != 1) {
       out << YAML::Key << "min_ranks" << YAML::Value << c.min_ranks;
     }
+    if (!c.source.empty()) {
+      out << YAML::Key << "source" << YAML::Value << YAML::DoubleQuoted << c.source;
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

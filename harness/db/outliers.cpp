@@ -33,13 +33,13 @@ void metric_key(const MetricObservation& o, std::string& key) {
   key += std::to_string(static_cast<int>(o.better));
 }
 
+}  // namespace
+
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return quantile_sorted(values, 0.5);  // the stats library's median (harness/stats/summary.hpp)
 }
 
-// The scaled MAD of `values` about `centre`: the group's spread S about M, and a GPU's scatter about its
-// median.
 double scaled_mad(const std::vector<double>& values, double centre) {
   std::vector<double> apart;
   apart.reserve(values.size());
@@ -48,8 +48,6 @@ double scaled_mad(const std::vector<double>& values, double centre) {
   }
   return kMadScale * median_of(std::move(apart));
 }
-
-}  // namespace
 
 void OutlierAccumulator::add(const MetricObservation& o) {
   // A new row, or one that only claims to be the last (a row id is unique within one store: observations of

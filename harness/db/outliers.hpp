@@ -67,6 +67,11 @@ inline constexpr double kMadScale = 1.4826;          // 1 / Phi^-1(3/4): the MAD
 inline constexpr double kMedianErrorScale = 1.2533;  // sqrt(pi / 2): a median's standard error over a mean's
 inline constexpr std::size_t kMinScatterGpus = 5;    // W from fewer GPUs (of 2+ runs) is not estimated
 
+// The median of `values` (the stats library's), and their scaled MAD about `centre` (kMadScale x the median
+// distance): a group's spread about its median, a GPU's scatter about its own.
+[[nodiscard]] double median_of(std::vector<double> values);
+[[nodiscard]] double scaled_mad(const std::vector<double>& values, double centre);
+
 struct Outlier : MeasurementKey {
   std::string model, driver, host, gpu_uuid, pci_bus_id;
   double value = 0;         // the GPU's median

@@ -245,3 +245,62 @@ if(Python3_Interpreter_FOUND)
                  "PYTHONDONTWRITEBYTECODE=1;MEMSTRESS_TEST_POSTGRESQL=${MEMSTRESS_PG_ADMIN}")
   endif()
 endif()
+
+# db train: the shipped H100 profile's floors from the six H100s (Note [Floors from the fleet]): the two checks
+# the fleet measured (pinned H2D and D2H at 256 MiB) get median - 3 scaled MADs and say so, the others keep
+# their golden values and say why; accept then FAILs the planted slow GPU, which 0.75 x golden passed.
+set(_trained ${CMAKE_CURRENT_BINARY_DIR}/h100-fleet.yaml)
+memstress_cli_test(
+  db_train
+  --stdout-match "^pinned H2D 256 MiB +6 +1 +54.78 +0.5478 +>= 53.14"
+  --stdout-match "^not trained: D2D 256 MiB: 0 GPU\\(s\\) of NVIDIA H100 80GB HBM3 under driver 580.159.04 measured it \\(needs 5\\)"
+  --stdout-match "^2 of 8 checks trained from .*fleet.sqlite GPU model NVIDIA H100 80GB HBM3 under driver 580.159.04 \\(k = 3\\)"
+  0
+  --
+  ${_ms}
+  db
+  train
+  --db
+  ${_fleet_db}
+  --profile
+  h100
+  --write
+  ${_trained})
+set_tests_properties(cli.db_train PROPERTIES FIXTURES_REQUIRED fleet_db FIXTURES_SETUP fleet_trained)
+memstress_cli_test(
+  db_train_floor_fails_the_slow_gpu
+  --stdout-match
+  "^FAIL  pinned H2D 256 MiB: measured 50.32 GB/s \\(1 row\\), needs >= 53.14 GB/s \\(fleet: median 54.78 GB/s - 3 x 0.5478 GB/s \\(scaled MAD\\) over 6 GPUs, driver 580.159.04\\)"
+  1
+  --
+  ${_ms}
+  accept
+  --profile
+  ${_trained}
+  --from
+  ${_fleet}/node04.json)
+memstress_cli_test(db_train_healthy_gpu_passes_the_floor --stdout-match "^PASS  pinned H2D 256 MiB: .*\\(fleet: median" 1
+                   -- ${_ms} accept --profile ${_trained} --from ${_fleet}/node01.json)
+set_tests_properties(cli.db_train_floor_fails_the_slow_gpu cli.db_train_healthy_gpu_passes_the_floor
+                     PROPERTIES FIXTURES_REQUIRED fleet_trained)
+# Too few GPUs: nothing trained, nothing written, exit 1.
+memstress_cli_test(db_train_too_few_gpus --stdout-match "^not trained: pinned H2D 256 MiB: 6 GPU\\(s\\) .*\\(needs 7\\)"
+                   --match "no check of .*h100.yaml trained from the fleet" 1 -- ${_ms} db train --db ${_fleet_db}
+                   --profile h100 --min-gpus 7 --write ${CMAKE_CURRENT_BINARY_DIR}/never-written.yaml)
+memstress_cli_test(db_train_no_such_model --match "the store holds no results of a NVIDIA H200 \\(the GPU of profile h200\\)"
+                   2 -- ${_ms} db train --db ${_fleet_db} --profile h200 --write ${CMAKE_CURRENT_BINARY_DIR}/never.yaml)
+set_tests_properties(cli.db_train_too_few_gpus cli.db_train_no_such_model PROPERTIES FIXTURES_REQUIRED fleet_db)
+# Two drivers in one store: choose one; a driver the store lacks is named with those it holds.
+memstress_cli_test(db_train_two_drivers --match
+                   "the store holds NVIDIA H100 80GB HBM3 results under drivers 570.195.03, 580.159.04: choose one with --driver"
+                   2 -- ${_ms} db train --db ${_history_db} --profile h100 --write ${CMAKE_CURRENT_BINARY_DIR}/never.yaml)
+memstress_cli_test(db_train_unknown_driver --match
+                   "--driver 999.1: the store holds NVIDIA H100 80GB HBM3 results under drivers 570.195.03, 580.159.04 only"
+                   2 -- ${_ms} db train --db ${_history_db} --profile h100 --driver 999.1 --write
+                   ${CMAKE_CURRENT_BINARY_DIR}/never.yaml)
+memstress_cli_test(db_train_one_driver --stdout-match "under driver 570.195.03 \\(k = 2.5\\)" 0 -- ${_ms} db train --db
+                   ${_history_db} --profile h100 --driver 570.195.03 --k 2.5 --write ${CMAKE_CURRENT_BINARY_DIR}/h100-570.yaml)
+set_tests_properties(cli.db_train_two_drivers cli.db_train_unknown_driver cli.db_train_one_driver PROPERTIES
+                     FIXTURES_REQUIRED fleet_history)
+memstress_cli_test(db_train_bad_k --match "--k" 2 -- ${_ms} db train --db ${_fleet_db} --profile h100 --k 0 --write
+                   ${CMAKE_CURRENT_BINARY_DIR}/never.yaml)

@@ -71,6 +71,8 @@ CPU = {
     # the fleet store: each ingest before its outliers (they read what it wrote)
     "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite": 0,
     "memstress db outliers --db fleet.sqlite": 1,
+    "memstress db train --db fleet.sqlite --profile h100 --write h100-fleet.yaml": 0,
+    "memstress accept --profile h100-fleet.yaml --from tests/data/fleet/node04.json": 1,
     "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite": 2,  # skips what is not results
     "memstress db outliers --db results.sqlite --metric GB/s": 1,
     "memstress db ingest tests/data/fleet/node0*.json tests/data/fleet/driver-570/node0*.json --db drivers.sqlite": 0,
