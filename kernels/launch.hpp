@@ -51,7 +51,7 @@ enum class PlantBit : std::uint8_t { clear, set, flip };
 cudaError_t launch_plant(void* buffer, std::uint64_t word, unsigned bit, PlantBit how, cudaStream_t stream);
 // One pass of moving inversions over `bytes` at `buffer`: every word is compared with the pattern's word
 // (complemented when `complemented`), counted into counters as launch_check does when it differs, and
-// replaced by its complement; the words go in ascending order, or descending when `descending`.
+// replaced by the complement of that word; the words go in ascending order, or descending when `descending`.
 cudaError_t launch_invert(void* buffer, std::uint64_t bytes, Pattern pattern, std::uint64_t seed,
                           bool complemented, bool descending, unsigned long long* counters, unsigned grid,
                           cudaStream_t stream);

@@ -68,23 +68,28 @@ void fill(void* dst, std::size_t bytes, Pattern pattern, std::uint64_t seed, cud
   MEMSTRESS_CUDA_TRY(detail::launch_fill(dst, bytes, pattern, seed, grid_for(bytes / 16), stream));
 }
 
-Checker::Checker()
+Checker::Checker(bool planted)
     : counters_(2 * sizeof(std::uint64_t)),
       result_(2 * sizeof(std::uint64_t)),
-      planted_(planted_faults().bits) {}
+      planted_(planted ? planted_faults().bits : std::vector<BitFault>{}) {}
 
 // Test-only (Note [Planted faults]): the buffer is the caller's writable memory, which a check only reads,
 // so planting writes through a const_cast there and nowhere else.
-void Checker::plant_before(const void* src, std::size_t bytes, cudaStream_t stream) {
+void Checker::plant_stuck(const void* src, std::size_t bytes, cudaStream_t stream) {
   void* buffer = const_cast<void*>(src);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
   for (const BitFault& f : planted_) {
-    if (f.word >= bytes / 8) {
-      continue;
-    }
-    if (f.kind == BitFault::Kind::stuck) {
+    if (f.kind == BitFault::Kind::stuck && f.word < bytes / 8) {
       const detail::PlantBit how = f.value ? detail::PlantBit::set : detail::PlantBit::clear;
       MEMSTRESS_CUDA_TRY(detail::launch_plant(buffer, f.word, f.bit, how, stream));
-    } else if (!flipped_) {
+    }
+  }
+}
+
+void Checker::plant_before(const void* src, std::size_t bytes, cudaStream_t stream) {
+  plant_stuck(src, bytes, stream);
+  void* buffer = const_cast<void*>(src);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  for (const BitFault& f : planted_) {
+    if (f.kind == BitFault::Kind::flip && !flipped_ && f.word < bytes / 8) {
       MEMSTRESS_CUDA_TRY(detail::launch_plant(buffer, f.word, f.bit, detail::PlantBit::flip, stream));
     }
   }
@@ -92,12 +97,14 @@ void Checker::plant_before(const void* src, std::size_t bytes, cudaStream_t stre
 
 void Checker::plant_after(const void* src, std::size_t bytes, cudaStream_t stream) {
   void* buffer = const_cast<void*>(src);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  bool flipped = false;
   for (const BitFault& f : planted_) {
     if (f.kind == BitFault::Kind::flip && !flipped_ && f.word < bytes / 8) {
       MEMSTRESS_CUDA_TRY(detail::launch_plant(buffer, f.word, f.bit, detail::PlantBit::flip, stream));
-      flipped_ = true;
+      flipped = true;
     }
   }
+  flipped_ = flipped_ || flipped;  // every flip undone before the checker counts its one bad read as had
 }
 
 void Checker::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
@@ -107,10 +114,10 @@ void Checker::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::
   auto* counters = static_cast<unsigned char*>(counters_.data());
   MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters, 0x00, sizeof(std::uint64_t), stream));
   MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
+  plant_before(src, bytes, stream);  // outside the timed kernel: a fault-hook build's only
   if (kernel_start != nullptr) {
     MEMSTRESS_CUDA_TRY(cudaEventRecord(kernel_start, stream));
   }
-  plant_before(src, bytes, stream);
   if (bytes != 0) {
     MEMSTRESS_CUDA_TRY(detail::launch_check(src, bytes, pattern, seed,
                                             static_cast<unsigned long long*>(counters_.data()),
@@ -148,6 +155,7 @@ CheckResult Checker::invert(void* buffer, std::size_t bytes, Pattern pattern, st
   MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters, 0x00, sizeof(std::uint64_t), stream));
   MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
   for (const bool down : {false, true}) {
+    plant_stuck(buffer, bytes, stream);  // a stuck cell holds its value whatever each pass wrote
     if (bytes != 0) {
       MEMSTRESS_CUDA_TRY(detail::launch_invert(buffer, bytes, pattern, seed, /*complemented=*/down, down,
                                                static_cast<unsigned long long*>(counters_.data()),

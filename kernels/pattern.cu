@@ -94,8 +94,9 @@ __global__ void compare_kernel(const unsigned char* a, const unsigned char* b, s
   report_bad(bad, first, counters);
 }
 
-// Moving inversions (memtest's test of coupled cells): read, compare, write the complement, word after word
-// in one direction. On a GPU "in order" holds per wave of the grid-stride loop, not per word: each wave
+// Moving inversions (memtest's test of coupled cells): read, compare, write the complement of what the word
+// should hold (not of what was read, so that one bad read is counted once), word after word in one
+// direction. On a GPU "in order" holds per wave of the grid-stride loop, not per word: each wave
 // moves up (or down) the buffer.
 __global__ void invert_kernel(unsigned char* buffer, std::uint64_t bytes, Pattern pattern, std::uint64_t seed,
                               bool complemented, bool descending, unsigned long long* counters) {
@@ -108,21 +109,23 @@ __global__ void invert_kernel(unsigned char* buffer, std::uint64_t bytes, Patter
   for (std::uint64_t step = global_thread(); step < pairs; step += grid_threads()) {
     const std::uint64_t i = descending ? pairs - 1 - step : step;
     const ulonglong2 v = pair_ptr[i];
-    if (v.x != (pattern_word(pattern, seed, 2 * i) ^ flip)) {
+    const std::uint64_t x = pattern_word(pattern, seed, 2 * i) ^ flip;
+    const std::uint64_t y = pattern_word(pattern, seed, 2 * i + 1) ^ flip;
+    if (v.x != x) {
       note_bad(2 * i, bad, first);
     }
-    if (v.y != (pattern_word(pattern, seed, 2 * i + 1) ^ flip)) {
+    if (v.y != y) {
       note_bad(2 * i + 1, bad, first);
     }
-    pair_ptr[i] = make_ulonglong2(~v.x, ~v.y);
+    pair_ptr[i] = make_ulonglong2(~x, ~y);  // what should be there, complemented: one bad read stays one
   }
   if (global_thread() == 0 && (words & 1U) != 0) {
     auto* word_ptr = reinterpret_cast<std::uint64_t*>(buffer);
-    const std::uint64_t v = word_ptr[words - 1];
-    if (v != (pattern_word(pattern, seed, words - 1) ^ flip)) {
+    const std::uint64_t x = pattern_word(pattern, seed, words - 1) ^ flip;
+    if (word_ptr[words - 1] != x) {
       note_bad(words - 1, bad, first);
     }
-    word_ptr[words - 1] = ~v;
+    word_ptr[words - 1] = ~x;
   }
   report_bad(bad, first, counters);
 }

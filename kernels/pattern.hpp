@@ -36,7 +36,9 @@ struct CheckResult {
 // Owns the device counters and the pinned result slot for one check at a time (per stream).
 class Checker {
  public:
-  Checker();
+  // `planted`: in a fault-hook build, the faults MEMSTRESS_PLANT_FAULT asks for are planted in what this
+  // checker checks (Note [Planted faults]; the integrity test's checker); never in other builds.
+  explicit Checker(bool planted = false);
   // Enqueues a comparison of `bytes` at `src` with the pattern on `stream`. When given, `kernel_start` and
   // `kernel_stop` are recorded around the comparison kernel alone (not the counter reset and copy-back),
   // so that its bandwidth can be timed.
@@ -49,12 +51,15 @@ class Checker {
                     cudaStream_t stream);
   // Both passes of moving inversions over a buffer holding the pattern (fill first): compare with the
   // pattern and write its complement going up, then compare with the complement and write the pattern
-  // going down; the buffer holds the pattern again after. Returns the words that differed in either pass
-  // (checked_words counts both passes). `bytes` must be a multiple of 8 (InputError otherwise).
+  // going down; the buffer holds the pattern again after (what should be there is written, so a bad read
+  // is counted once, and a cell that cannot hold a value in each pass). Returns the words that differed,
+  // once per pass (checked_words counts both passes). A planted stuck bit is set again before each pass.
+  // `bytes` must be a multiple of 8 (InputError otherwise).
   CheckResult invert(void* buffer, std::size_t bytes, Pattern pattern, std::uint64_t seed,
                      cudaStream_t stream);
 
  private:
+  void plant_stuck(const void* src, std::size_t bytes, cudaStream_t stream);
   void plant_before(const void* src, std::size_t bytes, cudaStream_t stream);
   void plant_after(const void* src, std::size_t bytes, cudaStream_t stream);
 

@@ -12,11 +12,13 @@
 // memory; `fill_GB/s` and `check_GB/s` time the passes over all blocks.
 //
 // With `inversions` (the default), each fill is followed by memtest's moving inversions before the check:
-// every word compared with the pattern and replaced by its complement going up the block, then compared
+// every word compared with the pattern and given the pattern's complement going up the block, then compared
 // with the complement and given the pattern back going down (a cell coupled to a neighbour, or one that
-// cannot hold a 0 or a 1, differs on one of the passes). A word that differs there did not hold what was
-// written: it counts as persistent. `s/GiB` is the seconds the whole test took per GiB tested (fills,
-// inversions and checks, every pattern). A bad word's note gives its device address, so a planted stuck bit
+// cannot hold a 0 or a 1, differs on one of the passes; what should be there is written, not what was read,
+// so one bad read is counted once). Those words are `inversion_errors` (counted once per pass they differ
+// in), apart from the check's persistent and transient ones; all of them are the case's data errors.
+// `s/GiB` is the seconds the fills, inversions and first reads of every pattern took per GiB tested (the
+// second reads of bad blocks left out). A bad word's note gives its device address, so a planted stuck bit
 // (Note [Planted faults]) is found where it was put.
 
 #include <fmt/format.h>
@@ -99,6 +101,7 @@ class IntegrityRun final : public CaseRun {
     double fill_s = 0;
     double check_s = 0;
     double invert_s = 0;
+    std::uint64_t inverted = 0;
     int notes = 0;
     for (std::size_t p = 0; p < patterns_.size(); ++p) {
       const std::uint64_t seed =
@@ -115,7 +118,7 @@ class IntegrityRun final : public CaseRun {
           const kernels::CheckResult moved =
               checker_.invert(blocks_[b].get(), blocks_[b].size(), patterns_[p], seed + b, s);
           ctx.verified(moved.checked_words, moved.bad_words);
-          persistent += moved.bad_words;
+          inverted += moved.bad_words;
           if (!moved.ok() && notes++ < kMaxNotes) {
             ctx.note(
                 fmt::format("pattern {}, moving inversions: block {}: {} words did not hold their value "
@@ -158,6 +161,9 @@ class IntegrityRun final : public CaseRun {
                static_cast<double>(tested_) / static_cast<double>(total_));
     ctx.record("persistent_errors", "words", Better::lower, static_cast<double>(persistent));
     ctx.record("transient_errors", "words", Better::lower, static_cast<double>(transient));
+    if (inversions_) {
+      ctx.record("inversion_errors", "words", Better::lower, static_cast<double>(inverted));
+    }
     ctx.record("fill_GB/s", "GB/s", Better::higher, gb_per_s(bytes, fill_s));
     ctx.record("check_GB/s", "GB/s", Better::higher, gb_per_s(bytes, check_s));
     ctx.record(
@@ -173,7 +179,7 @@ class IntegrityRun final : public CaseRun {
   std::uint64_t tested_ = 0;
   std::uint64_t total_ = 1;
   DeviceTimer timer_;
-  kernels::Checker checker_;
+  kernels::Checker checker_{/*planted=*/true};
 };
 
 class Integrity final : public Workload {

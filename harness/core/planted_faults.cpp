@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <string>
@@ -88,6 +89,21 @@ PlantedFaults planted_faults() {
   }
   const char* text = std::getenv(std::string(kVariable).c_str());  // NOLINT(concurrency-mt-unsafe): read-only
   return text == nullptr ? PlantedFaults{} : parse_planted_faults(text);
+}
+
+std::string fault_hooks_note() {
+  if (fault_hooks_built()) {
+    return "a fault-hook build (MEMSTRESS_FAULT_HOOKS=ON): faults are planted on request "
+           "(MEMSTRESS_PLANT_FAULT, "
+           "MEMSTRESS_INJECT_HEALTH); its results are for tests, never for accepting a GPU";
+  }
+  const char* plant =
+      std::getenv(std::string(kVariable).c_str());  // NOLINT(concurrency-mt-unsafe): read-only
+  return plant == nullptr ? std::string()
+                          : fmt::format(
+                                "{} is set, but this build plants no faults (configure with "
+                                "MEMSTRESS_FAULT_HOOKS=ON, the faults preset): ignored",
+                                kVariable);
 }
 
 }  // namespace memstress

@@ -21,6 +21,7 @@
 // be planted in a run whose verdict anyone acts on. The parser is built everywhere, so CI tests it.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,5 +49,10 @@ struct PlantedFaults {
 
 // The faults MEMSTRESS_PLANT_FAULT asks for in a fault-hook build; empty in every other build.
 [[nodiscard]] PlantedFaults planted_faults();
+
+// What a run should say of them on stderr before it starts: in a fault-hook build, that it is one (its
+// results are for tests, never for accepting a GPU); in any other, that MEMSTRESS_PLANT_FAULT or
+// MEMSTRESS_INJECT_HEALTH is set and ignored on a real GPU, where one is. "" when there is nothing to say.
+[[nodiscard]] std::string fault_hooks_note();
 
 }  // namespace memstress

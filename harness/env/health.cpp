@@ -42,6 +42,7 @@ constexpr std::array kFigures = {
     HealthFigure{"nvlink.links_down", "links", true},
     HealthFigure{"nvlink.errors", "count", true},
     HealthFigure{"nvlink.corrected", "count", true},
+    HealthFigure{"nvlink.corrected_per_s", "count/s", true},
     HealthFigure{"throttle.power_ms", "ms", true},
     HealthFigure{"throttle.thermal_ms", "ms", true},
     HealthFigure{"throttle.sync_boost_ms", "ms", true},
@@ -129,9 +130,9 @@ class OverlaidHealth final : public HealthWatch {
   [[nodiscard]] GpuHealth read() override {
     GpuHealth out = real_->read();
     const GpuHealth over = injected_->read();
-    for (const auto& [name, value] : over.figures) {
-      overlay(out.figures, name, value);
-      std::erase_if(out.not_measured, [&](const auto& m) { return m.first == name; });
+    for (const auto& figure : over.figures) {
+      overlay(out.figures, figure.first, figure.second);
+      std::erase_if(out.not_measured, [&](const auto& m) { return m.first == figure.first; });
     }
     out.notes.insert(out.notes.end(), over.notes.begin(), over.notes.end());
     return out;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -70,6 +71,7 @@ class NvmlHealth final : public HealthWatch {
     const NvLinks start = nvlinks();
     nvlink_errors_at_start_ = start.errors;
     nvlink_corrected_at_start_ = start.corrected;
+    started_ = std::chrono::steady_clock::now();
     baseline_ns_ = throttle_ns();
   }
   ~NvmlHealth() override {
@@ -308,11 +310,15 @@ class NvmlHealth final : public HealthWatch {
   // Empty where no counter could be read.
   //
   // Note [NVLink errors that are errors]. `errors` sums replay, recovery and CRC-flit errors: a flit sent
-  // again, a link retrained, a flit that failed its check (what `nvidia-smi nvlink -e` reports, and what
-  // DCGM's NVLink health watches). The data CRC and data ECC counters are kept apart (`corrected`): on
-  // healthy H200s with NVLink 4 they rose by 39-54 and 83-168 per GPU in one 256 MiB all_reduce job under
-  // mpirun while replay, recovery and CRC-flit stayed 0 (results/h200x4/faults-580.159.04/README.md), so
-  // judging them failed every healthy node.
+  // again, a link retrained, a flit that failed its check (what `nvidia-smi nvlink -e` reports). DCGM's
+  // limits fail a replay or recovery error outright, and CRC errors only at rates of 100 a second or more.
+  // The data CRC and data ECC counts are kept apart (`corrected`, and `corrected_per_s` since the watch
+  // began, summed over the links): on healthy H200s with NVLink 4 they rose by 39-54 and 83-168 per GPU in
+  // one 256 MiB all_reduce job under mpirun while replay, recovery and CRC-flit stayed 0
+  // (results/h200x4/faults-580.159.04/README.md), so counting them as errors failed every healthy node.
+  // `corrected_per_s` is what DCGM's 100 a second would be judged against (summed over the links here, so
+  // stricter than per link); the shipped profiles do not judge it yet, as no run of theirs has recorded it.
+  // A link that goes down mid-run leaves the sums: its errors since the start are no longer counted.
   struct NvLinks {
     unsigned active = 0;
     unsigned down = 0;
@@ -354,6 +360,8 @@ class NvmlHealth final : public HealthWatch {
       h.not_measured.emplace_back("nvlink.active_links", "this driver's NVML lacks the query");
       h.not_measured.emplace_back("nvlink.links_down", "this driver's NVML lacks the query");
       h.not_measured.emplace_back("nvlink.errors", "this driver's NVML lacks the query");
+      h.not_measured.emplace_back("nvlink.corrected", "this driver's NVML lacks the query");
+      h.not_measured.emplace_back("nvlink.corrected_per_s", "this driver's NVML lacks the query");
       return;
     }
     const NvLinks now = nvlinks();
@@ -367,11 +375,18 @@ class NvmlHealth final : public HealthWatch {
       h.figures.emplace_back("nvlink.errors", since(*now.errors, *nvlink_errors_at_start_));
     }
     if (now.active != 0 && now.corrected && nvlink_corrected_at_start_) {
-      h.figures.emplace_back("nvlink.corrected", since(*now.corrected, *nvlink_corrected_at_start_));
+      const double corrected = since(*now.corrected, *nvlink_corrected_at_start_);
+      const double seconds =
+          std::max(1e-3, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+      h.figures.emplace_back("nvlink.corrected", corrected);
+      h.figures.emplace_back("nvlink.corrected_per_s", corrected / seconds);
     } else {
-      h.not_measured.emplace_back("nvlink.corrected", now.active == 0
-                                                          ? "no NVLink is active on this GPU"
-                                                          : "NVML gave no data CRC or ECC counter");
+      const char* why = now.active == 0
+                            ? "no NVLink is active on this GPU"
+                            : "NVML gave no data CRC or ECC counter of the active links both at the "
+                              "start of the run and now";
+      h.not_measured.emplace_back("nvlink.corrected", why);
+      h.not_measured.emplace_back("nvlink.corrected_per_s", why);
     }
   }
 
@@ -445,6 +460,7 @@ class NvmlHealth final : public HealthWatch {
   std::map<std::string, unsigned long long> baseline_ns_;
   std::optional<unsigned long long> nvlink_errors_at_start_;
   std::optional<unsigned long long> nvlink_corrected_at_start_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace

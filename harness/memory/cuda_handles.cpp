@@ -8,23 +8,22 @@ namespace {
 
 // Note [No context on a GPU nobody chose]. Since CUDA 12, making a device current (cudaSetDevice) creates
 // its primary context. A thread's current device is cuda:0 until someone chooses, so putting back "the
-// device that was current" after working on cuda:N created a context on cuda:0 whenever nobody had used
-// cuda:0: in an mpirun job every rank held one there (520 MiB each on an H200: rank 0's GPU had three
-// other processes and 1.1% less memory to test, results/h200x4/faults-580.159.04/before-nvlink-fix/), and so
-// did every worker thread that made its device current. A device whose primary context is not active is
-// not put back; the thread stays on the device it worked on.
-bool has_context(int device) {
-  const auto state = driver_api().device_primary_ctx_get_state;
-  unsigned flags = 0;
-  int active = 0;
+// device that was current" after working on cuda:N created a context on cuda:0 whenever the thread had not
+// used a GPU yet: in an mpirun job every rank held one there (520 MiB each on an H200: rank 0's GPU had three
+// other processes and 1.1% less memory to test, results/h200x4/faults-580.159.04/), and so did every worker
+// thread that made its device current. So the previous device is put back only where the thread had a
+// context current when the scope began (cuCtxGetCurrent: the thread's own state); otherwise the thread stays
+// on the device it worked on.
+bool has_current_context() {
+  const auto current = driver_api().ctx_get_current;
+  CUcontext context = nullptr;
   // Without the entry point, put back as before (the context may then be made).
-  return state == nullptr || state(static_cast<CUdevice>(device), &flags, &active) != CUDA_SUCCESS ||
-         active != 0;
+  return current == nullptr || current(&context) != CUDA_SUCCESS || context != nullptr;
 }
 
 }  // namespace
 
-ScopedDevice::ScopedDevice(int device) {
+ScopedDevice::ScopedDevice(int device) : restore_(has_current_context()) {
   MEMSTRESS_CUDA_TRY(cudaGetDevice(&previous_));
   if (previous_ != device) {
     MEMSTRESS_CUDA_TRY(cudaSetDevice(device));
@@ -33,7 +32,7 @@ ScopedDevice::ScopedDevice(int device) {
 }
 
 ScopedDevice::~ScopedDevice() {
-  if (changed_ && has_context(previous_)) {
+  if (changed_ && restore_) {
     MEMSTRESS_CUDA_WARN(cudaSetDevice(previous_));
   }
 }

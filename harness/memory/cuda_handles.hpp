@@ -11,7 +11,8 @@
 
 namespace memstress::cuda {
 
-// Makes `device` current for the scope and restores the previous device on exit.
+// Makes `device` current for the scope and, on exit, makes the previous device current again where the
+// thread had a context current before (Note [No context on a GPU nobody chose], cuda_handles.cpp).
 class ScopedDevice {
  public:
   explicit ScopedDevice(int device);
@@ -24,6 +25,7 @@ class ScopedDevice {
  private:
   int previous_ = 0;
   bool changed_ = false;
+  bool restore_ = false;
 };
 
 // A non-blocking stream (it does not synchronize with the legacy default stream).

@@ -46,6 +46,7 @@ DriverApi load_driver_api() noexcept {
   resolve("cuCtxCreate", api.ctx_create, 3020);
 #endif
   resolve("cuCtxDestroy", api.ctx_destroy);
+  resolve("cuCtxGetCurrent", api.ctx_get_current);
   resolve("cuDevicePrimaryCtxGetState", api.device_primary_ctx_get_state);
   return api;
 }

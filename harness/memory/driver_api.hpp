@@ -33,7 +33,9 @@ struct DriverApi {
   CUresult (*ctx_create)(CUcontext* context, unsigned int flags, CUdevice device) = nullptr;
 #endif
   decltype(&::cuCtxDestroy) ctx_destroy = nullptr;
-  // Whether a device's primary context exists (cuda_handles.cpp, ScopedDevice); not part of complete().
+  // The thread's current context (ScopedDevice, cuda_handles.cpp) and whether a device's primary context is
+  // active (its GPU test); not part of complete().
+  decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
   decltype(&::cuDevicePrimaryCtxGetState) device_primary_ctx_get_state = nullptr;
 
   // True when every entry point resolved (a driver is present and new enough).

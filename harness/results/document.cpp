@@ -1,5 +1,6 @@
 // The run as a JSON document: its header (also the first line of the .jsonl stream) and the whole.
 
+#include "harness/core/planted_faults.hpp"
 #include "harness/results/rank_summary.hpp"
 #include "harness/results/row.hpp"
 
@@ -17,6 +18,9 @@ nlohmann::json header_json(const RunRecord& run) {
       {"config", run.config.is_null() ? nlohmann::json::object() : run.config},
       {"environment", run.environment.is_null() ? nlohmann::json::object() : run.environment},
   };
+  if (fault_hooks_built()) {
+    j["memstress"]["fault_hooks"] = true;  // Note [Planted faults]: results for tests only
+  }
   return j;
 }
 

@@ -8,6 +8,7 @@
 #include "harness/alloc/allocator.hpp"
 #include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/log.hpp"
 #include "harness/core/planted_faults.hpp"
 #include "harness/core/version.hpp"
 #include "harness/dist/nccl_comm.hpp"
@@ -36,6 +37,9 @@ std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool re
 Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend, World& world,
                  InterruptWatch& interrupts)
     : world_(world), options_(std::move(options)), backend_(std::move(backend)) {
+  if (const std::string faults = fault_hooks_note(); !faults.empty() && world_.rank() == 0) {
+    note("{}", faults);
+  }
   const DeviceInfo& device = backend_->info();
   RunRecord header;
   const VersionInfo version = version_info();

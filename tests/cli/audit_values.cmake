@@ -144,7 +144,7 @@ memstress_audit_file_test(audit_compare_base_without_rows
 memstress_audit_file_test(audit_compare_json_without_rows
                           --stdout-match "\"nothing_compared\": \"NEW '[^']*no-rows.json' has no rows" 1 -- ${_ms}
                           compare ${_audit_data}/compare/base.json ${_audit_files}/no-rows.json --format json)
-memstress_audit_file_test(audit_accept_from_unfinished_run --stdout-match "^verdict: PASS \\(23 of 23 checks passed, 5 skipped"
+memstress_audit_file_test(audit_accept_from_unfinished_run --stdout-match "^verdict: PASS \\(28 of 28 checks passed, 5 skipped"
                           0 -- ${_ms} accept --profile h100 --from ${_audit_files}/unfinished.jsonl)
 memstress_audit_file_test(audit_accept_from_no_rows --match "--from [^ ]*no-rows.jsonl: no rows" 1 -- ${_ms} accept
                           --profile h100 --from ${_audit_files}/no-rows.jsonl)

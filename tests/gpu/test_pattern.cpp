@@ -109,8 +109,10 @@ TEST_F(PatternTest, MovingInversionsFindAWordThatDidNotHoldItsValue) {
 // A fault-hook build (the `faults` preset) plants what MEMSTRESS_PLANT_FAULT asks for; every other build
 // plants nothing, whatever the variable says.
 TEST_F(PatternTest, PlantedStuckAndFlippedBitsAreFoundWhereTheyWerePut) {
-  ::setenv("MEMSTRESS_PLANT_FAULT", "stuck:100:5:1,flip:200:7", 1);  // NOLINT(concurrency-mt-unsafe)
-  Checker checker;
+  ::setenv("MEMSTRESS_PLANT_FAULT", "stuck:100:5:1,flip:200:7,flip:300:1",
+           1);  // NOLINT(concurrency-mt-unsafe)
+  Checker checker(/*planted=*/true);
+  Checker bystander;                    // a checker not asked to plant sees nothing
   ::unsetenv("MEMSTRESS_PLANT_FAULT");  // NOLINT(concurrency-mt-unsafe)
   cuda::Stream stream;
   constexpr std::size_t kBytes = std::size_t{1} << 20;
@@ -121,16 +123,21 @@ TEST_F(PatternTest, PlantedStuckAndFlippedBitsAreFoundWhereTheyWerePut) {
     EXPECT_TRUE(first.ok()) << "a build without fault hooks planted a fault";
     GTEST_SKIP() << "planting needs a fault-hook build (cmake --preset faults)";
   }
-  EXPECT_EQ(first.bad_words, 2U);  // the stuck bit and the flipped read
+  EXPECT_EQ(first.bad_words, 3U);  // the stuck bit and the two flipped reads
   EXPECT_EQ(first.first_bad_word, 100U);
-  for (int again = 0; again < 2; ++again) {  // the flip was one bad read; the stuck bit stays
+  for (int again = 0; again < 2; ++again) {  // each flip was one bad read, both undone; the stuck bit stays
     const kernels::CheckResult r = checker.check(buffer.data(), kBytes, Pattern::zeros, 0, stream.get());
     EXPECT_EQ(r.bad_words, 1U);
     EXPECT_EQ(r.first_bad_word, 100U);
   }
-  // Stuck at 1 is invisible where the pattern has a 1 there.
+  // Moving inversions find a stuck bit in exactly one of their passes, whatever the pattern.
+  kernels::fill(buffer.data(), kBytes, Pattern::random, 9, stream.get());
+  EXPECT_EQ(checker.invert(buffer.data(), kBytes, Pattern::random, 9, stream.get()).bad_words, 1U);
+  // Stuck at 1 is invisible to a check where the pattern has a 1 there.
   kernels::fill(buffer.data(), kBytes, Pattern::ones, 0, stream.get());
   EXPECT_TRUE(checker.check(buffer.data(), kBytes, Pattern::ones, 0, stream.get()).ok());
+  kernels::fill(buffer.data(), kBytes, Pattern::zeros, 0, stream.get());
+  EXPECT_TRUE(bystander.check(buffer.data(), kBytes, Pattern::zeros, 0, stream.get()).ok());
 }
 
 TEST_F(PatternTest, SpinHoldsTheStream) {
