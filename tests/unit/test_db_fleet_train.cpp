@@ -108,6 +108,7 @@ TEST(FleetTrain, FloorIsTheMedianLessKScaledMadsAndSaysWhereItCameFrom) {
 
 TEST(FleetTrain, SpreadIsAtLeastOnePercentOfTheMedian) {
   std::vector<MetricObservation> same;
+  same.reserve(6);
   for (int i = 0; i < 6; ++i) {
     same.push_back(seen("GPU-" + std::to_string(i), 50.0));
   }
@@ -120,6 +121,7 @@ TEST(FleetTrain, SpreadIsAtLeastOnePercentOfTheMedian) {
 
 TEST(FleetTrain, RanksAreNotMixedAndTooFewGpusTrainNothing) {
   std::vector<MetricObservation> obs;
+  obs.reserve(8);
   for (int i = 0; i < 5; ++i) {
     obs.push_back(seen("GPU-a" + std::to_string(i), 300.0, "GB/s", Better::higher, 4));
   }
