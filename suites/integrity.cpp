@@ -95,7 +95,7 @@ class IntegrityRun final : public CaseRun {
   }
 
   void iteration(CaseContext& ctx) override {
-    const cudaStream_t s = stream_.get();
+    cudaStream_t s = stream_.get();
     std::uint64_t persistent = 0;
     std::uint64_t transient = 0;
     double fill_s = 0;

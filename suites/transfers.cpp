@@ -235,7 +235,7 @@ class TransfersRun final : public CaseRun {
     });
   }
 
-  std::vector<cudaStream_t> stream_range(std::size_t first, std::size_t count) const {
+  [[nodiscard]] std::vector<cudaStream_t> stream_range(std::size_t first, std::size_t count) const {
     std::vector<cudaStream_t> out;
     for (std::size_t i = first; i < first + count; ++i) {
       out.push_back(streams_.at(i).get());
@@ -250,7 +250,7 @@ class TransfersRun final : public CaseRun {
     }
     return device_.back();
   }
-  Allocator& allocator_ref() const { return *allocator_; }
+  [[nodiscard]] Allocator& allocator_ref() const { return *allocator_; }
 
   void fill_host(void* dst) {
     const DeviceBlock scratch(*allocator_, bytes_, StreamRef::from(main()));

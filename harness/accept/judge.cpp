@@ -176,6 +176,7 @@ CheckOutcome unmeasured(const AcceptCheck& check, const AcceptRows& rows) {
 // ">= 41.27 GB/s (0.75 x golden 55.03 GB/s) and <= 60 GB/s"
 std::string bounds_text(const std::vector<Bound>& bounds, const std::string& unit) {
   std::vector<std::string> parts;
+  parts.reserve(bounds.size());
   for (const Bound& b : bounds) {
     parts.push_back(fmt::format("{} {}{}", b.at_least ? ">=" : "<=", with_unit(b.value, unit),
                                 b.from.empty() ? std::string() : fmt::format(" ({})", b.from)));

@@ -117,7 +117,7 @@ class NvmlHealth final : public HealthWatch {
   }
 
  private:
-  const NvmlApi& api() const { return nvml_.api(); }
+  [[nodiscard]] const NvmlApi& api() const { return nvml_.api(); }
 
   // Records `figure`; or, where this GPU does not give it (NOT_SUPPORTED; FUNCTION_NOT_FOUND, which stands
   // for an entry point this driver's library lacks), why it is not measured. Any other answer (GPU_IS_LOST,
@@ -326,7 +326,7 @@ class NvmlHealth final : public HealthWatch {
     std::optional<unsigned long long> corrected;
   };
 
-  NvLinks nvlinks() const {
+  [[nodiscard]] NvLinks nvlinks() const {
     NvLinks out;
     const auto state = api().device_get_nvlink_state;
     const auto counter = api().device_get_nvlink_error_counter;
@@ -395,7 +395,7 @@ class NvmlHealth final : public HealthWatch {
   }
 
   // Each throttle counter this GPU gives (figure -> ns, cumulative since some point of the driver's).
-  std::map<std::string, unsigned long long> throttle_ns() const {
+  [[nodiscard]] std::map<std::string, unsigned long long> throttle_ns() const {
     std::map<std::string, unsigned long long> out;
     for (const Policy& p : kPolicies) {
       nvmlViolationTime_t t{};

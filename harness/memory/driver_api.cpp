@@ -91,8 +91,8 @@ CUresult create_context(CUcontext* context, CUdevice device) {
 }
 
 const DriverApi& driver_api() {
-  static const DriverApi api = load_driver_api();
-  return api;
+  static const DriverApi kApi = load_driver_api();
+  return kApi;
 }
 
 namespace detail {

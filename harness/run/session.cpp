@@ -78,13 +78,14 @@ Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend,
   // SIGINT/SIGTERM/SIGHUP: the finished rows become an aborted document before the process ends (Note
   // [Interrupted runs]). A Handler can be neither copied nor moved: `new` takes on_interrupt's result as
   // it is made.
-  on_signal_.reset(new InterruptWatch::Handler(interrupts.on_interrupt([this](int signal) {
-    const std::string why =
-        fmt::format("interrupted by {} after {} finished row(s)", signal_name(signal), sink_->rows());
-    if (sink_->finish(RunStatus::aborted, why) && writer() && options_.interrupted) {
-      options_.interrupted(sink_->record(), signal, why);
-    }
-  })));
+  on_signal_.reset(new InterruptWatch::Handler(  // NOLINT(modernize-make-unique): neither copied nor moved
+      interrupts.on_interrupt([this](int signal) {
+        const std::string why =
+            fmt::format("interrupted by {} after {} finished row(s)", signal_name(signal), sink_->rows());
+        if (sink_->finish(RunStatus::aborted, why) && writer() && options_.interrupted) {
+          options_.interrupted(sink_->record(), signal, why);
+        }
+      })));
 }
 
 Session::~Session() = default;
