@@ -22,6 +22,13 @@ constexpr std::array<Pattern, 7> kPatterns{
 using detail::grid_for;
 using detail::require_alignment;
 
+// counters = {0, ~0}: two memsets keep an enqueue fully asynchronous.
+void reset_counters(void* counters, cudaStream_t stream) {
+  auto* bytes = static_cast<unsigned char*>(counters);
+  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(bytes, 0x00, sizeof(std::uint64_t), stream));
+  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(bytes + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
+}
+
 }  // namespace
 
 std::string_view to_string(Pattern pattern) noexcept {
@@ -85,17 +92,7 @@ void Checker::plant_stuck(const void* src, std::size_t bytes, cudaStream_t strea
   }
 }
 
-void Checker::plant_before(const void* src, std::size_t bytes, cudaStream_t stream) {
-  plant_stuck(src, bytes, stream);
-  void* buffer = const_cast<void*>(src);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  for (const BitFault& f : planted_) {
-    if (f.kind == BitFault::Kind::flip && !flipped_ && f.word < bytes / 8) {
-      MEMSTRESS_CUDA_TRY(detail::launch_plant(buffer, f.word, f.bit, detail::PlantBit::flip, stream));
-    }
-  }
-}
-
-void Checker::plant_after(const void* src, std::size_t bytes, cudaStream_t stream) {
+bool Checker::flip_planted(const void* src, std::size_t bytes, cudaStream_t stream) {
   void* buffer = const_cast<void*>(src);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
   bool flipped = false;
   for (const BitFault& f : planted_) {
@@ -104,16 +101,30 @@ void Checker::plant_after(const void* src, std::size_t bytes, cudaStream_t strea
       flipped = true;
     }
   }
-  flipped_ = flipped_ || flipped;  // every flip undone before the checker counts its one bad read as had
+  return flipped;
+}
+
+void Checker::plant_before(const void* src, std::size_t bytes, cudaStream_t stream) {
+  plant_stuck(src, bytes, stream);
+  flip_planted(src, bytes, stream);
+}
+
+void Checker::plant_after(const void* src, std::size_t bytes, cudaStream_t stream) {
+  // Every flip undone (flipped back) before the checker counts its one bad read as had.
+  flipped_ = flip_planted(src, bytes, stream) || flipped_;
+}
+
+void Checker::copy_back(cudaStream_t stream, std::uint64_t checked_words) {
+  MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(result_.data(), counters_.data(), 2 * sizeof(std::uint64_t),
+                                     cudaMemcpyDeviceToHost, stream));
+  stream_ = stream;
+  checked_words_ = checked_words;
 }
 
 void Checker::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::uint64_t seed,
                       cudaStream_t stream, cudaEvent_t kernel_start, cudaEvent_t kernel_stop) {
   require_alignment(src, "check");
-  // counters = {0, ~0}: two memsets keep the enqueue fully asynchronous.
-  auto* counters = static_cast<unsigned char*>(counters_.data());
-  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters, 0x00, sizeof(std::uint64_t), stream));
-  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
+  reset_counters(counters_.data(), stream);
   plant_before(src, bytes, stream);  // outside the timed kernel: a fault-hook build's only
   if (kernel_start != nullptr) {
     MEMSTRESS_CUDA_TRY(cudaEventRecord(kernel_start, stream));
@@ -127,10 +138,7 @@ void Checker::enqueue(const void* src, std::size_t bytes, Pattern pattern, std::
     MEMSTRESS_CUDA_TRY(cudaEventRecord(kernel_stop, stream));
   }
   plant_after(src, bytes, stream);
-  MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(result_.data(), counters_.data(), 2 * sizeof(std::uint64_t),
-                                     cudaMemcpyDeviceToHost, stream));
-  stream_ = stream;
-  checked_words_ = (bytes + 7) / 8;
+  copy_back(stream, (bytes + 7) / 8);
 }
 
 CheckResult Checker::wait() {
@@ -151,9 +159,7 @@ CheckResult Checker::invert(void* buffer, std::size_t bytes, Pattern pattern, st
   if (bytes % 8 != 0) {
     throw InputError(fmt::format("invert: {} bytes is not a whole number of 8-byte words", bytes));
   }
-  auto* counters = static_cast<unsigned char*>(counters_.data());
-  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters, 0x00, sizeof(std::uint64_t), stream));
-  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(counters + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
+  reset_counters(counters_.data(), stream);
   for (const bool down : {false, true}) {
     plant_stuck(buffer, bytes, stream);  // a stuck cell holds its value whatever each pass wrote
     if (bytes != 0) {
@@ -162,22 +168,9 @@ CheckResult Checker::invert(void* buffer, std::size_t bytes, Pattern pattern, st
                                                grid_for(bytes / 16), stream));
     }
   }
-  MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(result_.data(), counters_.data(), 2 * sizeof(std::uint64_t),
-                                     cudaMemcpyDeviceToHost, stream));
-  stream_ = stream;
-  checked_words_ = 2 * (bytes / 8);
+  copy_back(stream, 2 * (bytes / 8));
   return wait();
 }
-
-namespace {
-
-void reset_counters(void* counters, cudaStream_t stream) {
-  auto* bytes = static_cast<unsigned char*>(counters);
-  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(bytes, 0x00, sizeof(std::uint64_t), stream));
-  MEMSTRESS_CUDA_TRY(cudaMemsetAsync(bytes + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream));
-}
-
-}  // namespace
 
 CheckTally::CheckTally() : counters_(2 * sizeof(std::uint64_t)) {
   reset_counters(counters_.data(), nullptr);

@@ -60,8 +60,12 @@ class Checker {
 
  private:
   void plant_stuck(const void* src, std::size_t bytes, cudaStream_t stream);
+  // Flips each planted flip bit unless the checker has had its bad read; whether it flipped any.
+  bool flip_planted(const void* src, std::size_t bytes, cudaStream_t stream);
   void plant_before(const void* src, std::size_t bytes, cudaStream_t stream);
   void plant_after(const void* src, std::size_t bytes, cudaStream_t stream);
+  // Copies the counters back on `stream` for wait(), which will report `checked_words`.
+  void copy_back(cudaStream_t stream, std::uint64_t checked_words);
 
   cuda::DeviceBuffer counters_;  // {bad_words, first_bad_word}
   cuda::PinnedBuffer result_;    // the same, copied back

@@ -17,6 +17,11 @@ namespace {
 
 constexpr std::string_view kVariable = "MEMSTRESS_PLANT_FAULT";
 
+// The variable's text; nullptr where it is not set.
+const char* variable_text() {
+  return std::getenv(std::string(kVariable).c_str());  // NOLINT(concurrency-mt-unsafe): read-only
+}
+
 std::vector<std::string_view> split(std::string_view text, char sep) {
   std::vector<std::string_view> out;
   std::size_t start = 0;
@@ -87,7 +92,7 @@ PlantedFaults planted_faults() {
   if (!fault_hooks_built()) {
     return {};
   }
-  const char* text = std::getenv(std::string(kVariable).c_str());  // NOLINT(concurrency-mt-unsafe): read-only
+  const char* text = variable_text();
   return text == nullptr ? PlantedFaults{} : parse_planted_faults(text);
 }
 
@@ -97,13 +102,11 @@ std::string fault_hooks_note() {
            "(MEMSTRESS_PLANT_FAULT, "
            "MEMSTRESS_INJECT_HEALTH); its results are for tests, never for accepting a GPU";
   }
-  const char* plant =
-      std::getenv(std::string(kVariable).c_str());  // NOLINT(concurrency-mt-unsafe): read-only
-  return plant == nullptr ? std::string()
-                          : fmt::format(
-                                "{} is set, but this build plants no faults (configure with "
-                                "MEMSTRESS_FAULT_HOOKS=ON, the faults preset): ignored",
-                                kVariable);
+  return variable_text() == nullptr ? std::string()
+                                    : fmt::format(
+                                          "{} is set, but this build plants no faults (configure with "
+                                          "MEMSTRESS_FAULT_HOOKS=ON, the faults preset): ignored",
+                                          kVariable);
 }
 
 }  // namespace memstress

@@ -51,8 +51,8 @@ struct PlantedFaults {
 [[nodiscard]] PlantedFaults planted_faults();
 
 // What a run should say of them on stderr before it starts: in a fault-hook build, that it is one (its
-// results are for tests, never for accepting a GPU); in any other, that MEMSTRESS_PLANT_FAULT or
-// MEMSTRESS_INJECT_HEALTH is set and ignored on a real GPU, where one is. "" when there is nothing to say.
+// results are for tests, never for accepting a GPU); in any other, that MEMSTRESS_PLANT_FAULT is set and
+// ignored, where it is. "" when there is nothing to say.
 [[nodiscard]] std::string fault_hooks_note();
 
 }  // namespace memstress
