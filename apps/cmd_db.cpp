@@ -253,6 +253,11 @@ int train_command(const DbFlags& f) {
   return to_int(ExitCode::ok);
 }
 
+// --min-gpus of outliers and train: a median and a MAD of fewer than 3 GPUs say nothing.
+void add_min_gpus(CLI::App& sub, std::size_t& min_gpus, const char* help) {
+  sub.add_option("--min-gpus", min_gpus, help)->check(CLI::Range(3, 1'000'000))->capture_default_str();
+}
+
 }  // namespace
 
 Subcommand add_db(CLI::App& app) {
@@ -280,9 +285,7 @@ Subcommand add_db(CLI::App& app) {
       ->check(a_finite_number())
       ->check(CLI::Range(1.0, 100.0))
       ->capture_default_str();
-  outliers->add_option("--min-gpus", flags->min_gpus, "Judge only groups of at least this many GPUs")
-      ->check(CLI::Range(3, 1'000'000))
-      ->capture_default_str();
+  add_min_gpus(*outliers, flags->min_gpus, "Judge only groups of at least this many GPUs");
   outliers->add_flag(
       "--groups", flags->groups,
       "With --format json: also every judged group with each GPU's value (scripts/report draws them)");
@@ -339,9 +342,7 @@ Subcommand add_db(CLI::App& app) {
       ->check(a_finite_number())
       ->check(CLI::Range(0.5, 20.0))
       ->capture_default_str();
-  train->add_option("--min-gpus", flags->min_gpus, "Train a check only from at least this many GPUs")
-      ->check(CLI::Range(3, 1'000'000))
-      ->capture_default_str();
+  add_min_gpus(*train, flags->min_gpus, "Train a check only from at least this many GPUs");
   return {sub, [flags, ingest, outliers, history, drivers, train] {
             if (ingest->parsed()) {
               return ingest_command(*flags);

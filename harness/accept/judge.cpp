@@ -11,10 +11,8 @@
 #include "harness/core/units.hpp"
 
 namespace memstress {
-namespace {
 
-// "55.1 GB/s", "1.5 GiB" (a byte count in human units), "0 data errors", "0.9369" (a ratio or share).
-std::string with_unit(double v, const std::string& unit, int digits = 4) {
+std::string with_unit(double v, const std::string& unit, int digits) {
   if (v == 1 && (unit == "data errors" || unit == "rows not passed")) {
     return unit == "data errors" ? "1 data error" : "1 row not passed";
   }
@@ -28,6 +26,8 @@ std::string with_unit(double v, const std::string& unit, int digits = 4) {
   const bool plain = unit.empty() || unit == "ratio" || unit == "share" || unit == "count" || unit == "flag";
   return plain ? number : fmt::format("{} {}", number, unit);
 }
+
+namespace {
 
 // The bounds a value must meet, each as [lower or upper, value, how it was set].
 struct Bound {

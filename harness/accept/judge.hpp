@@ -34,6 +34,10 @@ struct CheckOutcome {
   std::string detail;  // the whole line after the check's name: measured, bound, rows, GPU
 };
 
+// A value as accept's lines give it: "55.1 GB/s", "1.582M ops/s", "1.5 GiB" (a byte count in human units),
+// "0 data errors", "0.9369" (a ratio or share); `digits` significant digits. `db train` words its floors so.
+[[nodiscard]] std::string with_unit(double v, const std::string& unit, int digits = 4);
+
 // `rows`: from this run or from results files; `ranks`: how many ranks produced them (a check with a
 // larger min_ranks is skipped). Rows of every rank count: a check takes the worst matched row, so one
 // slow GPU fails it.

@@ -10,13 +10,12 @@
 #include <set>
 #include <string_view>
 
+#include "harness/accept/judge.hpp"
 #include "harness/core/error.hpp"
 #include "harness/db/outliers.hpp"
 
 namespace memstress::db {
 namespace {
-
-constexpr double kLeastSpread = 0.01;  // S is at least 1% of M
 
 // Whether a case label ("bytes=256M direction=h2d host=pinned") holds every `where` pair.
 bool matches(const std::string& case_label, const std::vector<std::pair<std::string, std::string>>& where) {
@@ -70,10 +69,6 @@ Matched match(const AcceptCheck& check, const std::vector<MetricObservation>& ob
   return m;
 }
 
-std::string number(double v, const std::string& unit) {
-  return unit.empty() ? fmt::format("{:.4g}", v) : fmt::format("{:.4g} {}", v, unit);
-}
-
 }  // namespace
 
 FleetTraining train_from_fleet(Profile& profile, const std::vector<MetricObservation>& observations,
@@ -100,22 +95,22 @@ FleetTraining train_from_fleet(Profile& profile, const std::vector<MetricObserva
     for (const auto& [gpu, runs] : best->second) {
       values.push_back(median_of(runs));
     }
-    FleetBound b{check.name, gpus, best->first, median_of(values), 0, 0, m.higher_better};
-    b.spread = std::max(scaled_mad(values, b.median), kLeastSpread * std::abs(b.median));
+    const GroupSpread group = group_spread(values, options.relative_floor);
+    FleetBound b{check.name, gpus, best->first, group.median, group.spread, 0, m.higher_better};
     b.bound = b.at_least ? b.median - options.k * b.spread : b.median + options.k * b.spread;
     if (b.at_least && !(b.bound > 0)) {
       out.untrained.push_back(
           {check.name, fmt::format("the fleet's spread leaves no floor above 0 (median {}, "
                                    "scaled MAD {})",
-                                   number(b.median, m.unit), number(b.spread, m.unit))});
+                                   with_unit(b.median, m.unit), with_unit(b.spread, m.unit))});
       continue;
     }
     check.golden.reset();
     (b.at_least ? check.min : check.max) = b.bound;
-    check.source =
-        fmt::format("fleet: median {} {} {} x {} (scaled MAD) over {} GPUs, driver {}{}",
-                    number(b.median, m.unit), b.at_least ? "-" : "+", options.k, number(b.spread, m.unit),
-                    gpus, out.driver, b.ranks > 1 ? fmt::format(", {} ranks at once", b.ranks) : "");
+    check.source = fmt::format("fleet: median {} {} {} x {} (scaled MAD) over {} GPUs, driver {}{}",
+                               with_unit(b.median, m.unit), b.at_least ? "-" : "+", options.k,
+                               with_unit(b.spread, m.unit), gpus, out.driver,
+                               b.ranks > 1 ? fmt::format(", {} ranks at once", b.ranks) : "");
     out.trained.push_back(b);
   }
   return out;

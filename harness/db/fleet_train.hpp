@@ -23,6 +23,7 @@
 
 #include "harness/accept/profile.hpp"
 #include "harness/accept/train.hpp"
+#include "harness/db/outliers.hpp"
 #include "harness/db/store.hpp"
 
 namespace memstress::db {
@@ -30,7 +31,8 @@ namespace memstress::db {
 struct FleetTrainOptions {
   double k = 3.0;
   std::string driver;  // "" the one driver the store holds for the model (InputError if several)
-  std::size_t min_gpus = 5;
+  std::size_t min_gpus = OutlierOptions{}.min_gpus;         // 5, as db outliers judges groups
+  double relative_floor = OutlierOptions{}.relative_floor;  // S at least 1% of M, as db outliers has it
 };
 
 struct FleetBound {

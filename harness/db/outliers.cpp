@@ -49,6 +49,11 @@ double scaled_mad(const std::vector<double>& values, double centre) {
   return kMadScale * median_of(std::move(apart));
 }
 
+GroupSpread group_spread(const std::vector<double>& values, double relative_floor) {
+  const double m = median_of(values);
+  return {m, std::max(scaled_mad(values, m), relative_floor * std::abs(m))};
+}
+
 void OutlierAccumulator::add(const MetricObservation& o) {
   // A new row, or one that only claims to be the last (a row id is unique within one store: observations of
   // two stores fed to one accumulator may share ids, so the GPU is checked too, cheaply).
@@ -111,8 +116,9 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
         scatters.push_back(scaled_mad(runs, values.back()));
       }
     }
-    const double m = median_of(values);
-    const double spread = std::max(scaled_mad(values, m), options.relative_floor * std::abs(m));
+    const GroupSpread group_of_values = group_spread(values, options.relative_floor);
+    const double m = group_of_values.median;
+    const double spread = group_of_values.spread;
     if (!(spread > 0)) {
       continue;  // every GPU at exactly 0: nothing to tell apart
     }

@@ -72,6 +72,15 @@ inline constexpr std::size_t kMinScatterGpus = 5;    // W from fewer GPUs (of 2+
 [[nodiscard]] double median_of(std::vector<double> values);
 [[nodiscard]] double scaled_mad(const std::vector<double>& values, double centre);
 
+// A group of GPUs' values (each the median of its runs): their median, and their spread, the scaled MAD about
+// it but at least `relative_floor` of |median| (Note [Fleet outliers: median and MAD]; `db train`'s floors
+// use the same, Note [Floors from the fleet]).
+struct GroupSpread {
+  double median = 0;
+  double spread = 0;
+};
+[[nodiscard]] GroupSpread group_spread(const std::vector<double>& values, double relative_floor);
+
 struct Outlier : MeasurementKey {
   std::string model, driver, host, gpu_uuid, pci_bus_id;
   double value = 0;         // the GPU's median
