@@ -26,6 +26,7 @@
 #include "harness/dist/rank_setup.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/memory/device_spec.hpp"
+#include "harness/memory/numa.hpp"
 #include "harness/results/sink.hpp"
 #include "harness/run/format.hpp"
 #include "harness/run/junit.hpp"
@@ -63,6 +64,7 @@ struct RunFlags {
   double straggler_pct = kDefaultStragglerThreshold * 100.0;
   std::string inject_fault;
   std::string host_memory = "pinned";
+  std::string numa = "local";
   std::vector<std::string> in_turn;
   std::size_t max_cases = kDefaultMaxCases;
   bool require_gpu = false;      // --require-gpu, or MEMSTRESS_REQUIRE_GPU=1 (then require_gpu_env too)
@@ -149,6 +151,7 @@ nlohmann::json config_json(const RunFlags& f, const PlanRequest& request) {
           {"device", f.device},
           {"allocator", f.allocator},
           {"host_memory", f.host_memory},
+          {"numa", f.numa},
           {"repetitions", f.repetitions},
           {"warmup", f.warmup},
           {"seed", parse_seed(f.seed)},
@@ -329,6 +332,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   session.run.quiet = f.quiet;
   session.progress = f.progress;
   session.pageable_host = f.host_memory == "pageable";
+  session.numa = parse_numa_mode(f.numa, "--numa");
   session.interrupted = [&f](const RunRecord& record, int /*signal*/, const std::string& why) {
     write_junit(f, record);
     note("{}{}", why, f.out.empty() ? std::string() : fmt::format("; the results so far are in {}", f.out));
@@ -436,6 +440,12 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
          "What the shared pinned host cache hands out: pinned (page-locked, the default) or pageable "
          "(plain memory: what-if runs, and a deliberately slowed run for `compare`)")
       ->check(CLI::IsMember({"pinned", "pageable"}))
+      ->capture_default_str();
+  sub->add_option("--numa", flags->numa,
+                  "Where each rank's host memory goes: local (preferred on the NUMA node its GPU is attached "
+                  "to, found by hwloc; the default) or off (where the OS puts it). The placement and the "
+                  "rank's CPUs are recorded in the results' environment")
+      ->check(CLI::IsMember({"local", "off"}))
       ->capture_default_str();
   return {sub, [flags, argv = std::move(argv)] {
             flags->alloc_conf = resolved_alloc_conf(flags->alloc_conf);

@@ -17,6 +17,7 @@
 #include "harness/env/environment.hpp"
 #include "harness/env/health.hpp"
 #include "harness/memory/backend.hpp"
+#include "harness/memory/numa.hpp"
 #include "harness/results/sink.hpp"
 #include "harness/run/progress.hpp"
 
@@ -52,7 +53,12 @@ Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend,
   header.config["ranks"] = world_.size();
   header.ranks = world_.size();
   header.straggler_threshold = options_.straggler_threshold;
-  header.environment = gather_environment(world_, to_json(collect_environment()), *backend_);
+  nlohmann::json local = to_json(collect_environment());
+  if (device.kind == BackendKind::cuda) {
+    // Before the health watch and NCCL start their threads, which inherit the policy.
+    local["numa"] = to_json(place_near_gpu(device.ordinal, options_.numa));
+  }
+  header.environment = gather_environment(world_, std::move(local), *backend_);
   health_ = run_health_watch(device.kind == BackendKind::cuda, device.uuid);
   nccl_ = make_nccl(world_, *backend_);
   sink_ = std::make_unique<ResultSink>(std::move(header), writer() ? options_.out : std::nullopt);

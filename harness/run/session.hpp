@@ -22,6 +22,7 @@
 
 #include "harness/alloc/factory.hpp"
 #include "harness/core/interrupt.hpp"
+#include "harness/memory/numa.hpp"
 #include "harness/results/row.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/runner.hpp"
@@ -47,6 +48,7 @@ struct SessionOptions {
   RunOptions run;                         // repetitions, warm-up, seed, fault; the session sets the rest
   std::string progress = "auto";          // the live progress line: auto (stderr a terminal), always, never
   bool pageable_host = false;             // the pinned host cache hands out plain memory, even on a GPU
+  NumaMode numa = NumaMode::local;  // host memory on the GPU's NUMA node (Note [Host memory near the GPU])
   // On rank 0, after a signal finished the results as aborted ("interrupted by SIGINT after N finished
   // row(s)", `why`), before the process ends by it.
   std::function<void(const RunRecord& record, int signal, const std::string& why)> interrupted;

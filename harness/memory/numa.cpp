@@ -1,0 +1,140 @@
+// Note [Host memory near the GPU], with hwloc.
+#include "harness/memory/numa.hpp"
+
+#include <fmt/format.h>
+#include <hwloc.h>
+#include <hwloc/cudart.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+#include <system_error>
+
+namespace memstress {
+namespace {
+
+struct TopologyFree {
+  void operator()(hwloc_topology* topology) const noexcept { hwloc_topology_destroy(topology); }
+};
+using Topology = std::unique_ptr<hwloc_topology, TopologyFree>;
+
+struct BitmapFree {
+  void operator()(hwloc_bitmap_s* bitmap) const noexcept { hwloc_bitmap_free(bitmap); }
+};
+using Bitmap = std::unique_ptr<hwloc_bitmap_s, BitmapFree>;
+
+// This host's topology (CPUs and NUMA nodes; no I/O devices: the GPU's place comes from sysfs), or null.
+Topology load_topology() {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) {
+    return {};
+  }
+  Topology topology(raw);
+  if (hwloc_topology_load(raw) != 0) {
+    return {};
+  }
+  return topology;
+}
+
+Bitmap new_bitmap() {
+  return Bitmap(hwloc_bitmap_alloc());
+}
+
+std::vector<int> members(hwloc_const_bitmap_t set) {
+  std::vector<int> out;
+  for (int i = hwloc_bitmap_first(set); i != -1; i = hwloc_bitmap_next(set, i)) {
+    out.push_back(i);
+  }
+  return out;
+}
+
+std::string list_text(hwloc_const_bitmap_t set) {
+  char* text = nullptr;
+  if (hwloc_bitmap_list_asprintf(&text, set) < 0 || text == nullptr) {
+    return {};
+  }
+  std::string out(text);
+  std::free(text);  // NOLINT(cppcoreguidelines-no-malloc): hwloc allocates it with malloc
+  return out;
+}
+
+// The nodes of the CPUs local to the GPU's PCI device: every node where sysfs does not say (hwloc then
+// gives the whole machine's CPUs).
+Bitmap gpu_nodeset(hwloc_topology_t topology, int ordinal) {
+  const Bitmap cpus = new_bitmap();
+  const Bitmap nodes = new_bitmap();
+  if (!cpus || !nodes || hwloc_cudart_get_device_cpuset(topology, ordinal, cpus.get()) != 0) {
+    return {};
+  }
+  hwloc_cpuset_to_nodeset(topology, cpus.get(), nodes.get());
+  return hwloc_bitmap_iszero(nodes.get()) != 0 ? Bitmap() : Bitmap(hwloc_bitmap_dup(nodes.get()));
+}
+
+void record_cpus(hwloc_topology_t topology, NumaPlacement& placement) {
+  const Bitmap cpus = new_bitmap();
+  const Bitmap nodes = new_bitmap();
+  if (!cpus || !nodes || hwloc_get_cpubind(topology, cpus.get(), HWLOC_CPUBIND_PROCESS) != 0) {
+    return;
+  }
+  placement.cpus = list_text(cpus.get());
+  hwloc_cpuset_to_nodeset(topology, cpus.get(), nodes.get());
+  placement.cpu_nodes = members(nodes.get());
+}
+
+}  // namespace
+
+NumaPlacement place_near_gpu(int ordinal, NumaMode mode) {
+  NumaPlacement placement;
+  placement.mode = mode;
+  const Topology topology = load_topology();
+  if (!topology) {
+    placement.note = "hwloc could not read this host's topology: host memory is not placed";
+    return placement;
+  }
+  placement.host_nodes = hwloc_get_nbobjs_by_type(topology.get(), HWLOC_OBJ_NUMANODE);
+  record_cpus(topology.get(), placement);
+  const Bitmap nodes = gpu_nodeset(topology.get(), ordinal);
+  if (!nodes) {
+    placement.note = fmt::format("hwloc could not find the NUMA node of CUDA device {}", ordinal);
+    return placement;
+  }
+  placement.gpu_nodes = members(nodes.get());
+  if (mode == NumaMode::off) {
+    return placement;
+  }
+  if (placement.host_nodes > 1 && std::ssize(placement.gpu_nodes) == placement.host_nodes) {
+    placement.note = "the GPU is not attached to any one NUMA node (sysfs gives no local CPUs): not placed";
+    return placement;
+  }
+  // Not HWLOC_MEMBIND_STRICT: Linux's MPOL_PREFERRED, so a full node lends from another rather than fail.
+  if (hwloc_set_membind(topology.get(), nodes.get(), HWLOC_MEMBIND_BIND,
+                        HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET) != 0) {
+    placement.note = fmt::format("setting the memory policy failed: {}",
+                                 std::error_code(errno, std::generic_category()).message());
+    return placement;
+  }
+  placement.memory_placed = true;
+  return placement;
+}
+
+std::optional<int> numa_node_of(const void* data, std::size_t bytes) {
+  const Topology topology = load_topology();
+  const Bitmap nodes = new_bitmap();
+  if (!topology || !nodes || data == nullptr || bytes == 0 ||
+      hwloc_get_area_memlocation(topology.get(), data, bytes, nodes.get(), HWLOC_MEMBIND_BYNODESET) != 0 ||
+      hwloc_bitmap_weight(nodes.get()) != 1) {
+    return std::nullopt;
+  }
+  return hwloc_bitmap_first(nodes.get());
+}
+
+std::vector<int> gpu_numa_nodes(int ordinal) {
+  const Topology topology = load_topology();
+  if (!topology) {
+    return {};
+  }
+  const Bitmap nodes = gpu_nodeset(topology.get(), ordinal);
+  return nodes ? members(nodes.get()) : std::vector<int>{};
+}
+
+}  // namespace memstress
