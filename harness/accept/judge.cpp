@@ -36,6 +36,21 @@ struct Bound {
   std::string from;  // "0.75 x golden 55.03 GB/s", "" for an absolute bound
 };
 
+// The median of the values the check measured, one a row.
+double median_of(const std::vector<RowValue>& values) {
+  std::vector<double> v;
+  v.reserve(values.size());
+  for (const RowValue& rv : values) {
+    v.push_back(rv.value);
+  }
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) {
+    return *mid;
+  }
+  return (*mid + *std::max_element(v.begin(), mid)) / 2;
+}
+
 std::vector<Bound> bounds_of(const AcceptCheck& check, const Measured& m) {
   std::vector<Bound> out;
   if (check.golden) {
@@ -50,6 +65,16 @@ std::vector<Bound> bounds_of(const AcceptCheck& check, const Measured& m) {
   }
   if (check.max) {
     out.push_back({false, *check.max, check.source});
+  }
+  if (check.spread && !m.values.empty() && !m.is_sum) {
+    // AcceptCheck::spread: held to the median of the rows themselves.
+    const double median = median_of(m.values);
+    const double share = *check.spread / 100;
+    const std::string from =
+        fmt::format("{}% {} the median of {} rows, {}", *check.spread, m.higher_better ? "below" : "above",
+                    m.values.size(), with_unit(median, m.unit));
+    out.push_back(m.higher_better ? Bound{true, median * (1 - share), from}
+                                  : Bound{false, median * (1 + share), from});
   }
   return out;
 }
@@ -118,10 +143,19 @@ struct Matched {
   const ResultRow* first_skipped = nullptr;
 };
 
+// A per_host check's skipped row on a node whose measuring rank gave a row (AcceptCheck::per_host).
+bool measured_elsewhere_on_node(const ResultRow& skipped, const AcceptCheck& check, const AcceptRows& rows) {
+  return check.per_host && std::any_of(rows.begin(), rows.end(), [&](const ResultRow& other) {
+           return other.verdict != Verdict::skip && other.gpu.host == skipped.gpu.host &&
+                  matches(other, check);
+         });
+}
+
 Matched count_matched(const AcceptCheck& check, const AcceptRows& rows) {
   Matched out;
   for (const ResultRow& row : rows) {
-    if (matches(row, check)) {
+    if (matches(row, check) &&
+        !(row.verdict == Verdict::skip && measured_elsewhere_on_node(row, check, rows))) {
       ++out.rows;
       if (row.verdict == Verdict::skip) {
         out.skipped += 1;

@@ -175,14 +175,14 @@ int min_ranks(const YAML::Node& node, const std::string& what) {
   return static_cast<int>(*n);
 }
 
-bool in_turn(const YAML::Node& node, const std::string& what) {
-  if (!scalar(node, "in_turn", what)) {
+bool flag(const YAML::Node& node, const char* key, const std::string& what) {
+  if (!scalar(node, key, what)) {
     return false;
   }
   try {
-    return node["in_turn"].as<bool>();
+    return node[key].as<bool>();
   } catch (const YAML::Exception&) {
-    throw InputError(fmt::format("{}: `in_turn` must be true or false{}", what, line_of(node["in_turn"])));
+    throw InputError(fmt::format("{}: `{}` must be true or false{}", what, key, line_of(node[key])));
   }
 }
 
@@ -216,14 +216,15 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
       const std::string what = fmt::format("{}: runs[{}]", name, i);
       check_keys(r, {"workload", "params", "min_ranks", "in_turn"}, what);
       p.runs.push_back({required(r, "workload", what), string_map(r, "params", what), min_ranks(r, what),
-                        in_turn(r, what)});
+                        flag(r, "in_turn", what)});
     }
     for (std::size_t i = 0; i < root["checks"].size(); ++i) {
       const YAML::Node c = root["checks"][i];
       const std::string what = fmt::format("{}: checks[{}]", name, i);
-      check_keys(
-          c, {"name", "workload", "where", "metric", "golden", "factor", "min", "max", "min_ranks", "source"},
-          what);
+      check_keys(c,
+                 {"name", "workload", "where", "metric", "golden", "factor", "min", "max", "spread",
+                  "min_ranks", "per_host", "source"},
+                 what);
       AcceptCheck check;
       check.name = required(c, "name", what);
       check.workload = required(c, "workload", what);
@@ -233,7 +234,13 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
       check.factor = number(c, "factor", what).value_or(0.75);
       check.min = number(c, "min", what);
       check.max = number(c, "max", what);
+      check.spread = number(c, "spread", what);
+      if (check.spread && !(*check.spread > 0 && *check.spread < 100)) {
+        throw InputError(fmt::format("{} ({}): spread is a percentage above 0 and below 100, not {}{}", what,
+                                     check.name, *check.spread, line_of(c["spread"])));
+      }
       check.min_ranks = min_ranks(c, what);
+      check.per_host = flag(c, "per_host", what);
       check.source = scalar(c, "source", what).value_or("");
       if (!(check.factor > 0 && check.factor <= 1)) {
         throw InputError(fmt::format("{} ({}): factor must be in (0, 1]", what, check.name));
@@ -243,8 +250,10 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
         throw InputError(fmt::format("{} ({}): golden must be a number above 0, not {}{} (train it: --train)",
                                      what, check.name, *check.golden, line_of(c["golden"])));
       }
-      if (!check.golden && !check.min && !check.max && !(c["golden"] && c["golden"].IsNull())) {
-        throw InputError(fmt::format("{} ({}): needs golden (with factor), min or max", what, check.name));
+      if (!check.golden && !check.min && !check.max && !check.spread &&
+          !(c["golden"] && c["golden"].IsNull())) {
+        throw InputError(
+            fmt::format("{} ({}): needs golden (with factor), min, max or spread", what, check.name));
       }
       p.checks.push_back(std::move(check));
     }

@@ -46,7 +46,13 @@ struct AcceptCheck {
   double factor = 0.75;
   std::optional<double> min;
   std::optional<double> max;
+  // A bound relative to the GPUs themselves (a percentage): no row may be worse than the median of the
+  // rows matched by more than this, so a pre-job check names the straggler of a node whatever its model.
+  std::optional<double> spread = {};
   int min_ranks = 1;  // with fewer ranks the check is skipped (it says so), not failed
+  // A figure of the node, not of each GPU (the p2p matrix, measured by each host's first rank): the other
+  // ranks' skipped rows of a host whose first rank measured it do not count as GPUs left unjudged.
+  bool per_host = false;
   // Where its min or max came from, where a tool set it ("fleet: median 55.35 GB/s - 3 x 0.412 (scaled MAD)
   // over 12 GPUs, driver 580.159.04": `memstress db train`); a failed or passed line quotes it.
   std::string source = {};

@@ -47,7 +47,7 @@ std::string to_yaml(const Profile& p) {
     if (c.golden) {
       out << YAML::Key << "golden" << YAML::Value << fmt::format("{:.6g}", *c.golden) << YAML::Key << "factor"
           << YAML::Value << c.factor;
-    } else if (!c.min && !c.max) {
+    } else if (!c.min && !c.max && !c.spread) {
       out << YAML::Key << "golden" << YAML::Value << YAML::Null;  // to be trained
     }
     if (c.min) {
@@ -56,8 +56,14 @@ std::string to_yaml(const Profile& p) {
     if (c.max) {
       out << YAML::Key << "max" << YAML::Value << fmt::format("{:.6g}", *c.max);
     }
+    if (c.spread) {
+      out << YAML::Key << "spread" << YAML::Value << fmt::format("{:.6g}", *c.spread);
+    }
     if (c.min_ranks != 1) {
       out << YAML::Key << "min_ranks" << YAML::Value << c.min_ranks;
+    }
+    if (c.per_host) {
+      out << YAML::Key << "per_host" << YAML::Value << true;
     }
     if (!c.source.empty()) {
       out << YAML::Key << "source" << YAML::Value << YAML::DoubleQuoted << c.source;

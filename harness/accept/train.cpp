@@ -10,7 +10,7 @@ namespace memstress {
 std::vector<Untrained> train(Profile& profile, const AcceptRows& rows) {
   std::vector<Untrained> untrained;
   for (AcceptCheck& check : profile.checks) {
-    if (!check.golden && (check.min || check.max)) {
+    if (!check.golden && (check.min || check.max || check.spread)) {
       continue;
     }
     const std::optional<Measured> m = measure(check, rows);

@@ -258,3 +258,98 @@ checks:
 
 }  // namespace
 }  // namespace memstress
+
+namespace memstress {
+namespace {
+
+// AcceptCheck::per_host: the p2p matrix is measured by each host's first rank; the skip rows of the other
+// ranks of a measured host are not GPUs left unjudged, but a host with no measuring rank still is.
+TEST(AcceptProfile, PerHostCheckCountsOneMeasuringRankAHost) {
+  const Profile p = parse_profile(R"(
+name: t
+gpu: G
+runs:
+  - {workload: p2p}
+checks:
+  - {name: node, workload: p2p, metric: GB/s, min: 100, per_host: true}
+  - {name: gpu, workload: p2p, metric: GB/s, min: 100}
+)",
+                                  "t.yaml");
+  ASSERT_TRUE(p.checks[0].per_host);
+  EXPECT_FALSE(p.checks[1].per_host);
+  AcceptRows rows;
+  for (int rank = 0; rank < 4; ++rank) {
+    ResultRow r = on_gpu(row("p2p", {}, 390), rank, rank < 2 ? "a" : "b");
+    if (rank % 2 == 1) {
+      r.verdict = Verdict::skip;
+      r.reason = "measured by its host's first rank";
+      r.metrics.clear();
+    }
+    rows.push_back(std::move(r));
+  }
+  const CheckOutcome node = evaluate(p.checks[0], rows, 4);
+  EXPECT_TRUE(node.pass) << node.detail;
+  EXPECT_FALSE(node.skipped);
+  const CheckOutcome gpu = evaluate(p.checks[1], rows, 4);
+  EXPECT_FALSE(gpu.pass);
+  EXPECT_TRUE(gpu.skipped) << gpu.detail;
+  rows[2].verdict = Verdict::skip;  // host b measured nothing
+  rows[2].metrics.clear();
+  const CheckOutcome unmeasured = evaluate(p.checks[0], rows, 4);
+  EXPECT_FALSE(unmeasured.pass);
+  EXPECT_TRUE(unmeasured.skipped) << unmeasured.detail;
+  EXPECT_THROW(static_cast<void>(parse_profile(R"(
+name: t
+gpu: G
+runs: [{workload: p2p}]
+checks: [{name: node, workload: p2p, metric: GB/s, min: 1, per_host: maybe}]
+)",
+                                               "t.yaml")),
+               InputError);
+}
+
+}  // namespace
+}  // namespace memstress
+
+namespace memstress {
+namespace {
+
+// AcceptCheck::spread: the node's own median is the yardstick, so a quick check names the straggler of any
+// GPU model; with one GPU there is nobody to lag behind.
+TEST(AcceptProfile, SpreadNamesTheGpuBehindTheNodesMedian) {
+  const Profile p = parse_profile(R"(
+name: t
+gpu: G
+runs:
+  - {workload: transfers}
+checks:
+  - {name: h2d, workload: transfers, metric: GB/s, spread: 10}
+)",
+                                  "t.yaml");
+  ASSERT_TRUE(p.checks[0].spread.has_value());
+  AcceptRows rows;
+  for (int rank = 0; rank < 4; ++rank) {
+    rows.push_back(on_gpu(row("transfers", {}, rank == 1 ? 46 : 55), rank, "a"));
+  }
+  const CheckOutcome fail = evaluate(p.checks[0], rows, 4);
+  EXPECT_FALSE(fail.pass);
+  EXPECT_EQ(fail.bound, ">= 49.5 GB/s (10% below the median of 4 rows, 55 GB/s)");
+  EXPECT_EQ(fail.where, "46 GB/s on host a, rank 1, cuda:1 (GPU-1, PCI 0000:11:00.0)");
+  rows[1].metrics[0].summary.median = 50;
+  EXPECT_TRUE(evaluate(p.checks[0], rows, 4).pass);
+  EXPECT_TRUE(evaluate(p.checks[0], {rows[1]}, 1).pass);
+  Profile trained = p;
+  EXPECT_TRUE(train(trained, rows).empty());
+  EXPECT_FALSE(trained.checks[0].golden.has_value());  // nothing to train: the bound is the node's own
+  const auto bad = [](const char* spread) {
+    return fmt::format(
+        "name: t\ngpu: G\nruns: [{{workload: x}}]\nchecks: [{{name: c, workload: x, metric: m, "
+        "spread: {}}}]\n",
+        spread);
+  };
+  EXPECT_THROW(static_cast<void>(parse_profile(bad("0"), "t.yaml")), InputError);
+  EXPECT_THROW(static_cast<void>(parse_profile(bad("100"), "t.yaml")), InputError);
+}
+
+}  // namespace
+}  // namespace memstress
