@@ -15,6 +15,8 @@
 // counts both (one figure per unordered pair). Metrics per pair: `GB/s 0->1` (uni), `GB/s 0<->1` (bidir),
 // and `GB/s min`, the slowest pair of the sample (what acceptance checks). GB/s = 1e9 bytes/s.
 //
+// `peer_refused` counts the ordered pairs the driver refused peer access (Note [Refused peers]).
+//
 // Note [Latency]. measure=latency: a pointer chase (kernels/chase.hpp) through a chain of `bytes` in the
 // memory of GPU j, followed by one thread on GPU i: `latency_us i->j` = time / hops, for every pair and
 // for each GPU's own memory (i->i, the local figure to compare with), and `latency_us max`. Only SM loads
@@ -29,6 +31,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -166,18 +169,55 @@ class P2pRun final : public CaseRun {
         const double gbs = measure(*a, *b);
         verify(ctx, *a, *b);
         slowest = std::min(slowest, gbs);
-        ctx.record(fmt::format("GB/s {}{}{}", a->device, bidir_ ? "<->" : "->", b->device), "GB/s",
-                   Better::higher, gbs);
+        const std::string pair = fmt::format("{}{}{}", a->device, bidir_ ? "<->" : "->", b->device);
+        ctx.record("GB/s " + pair, "GB/s", Better::higher, gbs);
+        if (ctx.measuring()) {
+          pairs_[pair].push_back(gbs);
+        }
       }
     }
     if (slowest != std::numeric_limits<double>::infinity()) {
       ctx.record("GB/s min", "GB/s", Better::higher, slowest);
     }
+    record_refused(ctx);
   }
 
  private:
   [[nodiscard]] std::uint64_t source_seed(int device) const noexcept {
     return seed_ + static_cast<std::uint64_t>(device);
+  }
+
+  // The links ranked: which pair was slowest and which fastest by their medians, as a note that a failed
+  // `GB/s min` check quotes ("GB/s min: slowest pair 2->3 ...").
+  void finish(CaseContext& ctx) override {
+    if (pairs_.size() < 2) {
+      return;
+    }
+    std::vector<std::pair<double, std::string>> ranked;
+    for (auto& [pair, samples] : pairs_) {
+      const auto mid = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
+      std::nth_element(samples.begin(), mid, samples.end());
+      ranked.emplace_back(*mid, pair);
+    }
+    std::sort(ranked.begin(), ranked.end());
+    ctx.note(
+        fmt::format("GB/s min: slowest pair {} ({:.1f} GB/s median), fastest {} ({:.1f} GB/s), of {} pairs",
+                    ranked.front().second, ranked.front().first, ranked.back().second, ranked.back().first,
+                    ranked.size()));
+  }
+
+  // Note [Refused peers]: the ordered pairs the driver refused peer access, as a count a profile can bound
+  // (a node whose topology has a link between every pair must show none) and named once in a note.
+  void record_refused(CaseContext& ctx) const {
+    const auto& refused = peers_->refused();
+    if (ctx.iteration() == 0 && !refused.empty()) {
+      std::string pairs;
+      for (const auto& [from, to] : refused) {
+        pairs += fmt::format("{}{}->{}", pairs.empty() ? "" : ", ", from, to);
+      }
+      ctx.note(fmt::format("peer access refused: {} (copies between them go through the host)", pairs));
+    }
+    ctx.record("peer_refused", "pairs", Better::lower, static_cast<double>(refused.size()));
   }
 
   [[nodiscard]] Leg leg(Gpu& from, Gpu& to) const noexcept { return {&from, &to, read_ ? &to : &from}; }
@@ -302,8 +342,10 @@ class P2pRun final : public CaseRun {
   std::uint64_t bytes_;
   std::uint64_t inner_;
   std::uint64_t seed_;
-  std::optional<PeerAccess> peers_;         // before the buffers: mappings outlive them
-  std::vector<std::unique_ptr<Gpu>> gpus_;  // stable addresses for Leg
+  cuda::PrimaryContextsAsFound contexts_;  // first: the other GPUs' contexts go after all that used them
+  std::map<std::string, std::vector<double>> pairs_;  // each pair's measured samples, GB/s
+  std::optional<PeerAccess> peers_;                   // before the buffers: mappings outlive them
+  std::vector<std::unique_ptr<Gpu>> gpus_;            // stable addresses for Leg
 };
 
 class P2p final : public Workload {

@@ -58,7 +58,20 @@ BitFault bit_fault(const std::vector<std::string_view>& f, std::string_view item
   return b;
 }
 
+RefusedPeer refused_peer(const std::vector<std::string_view>& f, std::string_view item) {
+  if (f.size() != 3U) {
+    throw InputError(fmt::format("{} item '{}': expected nopeer:FROM:TO", kVariable, item));
+  }
+  constexpr std::uint64_t kMostDevice = 1023;
+  return {static_cast<int>(number(f[1], kMostDevice, item, "FROM")),
+          static_cast<int>(number(f[2], kMostDevice, item, "TO"))};
+}
+
 }  // namespace
+
+bool PlantedFaults::refuses(int from, int to) const noexcept {
+  return std::find(refused_peers.begin(), refused_peers.end(), RefusedPeer{from, to}) != refused_peers.end();
+}
 
 PlantedFaults parse_planted_faults(std::string_view text) {
   PlantedFaults out;
@@ -71,9 +84,12 @@ PlantedFaults parse_planted_faults(std::string_view text) {
       out.bits.push_back(bit_fault(f, item));
     } else if (item == "pageable") {
       out.pageable_host = true;
+    } else if (f[0] == "nopeer") {
+      out.refused_peers.push_back(refused_peer(f, item));
     } else {
       throw InputError(
-          fmt::format("{} item '{}': unknown fault; expected stuck:WORD:BIT:VALUE, flip:WORD:BIT or pageable",
+          fmt::format("{} item '{}': unknown fault; expected stuck:WORD:BIT:VALUE, flip:WORD:BIT, pageable "
+                      "or nopeer:FROM:TO",
                       kVariable, item));
     }
   }

@@ -13,7 +13,9 @@
 //   flip:WORD:BIT         the first check of each checker reads that bit flipped (it is flipped in memory
 //                         just before that check and flipped back just after): a bad read, which the
 //                         second read of the integrity check does not see (transient);
-//   pageable              the run's pinned host cache hands out ordinary pageable memory.
+//   pageable              the run's pinned host cache hands out ordinary pageable memory;
+//   nopeer:FROM:TO        CUDA device FROM is refused peer access to device TO (as cudaDeviceCanAccessPeer
+//                         answers on a node whose link or driver refuses it), the other pairs as they are.
 // and, in the same builds, MEMSTRESS_INJECT_HEALTH on a real GPU overlays its figures on NVML's readings
 // (ECC, remapped rows, XID, NVLink errors: harness/env/health.hpp). scripts/lab/gpu-faults uses both.
 //
@@ -35,10 +37,20 @@ struct BitFault {
   bool value = false;      // stuck: the value the bit holds
 };
 
+struct RefusedPeer {
+  int from = 0;
+  int to = 0;
+  bool operator==(const RefusedPeer&) const = default;
+};
+
 struct PlantedFaults {
   std::vector<BitFault> bits;
   bool pageable_host = false;
-  [[nodiscard]] bool empty() const noexcept { return bits.empty() && !pageable_host; }
+  std::vector<RefusedPeer> refused_peers;
+  [[nodiscard]] bool empty() const noexcept {
+    return bits.empty() && !pageable_host && refused_peers.empty();
+  }
+  [[nodiscard]] bool refuses(int from, int to) const noexcept;
 };
 
 // Parses MEMSTRESS_PLANT_FAULT's text (grammar above). Throws InputError naming the variable and the item.

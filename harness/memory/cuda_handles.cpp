@@ -1,5 +1,7 @@
 #include "harness/memory/cuda_handles.hpp"
 
+#include <optional>
+
 #include "harness/core/cuda_check.hpp"
 #include "harness/memory/driver_api.hpp"
 
@@ -34,6 +36,38 @@ ScopedDevice::ScopedDevice(int device) : restore_(has_current_context()) {
 ScopedDevice::~ScopedDevice() {
   if (changed_ && restore_) {
     MEMSTRESS_CUDA_WARN(cudaSetDevice(previous_));
+  }
+}
+
+namespace {
+
+// Whether `device`'s primary context is active in this process; nothing where the driver cannot say.
+std::optional<bool> primary_context_active(int device) {
+  const auto state = driver_api().device_primary_ctx_get_state;
+  unsigned flags = 0;
+  int active = 0;
+  if (state == nullptr || state(static_cast<CUdevice>(device), &flags, &active) != CUDA_SUCCESS) {
+    return std::nullopt;
+  }
+  return active != 0;
+}
+
+}  // namespace
+
+PrimaryContextsAsFound::PrimaryContextsAsFound() {
+  for (int d = 0; d < device_count(); ++d) {
+    if (primary_context_active(d) == false) {
+      inactive_.push_back(d);
+    }
+  }
+}
+
+PrimaryContextsAsFound::~PrimaryContextsAsFound() {
+  for (const int d : inactive_) {
+    if (primary_context_active(d) == true) {
+      const ScopedDevice on(d);
+      MEMSTRESS_CUDA_WARN(cudaDeviceReset());
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <span>
 #include <utility>
+#include <vector>
 
 namespace memstress::cuda {
 
@@ -26,6 +27,25 @@ class ScopedDevice {
   int previous_ = 0;
   bool changed_ = false;
   bool restore_ = false;
+};
+
+// Leaves the GPUs' primary contexts as it found them: on leaving the scope, each visible GPU whose primary
+// context this process had not made active when the scope began, and that is active now, has it torn down
+// again (cudaDeviceReset on that device: this process's context alone, never the GPU). For work that
+// reaches GPUs other than the rank's own (the p2p matrix): without it the rank kept a context on each of
+// them for the rest of the run, and every other rank's GPU showed one more process (its health check
+// counts them). Everything made on those GPUs inside the scope must be gone by then: declare it after.
+class PrimaryContextsAsFound {
+ public:
+  PrimaryContextsAsFound();
+  ~PrimaryContextsAsFound();
+  PrimaryContextsAsFound(const PrimaryContextsAsFound&) = delete;
+  PrimaryContextsAsFound& operator=(const PrimaryContextsAsFound&) = delete;
+  PrimaryContextsAsFound(PrimaryContextsAsFound&&) = delete;
+  PrimaryContextsAsFound& operator=(PrimaryContextsAsFound&&) = delete;
+
+ private:
+  std::vector<int> inactive_;  // devices whose primary context was not active at the start
 };
 
 // A non-blocking stream (it does not synchronize with the legacy default stream).

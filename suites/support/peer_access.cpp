@@ -5,11 +5,14 @@
 #include <algorithm>
 
 #include "harness/core/cuda_check.hpp"
+#include "harness/core/planted_faults.hpp"
 #include "harness/memory/cuda_handles.hpp"
 
 namespace memstress::suites {
 
 PeerAccess::PeerAccess(const std::vector<int>& devices) {
+  const PlantedFaults planted =
+      planted_faults();  // nopeer:FROM:TO in a fault-hook build, Note [Planted faults]
   for (const int from : devices) {
     const cuda::ScopedDevice on(from);
     for (const int to : devices) {
@@ -18,7 +21,8 @@ PeerAccess::PeerAccess(const std::vector<int>& devices) {
       }
       int can = 0;
       MEMSTRESS_CUDA_TRY(cudaDeviceCanAccessPeer(&can, from, to));
-      if (can == 0) {
+      if (can == 0 || planted.refuses(from, to)) {
+        refused_.emplace_back(from, to);
         continue;
       }
       const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);

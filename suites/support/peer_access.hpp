@@ -21,10 +21,13 @@ class PeerAccess {
 
   // Whether `from` can load and store `to`'s memory.
   [[nodiscard]] bool can_access(int from, int to) const noexcept;
+  // The ordered pairs the driver refused peer access (copies between them go through the host).
+  [[nodiscard]] const std::vector<std::pair<int, int>>& refused() const noexcept { return refused_; }
 
  private:
   std::vector<std::pair<int, int>> reachable_;  // (from, to)
   std::vector<std::pair<int, int>> enabled_;    // by this owner
+  std::vector<std::pair<int, int>> refused_;    // (from, to)
 };
 
 }  // namespace memstress::suites

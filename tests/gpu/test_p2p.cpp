@@ -80,7 +80,41 @@ TEST_F(P2pTest, EveryCaseOfTheMatrixPassesWithItsCopiesVerified) {
     const MetricResult* m = row.metric(latency ? "latency_us max" : "GB/s min");
     ASSERT_NE(m, nullptr) << row.case_label();
     EXPECT_GT(m->summary.median, 0.0) << row.case_label();
+    if (!latency) {
+      const MetricResult* refused = row.metric("peer_refused");
+      ASSERT_NE(refused, nullptr) << row.case_label();
+      EXPECT_EQ(refused->summary.median, 0.0)
+          << row.case_label();  // every pair of this node reaches the other
+    }
   }
+}
+
+// cuda::PrimaryContextsAsFound: the rank that measures the matrix opens every GPU, and leaves none of the
+// others with a context of its own once the case is over (every other rank's GPU would count it as one more
+// process). In a process of its own, as above.
+TEST_F(P2pTest, TheMatrixLeavesNoContextOnTheOtherGpus) {
+  if (cuda::device_count() < 2) {
+    GTEST_SKIP() << "needs 2 GPUs";
+  }
+  if (driver_api().device_primary_ctx_get_state == nullptr) {
+    GTEST_SKIP() << "this driver gives no cuDevicePrimaryCtxGetState";
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::vector<Row> rows =
+            testing::run_on_gpu("p2p", {"bytes=16M", "measure=bandwidth", "engine=ce", "direction=uni"}, 1);
+        int left = 0;
+        for (int d = 1; d < cuda::device_count(); ++d) {
+          unsigned flags = 0;
+          int active = 1;
+          left += driver_api().device_primary_ctx_get_state(d, &flags, &active) == CUDA_SUCCESS && active == 0
+                      ? 0
+                      : 1;
+        }
+        std::_Exit(!rows.empty() && rows.front().verdict == Verdict::pass && left == 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

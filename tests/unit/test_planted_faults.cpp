@@ -21,6 +21,15 @@ TEST(PlantedFaults, ParsesStuckAndFlippedBitsAndPageableHostMemory) {
   EXPECT_TRUE(parse_planted_faults("").empty());
 }
 
+TEST(PlantedFaults, ParsesRefusedPeersOnePairEach) {
+  const PlantedFaults f = parse_planted_faults("nopeer:0:2,nopeer:3:1");
+  EXPECT_FALSE(f.empty());
+  EXPECT_TRUE(f.refuses(0, 2));
+  EXPECT_TRUE(f.refuses(3, 1));
+  EXPECT_FALSE(f.refuses(2, 0));  // one direction only
+  EXPECT_FALSE(f.refuses(1, 3));
+}
+
 TEST(PlantedFaults, BadTextNamesTheVariableAndTheItem) {
   const auto message = [](const std::string& text) {
     try {
@@ -40,10 +49,13 @@ TEST(PlantedFaults, BadTextNamesTheVariableAndTheItem) {
       "MEMSTRESS_PLANT_FAULT item 'flip:x:2': WORD must be a whole number from 0 to 18446744073709551615");
   EXPECT_EQ(message("pageable,"),
             "MEMSTRESS_PLANT_FAULT item '': unknown fault; expected stuck:WORD:BIT:VALUE, "
-            "flip:WORD:BIT or pageable");
+            "flip:WORD:BIT, pageable or nopeer:FROM:TO");
+  EXPECT_EQ(message("nopeer:1"), "MEMSTRESS_PLANT_FAULT item 'nopeer:1': expected nopeer:FROM:TO");
+  EXPECT_EQ(message("nopeer:1:-2"),
+            "MEMSTRESS_PLANT_FAULT item 'nopeer:1:-2': TO must be a whole number from 0 to 1023");
   EXPECT_EQ(message("ecc"),
             "MEMSTRESS_PLANT_FAULT item 'ecc': unknown fault; expected stuck:WORD:BIT:VALUE, "
-            "flip:WORD:BIT or pageable");
+            "flip:WORD:BIT, pageable or nopeer:FROM:TO");
 }
 
 // CI builds without fault hooks: nothing is planted, whatever the environment says.
