@@ -8,7 +8,9 @@ namespace memstress::kernels {
 
 // Enqueues a copy of `bytes` from src to dst done by SM loads and stores rather than a copy engine.
 // Either side may be device memory or mapped pinned host memory (a kernel over PCIe); both must be
-// 16-byte aligned (InputError otherwise).
-void sm_copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream);
+// 16-byte aligned (InputError otherwise). `sharing`: how many such copies run at once on the device (the
+// two directions of a bidirectional copy, several streams): each gets that share of the grid, so that
+// they run side by side rather than one after the other for want of room on the SMs.
+void sm_copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, unsigned sharing = 1);
 
 }  // namespace memstress::kernels

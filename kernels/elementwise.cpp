@@ -2,6 +2,8 @@
 
 #include "kernels/elementwise.hpp"
 
+#include <algorithm>
+
 #include "harness/core/cuda_check.hpp"
 #include "kernels/copy.hpp"
 #include "kernels/grid.hpp"
@@ -18,13 +20,14 @@ void aligned(const void* p) {
 
 }  // namespace
 
-void sm_copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+void sm_copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, unsigned sharing) {
   if (bytes == 0) {
     return;
   }
   detail::require_alignment(dst, "sm_copy");
   detail::require_alignment(src, "sm_copy");
-  MEMSTRESS_CUDA_TRY(detail::launch_copy(dst, src, bytes, grid_for(bytes / 16), stream));
+  const unsigned grid = std::max(1U, grid_for(bytes / 16) / std::max(1U, sharing));
+  MEMSTRESS_CUDA_TRY(detail::launch_copy(dst, src, bytes, grid, stream));
 }
 
 void init_uniform(float* x, std::uint64_t n, std::uint64_t seed, cudaStream_t stream) {

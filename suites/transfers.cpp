@@ -19,6 +19,9 @@
 // cudaMalloc buffer; for d2d, cudaMemcpyAsync between two cudaMalloc buffers. `ref_GB/s` is that loop and
 // `vs_ref` the ratio of the two, sample by sample, so the ratio is not disturbed by drift between cases.
 //
+// Where the host buffers' pages lie is read back once they are filled: `numa_local` is 1 when every one
+// is on a NUMA node the GPU is attached to (Note [Host memory near the GPU], harness/memory/numa.hpp).
+//
 // Note [What is verified]. Sources hold the random pattern from the case seed; each repetition clears the
 // destinations first, and after the timed copies checks every destination word on the device (a pinned or
 // registered destination is read through its mapping; a pageable one is first copied to a device block).
@@ -38,8 +41,11 @@
 #include "harness/core/cuda_check.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
+#include "harness/dist/world.hpp"
+#include "harness/memory/backend.hpp"
 #include "harness/memory/cuda_handles.hpp"
 #include "harness/memory/host_buffers.hpp"
+#include "harness/memory/numa.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/timing.hpp"
 #include "harness/run/workload.hpp"
@@ -128,6 +134,10 @@ struct Leg {
 // Enqueues `inner` rounds of every leg's chunked copies between the timer's events and returns seconds.
 double timed_copies(const std::vector<Leg>& legs, std::size_t bytes, std::uint64_t inner, Engine engine,
                     cudaStream_t main, const DeviceTimer& timer, const std::vector<cuda::Event>& joins) {
+  unsigned sharing = 0;  // copies at once: every stream of every leg (kernels::sm_copy)
+  for (const Leg& leg : legs) {
+    sharing += static_cast<unsigned>(leg.streams.size());
+  }
   kernels::spin(kSpinNs, main);
   timer.start(main);
   for (const Leg& leg : legs) {
@@ -152,7 +162,7 @@ double timed_copies(const std::vector<Leg>& legs, std::size_t bytes, std::uint64
         if (engine == Engine::ce) {
           MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(dst, src, length, cudaMemcpyDefault, leg.streams[i]));
         } else {
-          kernels::sm_copy(dst, src, length, leg.streams[i]);
+          kernels::sm_copy(dst, src, length, leg.streams[i], sharing);
         }
       }
     }
@@ -203,7 +213,7 @@ class TransfersRun final : public CaseRun {
 
   void iteration(CaseContext& ctx) override {
     clear_destinations();
-    const double seconds = timed_copies(legs_, bytes_, inner_, engine_, main(), timer_, joins_);
+    const double seconds = timed(ctx, legs_, engine_, joins_);
     verify(ctx);
     const double moved = static_cast<double>(bytes_) * static_cast<double>(inner_) *
                          (direction_ == Direction::bidir || direction_ == Direction::d2d ? 2.0 : 1.0);
@@ -212,9 +222,11 @@ class TransfersRun final : public CaseRun {
     if (host_kind_ == HostKind::pinned && !host_.empty()) {
       ctx.record("page_locked", "flag", Better::higher, page_locked() ? 1.0 : 0.0);
     }
+    if (numa_local_) {
+      ctx.record("numa_local", "flag", Better::higher, *numa_local_ ? 1.0 : 0.0);
+    }
     if (!ref_legs_.empty()) {
-      const double ref_seconds =
-          timed_copies(ref_legs_, bytes_, inner_, Engine::ce, main(), timer_, ref_joins_);
+      const double ref_seconds = timed(ctx, ref_legs_, Engine::ce, ref_joins_);
       const double ref = gb_per_s(moved, ref_seconds);
       ctx.record("ref_GB/s", "GB/s", Better::higher, ref);
       ctx.record("vs_ref", "ratio", Better::higher, gbs / ref);
@@ -223,6 +235,21 @@ class TransfersRun final : public CaseRun {
 
  private:
   [[nodiscard]] cudaStream_t main() const noexcept { return streams_.front().get(); }
+
+  // Note [Every GPU at once]: where every rank runs the case at the same moment (not --in-turn), each
+  // timed window starts on every GPU together, behind a spinning barrier, as nvbandwidth's host_to_all
+  // and all_to_host start every GPU's copies at once. Without it the ranks drift apart within a few
+  // repetitions (each verifies 512 MiB and times its reference loop at its own pace), one rank's timed
+  // copies meet another's verification or nothing at all, and "all at once" measured each GPU nearly
+  // alone (all_to_host 53.6 GB/s a GPU on 4 H200s, against nvbandwidth's 33.8).
+  double timed(CaseContext& ctx, const std::vector<Leg>& legs, Engine engine,
+               const std::vector<cuda::Event>& joins) {
+    if (ctx.together()) {
+      streams_.front().synchronize();  // the destinations cleared
+      ctx.world().spin_barrier();
+    }
+    return timed_copies(legs, bytes_, inner_, engine, main(), timer_, joins);
+  }
 
   // Whether the driver itself knows every host buffer as page-locked (what host=pinned asks for), not
   // what the host cache claims: memory that ended up pageable (a memlock limit, a fallback, a planted
@@ -233,6 +260,25 @@ class TransfersRun final : public CaseRun {
       MEMSTRESS_CUDA_TRY(cudaPointerGetAttributes(&attributes, h.data()));
       return attributes.type == cudaMemoryTypeHost;
     });
+  }
+
+  // Note [Host memory near the GPU]: whether every host buffer's pages lie on a NUMA node the GPU is
+  // attached to, read back from the kernel once the buffers are filled; nothing where the GPU's node or
+  // a buffer's cannot be read.
+  [[nodiscard]] std::optional<bool> numa_local(int ordinal) const {
+    const std::vector<int> near = gpu_numa_nodes(ordinal);
+    if (near.empty() || host_.empty()) {
+      return std::nullopt;
+    }
+    bool local = true;
+    for (const HostMemory& h : host_) {
+      const std::optional<int> node = numa_node_of(h.data(), bytes_);
+      if (!node) {
+        return std::nullopt;
+      }
+      local = local && std::find(near.begin(), near.end(), *node) != near.end();
+    }
+    return local;
   }
 
   [[nodiscard]] std::vector<cudaStream_t> stream_range(std::size_t first, std::size_t count) const {
@@ -303,6 +349,7 @@ class TransfersRun final : public CaseRun {
     }
     make_reference(n);
     streams_.front().synchronize();
+    numa_local_ = numa_local(ctx.device().info().ordinal);
   }
 
   // Note [The reference]: the same legs between cudaHostAlloc/cudaMalloc buffers. Their sources hold the
@@ -381,6 +428,7 @@ class TransfersRun final : public CaseRun {
   std::vector<cuda::Event> joins_;
   std::vector<cuda::Event> ref_joins_;
   std::vector<HostMemory> host_;
+  std::optional<bool> numa_local_;
   std::vector<DeviceBlock> device_;
   DeviceBlock bounce_;
   std::vector<cuda::PinnedBuffer> ref_host_;

@@ -46,6 +46,11 @@ class CaseContext {
   // The run's GPU health watch (the `health` workload), or null where the run has none.
   [[nodiscard]] HealthWatch* health() const noexcept { return health_; }
   void set_health(HealthWatch* health) noexcept { health_ = health; }
+  // True when every rank of a world of several runs this case at the same moment (not in turn): a
+  // workload may then align its timed windows across the ranks (World::spin_barrier), as one that measures
+  // every GPU at once must; in turn, or alone, there is no one to wait for.
+  [[nodiscard]] bool together() const noexcept { return together_; }
+  void set_together(bool together) noexcept { together_ = together; }
   // Derived from the run's --seed and the case's identity: the same case always gets the same seed.
   [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
   // False during warm-up repetitions.
@@ -76,6 +81,7 @@ class CaseContext {
   NcclComm* nccl_;
   HealthWatch* health_ = nullptr;
   bool measuring_ = false;
+  bool together_ = false;
   int iteration_ = 0;
   std::vector<MetricResult> metrics_;
   std::uint64_t checked_ = 0;

@@ -134,6 +134,7 @@ void Runner::run_case(const PlannedCase& planned, std::size_t index, const std::
   CaseContext ctx(planned.params, allocator_, case_seed(options_.seed, planned), host_, &world,
                   options_.nccl);
   ctx.set_health(options_.health);
+  ctx.set_together(!planned.in_turn && world.size() > 1);
   // Cases are independent: nothing cached by the one before, peaks from this one alone.
   allocator_.empty_cache();
   allocator_.reset_peak_stats();

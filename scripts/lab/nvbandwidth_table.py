@@ -206,13 +206,15 @@ def line(label: str, what: str, entries: list[tuple[float, float]]) -> str:
 
 def table(outdir: Path) -> list[str]:
     matrices = nvbandwidth(outdir)
-    p2p = rows_of(outdir / "memstress-p2p.json")
-    sizes = {size_of(r) for r in p2p if r.get("workload") == "p2p"} - {-1}
+    # NVBANDWIDTH_PATHS=host or =device measured one side alone: the other's files are absent.
+    p2p, in_turn, together = (
+        rows_of(outdir / name) if (outdir / name).exists() or (outdir / f"{name}.xz").exists() else []
+        for name in ("memstress-p2p.json", "memstress-transfers-in-turn.json", "memstress-transfers-together.json")
+    )
+    sizes = {size_of(r) for r in p2p + in_turn + together if r.get("workload") in ("p2p", "transfers")} - {-1}
     if len(sizes) != 1:
-        raise BadInput(f"{outdir / 'memstress-p2p.json'}: {len(sizes)} sizes, one expected (nvbandwidth's)")
+        raise BadInput(f"{outdir}: memstress's results have {len(sizes)} sizes, one expected (nvbandwidth's)")
     size = sizes.pop()
-    in_turn = rows_of(outdir / "memstress-transfers-in-turn.json")
-    together = rows_of(outdir / "memstress-transfers-together.json")
     head = ["| nvbandwidth testcase | memstress | entries | nvbandwidth GB/s | memstress GB/s | "
             "memstress / nvbandwidth - 1, % (range) | within 2 % |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines = [f"# memstress beside nvbandwidth ({size // MIB} MiB buffers)", "", "## Between GPUs", "",
