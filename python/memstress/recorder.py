@@ -58,7 +58,8 @@ from what the last one left, which can name a batch a fresh process cannot run. 
 ``FoundBatch``: the batch that ran, every trial ``(batch, kind, ok, seconds)`` with kind ``"record"`` or
 ``"confirm"``, the steps taken, the OOMs met, the seconds taken and predict-batch's JSON.
 
-Only PyTorch (and the standard library) is needed; this file is installed with memstress under
+Only PyTorch (and the standard library) is needed. This is ``memstress.recorder``; programs import it as
+``memstress_torch`` (python/memstress_torch.py, which re-exports it). Both are installed with memstress under
 ``share/memstress/python`` (in a checkout: ``python/``), so ``PYTHONPATH`` names that directory.
 """
 
@@ -82,6 +83,9 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+__all__ = ["FAR", "MAX_ENTRIES", "PROG", "FoundBatch", "PredictError", "Recorder", "Trial", "find_max_batch", "main",
+           "memstress_binary", "process_limit", "record", "snapshot_metadata"]
 
 PROG = "memstress_torch"
 MAX_ENTRIES = 1_000_000
