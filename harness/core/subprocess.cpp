@@ -14,7 +14,9 @@
 
 #include "harness/core/error.hpp"
 
-extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
+// The process's environment, as posix_spawn takes it: POSIX declares it in no header.
+// NOLINTNEXTLINE(readability-redundant-declaration,cppcoreguidelines-avoid-non-const-global-variables)
+extern char** environ;
 
 namespace memstress {
 namespace {
