@@ -125,8 +125,7 @@ int outliers_command(const DbFlags& f) {
   options.min_gpus = f.min_gpus;
   options.keep_groups = f.groups;
   if (f.groups && f.format != "json") {
-    throw InputError(
-        "--groups: only with --format json (every GPU's value, for scripts/report's fleet page)");
+    throw InputError("--groups: only with --format json (every GPU's value, for the report's fleet page)");
   }
   const db::ObservationFilter filter{f.metric, checked_since(f.since), "", ""};
   db::Store store(db::open_database(f.db, db::OpenMode::read_only));
@@ -288,7 +287,7 @@ Subcommand add_db(CLI::App& app) {
   add_min_gpus(*outliers, flags->min_gpus, "Judge only groups of at least this many GPUs");
   outliers->add_flag(
       "--groups", flags->groups,
-      "With --format json: also every judged group with each GPU's value (scripts/report draws them)");
+      "With --format json: also every judged group with each GPU's value (memstress report draws them)");
   outliers->add_option("--format", flags->format, "stdout format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

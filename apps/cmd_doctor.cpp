@@ -1,9 +1,9 @@
 // memstress doctor SNAPSHOT: the answers from a PyTorch memory snapshot (or an RMM log, or a memstress
 // trace), in one command (harness/doctor): what the program needed, who held the memory at the peak, its
 // OOM and the setting that avoids it, every setting at each capacity, and growth. --format json prints
-// the memstress.doctor/1 document; html draws it (the installed scripts/report). Exit 0 when the
-// diagnosis ran (what it finds is reported, not an error), 2 for input that is no snapshot, 3 when the
-// converter or the report cannot run.
+// the memstress.doctor/1 document; html draws it (the installed report, python3 -m memstress.report).
+// Exit 0 when the diagnosis ran (what it finds is reported, not an error), 2 for input that is no
+// snapshot, 3 when the converter or the report cannot run.
 
 #include <fmt/format.h>
 
@@ -107,8 +107,8 @@ int doctor_command(const DoctorFlags& f) {
     const TempDir dir("doctor");
     const std::filesystem::path json = dir.path() / "doctor.json";
     write_file_atomically(json, json_text(doc) + "\n", "the doctor's document");
-    const std::filesystem::path script = data_path("scripts/report", "memstress doctor --format html");
-    return run_program(script, {json.string(), "-o", f.out}, "memstress doctor --format html");
+    const std::string_view what = "memstress doctor --format html";
+    return run_program(python_module("memstress.report", {json.string(), "-o", f.out}, what), what);
   }
   if (!f.out.empty()) {
     write_file_atomically(f.out, json_text(doc, 2) + "\n", "--out");

@@ -1,5 +1,5 @@
 // memstress replay TRACE: replays a memstress trace (--alloc-trace's own), a PyTorch memory snapshot or an
-// RMM log (both converted first by scripts/torch_snapshot_to_trace.py, harness/replay/snapshot_input.hpp)
+// RMM log (both converted first by python/memstress/convert.py, harness/replay/snapshot_input.hpp)
 // through any allocator on a real GPU or a simulated device of any capacity, and reports PyTorch's peaks,
 // fragmentation, retries and OOMs (harness/replay). --sweep ranks a grid of allocator settings. Exit 0 when
 // the replay ran (OOMs in it are findings, reported), 2 on bad input, 3 when the device asked for is missing.

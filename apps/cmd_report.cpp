@@ -1,7 +1,8 @@
-// memstress report RESULTS... -o report.html: the HTML report with plots, drawn by the report script that
-// was installed with this binary (scripts/report under the data directory, Note [Where memstress finds
-// its files]), so that users need not know where it lives. Everything after `report` goes to it as it
-// is; its exit code is memstress's (0 written, 2 bad input, 3 no python with matplotlib).
+// memstress report RESULTS... -o report.html: the HTML report with plots, drawn by the report that was
+// installed with this binary (python3 -m memstress.report, python/memstress/report under the data
+// directory, Note [Where memstress finds its files]), so that users need not know where it lives.
+// Everything after `report` goes to it as it is; its exit code is memstress's (0 written, 2 bad input, 3 no
+// python with matplotlib).
 
 #include <memory>
 
@@ -12,14 +13,14 @@
 namespace memstress::app {
 
 Subcommand add_report(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand(
-      "report",
-      "Draw results into one HTML page (runs the installed scripts/report; see 'memstress report -h')");
+  CLI::App* sub = app.add_subcommand("report",
+                                     "Draw results into one HTML page (runs the installed python3 -m "
+                                     "memstress.report; see 'memstress report -h')");
   sub->prefix_command();  // every argument goes to the script, --help and -o included
   sub->set_help_flag();
   return {sub, [sub]() -> int {
-            const std::filesystem::path script = data_path("scripts/report", "memstress report");
-            exec_program(script, sub->remaining(), "memstress report");
+            exec_program(python_module("memstress.report", sub->remaining(), "memstress report"),
+                         "memstress report");
           }};
 }
 

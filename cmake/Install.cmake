@@ -3,11 +3,10 @@
 # --target uninstall`, from install_manifest.txt).
 #
 #   P/bin/memstress, P/bin/memstress_bench
-#   P/share/memstress/scripts/      report, validate_results.py, torch_snapshot_to_trace.py (+ ms_pyenv.py,
-#                                   ms_json.py, ms_output.py, snapshot_sites.py, report_doctor.py,
-#                                   report_common.py, report_memory.py, report_links.py, report_sweep.py,
-#                                   report_accept.py, report_fleet.py, report_allocators.py)
-#   P/share/memstress/python/       memstress_torch.py, the recorder PyTorch users import
+#   P/share/memstress/python/       the package memstress (python/memstress: the report, the converter, the
+#                                   validator, the recorder; python3 -m memstress.report, ...) and
+#                                   memstress_torch.py, the name PyTorch users import the recorder by
+#   P/share/memstress/scripts/      ctest-junit-reasons (CTest's JUnit XML with the skip reasons)
 #   P/share/memstress/profiles/     the shipped acceptance profiles (memstress accept --profile h100)
 #   P/share/memstress/results/schema/  the results schemas
 #   P/share/doc/memstress/README.md, docs/  the documentation (the README links to docs/*.md)
@@ -25,17 +24,16 @@ install(TARGETS memstress RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET memstress_bench)
   install(TARGETS memstress_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-install(PROGRAMS scripts/report scripts/validate_results.py scripts/torch_snapshot_to_trace.py scripts/ctest-junit-reasons
-        DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
-install(FILES scripts/ms_pyenv.py scripts/ms_json.py scripts/ms_output.py scripts/snapshot_sites.py
-              scripts/report_doctor.py scripts/report_common.py scripts/report_memory.py scripts/report_links.py
-              scripts/report_sweep.py scripts/report_accept.py scripts/report_fleet.py scripts/report_allocators.py
-        DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
+install(PROGRAMS scripts/ctest-junit-reasons DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
 install(FILES python/memstress_torch.py DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python)
+install(DIRECTORY python/memstress DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python FILES_MATCHING PATTERN "*.py"
+        PATTERN "__pycache__" EXCLUDE)
 # The recorder on Python's own path too, where the prefix holds a directory of it (~/.local's user site, a virtual
-# environment, Debian's /usr/local dist-packages): `import memstress_torch` with no PYTHONPATH. Which directory
-# is decided at install time, for the prefix installed to (cmake/python_site_dir.py); where there is none,
-# PYTHONPATH=$(memstress --python-path) imports it, and the install says so.
+# environment, Debian's /usr/local dist-packages): `import memstress_torch` with no PYTHONPATH. There go
+# memstress_torch.py and the two files of the package it imports (memstress/__init__.py and recorder.py), not the
+# programs, which find results/schema/ beside python/ under share/memstress. Which directory is decided at install
+# time, for the prefix installed to (cmake/python_site_dir.py); where there is none, PYTHONPATH=$(memstress
+# --python-path) imports it, and the install says so.
 find_package(Python3 3.9 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
   install(
@@ -47,6 +45,8 @@ if(Python3_Interpreter_FOUND)
                             \"\${CMAKE_INSTALL_PREFIX}\" OUTPUT_VARIABLE _ms_site OUTPUT_STRIP_TRAILING_WHITESPACE)
           if(_ms_site)
             file(INSTALL \"${PROJECT_SOURCE_DIR}/python/memstress_torch.py\" DESTINATION \"\${_ms_site}\")
+            file(INSTALL \"${PROJECT_SOURCE_DIR}/python/memstress/__init__.py\"
+                         \"${PROJECT_SOURCE_DIR}/python/memstress/recorder.py\" DESTINATION \"\${_ms_site}/memstress\")
           else()
             message(STATUS \"memstress_torch.py: no directory of \${CMAKE_INSTALL_PREFIX} is on the path of \${_ms_python}: import it with PYTHONPATH=$(memstress --python-path)\")
           endif()")

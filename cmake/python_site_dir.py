@@ -1,7 +1,7 @@
 """cmake/python_site_dir.py PREFIX: the directory under PREFIX from which this python imports modules, if any.
 
-Called at install time (cmake/Install.cmake) so that the recorder, python/memstress_torch.py, is importable
-without PYTHONPATH where the prefix holds one: ~/.local (the user site), a virtual environment, /usr/local
+Called at install time (cmake/Install.cmake) so that the recorder, python/memstress_torch.py (and the
+memstress/recorder.py it imports), is importable without PYTHONPATH where the prefix holds one: ~/.local (the user site), a virtual environment, /usr/local
 (Debian's dist-packages). Prints nothing where the prefix holds none (then PYTHONPATH=$(memstress
 --python-path) imports it). Exit 0 either way.
 """

@@ -116,8 +116,8 @@ def snapshot_facts() -> dict[str, bytes]:
         for snap in sorted(snapshots.glob("*.snapshot.pickle.gz")):
             name = snap.name.removesuffix(".snapshot.pickle.gz")
             facts = Path(tmp) / f"{name}.facts.json"
-            subprocess.run([sys.executable, str(ROOT / "scripts" / "torch_snapshot_to_trace.py"), str(snap), "-o",
-                            str(Path(tmp) / f"{name}.trace.csv.gz"), "--facts", str(facts), "--quiet"], check=True)
+            subprocess.run([sys.executable, "-m", "memstress.convert", str(snap), "-o", str(Path(tmp) / f"{name}.trace.csv.gz"),
+                            "--facts", str(facts), "--quiet"], check=True, cwd=ROOT / "python")
             doc = json.loads(facts.read_text())
             doc["sites"] = doc["sites"][:4]
             for site in doc["sites"]:

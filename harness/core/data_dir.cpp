@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <system_error>
+#include <utility>
 
 #include "harness/core/error.hpp"
 
@@ -52,6 +56,28 @@ std::filesystem::path data_path(const std::filesystem::path& relative, std::stri
                                        path.string(), dir->string()));
   }
   return path;
+}
+
+Command python_module(std::string_view module, const std::vector<std::string>& args, std::string_view what) {
+  const std::filesystem::path python = data_path("python", what);
+  std::string relative(module);
+  std::replace(relative.begin(), relative.end(), '.', '/');
+  std::filesystem::path source = std::filesystem::path("python") / relative;
+  std::error_code ec;
+  if (std::filesystem::is_directory(python.parent_path() / source, ec)) {
+    source /= "__main__.py";  // a package runs its __main__.py
+  } else {
+    source += ".py";
+  }
+  (void)data_path(source, what);                 // missing: named, exit 3
+  const char* path = std::getenv("PYTHONPATH");  // NOLINT(concurrency-mt-unsafe): memstress never sets it
+  std::string python_path = "PYTHONPATH=" + python.string();
+  if (path != nullptr && *path != '\0') {
+    python_path += fmt::format(":{}", path);
+  }
+  Command command{"/usr/bin/env", {std::move(python_path), "python3", "-m", std::string(module)}};
+  command.args.insert(command.args.end(), args.begin(), args.end());
+  return command;
 }
 
 }  // namespace memstress

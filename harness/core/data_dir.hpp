@@ -1,6 +1,6 @@
 #pragma once
 
-// Where memstress finds its own files: the scripts users call through it (report, the snapshot
+// Where memstress finds its own files: the Python it runs (the package memstress: the report, the snapshot
 // converter), the results schemas and the shipped acceptance profiles.
 //
 // Note [Where memstress finds its files]
@@ -9,14 +9,19 @@
 // <prefix>/bin and the files in <prefix>/share/memstress; the binary finds them relative to its own
 // location (/proc/self/exe), through MEMSTRESS_DATA_RELDIR, the relative path from the binary's directory
 // to the data directory that CMake computes from the install directories (GNUInstallDirs). The build
-// tree mirrors that layout: configuring makes build/<preset>/share/memstress with links to scripts/,
-// profiles/ and results/schema/ of the checkout, so a built binary behaves as an installed one does, and
-// an edited script takes effect without a rebuild. The data directory is recognized by what it holds
-// (profiles/), never assumed.
+// tree mirrors that layout: configuring makes build/<preset>/share/memstress with links to python/,
+// scripts/, profiles/ and results/schema/ of the checkout, so a built binary behaves as an installed one
+// does, and an edited Python module takes effect without a rebuild. The data directory is recognized by
+// what it holds (profiles/), never assumed. Its Python is run as modules of the package memstress
+// (python_module below), with <data directory>/python first on PYTHONPATH, so that the copy installed with
+// this binary is the one that runs whatever else is on the path.
 
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <vector>
+
+#include "harness/core/subprocess.hpp"
 
 namespace memstress {
 
@@ -26,5 +31,14 @@ namespace memstress {
 // data_dir() / relative, which must exist; throws EnvironmentError (exit 3) naming `what` and where it
 // looked otherwise.
 [[nodiscard]] std::filesystem::path data_path(const std::filesystem::path& relative, std::string_view what);
+
+// `python3 -m MODULE ARGS...` for a module of the package memstress under the data directory
+// ("memstress.report"), with <data directory>/python put first on PYTHONPATH (before any PYTHONPATH of this
+// process). python3 is the first on PATH, found by /usr/bin/env as a script's `#!/usr/bin/env python3` line
+// finds it (exit 127 where there is none); the module then moves to the python that has what it needs, the
+// checkout's .venv first (python/memstress/_pyenv.py). Throws EnvironmentError (exit 3) naming `what` where
+// the module's file is missing, as data_path does.
+[[nodiscard]] Command python_module(std::string_view module, const std::vector<std::string>& args,
+                                    std::string_view what);
 
 }  // namespace memstress

@@ -17,7 +17,7 @@
 // (where strings start and end is unambiguous there); on invalid JSON whatever it counts is followed by the
 // parse's own refusal. A string never spans a line (JSON has no raw newline in one), so the scan of a
 // `.jsonl` stream as a whole is at least as strict as a scan of each line: compare bounds a stream once,
-// then parses its lines. scripts/ms_json.py applies the same bound to the Python readers.
+// then parses its lines. python/memstress/_json.py applies the same bound to the Python readers.
 
 // Note [Duplicate keys]
 // JSON leaves an object with a key twice to the reader, and nlohmann::json keeps the last: a results

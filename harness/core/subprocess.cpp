@@ -14,7 +14,9 @@
 
 #include "harness/core/error.hpp"
 
-extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
+// The process's environment, as posix_spawn takes it: POSIX declares it in no header.
+// NOLINTNEXTLINE(readability-redundant-declaration,cppcoreguidelines-avoid-non-const-global-variables)
+extern char** environ;
 
 namespace memstress {
 namespace {
@@ -34,10 +36,9 @@ std::vector<char*> make_argv(const std::string& program, const std::vector<std::
 
 }  // namespace
 
-int run_program(const std::filesystem::path& program, const std::vector<std::string>& args,
-                std::string_view what) {
-  const std::string path = program.string();
-  std::vector<char*> argv = make_argv(path, args);
+int run_program(const Command& command, std::string_view what) {
+  const std::string path = command.program.string();
+  std::vector<char*> argv = make_argv(path, command.args);
   // The child starts with no signal blocked, whatever the caller blocks (an InterruptWatch blocks SIGINT and
   // SIGTERM in every thread): Ctrl-C must reach the helper program too.
   posix_spawnattr_t attr;
@@ -64,10 +65,9 @@ int run_program(const std::filesystem::path& program, const std::vector<std::str
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 }
 
-void exec_program(const std::filesystem::path& program, const std::vector<std::string>& args,
-                  std::string_view what) {
-  const std::string path = program.string();
-  std::vector<char*> argv = make_argv(path, args);
+void exec_program(const Command& command, std::string_view what) {
+  const std::string path = command.program.string();
+  std::vector<char*> argv = make_argv(path, command.args);
   std::fflush(stdout);
   std::fflush(stderr);
   execv(path.c_str(), argv.data());

@@ -1,7 +1,8 @@
 #pragma once
 
-// Running another program: the Python helpers that `memstress report` and `memstress replay SNAPSHOT`
-// call (scripts/report, scripts/torch_snapshot_to_trace.py), so that users need not know where they live.
+// Running another program: the Python that `memstress report` and `memstress replay SNAPSHOT` run (the
+// report, the snapshot converter: python_module in harness/core/data_dir.hpp), so that users need not know
+// where it lives.
 
 #include <filesystem>
 #include <string>
@@ -10,16 +11,21 @@
 
 namespace memstress {
 
-// Runs `program` with `args` (not counting argv[0], which is the program's path), with this process's
-// environment, stdin, stdout and stderr, and waits for it. Returns its exit code, or 128 + the signal
-// that ended it. Throws EnvironmentError naming `what` when it cannot be started.
-int run_program(const std::filesystem::path& program, const std::vector<std::string>& args,
-                std::string_view what);
+// A program to start (its path: no PATH search) and its arguments, not counting argv[0], which is the
+// program's path.
+struct Command {
+  std::filesystem::path program;
+  std::vector<std::string> args;
+};
 
-// Replaces this process with `program` (its exit code becomes memstress's). Returns only by throwing
+// Runs the command with this process's environment, stdin, stdout and stderr, and waits for it. Returns
+// its exit code, or 128 + the signal that ended it. Throws EnvironmentError naming `what` when it cannot
+// be started.
+int run_program(const Command& command, std::string_view what);
+
+// Replaces this process with the command (its exit code becomes memstress's). Returns only by throwing
 // EnvironmentError naming `what` when it cannot be started.
-[[noreturn]] void exec_program(const std::filesystem::path& program, const std::vector<std::string>& args,
-                               std::string_view what);
+[[noreturn]] void exec_program(const Command& command, std::string_view what);
 
 // A private directory under $TMPDIR (or /tmp), removed with everything in it when this goes away.
 class TempDir {

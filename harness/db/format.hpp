@@ -9,7 +9,7 @@
 // E), runs (its rows in the group), score (in that spread) and worse_pct, group_gpus, concurrent_ranks (how
 // many ranks ran the case at once in the runs compared). With --groups (keep_groups) also groups[]: every
 // judged group (its fields as an outlier's, median, spread: S alone, run_spread: W) with gpus[] (gpu_uuid,
-// host, pci_bus_id, value, runs, limit: the value beyond which it is an outlier): what scripts/report's fleet
+// host, pci_bus_id, value, runs, limit: the value beyond which it is an outlier): what the report's fleet
 // page draws. Note [Fleet outliers: median and MAD] (outliers.hpp).
 
 #include <nlohmann/json.hpp>

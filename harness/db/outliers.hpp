@@ -93,7 +93,7 @@ struct Outlier : MeasurementKey {
   int concurrent_ranks = 1;
 };
 
-// A judged group whole: what scripts/report's fleet page draws (each GPU's value, the outliers named).
+// A judged group whole: what the report's fleet page draws (each GPU's value, the outliers named).
 struct GroupValues : MeasurementKey {
   std::string model, driver;
   int concurrent_ranks = 1;

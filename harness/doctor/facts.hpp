@@ -1,6 +1,6 @@
 #pragma once
 
-// What a PyTorch snapshot says beyond its trace (scripts/torch_snapshot_to_trace.py --facts, schema
+// What a PyTorch snapshot says beyond its trace (python/memstress/convert.py --facts, schema
 // memstress.snapshot-facts/1): each allocation's site (the user's line that asked for it), the allocator
 // settings the program ran with, what each OOM saw of the device, and the memstress recorder's notes.
 // A memstress trace or an RMM log has none of these: its facts are empty, and the doctor says so.
@@ -41,7 +41,7 @@ struct SnapshotFacts {
   std::vector<std::uint64_t> segment_addresses;  // by segment id: where the driver put it (0: unknown)
   std::vector<OomFact> ooms;                     // the snapshot's oom entries, in order
   std::optional<std::string> alloc_conf;         // PYTORCH_CUDA_ALLOC_CONF as the program ran with it
-  nlohmann::json recorder;                       // python/memstress_torch.py's notes, or null
+  nlohmann::json recorder;                       // the recorder's notes (memstress.recorder), or null
 
   // The site of allocation `id`, or -1.
   [[nodiscard]] std::int32_t site_of(std::uint64_t id) const noexcept {

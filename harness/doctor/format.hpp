@@ -2,7 +2,7 @@
 
 // What `memstress doctor` prints and writes: sections for people (each a few numbers and one plain
 // sentence: "->") and the memstress.doctor/1 JSON document (results/README.md), which the HTML form
-// (scripts/report) draws.
+// (python/memstress/report) draws.
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -5,7 +5,7 @@
 //
 // Note [The limit in force]. An OOM is judged against the memory the process could really use, never
 // against the device's free memory alone. In order: `--capacity` (its first value); else the limit the
-// recorder stored (python/memstress_torch.py: the per-process memory fraction's share, or what the
+// recorder stored (python/memstress/recorder.py: the per-process memory fraction's share, or what the
 // device left PyTorch); else one inferred from the OOM itself. PyTorch calls cudaMalloc only for what
 // its cache cannot serve, and raises an OOM without calling it when a memory fraction caps the process:
 // a request refused while the device had far more free than the segment it needed (kCapEvidence beyond

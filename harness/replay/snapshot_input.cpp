@@ -18,6 +18,7 @@ constexpr char kPickleProto = '\x80';                          // pickle protoco
 constexpr int kExitBadInput = 2;
 constexpr int kExitEnvMissing = 3;
 constexpr int kExitNotFound = 127;  // /usr/bin/env found no python3
+constexpr std::string_view kConverter = "memstress.convert";
 
 }  // namespace
 
@@ -35,26 +36,25 @@ InputKind input_kind(const std::filesystem::path& path) {
 ConvertedTrace::ConvertedTrace(const std::filesystem::path& input, bool with_facts)
     : dir_("replay"), trace_(dir_.path() / "converted.trace.csv.gz") {
   const std::string what = fmt::format("converting {}", input.string());
-  const std::filesystem::path script = data_path("scripts/torch_snapshot_to_trace.py", what);
   std::vector<std::string> args{input.string(), "-o", trace_.string()};
   if (with_facts) {
     facts_ = dir_.path() / "facts.json";
     args.insert(args.end(), {"--facts", facts_.string(), "--quiet"});
   }
-  const int rc = run_program(script, args, what);
+  const int rc = run_program(python_module(kConverter, args, what), what);
   if (rc == 0) {
     return;
   }
   if (rc == kExitBadInput) {
-    throw InputError(fmt::format("{}: the converter ({}) rejected it (its message is above)", input.string(),
-                                 script.string()));
+    throw InputError(
+        fmt::format("{}: the converter ({}) rejected it (its message is above)", input.string(), kConverter));
   }
   if (rc == kExitEnvMissing || rc == kExitNotFound) {
     throw EnvironmentError(fmt::format(
-        "{}: the converter ({}) could not run: it needs python3 (3.9 or newer)", what, script.string()));
+        "{}: the converter ({}) could not run: it needs python3 (3.9 or newer)", what, kConverter));
   }
   throw Error(ExitCode::check_failed,
-              fmt::format("{}: the converter ({}) failed with exit code {}", what, script.string(), rc));
+              fmt::format("{}: the converter ({}) failed with exit code {}", what, kConverter, rc));
 }
 
 }  // namespace memstress::replay

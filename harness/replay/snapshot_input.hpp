@@ -1,11 +1,11 @@
 #pragma once
 
 // `memstress replay run.snapshot.pickle`: replay reads memstress traces; a PyTorch memory snapshot or an
-// RMM log is converted first, by the converter installed with memstress
-// (scripts/torch_snapshot_to_trace.py under the data directory, harness/core/data_dir.hpp), into a
-// temporary trace that lives as long as the ConvertedTrace. One converter serves `memstress replay`,
-// users who convert by hand and the tests, so the contract of harness/trace/trace_format.md's
-// "Converted traces" is kept in one place.
+// RMM log is converted first, by the converter installed with memstress (python3 -m memstress.convert,
+// python/memstress/convert.py under the data directory, harness/core/data_dir.hpp), into a temporary trace
+// that lives as long as the ConvertedTrace. One converter serves `memstress replay`, users who convert by
+// hand and the tests, so the contract of harness/trace/trace_format.md's "Converted traces" is kept in one
+// place.
 
 #include <filesystem>
 

@@ -58,7 +58,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "scripts" / "lab"))
 import doctor_programs as dp  # noqa: E402 - only its table of programs: torch is imported by the runs
 

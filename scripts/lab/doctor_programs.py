@@ -11,7 +11,7 @@
 One program per run, in a process of its own (a fresh CUDA context and an empty allocator):
 PYTORCH_CUDA_ALLOC_CONF is whatever the caller put in the environment. With --cap, PyTorch's allocator may
 hold at most that many bytes (torch.cuda.set_per_process_memory_fraction(cap / total), set before the first
-allocation). With --record, the memstress recorder (python/memstress_torch.py) records the run from its
+allocation). With --record, the memstress recorder (python/memstress_torch.py, memstress.recorder) records the run from its
 first allocation, with Python stacks unless --stacks none, and writes the snapshot (at an OOM too). The
 result (--out, else stdout) is PyTorch's own account: torch.cuda.max_memory_reserved() and
 max_memory_allocated() over the whole run, and whether it ran out of memory. --device cpu runs the program on
@@ -23,7 +23,7 @@ batch-size finder (`lightning`: Tuner.scale_batch_size, mode "binsearch", one st
 what it took: the batch found, every trial's batch, the OOMs met, the seconds, or the error if it failed.
 
 Exit 0 whether or not it ran out (that is a finding); 2 bad usage (an --out that exists and is not a regular
-file: scripts/ms_output.py); 3 no CUDA.
+file: python/memstress/_output.py); 3 no CUDA.
 
 Programs (--list prints them; each deterministic: fixed seeds, fixed shapes for a batch size; a "normal"
 program runs out of memory when its batch does not fit, a "fragmentation" one, under a cap between its two
@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import ms_output  # noqa: E402
+sys.path.insert(0, str(ROOT / "python"))  # the package memstress, and memstress_torch beside it
+from memstress import _output  # noqa: E402
 
 MiB = 1 << 20
 
@@ -513,7 +513,6 @@ STEPS_PER_TRIAL = 2
 
 
 def find_with_memstress(torch: Any, prog: Program, cap: int | None, memstress: str | None) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "python"))
     import memstress_torch
 
     found = memstress_torch.find_max_batch(prog.probe, capacity=cap, memstress=memstress, restore=prog.modules,
@@ -634,8 +633,8 @@ def main(argv: list[str]) -> int:
         parser.error("--cap and --record need --device cuda")
     try:
         if args.out:
-            ms_output.check_target(args.out, "--out")  # before the program runs, not after
-    except ms_output.OutputError as e:
+            _output.check_target(args.out, "--out")  # before the program runs, not after
+    except _output.OutputError as e:
         print(f"doctor_programs.py: {e}", file=sys.stderr)
         return 2
     import torch
@@ -653,7 +652,6 @@ def main(argv: list[str]) -> int:
             torch.cuda.set_per_process_memory_fraction(args.cap / total)
     recorder = None
     if args.record:
-        sys.path.insert(0, str(ROOT / "python"))
         import memstress_torch
 
         recorder = memstress_torch.record(args.record, batch=args.batch, stacks=args.stacks, capacity=args.cap)
@@ -695,8 +693,8 @@ def main(argv: list[str]) -> int:
     text = json.dumps(result)
     if args.out:
         try:
-            ms_output.write_text(args.out, "--out", text + "\n")
-        except ms_output.OutputError as e:
+            _output.write_text(args.out, "--out", text + "\n")
+        except _output.OutputError as e:
             print(f"doctor_programs.py: {e}", file=sys.stderr)
             return 2
     else:

@@ -12,7 +12,7 @@ signal, and records what a user finds afterwards:
 - the JUnit file says the run was aborted (SIGINT/SIGTERM);
 - no worker process left running; the GPU's used memory back to what it was before (nvidia-smi);
 - `memstress compare` and `memstress accept --from` read the .jsonl (exit 0/1, not 2), and
-  `scripts/report` renders it.
+  `memstress report` renders it.
 
 Writes OUTDIR/record.json (every scenario's figures and a verdict) and the runs' files. Exits 0 only when
 every scenario held. The same behaviour is tested on the simulated device in CI (tests/cli/test_run_safety.py).
@@ -117,7 +117,7 @@ def scenario(memstress, outdir, case, sig):
     for tool, cmd in {"compare": [memstress, "compare", str(jsonl), str(jsonl)],
                       "accept_from": [memstress, "accept", "--profile", str(ROOT / "tests/data/accept/sim-ranks.yaml"),
                                       "--from", str(jsonl), "--any-gpu"],
-                      "report": [str(ROOT / "scripts/report"), str(jsonl), "-o", str(outdir / f"{name}.html")]}.items():
+                      "report": [memstress, "report", str(jsonl), "-o", str(outdir / f"{name}.html")]}.items():
         q = subprocess.run(cmd, capture_output=True, text=True, check=False)
         r[f"{tool}_exit"] = q.returncode
         r[f"{tool}_says"] = (q.stdout + q.stderr).strip().splitlines()[-1:]

@@ -22,9 +22,9 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import ms_json  # noqa: E402
-import report_common  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+from memstress import _json  # noqa: E402
+from memstress.report import common as report_common  # noqa: E402
 
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall", "sendrecv"]
 MODES = ["host", "graph"]
@@ -77,7 +77,7 @@ def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
 def memstress_rows(path: Path) -> list[dict]:
     """Rank 0's passed rows of a results document, read from PATH or, where only that exists, PATH.xz."""
     try:
-        return [r for r in ms_json.passed_rows(path) if r.get("rank", 0) == 0]
+        return [r for r in _json.passed_rows(path) if r.get("rank", 0) == 0]
     except ValueError as e:
         raise BadInput(f"{path}: {e}") from None
 

@@ -27,9 +27,9 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import ms_json  # noqa: E402
-import report_common  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+from memstress import _json  # noqa: E402
+from memstress.report import common as report_common  # noqa: E402
 
 TOLERANCE = 0.02  # the target: within 2 % on every path
 MIB = 1 << 20
@@ -97,7 +97,7 @@ def nvbandwidth_json(path: Path) -> dict[str, list[list[float]]]:
     """The same from `nvbandwidth -j`, which puts a bidirectional testcase's three matrices one under the
     other in one bandwidth_matrix: the last is its `_total`."""
     try:
-        cases = ms_json.read_stored(path)["nvbandwidth"]["testcases"]
+        cases = _json.read_stored(path)["nvbandwidth"]["testcases"]
         matrices = {}
         for c in cases:
             if c.get("status") != "Passed" or "bandwidth_matrix" not in c:
@@ -127,7 +127,7 @@ def nvbandwidth(outdir: Path) -> dict[str, list[list[float]]]:
 def rows_of(path: Path) -> list[dict]:
     """The passed rows of a memstress results document."""
     try:
-        return ms_json.passed_rows(path)
+        return _json.passed_rows(path)
     except ValueError as e:
         raise BadInput(f"{path}: {e}") from None
 

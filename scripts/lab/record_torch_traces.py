@@ -6,7 +6,7 @@
 Needs PyTorch with CUDA and one GPU (numpy and torchvision are optional). For each workload below it
 writes
 
-    OUTDIR/<name>.trace.csv.gz   the memstress trace (scripts/torch_snapshot_to_trace.py's conversion)
+    OUTDIR/<name>.trace.csv.gz   the memstress trace (python/memstress/convert.py's conversion)
     OUTDIR/<name>.pytorch.json   PyTorch's own figures for the same run: torch.cuda.memory_stats() at
                                  its end (peaks of allocated, reserved and requested bytes, segments,
                                  retries, OOMs), versions, GPU, driver, PYTORCH_CUDA_ALLOC_CONF, the
@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 PROG = "record_torch_traces"
-SCRIPTS = Path(__file__).resolve().parents[1]
+PYTHON = Path(__file__).resolve().parents[2] / "python"  # the package memstress
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENV = 0, 1, 2, 3
 MAX_ENTRIES = 4_000_000  # far above what any workload records: the ring buffer never wraps
 SEED = 1234
@@ -261,7 +261,7 @@ def _record_history(torch: Any, enabled: str | None) -> None:
 
 def record_one(name: str, outdir: Path, keep_pickle: bool, command: str) -> None:
     import torch
-    import torch_snapshot_to_trace as converter
+    from memstress import convert as converter
 
     run, defaults = WORKLOADS[name]
     params = json.loads(json.dumps(defaults))  # a copy the workload may add facts to
@@ -332,7 +332,7 @@ def record_one(name: str, outdir: Path, keep_pickle: bool, command: str) -> None
 
 
 def child(name: str, outdir: Path, keep_pickle: bool, command: str) -> int:
-    sys.path.insert(0, str(SCRIPTS))
+    sys.path.insert(0, str(PYTHON))
     try:
         record_one(name, outdir, keep_pickle, command)
     except Exception:  # noqa: BLE001 - report, and let the parent go on with the other workloads

@@ -212,7 +212,7 @@ memstress_cli_test(db_compare_unknown_driver --match "no GPU in '[^']*' ran unde
 set_tests_properties(cli.db_compare_unknown_driver PROPERTIES FIXTURES_REQUIRED fleet_history)
 memstress_cli_test(db_postgresql_password_parameter --match "--db 'postgresql:///x[?]host=/nonexistent&password=[*][*][*]'"
                    2 -- ${_ms} db outliers --db postgresql:///x?host=/nonexistent&password=secret)
-# --groups: every judged group with each GPU's value (scripts/report's fleet page); JSON only.
+# --groups: every judged group with each GPU's value (the report's fleet page); JSON only.
 memstress_cli_test(db_outliers_groups --json-stdout --stdout-match "\"groups\": " --stdout-match "\"value\": 5[0-9]" 1 --
                    ${_ms} db outliers --db ${_fleet_db} --format json --groups)
 memstress_cli_test(db_outliers_groups_table --match "--groups: only with --format json" 2 -- ${_ms} db outliers --db

@@ -82,7 +82,7 @@ def main(argv: list[str]) -> int:
         "errors-string.json": mutated(base, set_field(0, ["verification", "errors"], "none")),
         "rows-object.json": mutated(base, lambda d: d.update(rows={"0": d["rows"][0]})),
         "status-number.json": mutated(base, lambda d: d.update(status=3)),
-        # replay and compare documents are read by scripts/report (and replay ones by validate_results.py)
+        # replay and compare documents are read by the report (and replay ones by the validator)
         "deep-replay.json": '{"schema": "memstress.replay/1", "replay": ' + deep_array() + "}",
         "deep-compare.json": '{"schema": "memstress.compare/1", "rows": ' + deep_array() + "}",
         # profiles are YAML: a flow sequence 100,000 deep, and one whose check's `where` is deep

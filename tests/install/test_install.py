@@ -63,24 +63,27 @@ class Installed(unittest.TestCase):
 
     def test_layout(self) -> None:
         share = self.prefix / "share" / "memstress"
-        for path in ("bin/memstress", "share/memstress/scripts/report",
-                     "share/memstress/scripts/torch_snapshot_to_trace.py",
-                     "share/memstress/scripts/validate_results.py", "share/memstress/scripts/ms_pyenv.py",
-                     "share/memstress/scripts/ms_json.py", "share/memstress/scripts/ms_output.py",
-                     "share/memstress/profiles/h100.yaml", "share/memstress/profiles/h200.yaml",
+        for path in ("bin/memstress", "share/memstress/python/memstress/report/__main__.py",
+                     "share/memstress/python/memstress/convert.py", "share/memstress/python/memstress/validate.py",
+                     "share/memstress/python/memstress/_pyenv.py", "share/memstress/python/memstress/_json.py",
+                     "share/memstress/python/memstress/_output.py", "share/memstress/python/memstress_torch.py",
+                     "share/memstress/scripts/ctest-junit-reasons", "share/memstress/profiles/h100.yaml", "share/memstress/profiles/h200.yaml",
                      "share/memstress/results/schema/memstress-run-1.schema.json", "share/doc/memstress/README.md",
                      "share/doc/memstress/docs/install.md",
                      "include/memstress/allocator_plugin.h", "lib/memstress/plugins/libmemstress_caching_plugin.so"):
             self.assertTrue((self.prefix / path).is_file(), path)
-        for script in ("report", "torch_snapshot_to_trace.py", "validate_results.py"):
-            self.assertTrue(os.access(share / "scripts" / script, os.X_OK), script)
-        # Every module of the source tree's scripts/ that an installed script imports is installed beside it
-        # (a report section in a new module, forgotten in cmake/Install.cmake, once failed only at drawing time).
-        local = {p.stem for p in (SOURCE / "scripts").glob("*.py")}
-        for script in (p for p in (share / "scripts").iterdir() if p.is_file()):
-            imported = set(re.findall(r"^\s*(?:from|import) (\w+)", script.read_text(), re.MULTILINE))
-            for module in sorted(imported & local):
-                self.assertTrue((share / "scripts" / f"{module}.py").is_file(), f"{script.name} imports {module}")
+        self.assertTrue(os.access(share / "scripts" / "ctest-junit-reasons", os.X_OK))
+        # The installed programs start from elsewhere, as the binary runs them (python3 -m, share/memstress/python
+        # on PYTHONPATH).
+        for module in ("memstress.report", "memstress.convert", "memstress.validate"):
+            done = run([sys.executable, "-m", module, "-h"], cwd=self.cwd,
+                       env=dict(os.environ, PYTHONPATH=str(share / "python")))
+            self.assertEqual(done.returncode, 0, f"{module}: {done.stderr}")
+        # Every module of the source tree's package is installed (a report section in a new module, forgotten in
+        # cmake/Install.cmake, once failed only at drawing time).
+        package = SOURCE / "python" / "memstress"
+        for module in sorted(p.relative_to(package) for p in package.rglob("*.py")):
+            self.assertTrue((share / "python" / "memstress" / module).is_file(), f"{module} is not installed")
         if (BUILD / "bench" / "memstress_bench").exists():
             self.assertTrue((self.prefix / "bin" / "memstress_bench").is_file())
 
@@ -99,7 +102,8 @@ class Installed(unittest.TestCase):
         doc = json.loads((self.cwd / "run.json").read_text())
         self.assertEqual(doc["schema"], "memstress.run/1")
         self.assertEqual(doc["summary"]["pass"], doc["summary"]["rows"])
-        validated = run([str(self.prefix / "share/memstress/scripts/validate_results.py"), "run.json"], cwd=self.cwd)
+        validated = run(["python3", "-m", "memstress.validate", "run.json"], cwd=self.cwd,
+                        env=dict(os.environ, PYTHONPATH=str(self.prefix / "share/memstress/python")))
         self.assertIn(validated.returncode, (0, 77), validated.stdout + validated.stderr)  # 77: no jsonschema here
 
     def test_replay_of_a_committed_trace(self) -> None:
@@ -206,6 +210,7 @@ memstress_add_test(NAME compare_missing COMPARE {accept} missing.json)
         imported = run([str(python), "-c", "import memstress_torch; print(memstress_torch.__file__)"], cwd=self.cwd,
                        env=env)
         self.assertTrue((Path(site) / "memstress_torch.py").exists(), done.stdout[-1000:])
+        self.assertTrue((Path(site) / "memstress" / "recorder.py").exists(), done.stdout[-1000:])
         self.assertEqual(imported.returncode, 0, imported.stderr)
         self.assertIn(site, imported.stdout)
 
@@ -300,7 +305,8 @@ class Packages(unittest.TestCase):
             self.assertEqual(len(tgz), 1, list(Path(tmp).iterdir()))
             with tarfile.open(tgz[0]) as archive:
                 names = archive.getnames()
-            for wanted in ("bin/memstress", "share/memstress/profiles/h100.yaml", "share/memstress/scripts/report"):
+            for wanted in ("bin/memstress", "share/memstress/profiles/h100.yaml",
+                           "share/memstress/python/memstress/report/__main__.py"):
                 self.assertTrue(any(n.endswith(wanted) for n in names), wanted)
             if "DEB" in generators:
                 debs = list(Path(tmp).glob("memstress_*.deb"))

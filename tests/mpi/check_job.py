@@ -78,10 +78,11 @@ def stream_rows(out: Path) -> list[dict]:
 
 
 def validate(*paths: Path, expect: int = 0) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "validate_results.py"), *map(str, paths)],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "memstress.validate", *map(str, paths)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT / "python"),
+                                                                                      os.environ.get("PYTHONPATH"))))})
     print(done.stdout, done.stderr)
-    check(done.returncode in (expect, 77), f"validate_results.py: exit {done.returncode}, expected {expect}")
+    check(done.returncode in (expect, 77), f"memstress.validate: exit {done.returncode}, expected {expect}")
 
 
 def rows_by_case(rows: list[dict]) -> dict[str, set[int]]:

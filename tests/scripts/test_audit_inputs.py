@@ -1,5 +1,5 @@
-"""The bad-input audit of the Python scripts: scripts/report, validate_results.py and the converter
-(torch_snapshot_to_trace.py) given input that is bad (binary garbage, JSON nested 100,000 deep, cut short,
+"""The bad-input audit of the Python programs (python/memstress): the report, the validator and the converter
+given input that is bad (binary garbage, JSON nested 100,000 deep, cut short,
 empty, a directory, the wrong top-level type, non-UTF-8 bytes, NaN times, fields of the wrong type) exit 2
 with one line naming the file, never a traceback; an output that exists and is not a regular file (a
 character device such as /dev/null, a FIFO, a directory) is refused, not replaced; the `.jsonl` of a run that
@@ -16,8 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import gzip
-import importlib.machinery
-import importlib.util
+import importlib
 import io
 import json
 import os
@@ -34,36 +33,36 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-SCRIPTS = ROOT / "scripts"
-REPORT = SCRIPTS / "report"
-VALIDATE = SCRIPTS / "validate_results.py"
-CONVERTER = SCRIPTS / "torch_snapshot_to_trace.py"
+REPORT = "memstress.report"
+VALIDATE = "memstress.validate"
+CONVERTER = "memstress.convert"
 H100 = ROOT / "results" / "h100"
 COMPARE_DATA = ROOT / "tests" / "data" / "compare"
 
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(SCRIPTS))
 
-import ms_output  # noqa: E402
+import memstress_package  # noqa: E402
 import snapshot_fixtures as fx  # noqa: E402
+from memstress import _output  # noqa: E402
 from value_paths import paths_of  # noqa: E402
 
 DEEP = "[" * 100_000 + "]" * 100_000
 # A UTF-8 locale whose stdout is strict (what en_US.UTF-8 gives): a name's stray bytes must not make it raise.
-STRICT_ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
+STRICT_ENV = memstress_package.environment({**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"})
 
 
-def run(*args: str | Path, env: dict | None = None) -> subprocess.CompletedProcess[str]:
-    """A script as users type it (scripts pick their own python: scripts/ms_pyenv.py). Output decoded
-    strictly: a byte that is not UTF-8 fails the test."""
-    done = subprocess.run([str(a) for a in args], capture_output=True, check=False, timeout=300,
-                          env=env or STRICT_ENV)
+def run(module: str, *args: str | Path, env: dict | None = None, python: str = "python3"
+        ) -> subprocess.CompletedProcess[str]:
+    """A program of the package as users type it, python3 -m (it picks its own python: python/memstress/_pyenv.py).
+    Output decoded strictly: a byte that is not UTF-8 fails the test."""
+    done = subprocess.run(memstress_package.command(module, *args, python=python), capture_output=True, check=False,
+                          timeout=300, env=env or STRICT_ENV)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8"),
                                        done.stderr.decode("utf-8"))
 
 
-def python_script(script: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    return run(sys.executable, script, *args)
+def python_script(module: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    return run(module, *args, python=sys.executable)
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,12 +77,8 @@ def has_jsonschema() -> bool:
 
 
 def load_report_module() -> Any:
-    """scripts/report, imported (it has no .py suffix) for the in-process sweep."""
-    loader = importlib.machinery.SourceFileLoader("ms_report", str(REPORT))
-    spec = importlib.util.spec_from_loader("ms_report", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    """The report's __main__.py, imported for the in-process sweep."""
+    return importlib.import_module("memstress.report.__main__")
 
 
 def make_char_device(path: Path) -> bool:
@@ -175,7 +170,7 @@ class TempDir(unittest.TestCase):
 
 
 class OutputTargets(TempDir):
-    """scripts/ms_output.py: atomic replacement of regular files, refusal of everything else."""
+    """python/memstress/_output.py: atomic replacement of regular files, refusal of everything else."""
 
     def special_targets(self) -> dict[str, Path]:
         targets = {"a FIFO": self.dir / "fifo", "a directory": self.dir / "dir"}
@@ -206,8 +201,8 @@ class OutputTargets(TempDir):
             self.skipTest("needs root to make a character device")  # FIFOs and directories are tested anyway
         targets = self.special_targets()
         for kind, path in targets.items():
-            with self.assertRaises(ms_output.OutputError) as caught:
-                ms_output.write_text(path, "-o", "text")
+            with self.assertRaises(_output.OutputError) as caught:
+                _output.write_text(path, "-o", "text")
             self.assertIn(f"-o {path}: exists and is not a regular file ({kind.strip()})", str(caught.exception))
         self.assert_untouched(targets)
 
@@ -216,8 +211,8 @@ class OutputTargets(TempDir):
         os.mkfifo(fifo)
         directory.mkdir()
         for path, kind in ((fifo, "a FIFO"), (directory, "a directory")):
-            with self.assertRaises(ms_output.OutputError) as caught:
-                ms_output.write_text(path, "--out", "text")
+            with self.assertRaises(_output.OutputError) as caught:
+                _output.write_text(path, "--out", "text")
             self.assertIn(f"--out {path}: exists and is not a regular file ({kind})", str(caught.exception))
         self.assert_untouched({"a FIFO": fifo, "a directory": directory})
 
@@ -226,7 +221,7 @@ class OutputTargets(TempDir):
         target.write_text("old")
         old_umask = os.umask(0o027)
         try:
-            ms_output.write_text(target, "-o", "new \u00e9")
+            _output.write_text(target, "-o", "new \u00e9")
         finally:
             os.umask(old_umask)
         self.assertEqual(target.read_text(encoding="utf-8"), "new \u00e9")
@@ -237,23 +232,23 @@ class OutputTargets(TempDir):
         target = self.dir / "out.txt"
         target.write_text("old")
         with self.assertRaises(RuntimeError):
-            with ms_output.AtomicFile(target, "-o") as out:
+            with _output.AtomicFile(target, "-o") as out:
                 out.file.write(b"half")
                 raise RuntimeError("the writer failed")
         self.assertEqual(target.read_text(), "old")
         self.assertEqual(sorted(p.name for p in self.dir.iterdir()), ["out.txt"])
-        with self.assertRaises(ms_output.OutputError) as caught:
-            ms_output.write_text(self.dir / "no" / "such" / "dir.txt", "-o", "x")
+        with self.assertRaises(_output.OutputError) as caught:
+            _output.write_text(self.dir / "no" / "such" / "dir.txt", "-o", "x")
         self.assertIn("cannot be written", str(caught.exception))
 
     def test_text_that_utf8_cannot_encode_is_a_bug_the_writer_shows(self) -> None:
         with self.assertRaises(UnicodeEncodeError):
-            ms_output.write_text(self.dir / "x.txt", "-o", "a\udcffb")  # clean_text it first
-        self.assertEqual(ms_output.clean_text("a\udcffb\ud800"), "a\ufffdb\ufffd")
+            _output.write_text(self.dir / "x.txt", "-o", "a\udcffb")  # clean_text it first
+        self.assertEqual(_output.clean_text("a\udcffb\ud800"), "a\ufffdb\ufffd")
         deep: Any = ["\udcff"]
         for _ in range(100_000):
             deep = [deep]
-        doc = ms_output.clean({"k\udcff": deep, "ok": "fine"})
+        doc = _output.clean({"k\udcff": deep, "ok": "fine"})
         self.assertEqual(set(doc), {"k\ufffd", "ok"})
 
     def test_converter_refuses_outputs_that_are_not_regular_files(self) -> None:
@@ -268,7 +263,7 @@ class OutputTargets(TempDir):
         self.assert_untouched(targets)
 
     # Not "needs matplotlib": CTest would count the whole class as skipped (SKIP_REGULAR_EXPRESSION).
-    @unittest.skipUnless(report_reachable(), "no python with matplotlib for scripts/report")
+    @unittest.skipUnless(report_reachable(), "no python with matplotlib for the report")
     def test_report_refuses_outputs_that_are_not_regular_files(self) -> None:
         targets = self.special_targets()
         for kind, path in targets.items():
@@ -282,7 +277,7 @@ class OutputTargets(TempDir):
         self.assertIn("memstress report", valid_utf8(out))
 
 
-# --- scripts/report ------------------------------------------------------------------------------------------
+# --- the report ---------------------------------------------------------------------------------------------
 
 
 @unittest.skipUnless(report_reachable(), "needs matplotlib (requirements.txt)")
@@ -365,10 +360,10 @@ class ReportSweep(TempDir):
         try:
             import matplotlib
         except ImportError:
-            # As scripts/report does (ms_pyenv): under a python that has matplotlib, .venv's first.
-            import ms_pyenv
+            # As the report does (_pyenv): under a python that has matplotlib, .venv's first.
+            from memstress import _pyenv
 
-            python = next((p for p in ms_pyenv.candidates(ROOT) if ms_pyenv._has(p, ["matplotlib"])), None)
+            python = next((p for p in _pyenv.candidates(ROOT) if _pyenv._has(p, ["matplotlib"])), None)
             if python is None or os.environ.get(self.CHILD):
                 self.skipTest("needs matplotlib (requirements.txt)")
             done = subprocess.run([python, "-m", "unittest", "-v", f"{__name__}.ReportSweep"], cwd=HERE,
@@ -381,8 +376,8 @@ class ReportSweep(TempDir):
         sources = [COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl", COMPARE_DATA / "gbench-base.json",
                    H100 / "replay" / "cnn_train-caching-h100-580.159.04.json", H100 / "devices-h100-580.159.04.json"]
         sources += sorted((H100 / "compare").glob("*.json"))[:1]
-        # the sections of report_accept (accept's JUnit, and a run document of accept without it), report_memory
-        # and report_links
+        # the sections of accept.py (accept's JUnit, and a run document of accept without it), memory.py and
+        # links.py
         sources += [H100 / "accept-h100-580.159.04.xml", H100 / "accept-h100-580.159.04.json",
                     H100 / "fragmentation-h100-580.159.04.json",
                     ROOT / "results" / "h200x2" / "p2p-h200x2-580.159.04.json"]
@@ -400,7 +395,7 @@ class ReportSweep(TempDir):
         return "drawn"
 
 
-# --- validate_results.py -------------------------------------------------------------------------------------
+# --- the validator ------------------------------------------------------------------------------------------
 
 
 @unittest.skipUnless(has_jsonschema(), "needs jsonschema (requirements.txt)")
@@ -440,7 +435,7 @@ class ValidateInput(TempDir):
         import contextlib
         import unittest.mock
 
-        import validate_results
+        from memstress import validate
 
         deep = self.write("deep.json", DEEP)
         good = COMPARE_DATA / "base.json"
@@ -456,7 +451,7 @@ class ValidateInput(TempDir):
                 out, err = io.StringIO(), io.StringIO()
                 with unittest.mock.patch.dict(sys.modules, {"jsonschema": None, "referencing": None}), \
                         contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    self.assertEqual(validate_results.main([str(f) for f in files]), code)
+                    self.assertEqual(validate.main([str(f) for f in files]), code)
                 self.assertIn(said, out.getvalue())
                 self.assertIn("jsonschema not installed", err.getvalue())
 
@@ -475,20 +470,20 @@ class ValidateInput(TempDir):
 
 
 class ValidateSweep(TempDir):
-    """validate_results.py's checks, in-process, over committed files broken one thing at a time: each is
+    """The validator's checks, in-process, over committed files broken one thing at a time: each is
     valid, invalid (errors) or Unreadable (exit 2), nothing else."""
 
     CASES = 150
 
     def setUp(self) -> None:
         super().setUp()
-        import validate_results
+        from memstress import validate
 
-        modules = validate_results.import_jsonschema()
+        modules = validate.import_jsonschema()
         if modules is None:
             self.skipTest("needs jsonschema (requirements.txt)")
-        self.validate = validate_results
-        self.run_v, self.line_v, self.replay_v = validate_results.load_schemas(*modules, validate_results.SCHEMA_DIR)
+        self.validate = validate
+        self.run_v, self.line_v, self.replay_v = validate.load_schemas(*modules, validate.SCHEMA_DIR)
 
     def test_mutations(self) -> None:
         sources = [COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl", H100 / "accept-h100-580.159.04.jsonl",
@@ -514,7 +509,7 @@ class ValidateSweep(TempDir):
 
 
 class ConverterInput(TempDir):
-    """torch_snapshot_to_trace.py: exit 2 naming the file (and where in it), never a traceback."""
+    """The converter: exit 2 naming the file (and where in it), never a traceback."""
 
     def refused(self, source: Path, *words: str, extra: tuple[str, ...] = ()) -> None:
         target = self.dir / "out.trace.csv"
@@ -639,7 +634,7 @@ class ConverterSweep(TempDir):
 
     def setUp(self) -> None:
         super().setUp()
-        import torch_snapshot_to_trace as converter
+        from memstress import convert as converter
 
         self.converter = converter
 

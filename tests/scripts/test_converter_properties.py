@@ -1,4 +1,4 @@
-"""Property-based tests of scripts/torch_snapshot_to_trace.py: hypothesis draws the inputs.
+"""Property-based tests of the snapshot converter, python/memstress/convert.py: hypothesis draws the inputs.
 
 test_torch_snapshot_to_trace.py checks hand-made scenarios line by line and test_audit_inputs.py breaks one value
 of one scenario at a time with a seeded sweep; here the same promises are stated as properties over inputs that
@@ -62,13 +62,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = HERE.parents[1] / "scripts"
-CONVERTER = SCRIPTS / "torch_snapshot_to_trace.py"
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(SCRIPTS))
 
+import memstress_package  # noqa: E402
 import snapshot_fixtures as fx  # noqa: E402
-import torch_snapshot_to_trace as converter  # noqa: E402
+from memstress import convert as converter  # noqa: E402
 from trace_check import Trace, parse_trace  # noqa: E402
 from value_paths import paths_of  # noqa: E402
 
@@ -921,8 +919,10 @@ class CommandLine(PropertyTest):
             source, target = self.dir / "input", self.dir / "t.csv"
             source.write_bytes(data)
             target.unlink(missing_ok=True)
-            done = subprocess.run([sys.executable, str(CONVERTER), str(source), "-o", str(target)], capture_output=True,
-                                  text=True, timeout=120, check=False)
+            done = subprocess.run(memstress_package.command("memstress.convert", source, "-o", target,
+                                                            python=sys.executable),
+                                  capture_output=True, text=True, timeout=120, check=False,
+                                  env=memstress_package.environment())
             self.assert_exit(done.returncode, done.stderr, source, target)
 
         check()

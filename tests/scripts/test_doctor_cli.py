@@ -1,6 +1,6 @@
 """memstress doctor and predict-batch as users type them, on synthetic PyTorch snapshots
 (snapshot_fixtures.training_snapshot: a training loop with stack frames, with or without a planted leak,
-with or without an OOM) and on inputs that are no snapshot; and the recorder, python/memstress_torch.py,
+with or without an OOM) and on inputs that are no snapshot; and the recorder, python/memstress_torch.py (memstress.recorder),
 against a stand-in for torch (the real one is exercised on a GPU by scripts/lab/gpu-doctor).
 
     test_doctor_cli.py MEMSTRESS_BINARY [-v]
@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "python"))
+import memstress_package  # noqa: E402  (python/ on the path: memstress_torch imports)
 import snapshot_fixtures as fx  # noqa: E402
 
 BINARY = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
@@ -319,8 +319,9 @@ class CommittedSnapshots(unittest.TestCase):
         self.assertRegex(theirs, r"OOMs in replay \(num_ooms\) +0\b")  # PyTorch's own run fits the cap
         # 39 requests differ: a workspace exactly proportional at 12 and 24 (48, 96 MiB), capped at 132 MiB.
         real = work / "r104.csv"
-        subprocess.run([sys.executable, str(ROOT / "scripts" / "torch_snapshot_to_trace.py"),
-                        str(base / "transformer_amp-b104.snapshot.pickle.gz"), "-o", str(real), "-q"], check=True)
+        subprocess.run(memstress_package.command("memstress.convert", base / "transformer_amp-b104.snapshot.pickle.gz",
+                                                 "-o", real, "-q", python=sys.executable),
+                       check=True, env=memstress_package.environment())
 
         def allocs(path: Path) -> list[int]:
             return [int(f[4]) for f in (line.split(",") for line in path.read_text().splitlines()

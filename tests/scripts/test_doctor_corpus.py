@@ -20,7 +20,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "scripts" / "lab"))
 import doctor_corpus as dc  # noqa: E402
 import doctor_islands as di  # noqa: E402

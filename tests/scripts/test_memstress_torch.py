@@ -1,5 +1,5 @@
-"""python/memstress_torch.py without torch or a GPU: the recorder's metadata (the limit in force and where it came
-from) and find_max_batch against a stand-in for torch whose "GPU" runs out of memory above a batch size, with a
+"""The recorder as programs import it, python/memstress_torch.py (memstress.recorder), without torch or a GPU: its
+metadata (the limit in force and where it came from) and find_max_batch against a stand-in for torch whose "GPU" runs out of memory above a batch size, with a
 stand-in memstress binary that prints canned predict-batch JSON and logs how it was called.
 
     cd tests/scripts && python3 -m unittest -v test_memstress_torch

@@ -1,6 +1,7 @@
-"""scripts/ms_pyenv.py: a script runs under the checkout's .venv when that has what it needs, falls back to
-the python that started it when the .venv lacks a package (an offline machine), and exits 3 naming the
-package when no python has it. The pythons here are small wrappers around this one, told apart by an
+"""python/memstress/_pyenv.py: a program of the package runs under the checkout's .venv when that has what it
+needs, falls back to the python that started it when the .venv lacks a package (an offline machine), and exits 3
+naming the package when no python has it. The program is a probe module run with python -m from a copy of the
+package in a temporary checkout; the pythons here are small wrappers around this one, told apart by an
 environment variable they set; the package is a module that only some of them can import."""
 
 from __future__ import annotations
@@ -14,13 +15,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-PROBE = """#!/usr/bin/env python3
-import os, sys
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ms_pyenv
-ms_pyenv.ensure("probe", __file__, ["msfake_package"])
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "memstress"
+PROBE = """import os
+from . import _pyenv
+_pyenv.ensure("probe", __file__, ["msfake_package"])
 import msfake_package
 print(os.environ.get("MS_WHO", "started"))
 """
@@ -30,19 +28,20 @@ class ChoosesItsPython(unittest.TestCase):
     def setUp(self) -> None:
         self.tmp = Path(tempfile.mkdtemp())
         self.addCleanup(shutil.rmtree, self.tmp)
-        (self.tmp / "scripts").mkdir()
-        shutil.copy(SCRIPTS / "ms_pyenv.py", self.tmp / "scripts")
-        self.probe = self.tmp / "scripts" / "probe"
-        self.probe.write_text(PROBE)
+        self.python_dir = self.tmp / "python"
+        (self.python_dir / "memstress").mkdir(parents=True)
+        for name in ("__init__.py", "_pyenv.py"):
+            shutil.copy(PACKAGE / name, self.python_dir / "memstress")
+        (self.python_dir / "memstress" / "probe.py").write_text(PROBE)
         self.modules = self.tmp / "modules"
         self.modules.mkdir()
         (self.modules / "msfake_package.py").write_text("")
 
     def venv(self, with_package: bool) -> None:
-        """A .venv whose python3 can import the package or not."""
+        """A .venv whose python3 can import the package or not (and memstress: what the probe moved it to)."""
         bin_dir = self.tmp / ".venv" / "bin"
         bin_dir.mkdir(parents=True)
-        path = f"PYTHONPATH={self.modules}" if with_package else "-u PYTHONPATH"
+        path = f"PYTHONPATH={self.python_dir}" + (f":{self.modules}" if with_package else "")
         wrapper = bin_dir / "python3"
         wrapper.write_text(f"#!/bin/sh\nexec /usr/bin/env MS_WHO=venv {path} {sys.executable} \"$@\"\n")
         wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
@@ -50,9 +49,8 @@ class ChoosesItsPython(unittest.TestCase):
     def start(self, package_here: bool) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MEMSTRESS_PYENV_CHOSEN", "MS_WHO")}
         env["PATH"] = "/nonexistent"  # no other python3 to fall back to
-        if package_here:
-            env["PYTHONPATH"] = str(self.modules)
-        return subprocess.run([sys.executable, str(self.probe)], env=env, capture_output=True, text=True,
+        env["PYTHONPATH"] = str(self.python_dir) + (f":{self.modules}" if package_here else "")
+        return subprocess.run([sys.executable, "-m", "memstress.probe"], env=env, capture_output=True, text=True,
                               check=False, cwd=self.tmp)
 
     def test_the_venv_wins_when_it_has_the_package(self) -> None:
@@ -80,7 +78,7 @@ class ChoosesItsPython(unittest.TestCase):
 
     def test_an_installed_copy_names_the_package_to_install_not_the_checkout(self) -> None:
         self.venv(with_package=False)
-        result = self.start(package_here=False)  # no requirements.txt beside scripts/: an install
+        result = self.start(package_here=False)  # no requirements.txt beside python/: an install
         self.assertEqual(result.returncode, 3, result.stderr)
         self.assertNotIn("scripts/setup", result.stderr)
         self.assertIn("'sudo apt-get install python3-msfake_package' (Debian, Ubuntu)", result.stderr)

@@ -36,7 +36,7 @@ README = ROOT / "README.md"
 PAGES = [README] + sorted((ROOT / "docs").glob("*.md"))
 FIRST_RUN = ROOT / "scripts" / "lab" / "gpu-first-run"
 MULTI = ROOT / "scripts" / "lab" / "gpu-readme-multi"
-COMMAND = re.compile(r"^(\$ )?(memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|PYTHONPATH=|cmake|ctest|cpack)\b")
+COMMAND = re.compile(r"^(\$ )?((memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|cmake|ctest|cpack)\b|PYTHONPATH=)")
 
 # docs/doctor.md's exhaustion, from the committed corpus (its output shown in part: test_shown_excerpts_are_printed)
 _CORPUS = "results/h100/doctor-corpus-580.159.04/snapshots/vit_train"
@@ -49,10 +49,10 @@ CPU = {
     "scripts/run sizes -p dist=pow2 --out sizes.json": 0,
     "memstress accept --profile h100 --from accept.json": 0,
     "mpirun -np 2 build/cpu/apps/memstress run alloc-smoke -d sim:80G --out run.json": 0,
-    "scripts/report results/h100/*.json results/h100/accept-*.xml results/h200/bench-alloc-*.json -o report.html": 0,
+    "memstress report results/h100/*.json results/h100/accept-*.xml results/h200/bench-alloc-*.json -o report.html": 0,
     "memstress replay run.snapshot.pickle --device sim:40G --allocator expandable": 0,
     "memstress replay run.snapshot.pickle --device sim:80G --sweep --out replay.json --timeline timeline.csv": 0,
-    "scripts/torch_snapshot_to_trace.py run.snapshot.pickle -o run.trace.csv.gz": 0,
+    "PYTHONPATH=$(memstress --python-path) python3 -m memstress.convert run.snapshot.pickle -o run.trace.csv.gz": 0,
     "memstress replay run.trace.csv.gz --device sim:40G": 0,
     # shown with their output
     "memstress compare results/h100/compare/base-h100-580.159.04.json "
@@ -82,9 +82,9 @@ CPU = {
     "memstress db outliers --db drivers.sqlite --format json --groups > outliers.json": 1,
     "memstress db history --db drivers.sqlite --gpu GPU-00000000-0000-0000-0000-000000000004 --format json "
     "> history.json": 0,
-    "scripts/report outliers.json history.json -o fleet.html": 0,
+    "memstress report outliers.json history.json -o fleet.html": 0,
 }
-NEEDS_MATPLOTLIB = ("scripts/report",)
+NEEDS_MATPLOTLIB = ("memstress report",)
 # Commands quoted in the pages' prose rather than in a code block, run here too.
 INLINE = ["scripts/run sizes -p dist=pow2 --out sizes.json",
           "memstress compare tests/data/compare/base.json tests/data/compare/slower.json"]
@@ -156,7 +156,7 @@ SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 NO_DB = ("this build has no fleet store (MEMSTRESS_HAVE_DB is not ON in its CMakeCache.txt: libsqlite3-dev or "
          "libssl-dev missing, or MEMSTRESS_WITH_DB=OFF); memstress db exits 3 there")
 # Commands that read what `memstress db` wrote: skipped with it.
-READS_DB_OUTPUT = ("scripts/report outliers.json history.json -o fleet.html",)
+READS_DB_OUTPUT = ("memstress report outliers.json history.json -o fleet.html",)
 
 
 def build_has_db() -> bool:
@@ -344,7 +344,7 @@ class RunOnTheCpu(unittest.TestCase):
                 if (command.startswith("memstress db ") or command in READS_DB_OUTPUT) and not build_has_db():
                     self.skipTest(NO_DB)
                 if command.startswith(NEEDS_MATPLOTLIB) and self.run_command(
-                        "scripts/report /nonexistent.json -o r.html").returncode == 3:
+                        "memstress report /nonexistent.json -o r.html").returncode == 3:
                     continue  # no python with matplotlib here (test_report says so)
                 started = time.monotonic()
                 done = self.run_command(command)

@@ -1,4 +1,4 @@
-"""scripts/report on committed real results: every section it should draw is there, images are embedded,
+"""The report (python3 -m memstress.report) on committed real results: every section it should draw is there, images are embedded,
 and bad input exits 2 naming the file. Sections are also drawn from small documents cut from committed
 results (a few of their rows), and a series' colour is checked across the panels of a page."""
 
@@ -16,13 +16,16 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-REPORT = ROOT / "scripts" / "report"
 H100 = ROOT / "results" / "h100"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import memstress_package  # noqa: E402
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    """scripts/report as a user types it (it picks its own python: scripts/ms_pyenv.py)."""
-    return subprocess.run([str(REPORT), *args], capture_output=True, text=True, check=False)
+    """The report as a user types it (it picks its own python: python/memstress/_pyenv.py)."""
+    return subprocess.run(memstress_package.command("memstress.report", *args), capture_output=True, text=True,
+                          check=False, env=memstress_package.environment())
 
 
 def small_run(tmp: str, source: Path, keep, edit=None) -> Path:
@@ -38,11 +41,11 @@ def small_run(tmp: str, source: Path, keep, edit=None) -> Path:
 
 
 def render(tmp: str, *inputs: Path) -> str:
-    """The page scripts/report writes from `inputs` (the test fails where it does not exit 0)."""
+    """The page the report writes from `inputs` (the test fails where it does not exit 0)."""
     out = Path(tmp) / "report.html"
     result = run(*map(str, inputs), "-o", str(out))
     if result.returncode != 0:
-        raise AssertionError(f"scripts/report exited {result.returncode}: {result.stderr}")
+        raise AssertionError(f"the report exited {result.returncode}: {result.stderr}")
     return out.read_text()
 
 
@@ -95,7 +98,7 @@ class Report(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             page = out.read_text()
             self.assertIn("<b>REGRESSION</b>; 8 change(s) beyond SAME.", page)
-            # Three significant digits (report_common: Note [Numbers on the page]).
+            # Three significant digits (common.py: Note [Numbers on the page]).
             self.assertIn("<td>GB/s</td><td>54.9 GB/s</td><td>8.01 GB/s</td><td>-85.4%</td><td>WORSE</td>", page)
             self.assertNotIn("None", page)
 
@@ -240,7 +243,7 @@ class LinkSections(unittest.TestCase):
 
 @unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
 class Acceptance(unittest.TestCase):
-    """What memstress accept reported, read from its JUnit XML (report_accept.py: Note [The page shows accept's
+    """What memstress accept reported, read from its JUnit XML (the report's accept.py: Note [The page shows accept's
     verdicts]); an accept run document alone shows no verdict."""
 
     def accept_section(self, *inputs: Path) -> str:
@@ -416,15 +419,11 @@ def figure_colours(module, draw) -> list[dict[str, str]]:
 
 @unittest.skipUnless(importlib.util.find_spec("matplotlib"), "needs matplotlib (requirements.txt)")
 class SeriesColours(unittest.TestCase):
-    """report_common's Note [Series colours]: a series is one colour on the whole page, chosen by its name."""
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        sys.path.insert(0, str(ROOT / "scripts"))
+    """The report's common.py, Note [Series colours]: a series is one colour on the whole page, chosen by its name."""
 
     def test_an_allocator_has_one_colour_in_every_panel(self) -> None:
-        import report_common
-        import report_memory
+        from memstress.report import common as report_common
+        from memstress.report import memory as report_memory
 
         frag = json.loads((H100 / "fragmentation-h100-580.159.04.json").read_text())
         sizes = json.loads((H100 / "default-h100-580.159.04.json").read_text())
@@ -444,8 +443,8 @@ class SeriesColours(unittest.TestCase):
                               for a in ("caching", "expandable")])
 
     def test_a_collective_has_one_colour_in_every_run_panel(self) -> None:
-        import report_common
-        import report_links
+        from memstress.report import common as report_common
+        from memstress.report import links as report_links
 
         two = json.loads((ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json").read_text())
         four = json.loads((ROOT / "results" / "h200x4" / "collectives-h200x4-580.159.04.json").read_text())
@@ -468,15 +467,13 @@ ALLOCATORS = H100 / "allocators-580.159.04"
 
 
 class AllocatorTable(unittest.TestCase):
-    """scripts/report_allocators.py on the committed H100 run of scripts/lab/gpu-allocators: every peer has its rows,
-    the table it writes is the one committed, and scripts/report draws it from the documents and from the table."""
+    """The report's allocators.py on the committed H100 run of scripts/lab/gpu-allocators: every peer has its rows,
+    the table it writes is the one committed, and the report draws it from the documents and from the table."""
 
     def module(self):
-        spec = importlib.util.spec_from_file_location("report_allocators", ROOT / "scripts" / "report_allocators.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, str(ROOT / "scripts"))
-        spec.loader.exec_module(module)
-        return module
+        from memstress.report import allocators
+
+        return allocators
 
     def test_every_peer_on_every_trace_and_in_the_benchmarks(self) -> None:
         committed = json.loads((ALLOCATORS / "allocators.json").read_text())

@@ -1,4 +1,4 @@
-"""Tests of scripts/torch_snapshot_to_trace.py (stdlib unittest; CTest runs each class as one test).
+"""Tests of the snapshot converter, python/memstress/convert.py (stdlib unittest; CTest runs each class as one test).
 
 The converter runs as users run it, as a separate process: exit codes, stderr, files. Its input comes
 from snapshot_fixtures (synthetic snapshots with PyTorch's exact structure) and its output is checked
@@ -20,10 +20,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import memstress_package  # noqa: E402
 import snapshot_fixtures as fx  # noqa: E402
 from trace_check import Trace, parse_trace  # noqa: E402
 
-CONVERTER = HERE.parent.parent / "scripts" / "torch_snapshot_to_trace.py"
 S1, S2 = fx.SIDE_STREAM, fx.DEV1_STREAM
 
 # The scenario of snapshot_fixtures.scenario(), converted: every line checked by hand against the
@@ -63,8 +63,8 @@ SCENARIO_LINES = [
 
 
 def run_converter(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(CONVERTER), *map(str, args)], capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(memstress_package.command("memstress.convert", *args, python=sys.executable),
+                          capture_output=True, text=True, timeout=120, check=False, env=memstress_package.environment())
 
 
 def data_lines(text: str) -> list[str]:
@@ -421,8 +421,7 @@ class Unbounded(TempDirTest):
         self.assertIn(f"{fifo}: cannot read: a FIFO; a snapshot is read from a regular file only", done.stderr)
 
     def test_a_gzip_bomb_is_refused_at_the_limit(self) -> None:
-        sys.path.insert(0, str(CONVERTER.parent))
-        import torch_snapshot_to_trace as converter
+        from memstress import convert as converter
 
         bomb = self.dir / "bomb.pickle.gz"
         bomb.write_bytes(gzip.compress(b"\0" * (8 << 20), compresslevel=9))  # 8 KB inflating to 8 MiB
@@ -438,8 +437,7 @@ class Unbounded(TempDirTest):
             converter.MAX_SNAPSHOT_BYTES = saved
 
     def test_shared_frames_are_read_once(self) -> None:
-        sys.path.insert(0, str(CONVERTER.parent))
-        import snapshot_sites
+        from memstress import snapshot_sites
 
         frames = fx.frames_at("model.py", 42, "forward") * 500  # 1,000+ frames, one list
         table = snapshot_sites.SiteTable()

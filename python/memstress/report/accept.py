@@ -1,6 +1,6 @@
 """The report's acceptance section: what `memstress accept` reported, read from its JUnit XML (`accept --junit
 FILE`, committed beside every accept run as results/*/accept-*.xml), as a table per file of check, PASS, FAIL
-or SKIP, measured value with its unit, bound and GPU, with the suite's counts. Imported by scripts/report,
+or SKIP, measured value with its unit, bound and GPU, with the suite's counts. Imported by the report's __main__.py,
 which owns the page, the inputs and the errors.
 
 Note [The page shows accept's verdicts]
@@ -18,7 +18,7 @@ without its JUnit file shows no verdict: the page says where the verdicts are.
 Note [Reading JUnit XML safely]
 -------------------------------
 Python's xml.etree reads the file (defusedxml is not at hand). What could make it misbehave is refused
-first, with a message that does not name the file (scripts/report prefixes the name): a file over
+first, with a message that does not name the file (the report prefixes the name): a file over
 MAX_BYTES; any <!DOCTYPE or <!ENTITY (an entity declared there can expand to gigabytes: "billion laughs";
 no JUnit file needs one); elements nested more than MAX_DEPTH deep, or more than MAX_ELEMENTS of them,
 counted as the file is parsed, a chunk at a time. Then the shape: <testsuites> of <testsuite>s (or one
@@ -35,7 +35,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from report_common import quantity, section, table
+from .common import quantity, section, table
 
 SUITE_PREFIX = "memstress.accept."
 MAX_BYTES = 8 << 20  # an accept file is about 1 KiB a check
@@ -153,7 +153,7 @@ def read_junit(data: bytes) -> dict:
 
 
 def measured_text(properties: dict) -> str:
-    """The measured value with its unit, as the page writes numbers (report_common: Note [Numbers on the page])."""
+    """The measured value with its unit, as the page writes numbers (common.py: Note [Numbers on the page])."""
     value, unit = properties.get("measured"), properties.get("unit", "")
     if not value:
         return "-"

@@ -1,6 +1,6 @@
-"""What every section of scripts/report shares: the rows of a run, numbers with their units, series colours
-and the embedded figure. Imported by scripts/report and its section modules (report_runs.py,
-report_accept.py); scripts/report owns the page, the inputs and the errors.
+"""What every section of the report shares: the rows of a run, numbers with their units, series colours
+and the embedded figure. Imported by the report's __main__.py and its section modules (accept.py, links.py,
+...); __main__.py owns the page, the inputs and the errors.
 
 Note [Numbers on the page]
 --------------------------
@@ -166,7 +166,7 @@ KNOWN = {
     # collectives, as nccl-tests names them
     "all_reduce": "#1f77b4", "all_gather": "#ff7f0e", "reduce_scatter": "#2ca02c", "broadcast": "#d62728",
     "alltoall": "#9467bd", "sendrecv": "#8c564b",
-    # memory over time (as report_doctor draws it)
+    # memory over time (as doctor.py draws it)
     "reserved": "#1f77b4", "allocated": "#ff7f0e",
     # sizes' distributions
     "fixed": "#8c564b", "uniform": "#1f77b4", "log_uniform": "#ff7f0e", "pow2": "#2ca02c", "bimodal": "#d62728",

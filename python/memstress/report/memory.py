@@ -1,10 +1,10 @@
 """The report's sections on how an allocator uses device memory: fragmentation (five allocation patterns),
 leak (growth per epoch against the detector's threshold) and sizes (allocation churn by size distribution).
-Imported by scripts/report, which owns the page, the inputs and the errors.
+Imported by the report's __main__.py, which owns the page, the inputs and the errors.
 
 Each section draws one figure of grouped bars: a group per case (a pattern, a distribution), a bar per series
 (the allocator, and the run where several runs have such rows), coloured by the series' name
-(report_common: Note [Series colours]). A run of several ranks gives each bar the median over its ranks.
+(common.py: Note [Series colours]). A run of several ranks gives each bar the median over its ranks.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from report_common import (
+from .common import (
     MIB,
     Colours,
     bytes_labels,

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The allocator table: every allocator peer side by side, from one GPU run of scripts/lab/gpu-allocators.
 
 Inputs are the documents that run writes: one `memstress replay --device cuda --out` document
@@ -13,10 +12,11 @@ Inputs are the documents that run writes: one `memstress replay --device cuda --
 - the ratios the targets are set on (caching against torch and each RMM resource), and the best peer of
   each column.
 
-scripts/report draws the same tables as its "Allocator table" section; run as a script, it writes
-OUTDIR/allocators.md and OUTDIR/allocators.json from the documents in OUTDIR:
+The report draws the same tables as its "Allocator table" section; run as a program, it writes
+OUTDIR/allocators.md and OUTDIR/allocators.json from the documents in OUTDIR (its messages name it
+report_allocators.py, its old name):
 
-    scripts/report_allocators.py results/h100/allocators-580.159.04
+    PYTHONPATH=python python3 -m memstress.report.allocators results/h100/allocators-580.159.04
 """
 
 from __future__ import annotations
@@ -243,8 +243,8 @@ def section_html(data: dict) -> str:
 
 
 def section_allocator_table(replays: list[tuple[str, dict]], benches: list[tuple[str, dict]]) -> str:
-    """scripts/report's "Allocator table": drawn when two or more allocators replayed one trace."""
-    from report_common import section
+    """The report's "Allocator table": drawn when two or more allocators replayed one trace."""
+    from .common import section
 
     by_trace: dict[str, set[str]] = {}
     for _, doc in replays:
@@ -258,8 +258,8 @@ def section_allocator_table(replays: list[tuple[str, dict]], benches: list[tuple
 
 
 def section_allocators_documents(docs: list[tuple[str, dict]]) -> str:
-    """scripts/report's section for allocators.json documents (memstress.allocators/1), one table set each."""
-    from report_common import section
+    """The report's section for allocators.json documents (memstress.allocators/1), one table set each."""
+    from .common import section
 
     if not docs:
         return ""
@@ -268,7 +268,7 @@ def section_allocators_documents(docs: list[tuple[str, dict]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="report_allocators.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("outdir", type=Path, help="the folder scripts/lab/gpu-allocators wrote")
     args = parser.parse_args(argv)
     replays, benches = [], []

@@ -1,21 +1,23 @@
-"""Which python runs a memstress script: the project's .venv when it has what the script needs.
+"""Which python runs a memstress program: the project's .venv when it has what the program needs.
 
 Note [Which python runs a script]
 ---------------------------------
-Users type ``scripts/report ...`` with whatever python is first on their PATH: a system python, a
-conda or PyTorch environment, or none activated at all. The project's dependencies (requirements.txt)
-live in ``.venv`` beside ``scripts/``, which scripts/setup makes, and users never activate it. So a
-script does not trust the python that started it; it calls ``ensure(prog, __file__, required, optional)`` first,
-which picks, in this order, the first python that can import every required module:
+Users type ``python3 -m memstress.report ...`` (or ``memstress report``, which runs that) with whatever python is
+first on their PATH: a system python, a conda or PyTorch environment, or none activated at all. The project's
+dependencies (requirements.txt) live in ``.venv`` beside ``python/``, which scripts/setup makes, and users never
+activate it. So a program does not trust the python that started it; its main() calls
+``ensure(prog, __file__, required, optional)`` first, which picks, in this order, the first python that can
+import every required module:
 
 1. ``.venv/bin/python3`` of the checkout (or of the install: there is none under ``share/memstress``);
-2. the python that started the script;
+2. the python that started the program;
 3. ``python3`` on PATH, then ``/usr/bin/python3``.
 
 In each pass a python that also has the optional modules wins over one with the required ones only (the
 report draws with matplotlib alone, but checks documents against their schemas when jsonschema is
-there). If the chosen python is not the running one, the script is executed again under it (once: an
-environment variable stops a loop). An offline machine whose ``.venv`` lacks a package (pip could not
+there). If the chosen python is not the running one, the module is run again under it (``python -m`` the same
+module, with the directory that holds this package first on PYTHONPATH; once: an environment variable stops a
+loop). An offline machine whose ``.venv`` lacks a package (pip could not
 reach an index; the GPU images have none) thus falls back to a system python that has it (the GPU
 images' python has matplotlib). With no python that has the required modules, ``ensure`` says which
 modules are missing, where it looked and how to get them, and exits 3 (environment missing), unless the
@@ -34,7 +36,8 @@ import sys
 from pathlib import Path
 
 EXIT_ENV = 3
-_CHOSEN = "MEMSTRESS_PYENV_CHOSEN"  # the script re-executed under the python chosen for it
+_CHOSEN = "MEMSTRESS_PYENV_CHOSEN"  # the program run again under the python chosen for it
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # python/ of the checkout, share/memstress/python installed
 _MIN_VERSION = (3, 9)
 _PROBE = (
     "import importlib.util, sys\n"
@@ -83,36 +86,46 @@ def candidates(root: Path) -> list[str]:
     return unique
 
 
-def ensure(prog: str, script_file: str, required: list[str], optional: list[str] | None = None, *,
+def ensure(prog: str, main_file: str, required: list[str], optional: list[str] | None = None, *,
            exit_if_missing: bool = True) -> bool:
-    """Runs the script script_file (the caller's __file__) under the best python for it (see the note
-    above); returns True when this python has every required module. Without one: exits 3 with a
-    message, or returns False when exit_if_missing is False. Where script_file is not the program
-    running (its main() called from a test, say), nothing is executed again: this python is judged."""
+    """Runs the program whose main module is main_file (the caller's __file__, run with ``python -m``) under
+    the best python for it (see the note above); returns True when this python has every required module.
+    Without one: exits 3 with a message, or returns False when exit_if_missing is False. Where main_file is
+    not the program running (its main() called from a test, say), nothing is run again: this python is
+    judged."""
     optional = optional or []
-    script = str(Path(script_file).resolve())
+    program = str(Path(main_file).resolve())
     running = str(Path(sys.argv[0]).resolve()) if sys.argv and sys.argv[0] else ""
-    if running != script or os.environ.get(_CHOSEN) == script:  # imported, or already chosen
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if running != program or spec is None or os.environ.get(_CHOSEN) == program:  # imported, or already chosen
         return _here_has(required) or _missing(prog, required, [sys.executable], exit_if_missing)
-    root = Path(script).parent.parent
-    pythons = candidates(root)
+    pythons = candidates(_PACKAGE_ROOT.parent)
     for wanted in (required + optional, required) if optional else (required,):
         for python in pythons:
             here = os.path.abspath(python) == os.path.abspath(sys.executable)
             if here and _here_has(wanted):
                 return True
             if not here and _has(python, wanted):
-                os.environ[_CHOSEN] = script
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os.execv(python, [python, script, *sys.argv[1:]])
+                _run_again(python, spec.name, program)
     return _missing(prog, required, pythons, exit_if_missing)
+
+
+def _run_again(python: str, module: str, program: str) -> None:
+    """Replaces this process with ``python -m module`` and the same arguments, the package importable."""
+    os.environ[_CHOSEN] = program
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(_PACKAGE_ROOT)]
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(_PACKAGE_ROOT), *paths])
+    if module.endswith(".__main__"):  # a package's: python -m names the package
+        module = module[:-len(".__main__")]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(python, [python, "-m", module, *sys.argv[1:]])
 
 
 def _missing(prog: str, required: list[str], looked: list[str], exit_if_missing: bool) -> bool:
     if not exit_if_missing:
         return False
-    checkout = (Path(__file__).resolve().parent.parent / "requirements.txt").is_file()
+    checkout = (_PACKAGE_ROOT.parent / "requirements.txt").is_file()
     how = ("run scripts/setup in the memstress checkout (it makes .venv from requirements.txt), or "
            if checkout else "")
     debian = " ".join(f"python3-{name}" for name in required)

@@ -1,7 +1,10 @@
-#!/usr/bin/env python3
 """Convert a PyTorch memory snapshot (or an RMM allocation log) into a memstress trace.
 
-    scripts/torch_snapshot_to_trace.py SNAPSHOT -o TRACE [--device LABEL] [--facts FACTS.json]
+    python3 -m memstress.convert SNAPSHOT -o TRACE [--device LABEL] [--facts FACTS.json]
+
+(PYTHONPATH naming python/ of the checkout, or share/memstress/python installed; ``memstress replay`` and
+``memstress doctor`` run it so. Its usage, messages and the traces it writes still name it
+torch_snapshot_to_trace, its old name.)
 
 SNAPSHOT is either
 
@@ -16,7 +19,7 @@ script keeps); a name ending in ``.gz`` is written gzip-compressed. A summary go
 Exit codes: 0 converted; 2 bad usage or input (the message names the file), never a traceback. Bad input
 includes a corrupt gzip, a field of the wrong type (``host_traces`` that is not a list, say), times that are
 not finite or beyond 2^53 microseconds, sizes and streams beyond 64 bits, and an output (``-o``, ``--facts``)
-that exists and is not a regular file (scripts/ms_output.py: ``-o /dev/null`` is refused, not replaced).
+that exists and is not a regular file (_output.py: ``-o /dev/null`` is refused, not replaced).
 Strings the snapshot holds that UTF-8 cannot encode (a file name's stray bytes in a frame) are written as
 U+FFFD; a ``--device`` label with such bytes is refused.
 
@@ -58,7 +61,7 @@ that the trace never allocated get a ``segment_alloc`` at time 0. Every synthesi
 schema ``memstress.snapshot-facts/1``): each allocation's *site* (the first frame of its stack outside
 torch and Python's standard library: the user's line that asked for the memory), one example stack per
 site, the snapshot's ``allocator_settings`` (as a ``PYTORCH_CUDA_ALLOC_CONF`` string), what each ``oom``
-entry says of the device (``device_free``) and what the memstress recorder (python/memstress_torch.py)
+entry says of the device (``device_free``) and what the memstress recorder (recorder.py)
 wrote beside the snapshot under the key ``memstress`` (the GPU, its memory, the batch size). Sites are
 listed by first appearance; ``alloc_sites[id]`` is the site of the allocation with that trace id (-1:
 no frames were recorded for it, as for allocations from C++ such as PyTorch's backward pass; -2: it was
@@ -91,9 +94,8 @@ from heapq import merge
 from pathlib import Path
 from typing import IO, Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ms_output  # noqa: E402
-from snapshot_sites import SiteTable, alloc_conf_of  # noqa: E402
+from . import _output
+from .snapshot_sites import SiteTable, alloc_conf_of
 
 PROG = "torch_snapshot_to_trace"
 EXIT_OK, EXIT_INPUT = 0, 2
@@ -358,12 +360,12 @@ def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
     return alloc_sites, segment_addresses
 
 
-def open_output(path: Path) -> tuple[IO[str], ms_output.AtomicFile]:
+def open_output(path: Path) -> tuple[IO[str], _output.AtomicFile]:
     """A temporary file beside `path` (renamed over it by its commit()), gzip when the name ends in .gz; a
-    `path` that exists and is not a regular file is refused (ms_output)."""
+    `path` that exists and is not a regular file is refused (_output)."""
     try:
-        atomic = ms_output.AtomicFile(path, "-o")
-    except ms_output.OutputError as e:
+        atomic = _output.AtomicFile(path, "-o")
+    except _output.OutputError as e:
         raise InputError(str(e)) from None
     raw = atomic.file
     if path.name.endswith(".gz"):
@@ -731,10 +733,10 @@ def facts_document(builder: TraceBuilder, alloc_sites: list[int], segment_addres
 
 def write_facts(path: Path, document: dict[str, Any]) -> None:
     """The facts as JSON, its strings made encodable first (a frame's file name may hold stray bytes: U+FFFD)."""
-    text = json.dumps(ms_output.clean(document), separators=(",", ":"), default=str, allow_nan=False)
+    text = json.dumps(_output.clean(document), separators=(",", ":"), default=str, allow_nan=False)
     try:
-        ms_output.write_text(path, "--facts", text)
-    except ms_output.OutputError as e:
+        _output.write_text(path, "--facts", text)
+    except _output.OutputError as e:
         raise InputError(str(e)) from None
 
 
@@ -756,7 +758,7 @@ def convert(source: Path, target: Path, device: str | None = None, facts: Path |
                              "name their devices)")
         builder = convert_snapshot(load_pickle(data, source), source, summary)
 
-    name = ms_output.clean_text(source.name)  # a name's stray bytes as U+FFFD: the trace is UTF-8
+    name = _output.clean_text(source.name)  # a name's stray bytes as U+FFFD: the trace is UTF-8
     comments = [f"converted from {summary.source_kind} {name} by scripts/torch_snapshot_to_trace.py "
                 "(harness/trace/trace_format.md, 'Converted traces')"]
     if builder.prelude:
@@ -769,7 +771,7 @@ def convert(source: Path, target: Path, device: str | None = None, facts: Path |
         alloc_sites, segment_addresses = write_trace(out, [*prelude, *builder.events], comments, summary)
         close_output(out)
         atomic.commit()
-    except ms_output.OutputError as e:
+    except _output.OutputError as e:
         raise InputError(str(e)) from None
     except OSError as e:
         atomic.discard()
@@ -825,20 +827,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", help="device label for an RMM log (default: cuda:N from a '.devN' "
                                          "file name, else cuda:0)")
     args = parser.parse_args(argv)
-    import ms_pyenv
+    from . import _pyenv
 
-    ms_pyenv.ensure(PROG, __file__, [])  # the project's .venv when there is one (stdlib only otherwise)
+    _pyenv.ensure(PROG, __file__, [])  # the project's .venv when there is one (stdlib only otherwise)
     if args.device is not None and not re.fullmatch(r"[^,\s]+", args.device):
         parser.error(f"--device '{args.device}': a label has no commas or spaces (e.g. cuda:0)")
-    if args.device is not None and ms_output.clean_text(args.device) != args.device:
-        parser.error(f"--device '{ms_output.clean_text(args.device)}': not UTF-8 text (a label is written into the "
+    if args.device is not None and _output.clean_text(args.device) != args.device:
+        parser.error(f"--device '{_output.clean_text(args.device)}': not UTF-8 text (a label is written into the "
                      "trace)")
     try:
         for flag, path in (("-o", args.output), ("--facts", args.facts)):
             if path is not None:
-                ms_output.check_target(path, flag)  # before the work, not after it
+                _output.check_target(path, flag)  # before the work, not after it
         summary = convert(args.snapshot, args.output, args.device, args.facts)
-    except (InputError, ms_output.OutputError) as e:
+    except (InputError, _output.OutputError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     if not args.quiet:

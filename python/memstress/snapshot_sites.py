@@ -25,6 +25,8 @@ STACK_FRAMES = 16
 
 # Frames of PyTorch itself, wherever it is installed (site-packages, a source checkout's torch/).
 _TORCH = re.compile(r"(^|[/\\])torch[/\\]")
+# The recorder's own frames (recorder.py of this package).
+_RECORDER = re.compile(r"(^|[/\\])memstress[/\\]recorder\.py$")
 _STDLIB_DIRS = tuple(
     p for p in {sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")} if p)
 _STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!site-packages|dist-packages)")
@@ -36,10 +38,11 @@ def is_python(filename: str) -> bool:
 
 def is_internal(filename: str) -> bool:
     """Frames no user edits: C/C++, PyTorch's Python, the standard library, frozen modules, and the
-    memstress recorder (python/memstress_torch.py), which may sit at the bottom of every stack."""
+    memstress recorder (recorder.py, and memstress_torch.py, which re-exports it and was the recorder before:
+    older snapshots name it), which may sit at the bottom of every stack."""
     if not is_python(filename) or filename.startswith("<") or filename.endswith("memstress_torch.py"):
         return True
-    if _TORCH.search(filename):
+    if _RECORDER.search(filename) or _TORCH.search(filename):
         return True
     return bool(_STDLIB.search(filename)) or any(filename.startswith(d) for d in _STDLIB_DIRS)
 

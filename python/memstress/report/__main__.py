@@ -1,5 +1,8 @@
-#!/usr/bin/env python3
 """scripts/report RESULTS... -o report.html: one self-contained HTML page with plots of memstress results.
+
+Run as ``python3 -m memstress.report`` (PYTHONPATH naming python/ of the checkout, or share/memstress/python
+installed), or as ``memstress report``, which runs it so; it still names itself scripts/report, its old place,
+in its usage and messages.
 
 Reads memstress run documents (`memstress.run/1`, the `.json` a run writes with --out, or the `.jsonl` its rows
 stream to as they finish: a run that did not finish is drawn from the rows it wrote, and the page says so),
@@ -10,47 +13,47 @@ memstress.accept.PROFILE), and the fleet store's `memstress db outliers --format
 (`memstress.outliers/1`) and `memstress db history --format json` (`memstress.history/1`), in any mix, each told
 apart by its content, and draws what they hold, in this order:
 
-- doctor: what a program needed, who held the memory at its peak, the OOM, the settings (report_doctor.py);
+- doctor: what a program needed, who held the memory at its peak, the OOM, the settings (doctor.py);
 - machines: each GPU's name, memory, UUID, PCI bus id and link, the driver, CUDA and NCCL;
 - acceptance (the JUnit XML of a `memstress accept` run): each check as accept reported it, PASS, FAIL or
   SKIP, with the measured value and unit, the bound and the GPU, and the suite's counts; an accept run document
   given without its JUnit file is named with where its verdicts are, and nothing is judged again
-  (report_accept.py: Note [The page shows accept's verdicts]);
+  (accept.py: Note [The page shows accept's verdicts]);
 - transfers: GB/s against size, a panel per direction, a line per run, host memory and engine;
 - p2p: the peer copy matrix (GB/s from each GPU to each other) per engine and access at the largest size,
-  the peer load latency matrix, and the slowest pair's GB/s against size (report_links.py);
+  the peer load latency matrix, and the slowest pair's GB/s against size (links.py);
 - collectives: busbw against size, a line per collective and a panel per run, and nccl-tests' columns in a
-  table (report_links.py);
+  table (links.py);
 - size sweeps (a run with -b/-e/-f): each other swept workload's headline metric against size
-  (report_sweep.py);
+  (sweep.py);
 - allocators: alloc+free pair latency against size per allocator (Google Benchmark), and the threads
   scaling;
 - sizes: allocation churn per size distribution and allocator: ops/s, p99 allocation latency and
-  utilization (report_memory.py);
+  utilization (memory.py);
 - fragmentation: per allocation pattern and allocator, utilization, external fragmentation and reserved
-  minus allocated bytes (report_memory.py);
+  minus allocated bytes (memory.py);
 - OOM thresholds: the largest single allocation as a share of free memory, and the largest batch, per
   allocator and state;
 - leak: allocated bytes gained per epoch in each case against the detector's threshold, with what each case
-  found (report_memory.py);
+  found (memory.py);
 - streams and dataloader: concurrency against streams per block size, end-to-end H2D GB/s per configuration;
 - replays: reserved vs allocated over the trace;
 - comparisons: the rows that changed, with their verdicts;
 - the fleet: each judged group's GPUs as points with the median and the outlier line, the outliers named; each
-  history series over time with its driver changes (report_fleet.py);
-- every row of every run in a table: its headline metric (report_common: Note [Headline metrics]) with its
+  history series over time with its driver changes (fleet.py);
+- every row of every run in a table: its headline metric (common.py: Note [Headline metrics]) with its
   unit and, where it had several samples, its p10-p90 spread, then its other metrics.
 Images are PNGs embedded as base64, so the page stands alone.
 
 Bad input (a missing file, a directory, not UTF-8, not JSON, nested more than 128 levels deep, a document of no
 known kind, or one whose fields the report cannot draw from; XML that is not accept's JUnit, holds a DOCTYPE or
-ENTITY declaration, nests too deep or is too large: report_accept.py, Note [Reading JUnit XML safely]) exits 2
+ENTITY declaration, nests too deep or is too large: accept.py, Note [Reading JUnit XML safely]) exits 2
 with a one-line message naming the file;
-so does an -o that exists and is not a regular file (`-o /dev/null`: scripts/ms_output.py). Text that UTF-8
+so does an -o that exists and is not a regular file (`-o /dev/null`: memstress/_output.py). Text that UTF-8
 cannot encode (a file name's stray bytes, a JSON string's lone surrogate escape) is shown as U+FFFD.
 Design: each section is a function of the loaded documents that returns HTML (a short title, one sentence of
 what it shows, its figures) or nothing; a section with no data is left out rather than drawn empty. The
-sections of other files (named above) share report_common.py, whose notes say how numbers are written (three
+sections of other files (named above) share common.py, whose notes say how numbers are written (three
 significant digits, KiB-GiB, no p10-p90 spread for a single sample) and how a series keeps one colour, chosen
 by its name, on the whole page.
 """
@@ -66,10 +69,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # ms_json, ms_pyenv, validate_results: beside it
-import ms_json  # noqa: E402
-import ms_output  # noqa: E402
-from report_common import (  # noqa: E402
+from .. import _json, _output
+from .common import (
     MIB,
     Colours,
     Point,
@@ -102,18 +103,18 @@ class BadInput(Exception):
 @functools.lru_cache(maxsize=1)
 def validators() -> tuple[Any, Any, Any] | None:
     """The validators of run documents, replay documents and a run stream's lines (results/schema/, through
-    scripts/validate_results.py), or None without jsonschema."""
+    memstress/validate.py), or None without jsonschema."""
     try:
         import jsonschema
         import referencing
     except ImportError:
         return None
-    import validate_results
+    from .. import validate
 
     try:
-        schema_dir = validate_results.ROOT / "results" / "schema"
-        run, line, replay = validate_results.load_schemas(jsonschema, referencing, schema_dir)
-    except validate_results.Unreadable as e:
+        schema_dir = validate.ROOT / "results" / "schema"
+        run, line, replay = validate.load_schemas(jsonschema, referencing, schema_dir)
+    except validate.Unreadable as e:
         raise BadInput(str(e)) from None
     return run, replay, line
 
@@ -124,9 +125,9 @@ def check_schema(path: str, doc: dict, kind: str, where: str = "") -> None:
     found = validators()
     if found is None:
         return
-    import validate_results
+    from .. import validate
 
-    errors = validate_results.schema_errors(found[{"run": 0, "replay": 1, "line": 2}[kind]], doc)
+    errors = validate.schema_errors(found[{"run": 0, "replay": 1, "line": 2}[kind]], doc)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         schema = "memstress-rows-1 (a line of a run's stream)" if kind == "line" else doc.get("schema")
@@ -134,26 +135,26 @@ def check_schema(path: str, doc: dict, kind: str, where: str = "") -> None:
 
 
 def load(path: Path) -> tuple[str, Any]:
-    """Returns (kind, document) for one input file; its strings are made encodable (ms_output.clean)."""
-    import report_accept
+    """Returns (kind, document) for one input file; its strings are made encodable (_output.clean)."""
+    from . import accept
 
-    name = ms_output.clean_text(str(path))
+    name = _output.clean_text(str(path))
     try:
         data = path.read_bytes()
     except OSError as e:
         raise BadInput(f"{name}: cannot be read: {e.strerror or e}") from None
-    if report_accept.is_xml(data):  # JSON never starts with '<'
+    if accept.is_xml(data):  # JSON never starts with '<'
         try:
-            return "junit", report_accept.read_junit(data)
-        except report_accept.NotAcceptJUnit as e:
+            return "junit", accept.read_junit(data)
+        except accept.NotAcceptJUnit as e:
             raise BadInput(f"{name}: {e}") from None
     try:
-        text = ms_json.decode(data)
-        ms_json.check_depth(text)  # Python's json recurses once a level: bound the nesting first
-    except ValueError as e:  # ms_json.Unreadable, ms_json.TooDeep
+        text = _json.decode(data)
+        _json.check_depth(text)  # Python's json recurses once a level: bound the nesting first
+    except ValueError as e:  # _json.Unreadable, _json.TooDeep
         raise BadInput(f"{name}: {e}") from None
-    encodable = ms_output.clean if ms_json.has_surrogate_escape(text) else lambda doc: doc  # the walk only if needed
-    if ms_json.is_stream(text):
+    encodable = _output.clean if _json.has_surrogate_escape(text) else lambda doc: doc  # the walk only if needed
+    if _json.is_stream(text):
         return "run", encodable(load_stream(name, text))
     try:
         # Google Benchmark writes NaN and Infinity bare; Python's json reads them.
@@ -178,7 +179,7 @@ def load(path: Path) -> tuple[str, Any]:
     if schema.startswith("memstress.outliers/"):
         return "outliers", doc  # memstress db outliers --format json [--groups]
     if schema.startswith("memstress.allocators/"):
-        return "allocators", doc  # scripts/report_allocators.py's table (scripts/lab/gpu-allocators)
+        return "allocators", doc  # allocators.py's table (scripts/lab/gpu-allocators)
     if schema.startswith("memstress.history/"):
         return "history", doc  # memstress db history --format json
     if "benchmarks" in doc and "context" in doc:
@@ -228,7 +229,7 @@ def load_stream(path: str, text: str) -> dict:
             rows.append(fields)
         else:
             footer = fields
-    assert header is not None  # ms_json.is_stream: the first line is one
+    assert header is not None  # _json.is_stream: the first line is one
     doc = {**header, "rows": rows}
     if footer is not None:
         doc.update(footer)
@@ -590,7 +591,7 @@ def headline_text(top: tuple[str, dict] | None) -> str:
 
 
 def row_cells(r: dict, ranks: bool) -> list[str]:
-    """A row of the table of every row: its headline metric first (report_common: Note [Headline metrics]), with
+    """A row of the table of every row: its headline metric first (common.py: Note [Headline metrics]), with
     its unit and, where it had several samples, its p10-p90 spread; then up to six other metrics."""
     top = headline(r)
     others = [f"{name} {quantity(m['median'], str(m.get('unit') or ''))}"
@@ -687,15 +688,15 @@ def draw(section: Callable[[list[tuple[str, dict]]], str], docs: list[tuple[str,
 
 
 def build(inputs: list[tuple[str, str, Any]]) -> str:
-    from report_accept import section_acceptance
-    from report_allocators import section_allocator_table, section_allocators_documents
-    from report_doctor import section_doctor
-    from report_fleet import section_fleet_history, section_fleet_outliers
-    from report_links import section_collectives, section_p2p
-    from report_memory import section_fragmentation, section_leak, section_sizes
-    from report_sweep import section_sweep
+    from .accept import section_acceptance
+    from .allocators import section_allocator_table, section_allocators_documents
+    from .doctor import section_doctor
+    from .fleet import section_fleet_history, section_fleet_outliers
+    from .links import section_collectives, section_p2p
+    from .memory import section_fragmentation, section_leak, section_sizes
+    from .sweep import section_sweep
 
-    colours = Colours()  # one colour per series name on the whole page (report_common: Note [Series colours])
+    colours = Colours()  # one colour per series name on the whole page (common.py: Note [Series colours])
     junits = [(n, d) for n, k, d in inputs if k == "junit"]  # checked whole as they were read: nothing to draw wrong
     sections: list[tuple[str, Callable[[list[tuple[str, dict]]], str]]] = [
         ("doctor", lambda docs: section_doctor(docs, figure_html)),
@@ -750,22 +751,22 @@ def main(argv: list[str]) -> int:
                         help="memstress, compare, replay, doctor, devices or Google Benchmark JSON; accept's JUnit XML")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
     args = parser.parse_args(argv)
-    import ms_pyenv
+    from .. import _pyenv
 
     # exits 3 without matplotlib; without the optional ones, no schema check
-    ms_pyenv.ensure("scripts/report", __file__, ["matplotlib"], ["jsonschema", "referencing"])
+    _pyenv.ensure("scripts/report", __file__, ["matplotlib"], ["jsonschema", "referencing"])
     import matplotlib
 
     matplotlib.use("Agg")
     try:
-        ms_output.check_target(args.output, "-o")  # before the work, not after it
-        inputs = [(ms_output.clean_text(str(p)), *load(p)) for p in once(args.results)]
+        _output.check_target(args.output, "-o")  # before the work, not after it
+        inputs = [(_output.clean_text(str(p)), *load(p)) for p in once(args.results)]
         page = build(inputs)
-        ms_output.write_text(args.output, "-o", page)
+        _output.write_text(args.output, "-o", page)
         for name, kind, doc in inputs:
             if kind == "run" and run_state(doc):
                 print(f"scripts/report: note: {name}: {run_state(doc)}", file=sys.stderr)
-    except (BadInput, ms_output.OutputError) as e:
+    except (BadInput, _output.OutputError) as e:
         print(f"scripts/report: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(f"scripts/report: wrote {args.output} ({len(page) // 1024} KiB) from {len(inputs)} file(s)", file=sys.stderr)

@@ -1,15 +1,15 @@
-"""JSON input with its nesting bounded, for the scripts that read results from other machines.
+"""JSON input with its nesting bounded, for the programs that read results from other machines.
 
 The same bound as the C++ readers (Note [Bounded JSON input] in harness/core/json_input.hpp): a text whose
 arrays and objects nest more than MAX_DEPTH levels is refused before it is parsed. Python's json module
 recurses once a level and raises RecursionError deep down (and jsonschema, walking what it parsed, would
 recurse again), so the depth is counted first, in one scan that skips strings.
 
-    import ms_json
-    text = ms_json.read_text(path)   # raises Unreadable (a ValueError): cannot be read, not UTF-8
-    ms_json.check_depth(text)        # raises TooDeep (a ValueError) with the line and column
-    doc = ms_json.loads(text)        # check_depth, then json.loads(text, **kwargs)
-    ms_json.first_line(text)         # the first non-blank line, parsed (None: not JSON): is it a stream's header?
+    from memstress import _json
+    text = _json.read_text(path)   # raises Unreadable (a ValueError): cannot be read, not UTF-8
+    _json.check_depth(text)        # raises TooDeep (a ValueError) with the line and column
+    doc = _json.loads(text)        # check_depth, then json.loads(text, **kwargs)
+    _json.first_line(text)         # the first non-blank line, parsed (None: not JSON): is it a stream's header?
 
 Messages do not name the file: the caller, which knows how it was named, prefixes it.
 """
@@ -30,7 +30,7 @@ _TOKEN = re.compile(r'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"?|[\[\]{}]')
 
 
 # A JSON escape of a UTF-16 surrogate (\ud800-\udfff): json.loads turns a lone one into a str that UTF-8 cannot
-# encode (scripts/ms_output.py, clean). Text read as UTF-8 holds no surrogate otherwise.
+# encode (_output.py, clean). Text read as UTF-8 holds no surrogate otherwise.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 

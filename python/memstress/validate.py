@@ -1,7 +1,9 @@
-#!/usr/bin/env python3
 """Validate memstress results against results/schema/.
 
-    scripts/validate_results.py FILE...
+    python3 -m memstress.validate FILE...
+
+(PYTHONPATH naming python/ of the checkout, or share/memstress/python installed; its usage still names it
+validate_results.py, its old name.)
 
 A FILE ending in .jsonl (or .ndjson), or whose first line is a stream's header line (as `memstress compare`
 tells them), is a JSON Lines stream, checked line by line against memstress-rows-1.schema.json: a header line
@@ -15,11 +17,11 @@ case, stragglers included.
 
 Prints one line per file, "FILE: ok (N rows)", or "FILE: invalid" followed by the first errors, each
 with its JSON path. Exit codes: 0 all valid; 1 some file invalid; 2 some file unreadable (missing, a
-directory, not UTF-8), not JSON, not a JSON object, or nested more than 128 levels deep (scripts/ms_json.py)
+directory, not UTF-8), not JSON, not a JSON object, or nested more than 128 levels deep (_json.py)
 (or the schemas themselves); 77 the jsonschema package is missing (CTest: SKIP_RETURN_CODE 77). What UTF-8
 cannot encode in a file's name is printed escaped (as \\udcff).
 The only dependency is jsonschema (>= 4.18, requirements.txt); the script runs under the project's
-.venv when it exists, whatever python started it (scripts/ms_pyenv.py).
+.venv when it exists, whatever python started it (_pyenv.py).
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-import ms_json  # beside this script (installed with it)
+from . import _json
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout, or share/memstress installed
 SCHEMA_DIR = ROOT / "results" / "schema"
 RUN_SCHEMA = "memstress-run-1.schema.json"
 ROWS_SCHEMA = "memstress-rows-1.schema.json"
@@ -45,7 +47,7 @@ VERDICTS = ("pass", "fail", "skip", "error")
 
 
 def import_jsonschema():
-    """jsonschema and referencing, or None (main() first moves to a python that has them, ms_pyenv)."""
+    """jsonschema and referencing, or None (main() first moves to a python that has them, _pyenv)."""
     try:
         import jsonschema
         import referencing
@@ -64,10 +66,10 @@ def reject_constant(name: str) -> Any:
 
 
 def parse_json(text: str, where: str) -> Any:
-    """One JSON value, its nesting bounded first (ms_json: deeper than 128 levels is refused, exit 2)."""
+    """One JSON value, its nesting bounded first (_json: deeper than 128 levels is refused, exit 2)."""
     try:
-        ms_json.check_depth(text)
-    except ms_json.TooDeep as e:
+        _json.check_depth(text)
+    except _json.TooDeep as e:
         raise Unreadable(f"{where}{e}") from None
     try:
         return json.loads(text, parse_constant=reject_constant)
@@ -223,16 +225,16 @@ JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool
 
 def read_text(path: Path) -> str:
     try:
-        return ms_json.read_text(path)
-    except ms_json.Unreadable as e:
+        return _json.read_text(path)
+    except _json.Unreadable as e:
         raise Unreadable(str(e)) from None
 
 
 def readable(path: Path) -> None:
     """Raises Unreadable unless `path` reads, is JSON (a document, or a stream's lines but a cut-short last one)
-    and is nested no deeper than ms_json allows."""
+    and is nested no deeper than _json allows."""
     text = read_text(path)
-    if path.suffix in STREAM_SUFFIXES or ms_json.is_stream(text):
+    if path.suffix in STREAM_SUFFIXES or _json.is_stream(text):
         lines = stream_lines(text)
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -259,8 +261,8 @@ def stream_lines(text: str) -> list[str]:
     """A stream's lines, trailing blank ones left out, its nesting bounded over the whole file (so the line
     named is the file's); Unreadable when too deep or empty."""
     try:
-        ms_json.check_depth(text)
-    except ms_json.TooDeep as e:
+        _json.check_depth(text)
+    except _json.TooDeep as e:
         raise Unreadable(str(e)) from None
     lines = text.split("\n")
     while lines and not lines[-1].strip():
@@ -345,6 +347,7 @@ def check_stream(path: Path, line_validator, text: str) -> tuple[list[str], str]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
+        prog="validate_results.py",
         description="Validate memstress results (.json run documents, .jsonl streams) against results/schema/.",
         epilog="exit codes: 0 valid, 1 invalid, 2 unreadable, not JSON or nested too deep, 77 jsonschema not installed",
     )
@@ -355,10 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="backslashreplace")  # a file name's stray bytes: printed escaped, no traceback
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import ms_pyenv
+    from . import _pyenv
 
-    ms_pyenv.ensure("validate_results.py", __file__, ["jsonschema", "referencing"], exit_if_missing=False)
+    _pyenv.ensure("validate_results.py", __file__, ["jsonschema", "referencing"], exit_if_missing=False)
     modules = import_jsonschema()
     if modules is None:
         # What needs no schema is still checked: a file that cannot be read, is not JSON or is nested too deep
@@ -383,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.files:
         try:
             text = read_text(path)
-            if path.suffix in STREAM_SUFFIXES or ms_json.is_stream(text):
+            if path.suffix in STREAM_SUFFIXES or _json.is_stream(text):
                 errors, note = check_stream(path, line_validator, text)
             else:
                 errors, note = check_document(path, run_validator, replay_validator, text)

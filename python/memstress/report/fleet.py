@@ -1,4 +1,4 @@
-"""The report's fleet page: what `memstress db` says of many GPUs. Imported by scripts/report, which owns the
+"""The report's fleet page: what `memstress db` says of many GPUs. Imported by the report's __main__.py, which owns the
 page, the inputs and the errors.
 
 Inputs (told apart by their schema):
@@ -18,7 +18,7 @@ import random
 from datetime import datetime
 from typing import Any, Callable
 
-from report_common import digits, section, table
+from .common import digits, section, table
 
 MAX_FIGURES = 24
 

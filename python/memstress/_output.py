@@ -1,8 +1,8 @@
-"""What the memstress scripts write: files replaced whole, never over what is not a regular file, in valid UTF-8.
+"""What the memstress programs write: files replaced whole, never over what is not a regular file, in valid UTF-8.
 
 Note [Output files of the scripts]
 ----------------------------------
-Every file a script writes (`scripts/report -o`, the converter's `-o` and `--facts`, ...) goes through this
+Every file a program of this package writes (the report's `-o`, the converter's `-o` and `--facts`, ...) goes through this
 module, for three promises:
 
 * Atomic: the content goes to a temporary file in the target's directory (so the rename stays on one file

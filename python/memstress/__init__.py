@@ -1,0 +1,15 @@
+"""memstress's Python: what the memstress binary runs and what PyTorch programs import.
+
+- ``report`` (``python3 -m memstress.report``, and ``memstress report``, ``memstress doctor --format html``): results
+  drawn into one HTML page; ``__main__.py`` owns the page, the inputs and the errors, a module per kind of section;
+- ``convert`` (``python3 -m memstress.convert``, run by ``memstress replay`` and ``memstress doctor`` on a snapshot):
+  a PyTorch memory snapshot or an RMM log into a memstress trace, with ``snapshot_sites`` naming each allocation's
+  line of the user's program;
+- ``validate`` (``python3 -m memstress.validate``): results documents against results/schema/;
+- ``recorder``: the PyTorch recorder and ``find_max_batch``, which programs import as ``memstress_torch``;
+- ``_json``, ``_output``, ``_pyenv``: what the programs share: JSON read with its nesting bounded, output files
+  written whole, and the python a program runs under (the checkout's .venv first).
+
+The binary finds this directory under its data directory (share/memstress/python installed, python/ of the
+checkout for a build tree) and puts it first on PYTHONPATH. Only the standard library is imported here.
+"""

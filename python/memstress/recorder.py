@@ -1,0 +1,500 @@
+"""Record a PyTorch program's GPU memory for ``memstress doctor``, and find the largest batch that fits.
+
+In the training script::
+
+    import memstress_torch
+    memstress_torch.record("run.snapshot.pickle", batch=32)   # before the model is built
+
+or around an unchanged one::
+
+    python -m memstress_torch -o run.snapshot.pickle --batch 32 train.py --its --own --args
+
+Recording turns on PyTorch's memory history with the Python stack of every allocation
+(``torch.cuda.memory._record_memory_history(stacks="python")``), so ``memstress doctor`` can name the
+line that holds the memory. The snapshot is written when the program runs out of memory (PyTorch's
+out-of-memory observer: even if the OOM ends the program, the snapshot is there) and again at exit,
+and each time the ``memstress doctor`` command to run is printed on stderr.
+
+Beside PyTorch's own keys the snapshot gets ``"memstress"``: the GPU's name and memory, the bytes free on
+it when the snapshot was written (``device_free``), ``CUDA_VISIBLE_DEVICES``, whether the device is a MIG
+slice (``mig``), the per-process memory fraction (read when recording starts and again when the snapshot
+is written: a fraction set after ``record()`` counts), and the limit in force, ``limit``:
+``{"bytes": N, "source": "memory_fraction" | "capacity argument" | "device"}``. ``allocator_capacity`` is
+the same N: the memory PyTorch's allocator could use (the GPU's memory less what the CUDA context and
+other processes held when the snapshot was written; the fraction's share when one is set and smaller;
+the ``capacity`` argument when given), what ``memstress doctor`` judges the recorded GPU's capacity
+from. Then the batch size if given, and versions. pytorch.org/memory_viz and PyTorch's tools ignore the
+extra key.
+
+The largest batch that fits, from three or four trials of the real program::
+
+    found = memstress_torch.find_max_batch(lambda n: train_step(model, optimizer, n),
+                                           restore=(model, optimizer))
+    print(found.batch)
+
+``find_max_batch(step, capacity=None, *, memstress=None, start=None, steps_per_trial=2, ...)``: ``step(n)``
+runs one real step at batch size ``n`` (it makes its own inputs). A trial at a batch is what a fresh
+process training at that batch would do first: the state put back (below), the cache emptied, then
+``steps_per_trial`` steps in a row. Two steps, because the second is the one that runs out: an optimizer
+creates its state during the first step, after the activations were freed, and that state lands in the
+activations' cached segments, so the second step's activations fit worse (on an H100, a program with fp32 master
+weights whose single steps ran at batch 79 under a 2 GiB cap could not run 72 for two steps from a fresh
+process). It records a trial at two small batches
+(``start``, default 2, and twice that), asks ``memstress predict-batch`` (the ``memstress`` argument, else
+``$MEMSTRESS``, else ``memstress`` on ``PATH``) for the largest batch that surely fits ``capacity``
+(default: the process's limit, the per-process fraction's share when one is set, else the free memory
+plus what PyTorch holds), and confirms it with one real trial. When predict-batch is not sure and names
+two batches to record, the larger is recorded too (a fourth trial), and so is half of an answer more than
+four times the larger batch recorded, sure or not, to predict again from nearer. Where predict-batch names
+no batch it is sure of (the recordings matched poorly) but has an estimate, the estimate is the one
+confirmed. A confirmation that runs out of
+memory is caught, never raised: the references it held are dropped, the cache emptied, the state
+restored, and a smaller batch confirmed instead (the low end of predict-batch's range, else 90%; then 80%
+of the last, at most six confirmations in all).
+``restore``: modules and optimizers whose ``state_dict()`` is copied to the CPU before the first trial
+and loaded back before every other trial and after the last, so each trial starts as a fresh process would
+(an optimizer with no state yet) and the search leaves them as they were. Without them each trial starts
+from what the last one left, which can name a batch a fresh process cannot run. It returns a
+``FoundBatch``: the batch that ran, every trial ``(batch, kind, ok, seconds)`` with kind ``"record"`` or
+``"confirm"``, the steps taken, the OOMs met, the seconds taken and predict-batch's JSON.
+
+Only PyTorch (and the standard library) is needed. This is ``memstress.recorder``; programs import it as
+``memstress_torch`` (python/memstress_torch.py, which re-exports it). Both are installed with memstress under
+``share/memstress/python`` (in a checkout: ``python/``), so ``PYTHONPATH`` names that directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import copy
+import gc
+import json
+import os
+import pickle
+import runpy
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+__all__ = ["FAR", "MAX_ENTRIES", "PROG", "FoundBatch", "PredictError", "Recorder", "Trial", "find_max_batch", "main",
+           "memstress_binary", "process_limit", "record", "snapshot_metadata"]
+
+PROG = "memstress_torch"
+MAX_ENTRIES = 1_000_000
+
+
+def _fraction(torch: Any, device: int) -> float | None:
+    """The per-process memory fraction in force, or None (none set, or this PyTorch cannot say)."""
+    getter = getattr(torch.cuda, "get_per_process_memory_fraction", None)
+    if getter is None:
+        return None
+    try:
+        fraction = float(getter(device))
+    except (RuntimeError, TypeError, ValueError, AttributeError):
+        return None
+    return fraction if 0 < fraction < 1 else None
+
+
+def _is_mig(torch: Any, device: int, name: str) -> bool:
+    if "MIG" in name:
+        return True
+    try:
+        uuid = str(torch.cuda.get_device_properties(device).uuid)
+    except Exception:  # noqa: BLE001 - an older PyTorch, a stand-in, a device that cannot say
+        return False
+    return uuid.upper().startswith("MIG-")
+
+
+def snapshot_metadata(torch: Any, *, device: int | None = None, batch: int | None = None,
+                      capacity: int | None = None, fraction_at_record: float | None = None) -> dict[str, Any]:
+    """The snapshot's ``"memstress"`` key: the device, the limit in force and where it came from, versions."""
+    if device is None:
+        device = torch.cuda.current_device()
+    free, total = torch.cuda.mem_get_info(device)
+    reserved = torch.cuda.memory_reserved(device)
+    outside = max(total - free - reserved, 0)  # the CUDA context, libraries, other processes
+    fraction = _fraction(torch, device)
+    if fraction is None:
+        fraction = fraction_at_record
+    limit, source = total - outside, "device"
+    if fraction is not None and int(fraction * total) < limit:
+        limit, source = int(fraction * total), "memory_fraction"
+    if capacity is not None:
+        limit, source = int(capacity), "capacity argument"
+    try:
+        name = str(torch.cuda.get_device_name(device))
+    except Exception:  # noqa: BLE001 - the name is information, never a reason to lose the snapshot
+        name = "unknown"
+    meta = {
+        "recorded_by": PROG,
+        "device": f"cuda:{device}",
+        "device_name": name,
+        "device_total": int(total),
+        "device_free": int(free),
+        "used_outside_allocator": int(outside),
+        "allocator_capacity": int(limit),
+        "limit": {"bytes": int(limit), "source": source},
+        "memory_fraction": fraction,
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "mig": _is_mig(torch, device, name),
+        "torch": str(torch.__version__),  # a TorchVersion: plain data only in a snapshot
+        "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        "argv": list(sys.argv),
+    }
+    if batch is not None:
+        meta["batch"] = int(batch)
+    return meta
+
+
+class Recorder:
+    """One recording: history on, an OOM observer and an exit hook that write the snapshot."""
+
+    def __init__(self, path: str, *, batch: int | None = None, stacks: str = "python",
+                 max_entries: int = MAX_ENTRIES, capacity: int | None = None, torch: Any = None) -> None:
+        if torch is None:
+            import torch  # noqa: PLC0415 - the recorder is imported before torch in some scripts
+        self.torch = torch
+        self.path = os.path.abspath(path)
+        self.batch = batch
+        self.capacity = capacity  # what PyTorch may use, when the caller knows better than the GPU's figures
+        self.stacks = stacks
+        self.written = 0
+        self._lock = threading.Lock()
+        if stacks not in ("python", "all", "none"):
+            raise ValueError(f"{PROG}: stacks must be 'python', 'all' or 'none', not {stacks!r}")
+        try:
+            self.fraction_at_record = _fraction(torch, torch.cuda.current_device())
+        except Exception:  # noqa: BLE001 - read again at dump time
+            self.fraction_at_record = None
+        torch.cuda.memory._record_memory_history(
+            enabled="all", context=None if stacks == "none" else "alloc",
+            stacks="python" if stacks == "none" else stacks, max_entries=max_entries)
+        torch._C._cuda_attach_out_of_memory_observer(self._on_oom)
+        atexit.register(self._dump_at_exit)
+
+    def stop(self) -> None:
+        """No snapshot at exit (the OOM observer stays: PyTorch cannot detach one)."""
+        atexit.unregister(self._dump_at_exit)
+
+    def _dump_at_exit(self) -> None:
+        try:
+            self.dump()
+        except (OSError, RuntimeError) as e:  # a full disk or a CUDA context already torn down
+            print(f"{PROG}: could not write {self.path} at exit: {e}", file=sys.stderr)
+
+    def _on_oom(self, device: int, alloc: int, device_alloc: int, device_free: int) -> None:
+        print(f"{PROG}: out of memory on cuda:{device} (asked for {alloc} bytes, {device_free} free): "
+              "writing the snapshot", file=sys.stderr)
+        self.dump()
+
+    def metadata(self) -> dict[str, Any]:
+        return snapshot_metadata(self.torch, batch=self.batch, capacity=self.capacity,
+                                 fraction_at_record=self.fraction_at_record)
+
+    def dump(self) -> None:
+        """Writes the snapshot (atomically: a temporary file renamed over the path)."""
+        with self._lock:
+            snapshot = self.torch.cuda.memory._snapshot()
+            snapshot["memstress"] = self.metadata()
+            _write_pickle(self.path, snapshot)
+            self.written += 1
+            events = sum(len(t) for t in snapshot.get("device_traces", []))
+            print(f"{PROG}: wrote {self.path} ({events} events); diagnose it with:\n"
+                  f"  memstress doctor {self.path}", file=sys.stderr)
+
+
+def _write_pickle(path: str, snapshot: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        pickle.dump(snapshot, f)
+    os.replace(tmp, path)
+
+
+def record(path: str = "run.snapshot.pickle", *, batch: int | None = None, stacks: str = "python",
+           max_entries: int = MAX_ENTRIES, capacity: int | None = None) -> Recorder:
+    """Starts recording; the snapshot is written at an OOM and at exit (Recorder.dump writes it now).
+    `capacity`: the bytes PyTorch may use, when the program limits itself in a way the recorder cannot see
+    (it sees torch.cuda.set_per_process_memory_fraction where PyTorch can report it)."""
+    return Recorder(path, batch=batch, stacks=stacks, max_entries=max_entries, capacity=capacity)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# find_max_batch
+
+
+class PredictError(RuntimeError):
+    """memstress predict-batch could not be run, failed, or said nothing readable."""
+
+
+class Trial(NamedTuple):
+    batch: int
+    kind: str  # "record" or "confirm"
+    ok: bool
+    seconds: float
+
+
+@dataclass
+class FoundBatch:
+    batch: int  # the largest batch that ran (0: not even the first one did)
+    trials: list[Trial] = field(default_factory=list)
+    ooms: int = 0
+    seconds: float = 0.0
+    prediction: dict[str, Any] | None = None  # predict-batch's JSON (the last one asked)
+    steps: int = 0  # calls of step(): steps_per_trial a trial, fewer where one ran out
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def process_limit(torch: Any, device: int) -> int:
+    """The bytes this process's PyTorch may use: the fraction's share when one is set, else free plus reserved."""
+    free, total = torch.cuda.mem_get_info(device)
+    fraction = _fraction(torch, device)
+    if fraction is not None:
+        return int(fraction * total)
+    return int(free + torch.cuda.memory_reserved(device))
+
+
+def memstress_binary(memstress: str | None = None) -> str:
+    found = memstress or os.environ.get("MEMSTRESS") or shutil.which("memstress")
+    if not found:
+        raise PredictError(f"{PROG}: no memstress binary: pass memstress=PATH, set MEMSTRESS, or put it on PATH")
+    return found
+
+
+def _to_cpu(value: Any, tensor_type: type) -> Any:
+    if isinstance(value, tensor_type):
+        return value.detach().to("cpu", copy=True)
+    if isinstance(value, dict):
+        return type(value)((k, _to_cpu(v, tensor_type)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(v, tensor_type) for v in value)
+    return copy.deepcopy(value)
+
+
+class _Search:
+    """One find_max_batch: its trial steps, the OOMs met, the recordings and the state to put back."""
+
+    def __init__(self, torch: Any, step: Callable[[int], Any], device: int, capacity: int, stacks: str,
+                 restore: Iterable[Any], log: Callable[[str], None], steps_per_trial: int = 2) -> None:
+        self.torch = torch
+        self.step = step
+        self.steps_per_trial = max(1, int(steps_per_trial))
+        self.steps = 0
+        self.pristine = True  # the state is as saved: no step since the last restore
+        self.device = device
+        self.capacity = capacity
+        self.stacks = stacks
+        self.log = log
+        self.trials: list[Trial] = []
+        self.ooms = 0
+        self.ran = 0  # the largest batch known to run
+        self.recorded: dict[int, str] = {}
+        self.work = tempfile.mkdtemp(prefix="memstress-find-")
+        self.saved = [(obj, _to_cpu(obj.state_dict(), torch.Tensor)) for obj in restore]
+
+    def restore(self) -> None:
+        self.pristine = True
+        for obj, state in self.saved:
+            obj.load_state_dict(state)
+            zero_grad = getattr(obj, "zero_grad", None)
+            if zero_grad is not None:
+                zero_grad(set_to_none=True)
+
+    def clean(self) -> None:
+        gc.collect()
+        self.torch.cuda.empty_cache()
+
+    def close(self) -> None:
+        self.clean()
+        self.restore()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def run(self, batch: int, kind: str) -> bool:
+        """One trial: the state put back, then steps_per_trial real steps ("record": with the history on, its
+        snapshot kept). False when one ran out of memory: the OOM is caught here, never raised."""
+        torch = self.torch
+        if not self.pristine:
+            self.restore()
+        self.clean()
+        path = os.path.join(self.work, f"batch{batch}.pickle") if kind == "record" else None
+        if path is not None:
+            torch.cuda.memory._record_memory_history(
+                enabled="all", context=None if self.stacks == "none" else "alloc", stacks="python",
+                max_entries=MAX_ENTRIES)
+        started = time.perf_counter()
+        message = None
+        try:
+            for _ in range(self.steps_per_trial):
+                self.pristine = False
+                self.steps += 1
+                self.step(batch)
+            torch.cuda.synchronize(self.device)
+            if path is not None:
+                snapshot = torch.cuda.memory._snapshot()
+                snapshot["memstress"] = snapshot_metadata(torch, device=self.device, batch=batch,
+                                                          capacity=self.capacity)
+                _write_pickle(path, snapshot)
+        except torch.cuda.OutOfMemoryError as e:
+            message = (str(e).splitlines() or ["out of memory"])[0]
+            traceback.clear_frames(e.__traceback__)  # its frames hold the step's tensors
+            e.__traceback__ = None
+        finally:
+            if path is not None:
+                torch.cuda.memory._record_memory_history(enabled=None)
+        seconds = time.perf_counter() - started
+        self.trials.append(Trial(batch, kind, message is None, round(seconds, 4)))
+        if message is not None:
+            self.ooms += 1
+            self.log(f"{PROG}: {kind} batch {batch}: out of memory ({message})")
+            self.clean()
+            return False
+        self.log(f"{PROG}: {kind} batch {batch}: ran ({seconds:.2f} s)")
+        self.ran = max(self.ran, batch)
+        if path is not None:
+            self.recorded[batch] = path
+        return True
+
+
+def _predict(binary: str, search: _Search, a: int, b: int, max_batch: int, alloc_conf: str | None,
+             trace_device: str | None) -> dict[str, Any]:
+    cmd = [binary, "predict-batch", search.recorded[a], search.recorded[b], "--batch", f"{a},{b}",
+           "--capacity", str(int(search.capacity)), "--max-batch", str(max_batch), "--format", "json"]
+    if alloc_conf is not None:
+        cmd += ["--alloc-conf", alloc_conf]
+    if trace_device is not None:
+        cmd += ["--trace-device", trace_device]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PredictError(f"{PROG}: could not run {binary} predict-batch: {e}") from None
+    if done.returncode != 0:
+        said = done.stderr.strip() or done.stdout.strip()
+        raise PredictError(f"{PROG}: memstress predict-batch exited {done.returncode}: {said[-2000:]}")
+    try:
+        answer = json.loads(done.stdout)
+    except ValueError as e:
+        raise PredictError(f"{PROG}: memstress predict-batch printed no JSON ({e})") from None
+    if not isinstance(answer, dict):
+        raise PredictError(f"{PROG}: memstress predict-batch printed a {type(answer).__name__}, not an object")
+    return answer
+
+
+def _safe_batch(prediction: dict[str, Any]) -> int | None:
+    """predict-batch's largest batch that surely runs: "safe_batch", else largest_fit's batch."""
+    safe = prediction["safe_batch"] if "safe_batch" in prediction else \
+        (prediction.get("largest_fit") or {}).get("batch")
+    return int(safe) if isinstance(safe, (int, float)) and not isinstance(safe, bool) and safe >= 0 else None
+
+
+# An answer more than this many times the larger recorded batch is recorded again nearer (at half of it) before it
+# is confirmed, even where predict-batch is sure: from batches 2 and 4, an fp32-master-weights program's "sure"
+# answer was half its real largest.
+FAR = 4
+
+
+def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, memstress: str | None = None,
+                   start: int | None = None, max_batch: int = 1_000_000, restore: Iterable[Any] = (),
+                   steps_per_trial: int = 2,
+                   alloc_conf: str | None = None, device: Any = None, stacks: str = "python",
+                   log: Callable[[str], None] = _stderr) -> FoundBatch:
+    """The largest batch `step` runs with in `capacity` bytes: two recorded trials, predict-batch, one confirmation
+    (the module's docstring tells the whole of it). Raises PredictError when memstress predict-batch fails."""
+    import torch  # noqa: PLC0415 - the recorder half of this module is imported before torch
+
+    began = time.perf_counter()
+    index = torch.cuda.current_device() if device is None else _device_index(torch, device)
+    capacity = process_limit(torch, index) if capacity is None else int(capacity)
+    binary = memstress_binary(memstress)
+    max_batch = max(1, int(max_batch))
+    trace_device = None if device is None else f"cuda:{index}"
+    search = _Search(torch, step, index, capacity, stacks, restore, log, steps_per_trial)
+    prediction: dict[str, Any] | None = None
+
+    def found() -> FoundBatch:
+        return FoundBatch(search.ran, search.trials, search.ooms, round(time.perf_counter() - began, 4), prediction,
+                          search.steps)
+
+    try:
+        # Two recordings, b1 and 2 * b1; a b1 that does not run is halved, a 2 * b1 that does not run ends it.
+        b1 = max(1, min(int(start or 2), max_batch))
+        while not search.run(b1, "record"):
+            if b1 == 1:
+                log(f"{PROG}: not even batch 1 runs in {capacity} bytes")
+                return found()
+            b1 //= 2
+        b2 = min(2 * b1, max_batch)
+        if b2 == b1 or not search.run(b2, "record"):
+            return found()
+        prediction = _predict(binary, search, b1, b2, max_batch, alloc_conf, trace_device)
+        wanted = [int(b) for b in prediction.get("record_at") or [] if isinstance(b, int) and 1 <= b <= max_batch]
+        first = _safe_batch(prediction)
+        first = None if first is None else min(first, max_batch)
+        far = first is not None and first > FAR * b2
+        if far and not wanted:
+            wanted = [first // 2]  # sure, but from far below: the pair is taken again nearer the answer
+        if (prediction.get("sure") is False or far) and wanted and max(wanted) not in search.recorded:
+            # Not sure: one more recording, the larger batch it asks for, paired with the largest recorded below.
+            new = max(wanted)
+            below = [b for b in search.recorded if b < new]
+            if below and search.run(new, "record"):
+                prediction = _predict(binary, search, max(below), new, max_batch, alloc_conf, trace_device)
+        answer = _safe_batch(prediction)
+        estimate = prediction.get("estimate")
+        if answer is None and isinstance(estimate, int) and not isinstance(estimate, bool) and estimate > search.ran:
+            answer = estimate  # no batch is sure (the runs matched poorly): the trial is the proof, backed off on OOM
+        low = (prediction.get("range") or {}).get("low")
+        for tries in range(6):  # confirmations: the answer; the range's low end or 90% of it; then 80% each time
+            if answer is None or min(answer, max_batch) <= search.ran:
+                break
+            answer = min(answer, max_batch)
+            if search.run(answer, "confirm"):
+                break
+            if tries == 0:
+                answer = low if isinstance(low, int) and search.ran < low < answer else int(0.9 * answer)
+            else:
+                answer = int(0.8 * answer)
+        return found()
+    finally:
+        search.close()
+
+
+def _device_index(torch: Any, device: Any) -> int:
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        return int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
+    index = getattr(device, "index", None)
+    return torch.cuda.current_device() if index is None else int(index)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m memstress_torch",
+        description="Run a PyTorch script with its GPU memory recorded for memstress doctor.")
+    parser.add_argument("-o", "--output", default="run.snapshot.pickle", help="the snapshot to write")
+    parser.add_argument("--batch", type=int, help="the batch size, recorded for memstress predict-batch")
+    parser.add_argument("--stacks", default="python", choices=("python", "all", "none"),
+                        help="stack frames per allocation: Python's, Python's and C++'s, or none")
+    parser.add_argument("--max-entries", type=int, default=MAX_ENTRIES, help="the history's length")
+    parser.add_argument("script", help="the Python script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    args = parser.parse_args(argv)
+    record(args.output, batch=args.batch, stacks=args.stacks, max_entries=args.max_entries)
+    sys.argv = [args.script, *args.args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
+    runpy.run_path(args.script, run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
