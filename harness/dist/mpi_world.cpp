@@ -223,15 +223,36 @@ void MpiWorld::spin_barrier() {
 }
 
 void MpiWorld::barrier(Pace pace) {
-  // Everyone reports to rank 0 (which names the missing), then rank 0 releases everyone.
-  static_cast<void>(collect({}, kArriveTag, pace));
+  // Everyone reports to rank 0 (which names the missing), then rank 0 releases everyone. Each arrival says
+  // which kind of barrier it is at: a rank that left a case the others are timing (its prepare threw, its
+  // device was lost) arrives at the next case's start while they wait at a timed window's, and would release
+  // them into rows that were never measured together. Rank 0 refuses that pairing: its release says so, and
+  // every rank throws DistError at once rather than carry on out of step.
+  const std::string kind = pace == Pace::spin ? "a timed window's start" : "a step's start";
+  const std::vector<std::string> arrived = collect(kind, kArriveTag, pace);
   char token = 0;
   if (rank_ != 0) {
     MPI_Request request = MPI_REQUEST_NULL;
     MEMSTRESS_MPI_TRY(MPI_Irecv(&token, 1, MPI_CHAR, 0, kReleaseTag, comm_, &request));
     wait(request, "waiting for rank 0 at a barrier", pace);
+    if (token != 0) {
+      throw DistError(
+          fmt::format("rank {} at {}: rank 0 found the ranks at different steps (a rank left a "
+                      "case the others ran)",
+                      rank_, kind));
+    }
     return;
   }
+  std::string apart;
+  for (std::size_t r = 0; r < arrived.size(); ++r) {
+    if (arrived[r] != kind && apart.empty()) {
+      apart = fmt::format(
+          "rank {} arrived at {} while rank 0 waits at {}: the ranks are at different steps (a "
+          "rank left a case the others ran)",
+          r, arrived[r], kind);
+    }
+  }
+  token = apart.empty() ? 0 : 1;
   std::vector<MPI_Request> requests(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
   for (int r = 1; r < size_; ++r) {
     MEMSTRESS_MPI_TRY(
@@ -239,6 +260,9 @@ void MpiWorld::barrier(Pace pace) {
   }
   for (MPI_Request& request : requests) {
     wait(request, "releasing the ranks from a barrier", pace);
+  }
+  if (!apart.empty()) {
+    throw DistError(apart);
   }
 }
 

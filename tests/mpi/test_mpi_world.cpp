@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/dist/dist_error.hpp"
 #include "harness/dist/world.hpp"
 #include "world_test_main.hpp"
 
@@ -72,6 +73,22 @@ void collectives(World& world) {
       EXPECT_EQ(texts[r], text_of(static_cast<int>(r))) << "rank " << r;
     }
   }
+  world.barrier();
+
+  // Ranks at different kinds of barrier (one left a case the others time): every rank throws at once, none
+  // is released into a window the others never entered.
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    if (world.rank() == 1) {
+      world.barrier();
+    } else {
+      world.spin_barrier();
+    }
+    ADD_FAILURE() << "rank " << world.rank() << " was released from barriers of different kinds";
+  } catch (const DistError& e) {
+    EXPECT_NE(std::string(e.what()).find("different steps"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
   world.barrier();
 }
 
