@@ -143,19 +143,27 @@ struct Matched {
   const ResultRow* first_skipped = nullptr;
 };
 
-// A per_host check's skipped row on a node whose measuring rank gave a row (AcceptCheck::per_host).
-bool measured_elsewhere_on_node(const ResultRow& skipped, const AcceptCheck& check, const AcceptRows& rows) {
-  return check.per_host && std::any_of(rows.begin(), rows.end(), [&](const ResultRow& other) {
-           return other.verdict != Verdict::skip && other.gpu.host == skipped.gpu.host &&
-                  matches(other, check);
-         });
+// AcceptCheck::per_host: the rows without the skipped ones of a case that another rank of the same (named)
+// host measured. A host none of whose ranks measured the case keeps its skipped rows: not judged.
+AcceptRows without_measured_elsewhere(const AcceptCheck& check, const AcceptRows& rows) {
+  AcceptRows kept;
+  for (const ResultRow& row : rows) {
+    const bool excused = row.verdict == Verdict::skip && !row.gpu.host.empty() && matches(row, check) &&
+                         std::any_of(rows.begin(), rows.end(), [&](const ResultRow& other) {
+                           return other.verdict != Verdict::skip && other.gpu.host == row.gpu.host &&
+                                  other.case_label == row.case_label && matches(other, check);
+                         });
+    if (!excused) {
+      kept.push_back(row);
+    }
+  }
+  return kept;
 }
 
 Matched count_matched(const AcceptCheck& check, const AcceptRows& rows) {
   Matched out;
   for (const ResultRow& row : rows) {
-    if (matches(row, check) &&
-        !(row.verdict == Verdict::skip && measured_elsewhere_on_node(row, check, rows))) {
+    if (matches(row, check)) {
       ++out.rows;
       if (row.verdict == Verdict::skip) {
         out.skipped += 1;
@@ -296,21 +304,44 @@ void not_judged_everywhere(CheckOutcome& out, const Matched& matched) {
                            matched.skipped, matched.rows, skip_reason(matched), out.detail);
 }
 
+// A matched row that failed or errored before it measured the check's metric is a GPU left unmeasured: the
+// check FAILs naming it, whatever the other rows measured (fail closed).
+void fail_unfinished(CheckOutcome& out, const AcceptCheck& check, const AcceptRows& rows, const Measured& m) {
+  std::vector<std::string> gpus;
+  for (const ResultRow& row : rows) {
+    const bool gave =
+        std::any_of(m.values.begin(), m.values.end(), [&](const RowValue& v) { return v.row == &row; });
+    if (matches(row, check) && !gave && (row.verdict == Verdict::error || row.verdict == Verdict::fail)) {
+      gpus.push_back(fmt::format("{} ({} {}: {})", describe(row.gpu, row.rank), row.workload, row.case_label,
+                                 row.reason.substr(0, row.reason.find('\n'))));
+    }
+  }
+  if (gpus.empty()) {
+    return;
+  }
+  out.pass = false;
+  out.detail = fmt::format("not measured where its row{} failed: {}; the others: {}",
+                           gpus.size() == 1 ? "" : "s", fmt::join(gpus, "; "), out.detail);
+}
+
 }  // namespace
 
 CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int ranks) {
   if (check.min_ranks > ranks) {
     return too_few_ranks(check, ranks);
   }
-  const Matched matched = count_matched(check, rows);
+  const AcceptRows kept = check.per_host ? without_measured_elsewhere(check, rows) : AcceptRows();
+  const AcceptRows& judged = check.per_host ? kept : rows;
+  const Matched matched = count_matched(check, judged);
   if (matched.rows > 0 && matched.skipped == matched.rows) {
     return all_skipped(matched);
   }
-  const std::optional<Measured> m = measure(check, rows);
+  const std::optional<Measured> m = measure(check, judged);
   if (!m) {
-    return unmeasured(check, rows);
+    return unmeasured(check, judged);
   }
   CheckOutcome out = judge(check, *m);
+  fail_unfinished(out, check, judged, *m);
   if (out.pass && matched.skipped > 0) {
     not_judged_everywhere(out, matched);
   }

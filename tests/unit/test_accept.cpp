@@ -353,3 +353,33 @@ checks:
 
 }  // namespace
 }  // namespace memstress
+
+namespace memstress {
+namespace {
+
+// Fail closed: a GPU whose row errored before it measured the check's metric is not left out of the check.
+TEST(AcceptProfile, ARowThatErroredBeforeMeasuringFailsTheCheckNamingItsGpu) {
+  const Profile p = parse_profile(kProfile, "t.yaml");
+  AcceptRows rows;
+  for (int rank = 0; rank < 4; ++rank) {
+    rows.push_back(on_gpu(row("transfers", {{"direction", "h2d"}}, 52), rank, "a"));
+  }
+  rows[3].verdict = Verdict::error;
+  rows[3].reason = "cudaErrorIllegalAddress\nmore";
+  rows[3].metrics.clear();
+  const CheckOutcome out = evaluate(p.checks[0], rows, 4);
+  EXPECT_FALSE(out.pass);
+  EXPECT_FALSE(out.skipped);
+  EXPECT_NE(
+      out.detail.find("not measured where its row failed: host a, rank 3, cuda:1 (GPU-3, PCI 0000:13:00.0) "
+                      "(transfers : cudaErrorIllegalAddress)"),
+      std::string::npos)
+      << out.detail;
+  rows[3].verdict = Verdict::skip;  // skipped by the harness instead: not judged, not failed
+  const CheckOutcome skipped = evaluate(p.checks[0], rows, 4);
+  EXPECT_FALSE(skipped.pass);
+  EXPECT_TRUE(skipped.skipped) << skipped.detail;
+}
+
+}  // namespace
+}  // namespace memstress
