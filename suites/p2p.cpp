@@ -215,7 +215,7 @@ class P2pRun final : public CaseRun {
       for (const auto& [from, to] : refused) {
         pairs += fmt::format("{}{}->{}", pairs.empty() ? "" : ", ", from, to);
       }
-      ctx.note(fmt::format("peer access refused: {} (copies between them go through the host)", pairs));
+      ctx.note(fmt::format("peer_refused: {} (copies between them go through the host)", pairs));
     }
     ctx.record("peer_refused", "pairs", Better::lower, static_cast<double>(refused.size()));
   }

@@ -46,6 +46,7 @@
 #include "harness/memory/cuda_handles.hpp"
 #include "harness/memory/host_buffers.hpp"
 #include "harness/memory/numa.hpp"
+#include "harness/results/row.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/timing.hpp"
 #include "harness/run/workload.hpp"
@@ -241,7 +242,7 @@ class TransfersRun final : public CaseRun {
   // and all_to_host start every GPU's copies at once. Without it the ranks drift apart within a few
   // repetitions (each verifies 512 MiB and times its reference loop at its own pace), one rank's timed
   // copies meet another's verification or nothing at all, and "all at once" measured each GPU nearly
-  // alone (all_to_host 53.6 GB/s a GPU on 4 H200s, against nvbandwidth's 33.8).
+  // alone (all_to_host 52.5 GB/s a GPU on 4 H200s, against nvbandwidth's 33.6).
   double timed(CaseContext& ctx, const std::vector<Leg>& legs, Engine engine,
                const std::vector<cuda::Event>& joins) {
     if (ctx.together()) {
@@ -265,15 +266,21 @@ class TransfersRun final : public CaseRun {
   // Note [Host memory near the GPU]: whether every host buffer's pages lie on a NUMA node the GPU is
   // attached to, read back from the kernel once the buffers are filled; nothing where the GPU's node or
   // a buffer's cannot be read.
-  [[nodiscard]] std::optional<bool> numa_local(int ordinal) const {
-    const std::vector<int> near = gpu_numa_nodes(ordinal);
-    if (near.empty() || host_.empty()) {
+  [[nodiscard]] std::optional<bool> numa_local(CaseContext& ctx) const {
+    if (host_.empty()) {
+      return std::nullopt;  // d2d: no host memory
+    }
+    const std::vector<int> near = gpu_numa_nodes(ctx.device().info().ordinal);
+    if (near.empty()) {
+      ctx.note(fmt::format("{}numa_local (the GPU's NUMA node is not known)", kNotMeasured));
       return std::nullopt;
     }
     bool local = true;
     for (const HostMemory& h : host_) {
       const std::optional<int> node = numa_node_of(h.data(), bytes_);
       if (!node) {
+        ctx.note(fmt::format("{}numa_local (the kernel did not say where a host buffer's pages lie)",
+                             kNotMeasured));
         return std::nullopt;
       }
       local = local && std::find(near.begin(), near.end(), *node) != near.end();
@@ -349,7 +356,7 @@ class TransfersRun final : public CaseRun {
     }
     make_reference(n);
     streams_.front().synchronize();
-    numa_local_ = numa_local(ctx.device().info().ordinal);
+    numa_local_ = numa_local(ctx);
   }
 
   // Note [The reference]: the same legs between cudaHostAlloc/cudaMalloc buffers. Their sources hold the

@@ -58,16 +58,23 @@ std::string list_text(hwloc_const_bitmap_t set) {
   return out;
 }
 
-// The nodes of the CPUs local to the GPU's PCI device: every node where sysfs does not say (hwloc then
-// gives the whole machine's CPUs).
+// The nodes of the CPUs local to the GPU's PCI device, or null where that is not known: where sysfs gives
+// no local CPUs (a virtual machine may not), hwloc answers with the whole machine's, which on a host of
+// several nodes with CPUs says nothing of where the GPU is.
 Bitmap gpu_nodeset(hwloc_topology_t topology, int ordinal) {
   const Bitmap cpus = new_bitmap();
   const Bitmap nodes = new_bitmap();
-  if (!cpus || !nodes || hwloc_cudart_get_device_cpuset(topology, ordinal, cpus.get()) != 0) {
+  const Bitmap all = new_bitmap();
+  if (!cpus || !nodes || !all || hwloc_cudart_get_device_cpuset(topology, ordinal, cpus.get()) != 0) {
     return {};
   }
   hwloc_cpuset_to_nodeset(topology, cpus.get(), nodes.get());
-  return hwloc_bitmap_iszero(nodes.get()) != 0 ? Bitmap() : Bitmap(hwloc_bitmap_dup(nodes.get()));
+  hwloc_cpuset_to_nodeset(topology, hwloc_topology_get_complete_cpuset(topology), all.get());
+  const bool everywhere =
+      hwloc_bitmap_isequal(cpus.get(), hwloc_topology_get_complete_cpuset(topology)) != 0 &&
+      hwloc_bitmap_weight(all.get()) > 1;
+  return hwloc_bitmap_iszero(nodes.get()) != 0 || everywhere ? Bitmap()
+                                                             : Bitmap(hwloc_bitmap_dup(nodes.get()));
 }
 
 void record_cpus(hwloc_topology_t topology, NumaPlacement& placement) {
@@ -95,18 +102,16 @@ NumaPlacement place_near_gpu(int ordinal, NumaMode mode) {
   record_cpus(topology.get(), placement);
   const Bitmap nodes = gpu_nodeset(topology.get(), ordinal);
   if (!nodes) {
-    placement.note = fmt::format("hwloc could not find the NUMA node of CUDA device {}", ordinal);
+    placement.note = fmt::format(
+        "the NUMA node of CUDA device {} is not known (sysfs gives its PCI device no local CPUs): not placed",
+        ordinal);
     return placement;
   }
   placement.gpu_nodes = members(nodes.get());
   if (mode == NumaMode::off) {
     return placement;
   }
-  if (placement.host_nodes > 1 && std::ssize(placement.gpu_nodes) == placement.host_nodes) {
-    placement.note = "the GPU is not attached to any one NUMA node (sysfs gives no local CPUs): not placed";
-    return placement;
-  }
-  // Not HWLOC_MEMBIND_STRICT: Linux's MPOL_PREFERRED, so a full node lends from another rather than fail.
+  // Not HWLOC_MEMBIND_STRICT: Linux's MPOL_PREFERRED, so a full node falls back to another rather than fail.
   if (hwloc_set_membind(topology.get(), nodes.get(), HWLOC_MEMBIND_BIND,
                         HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET) != 0) {
     placement.note = fmt::format("setting the memory policy failed: {}",

@@ -7,7 +7,7 @@
 // On a host of several NUMA nodes (two sockets, or a socket split into nodes), a copy between a GPU and
 // host memory on the far node crosses the sockets' link: H2D and D2H run slower and vary with where the
 // OS happened to put the pages. memstress places each rank's host memory on the node(s) its GPU is
-// attached to (`--numa local`, the default), as `numactl --membind` beside the GPU would: the GPU's nodes
+// attached to (`--numa local`, the default), as `numactl --preferred` beside the GPU would: the GPU's nodes
 // come from hwloc (the CPUs local to its PCI device, from sysfs, turned into their NUMA nodes), and the
 // rank's memory policy prefers them (hwloc's non-strict bind, Linux MPOL_PREFERRED: memory still comes
 // from another node when the GPU's is full, rather than the allocation failing). The policy is the
@@ -51,7 +51,8 @@ struct NumaPlacement {
 // nodes or their node cannot be read (memory the kernel will not report, a build without hwloc).
 [[nodiscard]] std::optional<int> numa_node_of(const void* data, std::size_t bytes);
 
-// The GPU of CUDA ordinal `ordinal`'s NUMA nodes, without placing anything; empty where unknown.
+// The GPU of CUDA ordinal `ordinal`'s NUMA nodes, without placing anything; empty where unknown (sysfs
+// gives its PCI device no local CPUs on a host of several nodes).
 [[nodiscard]] std::vector<int> gpu_numa_nodes(int ordinal);
 
 [[nodiscard]] nlohmann::json to_json(const NumaPlacement& placement);
