@@ -132,6 +132,7 @@ class P2pRun final : public CaseRun {
     }
     const int own = ctx.device().info().ordinal;
     std::vector<int> devices;
+    devices.reserve(static_cast<std::size_t>(count));
     for (int d = 0; d < count; ++d) {
       devices.push_back(d);
     }

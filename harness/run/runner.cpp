@@ -66,11 +66,11 @@ bool failed(const Row& row) noexcept {
 // For the progress line: the verdict of the worst row of a case across ranks, and its reason naming the
 // rank when there are several.
 std::pair<Verdict, std::string> case_outcome(const std::vector<Row>& rows) {
-  constexpr auto severity = [](Verdict v) {
+  constexpr auto kSeverity = [](Verdict v) {
     return v == Verdict::error ? 3 : v == Verdict::fail ? 2 : v == Verdict::skip ? 1 : 0;
   };
   const auto worst = std::max_element(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-    return severity(a.verdict) < severity(b.verdict);
+    return kSeverity(a.verdict) < kSeverity(b.verdict);
   });
   if (worst == rows.end()) {
     return {Verdict::pass, {}};

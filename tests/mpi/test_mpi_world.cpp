@@ -21,7 +21,8 @@ namespace {
 // What rank `r` sends in the gather test: lengths from 0 to several MiB, contents that name the rank.
 std::string text_of(int r) {
   const std::size_t length = r == 0 ? 0 : static_cast<std::size_t>(r) * (3U << 20) + 7U;
-  return std::string(length, static_cast<char>('a' + r % 26));
+  // Not braced: std::string{n, c} would be the two characters n and c.
+  return std::string(length, static_cast<char>('a' + r % 26));  // NOLINT(modernize-return-braced-init-list)
 }
 
 void collectives(World& world) {
