@@ -217,23 +217,24 @@ def table(outdir: Path) -> list[str]:
     size = sizes.pop()
     head = ["| nvbandwidth testcase | memstress | entries | nvbandwidth GB/s | memstress GB/s | "
             "memstress / nvbandwidth - 1, % (range) | within 2 % |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    lines = [f"# memstress beside nvbandwidth ({size // MIB} MiB buffers)", "", "## Between GPUs", "",
-             "Entries are GPU pairs (bidirectional: unordered pairs, both directions at once). Medians over them.", ""]
-    lines += head
-    for name, (engine, access, direction) in PEER.items():
-        entries = peer_entries(name, matrices, p2p, size)
-        if entries:
-            lines.append(line(name, f"p2p engine={engine} access={access} direction={direction}", entries))
-    lines += ["", "## Between the host and the GPUs", "",
-              "Entries are GPUs: each alone (nvbandwidth's host_to_device and device_to_host testcases; memstress "
-              "`--in-turn transfers`), or all at once (host_to_all, all_to_host; memstress's ranks together). "
-              "Pinned host memory.", ""]
-    lines += head
-    for direction, engine, at_once, names in HOST:
-        entries = host_entries(names, matrices, together if at_once else in_turn, direction, engine, size)
-        if entries:
-            lines.append(line(" + ".join(names), f"transfers direction={direction} engine={engine}"
-                              f"{' (all GPUs at once)' if at_once else ' (in turn)'}", entries))
+    peer = [line(name, f"p2p engine={engine} access={access} direction={direction}", entries)
+            for name, (engine, access, direction) in PEER.items()
+            if (entries := peer_entries(name, matrices, p2p, size))]
+    host = [line(" + ".join(names), f"transfers direction={direction} engine={engine}"
+                 f"{' (all GPUs at once)' if at_once else ' (in turn)'}", entries)
+            for direction, engine, at_once, names in HOST
+            if (entries := host_entries(names, matrices, together if at_once else in_turn, direction, engine, size))]
+    lines = [f"# memstress beside nvbandwidth ({size // MIB} MiB buffers)"]
+    # A side measured by neither tool (NVBANDWIDTH_PATHS=host or =device) has no section.
+    if peer:
+        lines += ["", "## Between GPUs", "",
+                  "Entries are GPU pairs (bidirectional: unordered pairs, both directions at once). Medians over them.",
+                  "", *head, *peer]
+    if host:
+        lines += ["", "## Between the host and the GPUs", "",
+                  "Entries are GPUs: each alone (nvbandwidth's host_to_device and device_to_host testcases; memstress "
+                  "`--in-turn transfers`), or all at once (host_to_all, all_to_host; memstress's ranks together). "
+                  "Pinned host memory.", "", *head, *host]
     return lines
 
 

@@ -176,6 +176,19 @@ class Tables(unittest.TestCase):
         self.assertEqual(cells[5], "+1.0 (+0.0 … +2.0)")
         self.assertNotIn("device_to_host_memcpy_ce", table)
 
+    def test_a_side_measured_alone_has_its_section_only(self):
+        # NVBANDWIDTH_PATHS=host: no peer matrix, so no "Between GPUs" section, not an empty one.
+        (self.folder / "memstress-p2p.json").unlink()
+        table = self.table()
+        self.assertNotIn("## Between GPUs", table)
+        self.assertIn("## Between the host and the GPUs", table)
+        self.assertEqual(line_of(table, "host_to_device_memcpy_ce")[2], "2")
+        for name in ("memstress-transfers-in-turn.json", "memstress-transfers-together.json"):
+            (self.folder / name).unlink()
+        made = run(str(self.folder))  # nothing of memstress's left: no size to compare at
+        self.assertEqual(made.returncode, 2)
+        self.assertIn("one expected", made.stderr)
+
     def test_bad_input_is_exit_2_naming_it(self):
         (self.folder / "nvbandwidth.txt").write_text("nvbandwidth Version: v0.8\n")
         made = run(str(self.folder))
