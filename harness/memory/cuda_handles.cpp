@@ -39,9 +39,6 @@ ScopedDevice::~ScopedDevice() {
   }
 }
 
-namespace {
-
-// Whether `device`'s primary context is active in this process; nothing where the driver cannot say.
 std::optional<bool> primary_context_active(int device) {
   const auto state = driver_api().device_primary_ctx_get_state;
   unsigned flags = 0;
@@ -51,8 +48,6 @@ std::optional<bool> primary_context_active(int device) {
   }
   return active != 0;
 }
-
-}  // namespace
 
 PrimaryContextsAsFound::PrimaryContextsAsFound() {
   for (int d = 0; d < device_count(); ++d) {

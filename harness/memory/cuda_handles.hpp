@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -134,5 +135,9 @@ class PinnedBuffer {
 
 // Number of CUDA devices usable by this process; 0 (not an error) when there is no driver or no GPU.
 int device_count() noexcept;
+
+// Whether `device`'s primary context is active in this process (cuDevicePrimaryCtxGetState); nothing where
+// the driver cannot say (an entry point it lacks, an error).
+[[nodiscard]] std::optional<bool> primary_context_active(int device);
 
 }  // namespace memstress::cuda

@@ -29,11 +29,9 @@ namespace {
 
 class P2pTest : public testing::GpuTest {};
 
-// Note [No context on a GPU nobody chose] (harness/memory/cuda_handles.cpp): a process that drives cuda:1, as
-// an mpirun rank does, and a thread of it that makes cuda:1 current, leave cuda:0 without a context. In a
-// process of its own (a threadsafe death test re-runs the test in a fresh process), so no context is there
-// before.
-TEST_F(P2pTest, DrivingOneGpuMakesNoContextOnAnother) {
+// What the context tests need: two GPUs and a driver that says whether a primary context is active. Skips
+// the test otherwise (the caller returns when IsSkipped()); the death tests run in a fresh process.
+void needs_two_gpus_and_context_state() {
   if (cuda::device_count() < 2) {
     GTEST_SKIP() << "needs 2 GPUs";
   }
@@ -41,6 +39,17 @@ TEST_F(P2pTest, DrivingOneGpuMakesNoContextOnAnother) {
     GTEST_SKIP() << "this driver gives no cuDevicePrimaryCtxGetState";
   }
   GTEST_FLAG_SET(death_test_style, "threadsafe");
+}
+
+// Note [No context on a GPU nobody chose] (harness/memory/cuda_handles.cpp): a process that drives cuda:1, as
+// an mpirun rank does, and a thread of it that makes cuda:1 current, leave cuda:0 without a context. In a
+// process of its own (a threadsafe death test re-runs the test in a fresh process), so no context is there
+// before.
+TEST_F(P2pTest, DrivingOneGpuMakesNoContextOnAnother) {
+  needs_two_gpus_and_context_state();
+  if (IsSkipped()) {
+    return;
+  }
   EXPECT_EXIT(
       {
         const std::unique_ptr<DeviceBackend> backend = make_backend(DeviceSpec::parse("cuda:1"));
@@ -48,10 +57,7 @@ TEST_F(P2pTest, DrivingOneGpuMakesNoContextOnAnother) {
           const cuda::ScopedDevice on(1);
           MEMSTRESS_CUDA_TRY(cudaFree(nullptr));
         }).join();
-        unsigned flags = 0;
-        int active = 1;
-        const CUresult state = driver_api().device_primary_ctx_get_state(0, &flags, &active);
-        std::_Exit(state == CUDA_SUCCESS && active == 0 ? 0 : 1);
+        std::_Exit(cuda::primary_context_active(0) == false ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
 }
@@ -93,24 +99,17 @@ TEST_F(P2pTest, EveryCaseOfTheMatrixPassesWithItsCopiesVerified) {
 // others with a context of its own once the case is over (every other rank's GPU would count it as one more
 // process). In a process of its own, as above.
 TEST_F(P2pTest, TheMatrixLeavesNoContextOnTheOtherGpus) {
-  if (cuda::device_count() < 2) {
-    GTEST_SKIP() << "needs 2 GPUs";
+  needs_two_gpus_and_context_state();
+  if (IsSkipped()) {
+    return;
   }
-  if (driver_api().device_primary_ctx_get_state == nullptr) {
-    GTEST_SKIP() << "this driver gives no cuDevicePrimaryCtxGetState";
-  }
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         const std::vector<Row> rows =
             testing::run_on_gpu("p2p", {"bytes=16M", "measure=bandwidth", "engine=ce", "direction=uni"}, 1);
         int left = 0;
         for (int d = 1; d < cuda::device_count(); ++d) {
-          unsigned flags = 0;
-          int active = 1;
-          left += driver_api().device_primary_ctx_get_state(d, &flags, &active) == CUDA_SUCCESS && active == 0
-                      ? 0
-                      : 1;
+          left += cuda::primary_context_active(d) == false ? 0 : 1;
         }
         std::_Exit(!rows.empty() && rows.front().verdict == Verdict::pass && left == 0 ? 0 : 1);
       },
