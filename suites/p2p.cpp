@@ -46,6 +46,7 @@
 #include "harness/memory/cuda_handles.hpp"
 #include "harness/run/context.hpp"
 #include "harness/run/workload.hpp"
+#include "harness/stats/summary.hpp"
 #include "kernels/chase.hpp"
 #include "kernels/copy.hpp"
 #include "kernels/pattern.hpp"
@@ -196,9 +197,8 @@ class P2pRun final : public CaseRun {
     }
     std::vector<std::pair<double, std::string>> ranked;
     for (auto& [pair, samples] : pairs_) {
-      const auto mid = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
-      std::nth_element(samples.begin(), mid, samples.end());
-      ranked.emplace_back(*mid, pair);
+      std::sort(samples.begin(), samples.end());
+      ranked.emplace_back(quantile_sorted(samples, 0.5), pair);
     }
     std::sort(ranked.begin(), ranked.end());
     ctx.note(

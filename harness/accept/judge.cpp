@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/core/units.hpp"
+#include "harness/stats/summary.hpp"
 
 namespace memstress {
 
@@ -43,12 +44,8 @@ double median_of(const std::vector<RowValue>& values) {
   for (const RowValue& rv : values) {
     v.push_back(rv.value);
   }
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) {
-    return *mid;
-  }
-  return (*mid + *std::max_element(v.begin(), mid)) / 2;
+  std::sort(v.begin(), v.end());
+  return quantile_sorted(v, 0.5);
 }
 
 std::vector<Bound> bounds_of(const AcceptCheck& check, const Measured& m) {
