@@ -270,14 +270,15 @@ class TransfersRun final : public CaseRun {
     if (host_.empty()) {
       return std::nullopt;  // d2d: no host memory
     }
-    const std::vector<int> near = gpu_numa_nodes(ctx.device().info().ordinal);
+    const HostTopology host;  // loaded once for the GPU and every buffer
+    const std::vector<int> near = host.gpu_nodes(ctx.device().info().ordinal);
     if (near.empty()) {
       ctx.note(fmt::format("{}numa_local (the GPU's NUMA node is not known)", kNotMeasured));
       return std::nullopt;
     }
     bool local = true;
     for (const HostMemory& h : host_) {
-      const std::optional<int> node = numa_node_of(h.data(), bytes_);
+      const std::optional<int> node = host.node_of(h.data(), bytes_);
       if (!node) {
         ctx.note(fmt::format("{}numa_local (the kernel did not say where a host buffer's pages lie)",
                              kNotMeasured));

@@ -122,23 +122,34 @@ NumaPlacement place_near_gpu(int ordinal, NumaMode mode) {
   return placement;
 }
 
-std::optional<int> numa_node_of(const void* data, std::size_t bytes) {
-  const Topology topology = load_topology();
+struct HostTopology::Loaded {
+  Topology topology;
+};
+
+HostTopology::HostTopology() {
+  if (Topology topology = load_topology()) {
+    loaded_ = std::make_unique<Loaded>(Loaded{std::move(topology)});
+  }
+}
+
+HostTopology::~HostTopology() = default;
+
+std::optional<int> HostTopology::node_of(const void* data, std::size_t bytes) const {
   const Bitmap nodes = new_bitmap();
-  if (!topology || !nodes || data == nullptr || bytes == 0 ||
-      hwloc_get_area_memlocation(topology.get(), data, bytes, nodes.get(), HWLOC_MEMBIND_BYNODESET) != 0 ||
+  if (!loaded_ || !nodes || data == nullptr || bytes == 0 ||
+      hwloc_get_area_memlocation(loaded_->topology.get(), data, bytes, nodes.get(),
+                                 HWLOC_MEMBIND_BYNODESET) != 0 ||
       hwloc_bitmap_weight(nodes.get()) != 1) {
     return std::nullopt;
   }
   return hwloc_bitmap_first(nodes.get());
 }
 
-std::vector<int> gpu_numa_nodes(int ordinal) {
-  const Topology topology = load_topology();
-  if (!topology) {
+std::vector<int> HostTopology::gpu_nodes(int ordinal) const {
+  if (!loaded_) {
     return {};
   }
-  const Bitmap nodes = gpu_nodeset(topology.get(), ordinal);
+  const Bitmap nodes = gpu_nodeset(loaded_->topology.get(), ordinal);
   return nodes ? members(nodes.get()) : std::vector<int>{};
 }
 

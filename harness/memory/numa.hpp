@@ -15,10 +15,11 @@
 // of its own. CPUs are not rebound: mpirun's binding is the user's choice, and the rank's CPUs are
 // recorded instead. `--numa off` leaves the OS's default (first touch). What was done, and why not where
 // it could not be, goes into each rank's environment in the results; the transfers workload reads back
-// where its host buffers' pages are (numa_node_of, the kernel's move_pages) and records whether every one
-// is on the GPU's nodes (`numa_local`), which the acceptance profiles require.
+// where its host buffers' pages are (HostTopology::node_of, the kernel's move_pages) and records whether
+// every one is on the GPU's nodes (`numa_local`), which the acceptance profiles require.
 
 #include <cstddef>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,13 +48,29 @@ struct NumaPlacement {
 // said in `note`. Without hwloc (a build that did not find it) nothing is placed and the note says so.
 [[nodiscard]] NumaPlacement place_near_gpu(int ordinal, NumaMode mode);
 
-// The one NUMA node holding every page of [data, data + bytes), or nothing where the pages lie on several
-// nodes or their node cannot be read (memory the kernel will not report, a build without hwloc).
-[[nodiscard]] std::optional<int> numa_node_of(const void* data, std::size_t bytes);
+// hwloc's view of this host (its CPUs and NUMA nodes), loaded once for the questions below: loading it takes
+// tens of milliseconds, so a caller with several questions keeps one. Never throws; one that could not be
+// loaded, or any in a build without hwloc, answers "unknown" to everything.
+class HostTopology {
+ public:
+  HostTopology();
+  ~HostTopology();
+  HostTopology(const HostTopology&) = delete;
+  HostTopology& operator=(const HostTopology&) = delete;
+  HostTopology(HostTopology&&) = delete;
+  HostTopology& operator=(HostTopology&&) = delete;
 
-// The GPU of CUDA ordinal `ordinal`'s NUMA nodes, without placing anything; empty where unknown (sysfs
-// gives its PCI device no local CPUs on a host of several nodes).
-[[nodiscard]] std::vector<int> gpu_numa_nodes(int ordinal);
+  // The GPU of CUDA ordinal `ordinal`'s NUMA nodes, without placing anything; empty where unknown (sysfs
+  // gives its PCI device no local CPUs on a host of several nodes).
+  [[nodiscard]] std::vector<int> gpu_nodes(int ordinal) const;
+  // The one NUMA node holding every page of [data, data + bytes), or nothing where the pages lie on several
+  // nodes or their node cannot be read (memory the kernel will not report).
+  [[nodiscard]] std::optional<int> node_of(const void* data, std::size_t bytes) const;
+
+ private:
+  struct Loaded;
+  std::unique_ptr<Loaded> loaded_;  // null: not loaded
+};
 
 [[nodiscard]] nlohmann::json to_json(const NumaPlacement& placement);
 

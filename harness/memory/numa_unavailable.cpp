@@ -11,11 +11,17 @@ NumaPlacement place_near_gpu(int /*ordinal*/, NumaMode mode) {
   return placement;
 }
 
-std::optional<int> numa_node_of(const void* /*data*/, std::size_t /*bytes*/) {
+struct HostTopology::Loaded {};
+
+HostTopology::HostTopology() = default;
+
+HostTopology::~HostTopology() = default;
+
+std::optional<int> HostTopology::node_of(const void* /*data*/, std::size_t /*bytes*/) const {
   return std::nullopt;
 }
 
-std::vector<int> gpu_numa_nodes(int /*ordinal*/) {
+std::vector<int> HostTopology::gpu_nodes(int /*ordinal*/) const {
   return {};
 }
 

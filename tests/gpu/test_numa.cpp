@@ -24,7 +24,8 @@ bool on(const std::vector<int>& nodes, std::optional<int> node) {
 TEST_F(NumaGpu, HostMemoryMadeAfterPlacementLiesOnTheGpusNode) {
   const NumaPlacement placement = place_near_gpu(0, NumaMode::local);
   ASSERT_FALSE(placement.gpu_nodes.empty()) << placement.note;
-  EXPECT_EQ(placement.gpu_nodes, gpu_numa_nodes(0));
+  const HostTopology host;
+  EXPECT_EQ(placement.gpu_nodes, host.gpu_nodes(0));
   if (placement.host_nodes > 1) {
     EXPECT_TRUE(placement.memory_placed) << placement.note;
   }
@@ -32,13 +33,13 @@ TEST_F(NumaGpu, HostMemoryMadeAfterPlacementLiesOnTheGpusNode) {
   PinnedHostAllocator pinned(make_host_memory_source("cuda"));
   void* block = pinned.allocate(kBytes);
   std::memset(block, 1, kBytes);
-  const std::optional<int> pinned_node = numa_node_of(block, kBytes);
+  const std::optional<int> pinned_node = host.node_of(block, kBytes);
   ASSERT_TRUE(pinned_node.has_value()) << "the kernel does not say where cudaHostAlloc's pages lie";
   EXPECT_TRUE(on(placement.gpu_nodes, pinned_node)) << "pinned memory on node " << *pinned_node;
   pinned.deallocate(block);
 
   const RegisteredBuffer registered(kBytes);
-  EXPECT_TRUE(on(placement.gpu_nodes, numa_node_of(registered.data(), kBytes)));
+  EXPECT_TRUE(on(placement.gpu_nodes, host.node_of(registered.data(), kBytes)));
 }
 
 }  // namespace

@@ -46,15 +46,16 @@ TEST(Numa, TouchedPagesAreOnOneNodeAndNothingIsNowhere) {
   const std::unique_ptr<void, FreeAligned> buffer(std::aligned_alloc(4096, kBytes));  // NOLINT
   ASSERT_NE(buffer, nullptr);
   std::memset(buffer.get(), 1, kBytes);
-  const std::optional<int> node = numa_node_of(buffer.get(), kBytes);
+  const HostTopology host;
+  const std::optional<int> node = host.node_of(buffer.get(), kBytes);
 #ifdef MEMSTRESS_HAVE_HWLOC
   ASSERT_TRUE(node.has_value()) << "hwloc could not say where touched pages lie";
   EXPECT_GE(*node, 0);
 #else
   EXPECT_FALSE(node.has_value());
 #endif
-  EXPECT_FALSE(numa_node_of(nullptr, kBytes).has_value());
-  EXPECT_FALSE(numa_node_of(buffer.get(), 0).has_value());
+  EXPECT_FALSE(host.node_of(nullptr, kBytes).has_value());
+  EXPECT_FALSE(host.node_of(buffer.get(), 0).has_value());
 }
 
 }  // namespace
