@@ -26,6 +26,7 @@ AtTheOom at_the_oom(const replay::ReplayTrace& trace, const replay::SweepSetting
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
   options.probe_recorded_ooms = probe;
+  options.retry_recorded_ooms = probe;
   options.stop_after_event = oom_index;
   const replay::ReplayResult r =
       replay::replay_setting(trace, setting, sim_device(capacity, plan), options).result;
@@ -225,7 +226,7 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
   if (a.would_grant.empty()) {
     a.cause = OomCause::exhaustion;
   } else {
-    const double left =
+    const auto left =
         static_cast<double>(static_cast<std::int64_t>(a.limit->bytes) - a.would_grant[*a.named].reserved);
     a.cause = left >= kEdgeHeadroom * static_cast<double>(a.limit->bytes) ? OomCause::fragmentation
                                                                           : OomCause::at_the_limit;

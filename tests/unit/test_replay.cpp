@@ -33,7 +33,7 @@ std::string trace_text(const std::vector<std::string>& lines) {
 }
 
 ReplayResult replay_on_sim(const std::string& text, std::string_view allocator,
-                           std::uint64_t capacity = 80ULL << 30, ReplayOptions options = {}) {
+                           std::uint64_t capacity = 80ULL << 30, const ReplayOptions& options = {}) {
   const ReplayTrace trace = parse_replay_trace(text, "t.csv");
   SimBackend sim(capacity);
   const std::unique_ptr<Allocator> a = make_allocator(allocator, sim);
@@ -266,6 +266,26 @@ TEST(ReplayForTheDoctor, ARecordedOomIsProbedAndStopAtFirstOomEndsTheReplay) {
   EXPECT_EQ(tight.num_ooms, 0);  // a refused probe is not an OOM of the trace's allocations
   EXPECT_TRUE(tight.stopped_early);
   EXPECT_EQ(tight.counts.allocs, 1U);
+}
+
+TEST(Replay, ARecordedOomGivesBackTheCacheAsPyTorchsDid) {
+  // PyTorch refused 200 MiB under a 100 MiB cap, giving back its cached 40 MiB segment on the way; the
+  // program went on. Replayed with that cache still there, the 2 MiB request splits the 40 MiB segment and
+  // the 70 MiB one finds no room (40 + 70 > 100); with the refusal made again, the 2 MiB lands in a 20 MiB
+  // segment of its own and the 70 MiB fits (Note [A recorded OOM is tried again]).
+  const std::string text =
+      trace_text({"alloc,0," + mib(40) + ",0", "free,0," + mib(40) + ",0", "oom,," + mib(200) + ",0",
+                  "alloc,1," + mib(2) + ",0", "alloc,2," + mib(70) + ",0"});
+  const ReplayResult again = replay_on_sim(text, "caching", 100 * kMiB);
+  EXPECT_EQ(again.num_ooms, 0);  // the refusal made again is not an OOM of the trace's allocations
+  EXPECT_EQ(again.counts.trace_ooms, 1U);
+  EXPECT_EQ(again.peak_reserved, static_cast<std::int64_t>(90 * kMiB));
+  ReplayOptions kept;
+  kept.retry_recorded_ooms = false;
+  const ReplayResult counted = replay_on_sim(text, "caching", 100 * kMiB, kept);
+  EXPECT_EQ(counted.num_ooms, 1);
+  ASSERT_EQ(counted.ooms.size(), 1U);
+  EXPECT_EQ(counted.ooms[0].request_bytes, 70 * kMiB);
 }
 
 }  // namespace
