@@ -202,7 +202,7 @@ class FindMaxBatch(unittest.TestCase):
                       "range": {"low": None, "high": 68}})
         found, _ = self.find(torch, model, start=10)
         self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
-                         [(10, "record", True), (20, "record", True), (34, "record", True), (68, "confirm", False),
+                         [(10, "record", True), (20, "record", True), (51, "record", True), (68, "confirm", False),
                           (61, "confirm", True)])  # the estimate ran out: 90% of it
         self.assertEqual(found.batch, 61)
         self.assert_left_as_found(torch, model)
@@ -220,23 +220,37 @@ class FindMaxBatch(unittest.TestCase):
                      {"safe_batch": 850, "sure": True, "range": {"low": 800, "high": 900}})
         found, _ = self.find(torch, model)
         self.assertEqual([(t.batch, t.kind) for t in found.trials],
-                         [(2, "record"), (4, "record"), (165, "record"), (850, "confirm")])
+                         [(2, "record"), (4, "record"), (248, "record"), (850, "confirm")])
         _, second = self.calls()
-        self.assertEqual(second["argv"][second["argv"].index("--batch") + 1], "4,165")
+        self.assertEqual(second["argv"][second["argv"].index("--batch") + 1], "4,248")
         self.assertEqual(found.batch, 850)
         self.assert_left_as_found(torch, model)
 
     def test_not_sure_records_once_more_and_never_takes_more_than_four_trials(self) -> None:
         torch, model = FakeTorch(fits=900), FakeModel()
-        self.answers({"safe_batch": 2000, "sure": False, "record_at": [200, 400]},
+        self.answers({"safe_batch": 1000, "sure": False, "record_at": [250, 500]},
                      {"safe_batch": 850, "sure": True, "range": {"low": 800, "high": 900}})
         found, _ = self.find(torch, model, capacity=GiB)
         self.assertEqual(found.batch, 850)
         self.assertEqual([(t.batch, t.kind) for t in found.trials],
-                         [(2, "record"), (4, "record"), (400, "record"), (850, "confirm")])
+                         [(2, "record"), (4, "record"), (750, "record"), (850, "confirm")])
         _, second = self.calls()
-        self.assertEqual(second["argv"][second["argv"].index("--batch") + 1], "4,400")
+        self.assertEqual(second["argv"][second["argv"].index("--batch") + 1], "4,750")
         self.assertEqual(found.prediction["safe_batch"], 850)
+        self.assert_left_as_found(torch, model)
+
+    def test_a_third_recording_that_runs_out_has_the_first_pair_answer_below_it(self) -> None:
+        torch, model = FakeTorch(fits=600), FakeModel()
+        self.answers({"safe_batch": 1000, "sure": False, "record_at": [250, 500]},
+                     {"safe_batch": 560, "sure": True, "range": {"low": 540, "high": 570}})
+        found, _ = self.find(torch, model, capacity=GiB)
+        self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
+                         [(2, "record", True), (4, "record", True), (750, "record", False), (560, "confirm", True)])
+        _, second = self.calls()
+        argv = second["argv"]
+        self.assertEqual(argv[argv.index("--batch") + 1], "2,4")
+        self.assertEqual(argv[argv.index("--max-batch") + 1], "749")
+        self.assertEqual((found.batch, found.ooms), (560, 1))
         self.assert_left_as_found(torch, model)
 
     def test_an_oom_at_the_confirmation_backs_off_without_raising(self) -> None:
