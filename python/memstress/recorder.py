@@ -402,13 +402,14 @@ def _safe_batch(prediction: dict[str, Any]) -> int | None:
 FAR = 4
 # Note [The third recording]. Where the first answer is far or predict-batch is not sure, the third trial records
 # at this share of it, and predict-batch answers again from that and the larger of the first two. The nearer the
-# template to the answer, the less of the program is extrapolated: a workspace that stops growing past the batches
-# recorded (132 MiB in the backward pass of an encoder, reached at its batch 33 under a 2 GiB cap) or a cuDNN
-# algorithm chosen per shape is then seen, not extrapolated. On an H200 with the corpus's eleven trainable programs
-# recorded at 2, 4 and 30-90% of their largest batch under 2 GiB (results/h200/find-max-batch-580.159.04/), the
-# answer from 4 and three quarters of the first was within 5% of PyTorch's largest on 10 of 11, from 4 and a half
-# on 8. The first answer, from batches 2 and 4, was at most 10% over PyTorch's largest there, so three quarters of
-# it ran on all; one that runs out is a fourth trial, and the first pair answers again below it.
+# template to the answer, the less of the program is extrapolated: a backward-pass workspace that stops growing at
+# 132 MiB (an encoder's, from its batch 33 under a 2 GiB cap) is then recorded at its cap, not grown past it. On an
+# H200, the corpus's eleven trainable programs under 2 GiB (results/h200/find-max-batch-580.159.04/): within 5% of
+# PyTorch's largest batch on 10 with the third recording at three quarters, on 7 at half (the encoder found 45
+# where half found 44, PyTorch's 47; the variable-length encoder 47 where half found 44, PyTorch's 48). The first
+# answer, from batches 2 and 4, was at most 10% over PyTorch's largest there (the GPT with checkpointing: 22 or 23,
+# three quarters of which is its third recording, 17, against 21), so three quarters of it ran on all; one that
+# runs out is a fourth trial, and the first pair answers again below it.
 NEARER = 0.75
 
 
