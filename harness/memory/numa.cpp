@@ -88,15 +88,48 @@ void record_cpus(hwloc_topology_t topology, NumaPlacement& placement) {
   placement.cpu_nodes = members(nodes.get());
 }
 
+constexpr int kThreadNodes = HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET;
+
 }  // namespace
 
-NumaPlacement place_near_gpu(int ordinal, NumaMode mode) {
-  NumaPlacement placement;
-  placement.mode = mode;
+struct MemoryPolicyRestore::Saved {
+  Topology topology;
+  Bitmap nodes;
+  hwloc_membind_policy_t policy = HWLOC_MEMBIND_DEFAULT;
+};
+
+void MemoryPolicyRestore::PutBack::operator()(Saved* saved) const noexcept {
+  // Best effort, as the placement was: a policy that cannot be put back leaves the thread's memory preferring
+  // the GPU's nodes, which is where the run wanted it.
+  hwloc_set_membind(saved->topology.get(), saved->nodes.get(), saved->policy, kThreadNodes);
+  delete saved;  // NOLINT(cppcoreguidelines-owning-memory): the unique_ptr's deleter
+}
+
+std::string thread_memory_policy() {
   const Topology topology = load_topology();
+  const Bitmap nodes = new_bitmap();
+  hwloc_membind_policy_t policy = HWLOC_MEMBIND_DEFAULT;
+  if (!topology || !nodes || hwloc_get_membind(topology.get(), nodes.get(), &policy, kThreadNodes) != 0) {
+    return "unknown";
+  }
+  switch (policy) {
+    case HWLOC_MEMBIND_BIND:
+      return "bind " + list_text(nodes.get());
+    case HWLOC_MEMBIND_INTERLEAVE:
+      return "interleave " + list_text(nodes.get());
+    default:
+      return "default";
+  }
+}
+
+NearGpu place_near_gpu(int ordinal, NumaMode mode) {
+  NearGpu near;
+  NumaPlacement& placement = near.placement;
+  placement.mode = mode;
+  Topology topology = load_topology();
   if (!topology) {
     placement.note = "hwloc could not read this host's topology: host memory is not placed";
-    return placement;
+    return near;
   }
   placement.host_nodes = hwloc_get_nbobjs_by_type(topology.get(), HWLOC_OBJ_NUMANODE);
   record_cpus(topology.get(), placement);
@@ -105,21 +138,29 @@ NumaPlacement place_near_gpu(int ordinal, NumaMode mode) {
     placement.note = fmt::format(
         "the NUMA node of CUDA device {} is not known (sysfs gives its PCI device no local CPUs): not placed",
         ordinal);
-    return placement;
+    return near;
   }
   placement.gpu_nodes = members(nodes.get());
   if (mode == NumaMode::off) {
-    return placement;
+    return near;
   }
+  auto saved = std::make_unique<MemoryPolicyRestore::Saved>();
+  saved->nodes = new_bitmap();
+  const bool known = saved->nodes &&
+                     hwloc_get_membind(topology.get(), saved->nodes.get(), &saved->policy, kThreadNodes) == 0;
   // Not HWLOC_MEMBIND_STRICT: Linux's MPOL_PREFERRED, so a full node falls back to another rather than fail.
-  if (hwloc_set_membind(topology.get(), nodes.get(), HWLOC_MEMBIND_BIND,
-                        HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET) != 0) {
+  if (hwloc_set_membind(topology.get(), nodes.get(), HWLOC_MEMBIND_BIND, kThreadNodes) != 0) {
     placement.note = fmt::format("setting the memory policy failed: {}",
                                  std::error_code(errno, std::generic_category()).message());
-    return placement;
+    return near;
   }
   placement.memory_placed = true;
-  return placement;
+  if (known) {
+    saved->topology = std::move(topology);
+    near.restore = MemoryPolicyRestore(
+        std::unique_ptr<MemoryPolicyRestore::Saved, MemoryPolicyRestore::PutBack>(saved.release()));
+  }
+  return near;
 }
 
 struct HostTopology::Loaded {

@@ -43,10 +43,36 @@ struct NumaPlacement {
   std::string note;            // why nothing was placed, where it was not
 };
 
+// The calling thread's memory policy as it was before place_near_gpu set it, put back when this is destroyed
+// or assigned over, on the thread that destroys it (a policy is a thread's: destroy it on the thread that
+// placed). Empty, it puts back nothing.
+class MemoryPolicyRestore {
+ public:
+  struct Saved;
+  struct PutBack {
+    void operator()(Saved* saved) const noexcept;
+  };
+  MemoryPolicyRestore() = default;
+  explicit MemoryPolicyRestore(std::unique_ptr<Saved, PutBack> saved) : saved_(std::move(saved)) {}
+
+ private:
+  std::unique_ptr<Saved, PutBack> saved_;
+};
+
+struct NearGpu {
+  NumaPlacement placement;
+  MemoryPolicyRestore restore;  // keep it for as long as the placement should hold
+};
+
 // The GPU of CUDA ordinal `ordinal`'s nodes, and with NumaMode::local the calling thread's memory policy
-// set to prefer them (inherited by the threads it makes later). Never throws: what could not be done is
-// said in `note`. Without hwloc (a build that did not find it) nothing is placed and the note says so.
-[[nodiscard]] NumaPlacement place_near_gpu(int ordinal, NumaMode mode);
+// set to prefer them (inherited by the threads it makes later) until `restore` is destroyed. Never throws:
+// what could not be done is said in `note`. Without hwloc (a build that did not find it) nothing is placed
+// and the note says so.
+[[nodiscard]] NearGpu place_near_gpu(int ordinal, NumaMode mode);
+
+// The calling thread's memory policy, as text ("default", "bind 0-1", "interleave 0-3"; "unknown" where it
+// cannot be read or hwloc is missing).
+[[nodiscard]] std::string thread_memory_policy();
 
 // hwloc's view of this host (its CPUs and NUMA nodes), loaded once for the questions below: loading it takes
 // tens of milliseconds, so a caller with several questions keeps one. Never throws; one that could not be

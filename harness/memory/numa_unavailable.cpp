@@ -4,11 +4,21 @@
 
 namespace memstress {
 
-NumaPlacement place_near_gpu(int /*ordinal*/, NumaMode mode) {
-  NumaPlacement placement;
-  placement.mode = mode;
-  placement.note = "this memstress was built without hwloc (libhwloc-dev): host memory is not placed";
-  return placement;
+struct MemoryPolicyRestore::Saved {};
+
+void MemoryPolicyRestore::PutBack::operator()(Saved* saved) const noexcept {
+  delete saved;  // NOLINT(cppcoreguidelines-owning-memory): the unique_ptr's deleter
+}
+
+NearGpu place_near_gpu(int /*ordinal*/, NumaMode mode) {
+  NearGpu near;
+  near.placement.mode = mode;
+  near.placement.note = "this memstress was built without hwloc (libhwloc-dev): host memory is not placed";
+  return near;
+}
+
+std::string thread_memory_policy() {
+  return "unknown";
 }
 
 struct HostTopology::Loaded {};

@@ -56,7 +56,9 @@ Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend,
   nlohmann::json local = to_json(collect_environment());
   if (device.kind == BackendKind::cuda) {
     // Before the health watch and NCCL start their threads, which inherit the policy.
-    local["numa"] = to_json(place_near_gpu(device.ordinal, options_.numa));
+    NearGpu near = place_near_gpu(device.ordinal, options_.numa);
+    local["numa"] = to_json(near.placement);
+    numa_policy_ = std::move(near.restore);
   }
   header.environment = gather_environment(world_, std::move(local), *backend_);
   health_ = run_health_watch(device.kind == BackendKind::cuda, device.uuid);

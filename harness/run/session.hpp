@@ -83,6 +83,7 @@ class Session {
   SessionOptions options_;
   // Note [Session teardown order]: declared in the order they are made.
   std::unique_ptr<DeviceBackend> backend_;
+  MemoryPolicyRestore numa_policy_;  // the thread's memory policy before the session placed it, put back last
   std::unique_ptr<HealthWatch> health_;
   std::unique_ptr<NcclComm> nccl_;
   std::unique_ptr<ResultSink> sink_;

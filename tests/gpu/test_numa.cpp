@@ -22,7 +22,8 @@ bool on(const std::vector<int>& nodes, std::optional<int> node) {
 // Note [Host memory near the GPU]: once the policy is set, host memory made afterwards, page-locked by the
 // pinned cache or locked with cudaHostRegister, lies on the GPU's node.
 TEST_F(NumaGpu, HostMemoryMadeAfterPlacementLiesOnTheGpusNode) {
-  const NumaPlacement placement = place_near_gpu(0, NumaMode::local);
+  const NearGpu near = place_near_gpu(0, NumaMode::local);
+  const NumaPlacement& placement = near.placement;
   ASSERT_FALSE(placement.gpu_nodes.empty()) << placement.note;
   const HostTopology host;
   EXPECT_EQ(placement.gpu_nodes, host.gpu_nodes(0));
@@ -40,6 +41,20 @@ TEST_F(NumaGpu, HostMemoryMadeAfterPlacementLiesOnTheGpusNode) {
 
   const RegisteredBuffer registered(kBytes);
   EXPECT_TRUE(on(placement.gpu_nodes, host.node_of(registered.data(), kBytes)));
+}
+
+// The policy is put back when the placement's restore ends: a test or a session leaves the thread as it found
+// it.
+TEST_F(NumaGpu, ThePlacementsPolicyIsPutBackWhenItsRestoreEnds) {
+  const std::string before = thread_memory_policy();
+  {
+    const NearGpu near = place_near_gpu(0, NumaMode::local);
+    if (!near.placement.memory_placed) {
+      GTEST_SKIP() << "nothing placed: " << near.placement.note;
+    }
+    EXPECT_EQ(thread_memory_policy().rfind("bind ", 0), 0U) << thread_memory_policy();
+  }
+  EXPECT_EQ(thread_memory_policy(), before);
 }
 
 }  // namespace
