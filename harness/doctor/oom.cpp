@@ -26,7 +26,7 @@ AtTheOom at_the_oom(const replay::ReplayTrace& trace, const replay::SweepSetting
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
   options.probe_recorded_ooms = probe;
-  options.retry_recorded_ooms = probe;
+  options.release_at_recorded_ooms = false;  // the state at the OOM line, as the program had it
   options.stop_after_event = oom_index;
   const replay::ReplayResult r =
       replay::replay_setting(trace, setting, sim_device(capacity, plan), options).result;

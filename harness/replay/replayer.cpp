@@ -251,23 +251,18 @@ class Replayer {
     r.allocated = m.allocated;
     r.largest_free_block = m.largest_free_block;
     r.earlier_replay_oom = replay_ooms_ > 0;
-    // Note [A recorded OOM is tried again]: the request is made here too, and given back at once if granted.
-    if (!options_.probe_recorded_ooms && !options_.retry_recorded_ooms) {
-      result_.recorded_ooms.push_back(r);
-      return;
-    }
-    bool granted = false;
-    try {
-      void* ptr = allocator_.allocate(e.bytes, device_.stream(e.stream));
-      r.probe_reserved = moment_of(allocator_.memory_stats()).reserved;
-      allocator_.deallocate(ptr);
-      granted = true;
-    } catch (const OutOfMemoryError&) {
-      ++refused_recorded_;  // the allocator counted it in num_ooms: not an OOM of the trace's allocations
-    }
     if (options_.probe_recorded_ooms) {
-      r.probe_granted = granted;
-      failed_probes_ += granted ? 0 : 1;
+      try {
+        void* ptr = allocator_.allocate(e.bytes, device_.stream(e.stream));
+        r.probe_reserved = moment_of(allocator_.memory_stats()).reserved;
+        allocator_.deallocate(ptr);
+        r.probe_granted = true;
+      } catch (const OutOfMemoryError&) {
+        r.probe_granted = false;
+        ++failed_probes_;  // the allocator counted it in num_ooms: not an OOM of the trace's allocations
+      }
+    } else if (options_.release_at_recorded_ooms) {
+      allocator_.empty_cache();  // Note [A recorded OOM gives back the cache]
     }
     result_.recorded_ooms.push_back(r);
   }
@@ -312,7 +307,7 @@ class Replayer {
     result_.counts.live_at_end = live_.size() + pending_.size();
     result_.final_stats = allocator_.memory_stats();
     result_.num_alloc_retries = stat(result_.final_stats, "num_alloc_retries");
-    result_.num_ooms = stat(result_.final_stats, "num_ooms") - refused_recorded_;
+    result_.num_ooms = stat(result_.final_stats, "num_ooms") - failed_probes_;
     MemoryStats with_peaks = result_.final_stats;
     with_peaks["allocated_bytes.all.peak"] = result_.peak_allocated;
     with_peaks["reserved_bytes.all.peak"] = result_.peak_reserved;
@@ -340,9 +335,8 @@ class Replayer {
   std::unordered_set<std::uint64_t> failed_;
   std::uint64_t next_pending_ = 0;
   std::int64_t trace_reserved_ = 0;
-  std::uint64_t replay_ooms_ = 0;      // allocations of the trace that failed in this replay
-  std::int64_t refused_recorded_ = 0;  // recorded OOMs whose request this allocator refused too
-  std::int64_t failed_probes_ = 0;     // of those, the ones refused with probe_recorded_ooms
+  std::uint64_t replay_ooms_ = 0;   // allocations of the trace that failed in this replay
+  std::int64_t failed_probes_ = 0;  // probe_recorded_ooms requests that were refused
 };
 
 }  // namespace

@@ -30,16 +30,16 @@
 // recording began), and the free and free_completed of an allocation that failed in replay (an OOM is
 // caught, recorded, and replay goes on). Lines of other devices are skipped and counted.
 //
-// Note [A recorded OOM is tried again]. The trace's own `oom` lines are requests PyTorch refused and the
-// program survived (cuDNN asks for a large workspace, catches the refusal and runs an algorithm that needs
-// less). The refusal was not free: on its way to it PyTorch's allocator gave back every cached segment with
-// nothing allocated in it, and the program went on with that smaller cache. So the replay makes the request
-// too: refused, this allocator has given back its cache as PyTorch's did; granted, it is freed at once,
-// as a workspace is when the kernel ends. Before, the line was only counted, and the replay kept a cache
-// PyTorch no longer had: a U-Net trained at batch 42 under a 2 GiB cap, whose 24 refused cuDNN workspaces
-// PyTorch survived with a peak of 1,984 MiB reserved, ran out four times in replay with the same peak
-// (results/h200/replay-fidelity-580.159.04/). A refusal is counted apart from the trace's own OOMs
-// (num_ooms is this replay's failures of the trace's allocations).
+// Note [A recorded OOM gives back the cache]. The trace's own `oom` lines are requests PyTorch refused and
+// the program survived (cuDNN asks for a large workspace, catches the refusal and runs an algorithm that
+// needs less). The refusal was not free: on its way to it PyTorch's allocator gave back every cached segment
+// with nothing allocated in it (release_cached_blocks, as empty_cache does; expandable segments unmap their
+// free pages; nothing while a CUDA graph is being captured), and the program went on with that smaller cache.
+// So at such a line the replay empties the allocator's cache too; the request itself is not made (it was
+// refused, and on a larger device than the program had, granting it would add what the program never held).
+// Before, the line was only counted, and the replay kept a cache PyTorch no longer had: a U-Net trained at
+// batch 42 under a 2 GiB cap, whose 24 refused cuDNN workspaces PyTorch survived with a peak of 1,984 MiB
+// reserved, ran out four times in replay with the same peak (results/h200/replay-fidelity-580.159.04/).
 
 #include <cstdint>
 #include <optional>
@@ -60,12 +60,13 @@ struct ReplayOptions {
   // index into the trace's events) into ReplayResult::captured.
   std::optional<std::uint64_t> capture_at_event;
   // At each of the recorded program's `oom` lines: the state then (ReplayResult::recorded_ooms) and, with
-  // probe_recorded_ooms, whether this allocator granted the request (Note [A recorded OOM is tried again]),
-  // a refusal then ending a replay that stops at its first OOM.
+  // probe_recorded_ooms, whether this allocator would have granted the request (it is allocated and freed
+  // at once: what the program did after its OOM is unknown), a refusal ending a replay that stops at its
+  // first OOM.
   bool probe_recorded_ooms = false;
-  // Without probe_recorded_ooms, whether the request is made again all the same (Note [A recorded OOM is
-  // tried again]); off only to see the state just before an OOM, with no request after it.
-  bool retry_recorded_ooms = true;
+  // Without probe_recorded_ooms, the cache emptied at each of those lines (Note [A recorded OOM gives back
+  // the cache]).
+  bool release_at_recorded_ooms = true;
   bool stop_at_first_oom = false;                 // end the replay at its first OOM
   std::optional<std::uint64_t> stop_after_event;  // end the replay after this event index
 };
