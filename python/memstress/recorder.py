@@ -45,7 +45,8 @@ process). It records a trial at two small batches
 (default: the process's limit, the per-process fraction's share when one is set, else the free memory
 plus what PyTorch holds), and confirms it with one real trial. When predict-batch is not sure, or its answer
 is more than four times the larger batch recorded, three quarters of the answer is recorded too (a fourth
-trial) and predict-batch answers again from nearer (Note [The third recording]). Where predict-batch names
+trial) and predict-batch answers again from nearer (Note [The third recording]; not sure means it said so and
+named batches to record). Where predict-batch names
 no batch it is sure of (the recordings matched poorly) but has an estimate, the estimate is the one
 confirmed. A confirmation that runs out of
 memory is caught, never raised: the references it held are dropped, the cache emptied, the state
@@ -84,8 +85,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-__all__ = ["FAR", "MAX_ENTRIES", "NEARER", "PROG", "FoundBatch", "PredictError", "Recorder", "Trial", "find_max_batch", "main",
-           "memstress_binary", "process_limit", "record", "snapshot_metadata"]
+__all__ = [
+    "FAR", "MAX_ENTRIES", "NEARER", "PROG", "FoundBatch", "PredictError", "Recorder", "Trial", "find_max_batch",
+    "main", "memstress_binary", "process_limit", "record", "snapshot_metadata",
+]
 
 PROG = "memstress_torch"
 MAX_ENTRIES = 1_000_000
@@ -407,9 +410,9 @@ FAR = 4
 # H200, the corpus's eleven trainable programs under 2 GiB (results/h200/find-max-batch-580.159.04/): within 5% of
 # PyTorch's largest batch on 10 with the third recording at three quarters, on 7 at half (the encoder found 45
 # where half found 44, PyTorch's 47; the variable-length encoder 47 where half found 44, PyTorch's 48). The first
-# answer, from batches 2 and 4, was at most 10% over PyTorch's largest there (the GPT with checkpointing: 22 or 23,
-# three quarters of which is its third recording, 17, against 21), so three quarters of it ran on all; one that
-# runs out is a fourth trial, and the first pair answers again below it.
+# answer, from batches 2 and 4, was at most 10% over PyTorch's largest there (the GPT with checkpointing: 23, whose
+# three quarters, 17, was its third recording, against 21), so three quarters of it ran on all; one that runs out
+# is a fourth trial, and the first pair answers again below it.
 NEARER = 0.75
 
 
@@ -452,13 +455,14 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
         first = None if first is None else min(first, max_batch)
         far = first is not None and first > FAR * b2
         estimate = prediction.get("estimate")
-        basis = first if first is not None else estimate if isinstance(estimate, int) and estimate > 0 else None
+        basis = first if first is not None else \
+            estimate if isinstance(estimate, int) and not isinstance(estimate, bool) and estimate > 0 else None
         if (prediction.get("sure") is False and wanted) or far:
             # Not sure, or sure from far below: one more recording nearer the answer, paired with the largest
             # recorded below it (Note [The third recording], above NEARER).
             new = min(max_batch, round(NEARER * basis)) if basis is not None else max(wanted)
             below = [b for b in search.recorded if b < new]
-            if new not in search.recorded and below:
+            if new > b2 and new not in search.recorded and below:
                 if search.run(new, "record"):
                     prediction = _predict(binary, search, max(below), new, max_batch, alloc_conf, trace_device)
                 else:  # the answer was over: the first pair again, below the batch that ran out

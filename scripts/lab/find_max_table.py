@@ -41,6 +41,8 @@ def largest(runs: list[dict[str, Any]]) -> dict[str, int]:
         by_program.setdefault(run["program"], []).append(run)
     found = {}
     for program, mine in sorted(by_program.items()):
+        if any(not isinstance(r.get("batch"), int) or r["batch"] < 1 for r in mine):
+            raise BadInput(f"largest/: {program}: a run without a batch of 1 or more")
         ran_out = [r["batch"] for r in mine if r.get("oom")]
         if not ran_out:
             raise BadInput(f"largest/: {program}: no run that ran out, so its largest batch is not known")
@@ -68,7 +70,16 @@ def table(folder: Path) -> str:
     caps = {r["cap"] for r in runs}
     finders = sorted((p for p in folder.iterdir() if p.is_dir() and p.name != "largest"),
                      key=lambda p: (p.name == "lightning", p.name))
-    found = {f.name: {load(p)["program"]: load(p) for p in sorted(f.glob("*.json"))} for f in finders}
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for f in finders:
+        mine = found.setdefault(f.name, {})
+        for p in sorted(f.glob("*.json")):
+            doc = load(p)
+            if doc["program"] in mine:
+                raise BadInput(f"{f}: two runs of {doc['program']}")
+            if not doc.get("crashed") and (not isinstance(doc.get("batch"), int) or "trials" not in doc):
+                raise BadInput(f"{p}: a finder's run without its batch or trials")
+            mine[doc["program"]] = doc
     caps |= {doc["cap"] for by in found.values() for doc in by.values()}
     if len(caps) != 1:
         raise BadInput(f"{folder}: runs under several caps ({', '.join(str(c) for c in sorted(caps))})")

@@ -31,8 +31,10 @@ import csv
 import gzip
 import io
 import json
+import os
 import pickle
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,32 +68,55 @@ def strip(value: Any) -> None:
                 strip(v)
 
 
+RUN_KEYS = ("program", "batch", "cap", "oom", "peak_reserved", "peak_allocated")
+
+
+def read_run(meta: Path) -> dict[str, Any]:
+    try:
+        run = json.loads(meta.read_text())
+    except (OSError, ValueError) as e:
+        raise BadInput(f"{meta}: not a doctor_programs.py result ({e})") from None
+    missing = [k for k in RUN_KEYS if not isinstance(run, dict) or k not in run]
+    if missing:
+        raise BadInput(f"{meta}: not a doctor_programs.py result (no {', '.join(missing)})")
+    return run
+
+
 def import_runs(runs: Path, outdir: Path) -> None:
+    """Every run read and its snapshot loaded before anything is written; the output's snapshots/ made anew."""
     if not runs.is_dir():
         raise BadInput(f"{runs}: not a folder of doctor_programs.py runs")
-    results = []
+    results, snapshots = [], {}
     for meta in sorted(runs.glob("*.json")):
         if not NAME.match(meta.stem):
             continue
         snapshot = meta.with_suffix(".pickle")
         if not snapshot.is_file():
             raise BadInput(f"{meta}: no snapshot {snapshot.name} beside it (run with --record)")
-        with snapshot.open("rb") as f:
-            data = pickle.load(f)  # noqa: S301 - a snapshot this lab's own recorder wrote
-        strip(data)
-        (outdir / "snapshots").mkdir(parents=True, exist_ok=True)
-        with gzip.GzipFile(outdir / "snapshots" / f"{meta.stem}.pickle.gz", "wb", mtime=0) as f:
-            pickle.dump(data, f)
-        results.append({"name": meta.stem, **json.loads(meta.read_text())})
+        results.append({"name": meta.stem, **read_run(meta)})
+        try:
+            with snapshot.open("rb") as f:
+                snapshots[meta.stem] = pickle.load(f)  # noqa: S301 - a snapshot this lab's own recorder wrote
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError) as e:
+            raise BadInput(f"{snapshot}: not a PyTorch snapshot ({e})") from None
     if not results:
         raise BadInput(f"{runs}: no run named PROGRAM-<cap>G-b<batch>.json")
+    shutil.rmtree(outdir / "snapshots", ignore_errors=True)
+    (outdir / "snapshots").mkdir(parents=True)
+    for name, data in snapshots.items():
+        strip(data)
+        with gzip.GzipFile(outdir / "snapshots" / f"{name}.pickle.gz", "wb", mtime=0) as f:
+            pickle.dump(data, f)
     (outdir / "runs.json").write_text(json.dumps({"schema": "memstress.replay-fidelity/1", "runs": results},
                                                  indent=1) + "\n")
 
 
 def memstress(binary: Path, *args: str) -> dict[str, Any]:
-    done = subprocess.run([str(binary), *args, "--format", "json"], capture_output=True, text=True, check=False,
-                          timeout=600)
+    try:
+        done = subprocess.run([str(binary), *args, "--format", "json"], capture_output=True, text=True,
+                              check=False, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise RuntimeError(f"memstress {' '.join(args)}: {e}") from None
     if done.returncode != 0:
         raise RuntimeError(f"memstress {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
     return json.loads(done.stdout)
@@ -112,9 +137,10 @@ def alloc_sizes(binary: Path, trace: Path) -> list[int]:
         else:
             python = Path(__file__).resolve().parents[2] / "python"
             subprocess.run([sys.executable, "-m", "memstress.convert", "-q", "-o", str(out), str(trace)], check=True,
-                           env={"PYTHONPATH": str(python)}, timeout=600)
-        rows = csv.DictReader(io.StringIO("".join(x for x in out.open() if not x.startswith("#"))))
-        return [int(row["bytes"]) for row in rows if row["action"] == "alloc"]
+                           env={**os.environ, "PYTHONPATH": str(python)}, timeout=600)
+        with out.open() as f:
+            rows = csv.DictReader(io.StringIO("".join(x for x in f if not x.startswith("#"))))
+            return [int(row["bytes"]) for row in rows if row["action"] == "alloc"]
 
 
 def mib(n: int) -> str:
@@ -182,7 +208,15 @@ def main(argv: list[str]) -> int:
             raise BadInput(f"{args.outdir}: no runs.json (give RUNS to make it)")
         if args.corpus and not (args.corpus / "truth.json").is_file():
             raise BadInput(f"--corpus {args.corpus}: no truth.json")
-        runs = json.loads((args.outdir / "runs.json").read_text())["runs"]
+        if not args.memstress.is_file():
+            raise BadInput(f"--memstress {args.memstress}: no such file")
+        try:
+            runs = json.loads((args.outdir / "runs.json").read_text())["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise BadInput(f"{args.outdir / 'runs.json'}: not this script's runs.json ({e})") from None
+        if not isinstance(runs, list) or any(not isinstance(r, dict) or "name" not in r or
+                                             any(k not in r for k in RUN_KEYS) for r in runs):
+            raise BadInput(f"{args.outdir / 'runs.json'}: a run without name, {', '.join(RUN_KEYS)}")
         lines = ["# PyTorch's traces near the cap, replayed", "", *replay_rows(args.memstress, args.outdir, runs)]
         if args.corpus:
             lines += ["", "# predict-batch's model at the same batches", "",
@@ -190,7 +224,7 @@ def main(argv: list[str]) -> int:
     except BadInput as e:
         print(f"replay_fidelity.py: {e}", file=sys.stderr)
         return 2
-    except (RuntimeError, subprocess.CalledProcessError) as e:
+    except (RuntimeError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
         print(f"replay_fidelity.py: {e}", file=sys.stderr)
         return 1
     print("\n".join(lines))

@@ -239,6 +239,13 @@ class FindMaxBatch(unittest.TestCase):
         self.assertEqual(found.prediction["safe_batch"], 850)
         self.assert_left_as_found(torch, model)
 
+    def test_no_third_recording_at_or_below_the_larger_of_the_first_two(self) -> None:
+        torch, model = FakeTorch(fits=900), FakeModel()
+        self.answers({"safe_batch": 5, "sure": False, "record_at": [1, 2], "range": {"low": 5, "high": 6}})
+        found, _ = self.find(torch, model, capacity=GiB)
+        self.assertEqual([(t.batch, t.kind) for t in found.trials], [(2, "record"), (4, "record"), (5, "confirm")])
+        self.assertEqual(len(self.calls()), 1)
+
     def test_a_third_recording_that_runs_out_has_the_first_pair_answer_below_it(self) -> None:
         torch, model = FakeTorch(fits=600), FakeModel()
         self.answers({"safe_batch": 1000, "sure": False, "record_at": [250, 500]},

@@ -62,6 +62,17 @@ class ReplayFidelity(unittest.TestCase):
             done = made(str(runs), str(Path(tmp) / "out"))
             self.assertEqual(done.returncode, 2)
             self.assertIn("no snapshot gpt_amp-2G-b32.pickle", done.stderr)
+            (runs / "gpt_amp-2G-b32.pickle").write_bytes(b"not a pickle")
+            done = made(str(runs), str(Path(tmp) / "out"))
+            self.assertEqual(done.returncode, 2)
+            self.assertIn("gpt_amp-2G-b32.json: not a doctor_programs.py result (no program", done.stderr)
+            (runs / "gpt_amp-2G-b32.json").write_text(json.dumps(
+                {"program": "gpt_amp", "batch": 32, "cap": 1 << 31, "oom": None, "peak_reserved": 1,
+                 "peak_allocated": 1}))
+            done = made(str(runs), str(Path(tmp) / "out"))
+            self.assertEqual(done.returncode, 2)
+            self.assertIn("gpt_amp-2G-b32.pickle: not a PyTorch snapshot", done.stderr)
+            self.assertFalse((Path(tmp) / "out" / "runs.json").exists())  # nothing written for bad input
             if FOLDERS:
                 copy = Path(tmp) / "copy"
                 shutil.copytree(FOLDERS[0], copy)
