@@ -89,6 +89,7 @@ nlohmann::json oom_json(const OomAnalysis& o) {
     sites.push_back({{"site", s.site}, {"bytes", s.bytes}, {"count", s.count}});
   }
   return {{"count", o.count},
+          {"survived", o.survived},
           {"at", oom_at_json(o.at)},
           {"device_free", optional_json(o.device_free)},
           {"recorded_reserved", optional_json(o.recorded_reserved)},

@@ -74,7 +74,7 @@ void needed(std::string& out, const DoctorReport& r) {
       {"the peak (the most live at once)",
        fmt::format("event {} of {}, {} into the run", n.peak_event, n.events, seconds(n.peak_time_ns))});
   out += render_table(t);
-  const double unused = static_cast<double>(n.peak_reserved - n.peak_allocated);
+  const auto unused = static_cast<double>(n.peak_reserved - n.peak_allocated);
   out += fmt::format(
       "-> At its peak it needed {} of GPU memory from PyTorch's allocator; {} of that ({}) was "
       "reserved but not allocated.\n",
@@ -201,6 +201,10 @@ void oom(std::string& out, const DoctorReport& r) {
   }
   if (o.count > 1) {
     t.push_back({"OOMs in the recording", std::to_string(o.count)});
+  }
+  if (o.survived > 0) {
+    // Note [A recorded OOM gives back the cache]: a library asked, was refused and went on with less.
+    t.push_back({"of them, refusals it went on after", std::to_string(o.survived)});
   }
   out += render_table(t);
   if (!o.cause) {

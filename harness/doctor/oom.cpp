@@ -26,7 +26,6 @@ AtTheOom at_the_oom(const replay::ReplayTrace& trace, const replay::SweepSetting
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
   options.probe_recorded_ooms = probe;
-  options.release_at_recorded_ooms = false;  // the state at the OOM line, as the program had it
   options.stop_after_event = oom_index;
   const replay::ReplayResult r =
       replay::replay_setting(trace, setting, sim_device(capacity, plan), options).result;
@@ -175,12 +174,21 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
                                        const std::vector<replay::SweepSetting>& grid,
                                        const replay::SweepSetting& recorded, const LimitHint& hint,
                                        const replay::ReplayOptions& base, unsigned threads) {
+  // The OOM the program died of: its last oom line with no allocation after it; those it went on after are
+  // refusals it survived (Note [A recorded OOM gives back the cache]), counted.
+  const std::vector<bool> survived = replay::survived_ooms(trace, walk.device);
   std::optional<std::size_t> first;
+  std::size_t nth = 0;  // the fatal line's place among the device's oom lines (the facts list them in order)
   OomAnalysis a;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const replay::Event& e = trace.events[i];
     if (e.device == walk.device && e.action == replay::Action::oom) {
-      first = first.value_or(i);
+      if (survived[i]) {
+        ++a.survived;
+      } else if (!first) {
+        first = i;
+        nth = a.count;
+      }
       ++a.count;
     }
   }
@@ -189,13 +197,13 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
   }
   const replay::Event& e = trace.events[*first];
   a.at = OomAt{event_number(walk, *first), e.seq, e.time_ns, e.bytes, -1};
-  // The facts list every device's oom entries in trace order; this device's first is its first.
   const std::string& label = trace.devices[walk.device];
-  const auto fact =
-      std::find_if(facts.ooms.begin(), facts.ooms.end(), [&](const OomFact& f) { return f.device == label; });
-  if (fact != facts.ooms.end()) {
-    a.device_free = fact->device_free;
-    a.at.site = fact->site;
+  for (const OomFact& f : facts.ooms) {
+    if (f.device == label && nth-- == 0) {
+      a.device_free = f.device_free;
+      a.at.site = f.site;
+      break;
+    }
   }
   // The recorded allocator's reserved bytes then: a replay on a device too large to run out.
   const AtTheOom unconstrained = at_the_oom(trace, recorded, kUnconstrained, *first, base, &plan, false);

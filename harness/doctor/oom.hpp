@@ -83,8 +83,9 @@ struct GrantingSetting {
 };
 
 struct OomAnalysis {
-  std::size_t count = 0;  // oom lines of the device in the trace
-  OomAt at;               // the first
+  std::size_t count = 0;     // oom lines of the device in the trace
+  std::size_t survived = 0;  // of those, the ones the program went on after (replay::survived_ooms)
+  OomAt at;                  // the one it did not survive
   std::optional<std::uint64_t> device_free;
   std::optional<std::int64_t> recorded_reserved;
   std::optional<std::int64_t> recorded_peak_reserved;  // the largest before the OOM

@@ -131,7 +131,7 @@ std::optional<OomAt> first_oom(const replay::ReplayResult& result, const replay:
   std::size_t k = 0;
   for (const replay::RecordedOom& o : result.recorded_ooms) {
     const std::size_t nth = k++;
-    if (o.probe_granted.value_or(true) || (at && at->seq < o.seq)) {
+    if (o.survived || o.probe_granted.value_or(true) || (at && at->seq < o.seq)) {
       continue;
     }
     at = OomAt{event_number(walk, o.event_index), o.seq, o.time_ns, o.request_bytes,
@@ -152,9 +152,12 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
   answer.rows.resize(grid.size());
-  const bool ran_out = std::any_of(trace.events.begin(), trace.events.end(), [&](const replay::Event& e) {
-    return e.device == walk.device && e.action == replay::Action::oom;
-  });
+  const std::vector<bool> survived = replay::survived_ooms(trace, walk.device);
+  bool ran_out = false;  // an OOM the program did not survive
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const replay::Event& e = trace.events[i];
+    ran_out = ran_out || (e.device == walk.device && e.action == replay::Action::oom && !survived[i]);
+  }
   const auto plan_for = [&](const replay::SweepSetting& s) {
     return same_setting(s, recorded) ? &plan : nullptr;
   };

@@ -74,7 +74,7 @@ class Parser {
     return true;
   }
 
-  std::uint64_t number(std::string_view field, std::string_view column) const {
+  [[nodiscard]] std::uint64_t number(std::string_view field, std::string_view column) const {
     const std::optional<std::uint64_t> value = parse_trace_number(field);
     if (!value) {
       fail("column '{}': '{}' is not a non-negative integer", column, field);
@@ -178,6 +178,23 @@ std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted) 
   }
   throw InputError(fmt::format("--trace-device '{}': the trace '{}' has no such device (it has: {})", wanted,
                                trace.name, fmt::join(trace.devices, ", ")));
+}
+
+std::vector<bool> survived_ooms(const ReplayTrace& trace, std::uint32_t device) {
+  std::vector<bool> survived(trace.events.size(), false);
+  bool alloc_after = false;
+  for (std::size_t i = trace.events.size(); i-- > 0;) {
+    const Event& e = trace.events[i];
+    if (e.device != device) {
+      continue;
+    }
+    if (e.action == Action::alloc) {
+      alloc_after = true;
+    } else if (e.action == Action::oom) {
+      survived[i] = alloc_after;
+    }
+  }
+  return survived;
 }
 
 std::string format_replay_trace(const ReplayTrace& trace, std::string_view comment) {

@@ -251,8 +251,9 @@ TEST(ReplayForTheDoctor, CapturesTheStateAtAnEventAndStopsWhereAsked) {
 }
 
 TEST(ReplayForTheDoctor, ARecordedOomIsProbedAndStopAtFirstOomEndsTheReplay) {
+  // The OOM the program died of: no allocation after it, only the frees of its unwinding.
   const std::string text =
-      trace_text({"alloc,0," + mib(60) + ",0", "oom,,67108864,0", "alloc,1," + mib(60) + ",0"});
+      trace_text({"alloc,0," + mib(60) + ",0", "oom,,67108864,0", "free,0," + mib(60) + ",0"});
   ReplayOptions probe;
   probe.probe_recorded_ooms = true;
   const ReplayResult roomy = replay_on_sim(text, "caching", 1ULL << 30, probe);
@@ -265,7 +266,24 @@ TEST(ReplayForTheDoctor, ARecordedOomIsProbedAndStopAtFirstOomEndsTheReplay) {
   EXPECT_EQ(tight.recorded_ooms[0].probe_granted, false);
   EXPECT_EQ(tight.num_ooms, 0);  // a refused probe is not an OOM of the trace's allocations
   EXPECT_TRUE(tight.stopped_early);
-  EXPECT_EQ(tight.counts.allocs, 1U);
+  EXPECT_EQ(tight.counts.frees, 0U);
+}
+
+TEST(ReplayForTheDoctor, AnOomTheProgramWentOnAfterIsNotProbed) {
+  // An allocation after the oom line: the program survived the refusal (replay::survived_ooms); it is not
+  // the program's OOM, so no setting is judged by it, and the cache is emptied there instead.
+  const std::string text =
+      trace_text({"alloc,0," + mib(60) + ",0", "oom,,67108864,0", "alloc,1," + mib(30) + ",0"});
+  ReplayOptions probe;
+  probe.probe_recorded_ooms = true;
+  probe.stop_at_first_oom = true;
+  const ReplayResult r = replay_on_sim(text, "caching", 100 * kMiB, probe);
+  ASSERT_EQ(r.recorded_ooms.size(), 1U);
+  EXPECT_TRUE(r.recorded_ooms[0].survived);
+  EXPECT_FALSE(r.recorded_ooms[0].probe_granted.has_value());
+  EXPECT_FALSE(r.stopped_early);
+  EXPECT_EQ(r.counts.allocs, 2U);
+  EXPECT_EQ(survived_ooms(parse_replay_trace(text, "t.csv"), 0), (std::vector<bool>{false, true, false}));
 }
 
 TEST(Replay, ARecordedOomGivesBackTheCacheAsPyTorchsDid) {
