@@ -174,8 +174,9 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
                                        const std::vector<replay::SweepSetting>& grid,
                                        const replay::SweepSetting& recorded, const LimitHint& hint,
                                        const replay::ReplayOptions& base, unsigned threads) {
-  // The OOM the program died of: its last oom line with no allocation after it; those it went on after are
-  // refusals it survived (Note [A recorded OOM gives back the cache]), counted.
+  // The OOM the program died of: its first oom line with no allocation after it (later ones came while it was
+  // already failing); those it went on after are refusals it survived (Note [A recorded OOM gives back the
+  // cache]), counted.
   const std::vector<bool> survived = replay::survived_ooms(trace, walk.device);
   std::optional<std::size_t> first;
   std::size_t nth = 0;  // the fatal line's place among the device's oom lines (the facts list them in order)

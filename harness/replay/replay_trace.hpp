@@ -58,7 +58,7 @@ struct ReplayTrace {
 
 // The recorded program's `oom` lines of `device` that it survived: an allocation of the device comes after
 // them (a library that asked for a large workspace, caught the refusal and went on with less: cuDNN). The
-// last line with no allocation after it is the OOM the program died of. Indexed as trace.events.
+// first line with no allocation after it is the OOM the program died of. Indexed as trace.events.
 [[nodiscard]] std::vector<bool> survived_ooms(const ReplayTrace& trace, std::uint32_t device);
 
 // Throws InputError "<name>:<line>: <what>" (or naming the file) on anything that is not a trace.
