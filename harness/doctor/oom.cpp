@@ -174,32 +174,28 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
                                        const std::vector<replay::SweepSetting>& grid,
                                        const replay::SweepSetting& recorded, const LimitHint& hint,
                                        const replay::ReplayOptions& base, unsigned threads) {
-  // The OOM the program died of: its first oom line with no allocation after it (later ones came while it was
-  // already failing); those it went on after are refusals it survived (Note [A recorded OOM gives back the
-  // cache]), counted.
-  const std::vector<bool> survived = replay::survived_ooms(trace, walk.device);
-  std::optional<std::size_t> first;
-  std::size_t nth = 0;  // the fatal line's place among the device's oom lines (the facts list them in order)
+  // The OOM the program died of (replay::fatal_oom); the oom lines before it are refusals it survived (Note
+  // [A recorded OOM gives back the cache]), counted.
+  const std::optional<std::size_t> first = replay::fatal_oom(trace, walk.device);
+  if (!first) {
+    return std::nullopt;
+  }
   OomAnalysis a;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const replay::Event& e = trace.events[i];
     if (e.device == walk.device && e.action == replay::Action::oom) {
-      if (survived[i]) {
-        ++a.survived;
-      } else if (!first) {
-        first = i;
-        nth = a.count;
-      }
       ++a.count;
+      if (i < *first) {
+        ++a.survived;
+      }
     }
-  }
-  if (!first) {
-    return std::nullopt;
   }
   const replay::Event& e = trace.events[*first];
   a.at = OomAt{event_number(walk, *first), e.seq, e.time_ns, e.bytes, -1};
   const std::string& label = trace.devices[walk.device];
-  for (const OomFact& f : facts.ooms) {
+  // The facts list every device's oom entries in trace order: the fatal line is this device's after the
+  // survived ones.
+  for (std::size_t nth = a.survived; const OomFact& f : facts.ooms) {
     if (f.device == label && nth-- == 0) {
       a.device_free = f.device_free;
       a.at.site = f.site;

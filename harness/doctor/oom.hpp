@@ -84,7 +84,7 @@ struct GrantingSetting {
 
 struct OomAnalysis {
   std::size_t count = 0;     // oom lines of the device in the trace
-  std::size_t survived = 0;  // of those, the ones the program went on after (replay::survived_ooms)
+  std::size_t survived = 0;  // of those, the ones the program went on after (before replay::fatal_oom)
   OomAt at;                  // the one it did not survive
   std::optional<std::uint64_t> device_free;
   std::optional<std::int64_t> recorded_reserved;

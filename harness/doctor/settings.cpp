@@ -152,12 +152,7 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
   answer.rows.resize(grid.size());
-  const std::vector<bool> survived = replay::survived_ooms(trace, walk.device);
-  bool ran_out = false;  // an OOM the program did not survive
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const replay::Event& e = trace.events[i];
-    ran_out = ran_out || (e.device == walk.device && e.action == replay::Action::oom && !survived[i]);
-  }
+  const bool ran_out = replay::fatal_oom(trace, walk.device).has_value();  // an OOM it did not survive
   const auto plan_for = [&](const replay::SweepSetting& s) {
     return same_setting(s, recorded) ? &plan : nullptr;
   };

@@ -180,21 +180,18 @@ std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted) 
                                trace.name, fmt::join(trace.devices, ", ")));
 }
 
-std::vector<bool> survived_ooms(const ReplayTrace& trace, std::uint32_t device) {
-  std::vector<bool> survived(trace.events.size(), false);
-  bool alloc_after = false;
+std::optional<std::size_t> fatal_oom(const ReplayTrace& trace, std::uint32_t device) {
+  std::optional<std::size_t> fatal;
   for (std::size_t i = trace.events.size(); i-- > 0;) {
     const Event& e = trace.events[i];
-    if (e.device != device) {
-      continue;
+    if (e.device == device && e.action == Action::alloc) {
+      break;
     }
-    if (e.action == Action::alloc) {
-      alloc_after = true;
-    } else if (e.action == Action::oom) {
-      survived[i] = alloc_after;
+    if (e.device == device && e.action == Action::oom) {
+      fatal = i;
     }
   }
-  return survived;
+  return fatal;
 }
 
 std::string format_replay_trace(const ReplayTrace& trace, std::string_view comment) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,10 +57,11 @@ struct ReplayTrace {
 // when the trace has no such device, or has no device at all.
 [[nodiscard]] std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted);
 
-// The recorded program's `oom` lines of `device` that it survived: an allocation of the device comes after
-// them (a library that asked for a large workspace, caught the refusal and went on with less: cuDNN). The
-// first line with no allocation after it is the OOM the program died of. Indexed as trace.events.
-[[nodiscard]] std::vector<bool> survived_ooms(const ReplayTrace& trace, std::uint32_t device);
+// The OOM the recorded program died of on `device`: the index of its first `oom` line with no allocation of
+// the device after it; nothing where every oom line has one (later lines came while it was already failing).
+// Every oom line before it is one the program survived (a library that asked for a large workspace, caught
+// the refusal and went on with less: cuDNN).
+[[nodiscard]] std::optional<std::size_t> fatal_oom(const ReplayTrace& trace, std::uint32_t device);
 
 // Throws InputError "<name>:<line>: <what>" (or naming the file) on anything that is not a trace.
 [[nodiscard]] ReplayTrace read_replay_trace(const std::filesystem::path& path);

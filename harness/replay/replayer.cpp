@@ -98,7 +98,7 @@ class Replayer {
     result_.device_label = allocator_.backend().info().label();
     result_.capacity = allocator_.backend().info().capacity;
     const std::vector<bool> late = late_completions(trace_, device);
-    survived_ = survived_ooms(trace_, device);
+    fatal_oom_ = fatal_oom(trace_, device);
     const auto device_events = static_cast<std::uint64_t>(std::count_if(
         trace_.events.begin(), trace_.events.end(), [&](const Event& e) { return e.device == device; }));
     const std::uint64_t points = std::max<std::uint64_t>(options_.timeline_points, 1);
@@ -252,7 +252,7 @@ class Replayer {
     r.allocated = m.allocated;
     r.largest_free_block = m.largest_free_block;
     r.earlier_replay_oom = replay_ooms_ > 0;
-    r.survived = survived_[index];
+    r.survived = !fatal_oom_ || index < *fatal_oom_;
     if (options_.probe_recorded_ooms && !r.survived) {
       try {
         void* ptr = allocator_.allocate(e.bytes, device_.stream(e.stream));
@@ -335,7 +335,8 @@ class Replayer {
   std::unordered_map<std::uint64_t, Live> live_;
   std::unordered_map<std::uint64_t, StreamRef> pending_;
   std::unordered_set<std::uint64_t> failed_;
-  std::vector<bool> survived_;  // survived_ooms, by event index
+  std::optional<std::size_t>
+      fatal_oom_;  // the oom line the program died of (fatal_oom); earlier ones survived
   std::uint64_t next_pending_ = 0;
   std::int64_t trace_reserved_ = 0;
   std::uint64_t replay_ooms_ = 0;   // allocations of the trace that failed in this replay

@@ -60,7 +60,7 @@ struct ReplayOptions {
   // index into the trace's events) into ReplayResult::captured.
   std::optional<std::uint64_t> capture_at_event;
   // At each of the recorded program's `oom` lines: the state then (ReplayResult::recorded_ooms) and, with
-  // probe_recorded_ooms, at the one it did not survive (survived_ooms), whether this allocator would have
+  // probe_recorded_ooms, at the one it did not survive (fatal_oom), whether this allocator would have
   // granted the request (it is allocated and freed at once: what the program did after its OOM is unknown),
   // a refusal ending a replay that stops at its first OOM.
   bool probe_recorded_ooms = false;
@@ -105,7 +105,7 @@ struct RecordedOom {
   std::int64_t reserved = 0;                      // this replay's, at that moment
   std::int64_t allocated = 0;
   std::optional<std::int64_t> largest_free_block;
-  bool survived = false;              // the program went on after it (survived_ooms): never probed
+  bool survived = false;              // the program went on after it (before fatal_oom): never probed
   std::optional<bool> probe_granted;  // with probe_recorded_ooms: whether the request was granted
   std::int64_t probe_reserved = 0;    // reserved while the granted probe held the request
   bool earlier_replay_oom = false;    // this replay had already failed an allocation before this line

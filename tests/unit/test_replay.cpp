@@ -267,10 +267,11 @@ TEST(ReplayForTheDoctor, ARecordedOomIsProbedAndStopAtFirstOomEndsTheReplay) {
   EXPECT_EQ(tight.num_ooms, 0);  // a refused probe is not an OOM of the trace's allocations
   EXPECT_TRUE(tight.stopped_early);
   EXPECT_EQ(tight.counts.frees, 0U);
+  EXPECT_EQ(fatal_oom(parse_replay_trace(text, "t.csv"), 0), std::optional<std::size_t>{1});
 }
 
 TEST(ReplayForTheDoctor, AnOomTheProgramWentOnAfterIsNotProbed) {
-  // An allocation after the oom line: the program survived the refusal (replay::survived_ooms); it is not
+  // An allocation after the oom line: the program survived the refusal (replay::fatal_oom); it is not
   // the program's OOM, so no setting is judged by it, and the cache is emptied there instead.
   const std::string text =
       trace_text({"alloc,0," + mib(60) + ",0", "oom,,67108864,0", "alloc,1," + mib(30) + ",0"});
@@ -283,7 +284,7 @@ TEST(ReplayForTheDoctor, AnOomTheProgramWentOnAfterIsNotProbed) {
   EXPECT_FALSE(r.recorded_ooms[0].probe_granted.has_value());
   EXPECT_FALSE(r.stopped_early);
   EXPECT_EQ(r.counts.allocs, 2U);
-  EXPECT_EQ(survived_ooms(parse_replay_trace(text, "t.csv"), 0), (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(fatal_oom(parse_replay_trace(text, "t.csv"), 0), std::nullopt);
 }
 
 TEST(Replay, ARecordedOomGivesBackTheCacheAsPyTorchsDid) {
