@@ -392,6 +392,12 @@ def _predict(binary: str, search: _Search, a: int, b: int, max_batch: int, alloc
     return answer
 
 
+def _estimate(prediction: dict[str, Any]) -> int | None:
+    """predict-batch's estimate, where it is a batch (an integer above 0, not a boolean)."""
+    estimate = prediction.get("estimate")
+    return estimate if isinstance(estimate, int) and not isinstance(estimate, bool) and estimate > 0 else None
+
+
 def _safe_batch(prediction: dict[str, Any]) -> int | None:
     """predict-batch's largest batch that surely runs: "safe_batch", else largest_fit's batch."""
     safe = prediction["safe_batch"] if "safe_batch" in prediction else \
@@ -454,9 +460,7 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
         first = _safe_batch(prediction)
         first = None if first is None else min(first, max_batch)
         far = first is not None and first > FAR * b2
-        estimate = prediction.get("estimate")
-        basis = first if first is not None else \
-            estimate if isinstance(estimate, int) and not isinstance(estimate, bool) and estimate > 0 else None
+        basis = first if first is not None else _estimate(prediction)
         if (prediction.get("sure") is False and wanted) or far:
             # Not sure, or sure from far below: one more recording nearer the answer, paired with the largest
             # recorded below it (Note [The third recording], above NEARER).
@@ -468,8 +472,8 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
                 else:  # the answer was over: the first pair again, below the batch that ran out
                     prediction = _predict(binary, search, b1, b2, new - 1, alloc_conf, trace_device)
         answer = _safe_batch(prediction)
-        estimate = prediction.get("estimate")
-        if answer is None and isinstance(estimate, int) and not isinstance(estimate, bool) and estimate > search.ran:
+        estimate = _estimate(prediction)
+        if answer is None and estimate is not None and estimate > search.ran:
             answer = estimate  # no batch is sure (the runs matched poorly): the trial is the proof, backed off on OOM
         low = (prediction.get("range") or {}).get("low")
         for tries in range(6):  # confirmations: the answer; the range's low end or 90% of it; then 80% each time
