@@ -71,15 +71,19 @@ def strip(value: Any) -> None:
 RUN_KEYS = ("program", "batch", "cap", "oom", "peak_reserved", "peak_allocated")
 
 
+def checked_run(run: Any, where: str, keys: tuple[str, ...] = RUN_KEYS) -> dict[str, Any]:
+    missing = [k for k in keys if not isinstance(run, dict) or k not in run]
+    if missing:
+        raise BadInput(f"{where}: not a doctor_programs.py result (no {', '.join(missing)})")
+    return run
+
+
 def read_run(meta: Path) -> dict[str, Any]:
     try:
         run = json.loads(meta.read_text())
     except (OSError, ValueError) as e:
         raise BadInput(f"{meta}: not a doctor_programs.py result ({e})") from None
-    missing = [k for k in RUN_KEYS if not isinstance(run, dict) or k not in run]
-    if missing:
-        raise BadInput(f"{meta}: not a doctor_programs.py result (no {', '.join(missing)})")
-    return run
+    return checked_run(run, str(meta))
 
 
 def import_runs(runs: Path, outdir: Path) -> None:
@@ -210,13 +214,14 @@ def main(argv: list[str]) -> int:
             raise BadInput(f"--corpus {args.corpus}: no truth.json")
         if not args.memstress.is_file():
             raise BadInput(f"--memstress {args.memstress}: no such file")
+        saved = args.outdir / "runs.json"
         try:
-            runs = json.loads((args.outdir / "runs.json").read_text())["runs"]
+            runs = json.loads(saved.read_text())["runs"]
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise BadInput(f"{args.outdir / 'runs.json'}: not this script's runs.json ({e})") from None
-        if not isinstance(runs, list) or any(not isinstance(r, dict) or "name" not in r or
-                                             any(k not in r for k in RUN_KEYS) for r in runs):
-            raise BadInput(f"{args.outdir / 'runs.json'}: a run without name, {', '.join(RUN_KEYS)}")
+            raise BadInput(f"{saved}: not this script's runs.json ({e})") from None
+        if not isinstance(runs, list):
+            raise BadInput(f"{saved}: not this script's runs.json (its runs are not a list)")
+        runs = [checked_run(r, f"{saved}: run {i}", ("name", *RUN_KEYS)) for i, r in enumerate(runs)]
         lines = ["# PyTorch's traces near the cap, replayed", "", *replay_rows(args.memstress, args.outdir, runs)]
         if args.corpus:
             lines += ["", "# predict-batch's model at the same batches", "",
