@@ -14,8 +14,30 @@
 //           small sizes this includes each launch's host cost, which the events method hides.
 //   graph   the `iters` collectives captured once per case into a CUDA graph, then timed as host but
 //           launched as one graph: a graph replayed, as a program that captures its step replays it.
-//   graph_each  nccl-tests' -G 1 as it does it: a new graph captured and instantiated for every repetition,
-//           and its first launch timed, which also uploads the graph to the GPU.
+//   graph_each  nccl-tests' -G 1 as it does it: per repetition, in nccl-tests' order, one collective waited
+//           for, a barrier, a new graph captured and instantiated, a second barrier, then its first launch
+//           timed (which also uploads it). The order matters: timed right after the collective waited for,
+//           the launch found the GPU busy a moment before; after the capture and instantiation it finds it
+//           idle for a few hundred microseconds, as nccl-tests does.
+// Note [Rotation]. nccl-tests moves every collective of a timed region to the next slot of buffers of the
+// sweep's largest size (-e): collective i at offset slot * (i mod (largest / slot)), where a slot is the
+// larger of one rank's send and receive bytes, so that a region does not reread one cache-hot buffer.
+// `rotate` does the same with its value as the largest size (`-p rotate=64M` beside nccl-tests -e 64M; 0,
+// the default, keeps one slot). Only the slots a region reaches are allocated (at most `iters`, or
+// `inner` with timing=events); the warm-up and the collective waited for use slot 0, and repetition r
+// verifies slot r mod slots, so that every slot's addresses are checked in turn.
+// In a sweep nccl-tests runs every other size between two lines of one size, so a line's slots but the
+// first (which its data set-up and the collective waited for have just touched) come to it cold, out of
+// L2. memstress repeats one size, so they come warm. `l2=flushed` writes over the L2 before each timed
+// region (a memset of twice its size, as nvbench flushes it between samples), ahead of the collective
+// waited for; `l2=warm`, the default, leaves it.
+// Note [Host timing after a capture]. Once work on a communicator has been captured in a CUDA graph,
+// NCCL (NCCL_GRAPH_MIXING_SUPPORT=1, its default) orders every later launch outside a graph after the
+// graphs' work, with an event wait before it and an event record after it, for the communicator's life
+// (NcclComm::ever_captured). Where launching is the cost (a broadcast or alltoall below 1 MiB on NVLink)
+// that is a few microseconds a collective, which nccl-tests' default never pays: it captures nothing
+// unless run with -G. So a host-timed case on a communicator captured before says so in a note, and the
+// side-by-side script times timing=host in a run of its own.
 // One repetition is one nccl-tests line; the summary's p50 and p99 are over the repetitions (-n). Sizes,
 // algbw and busbw as in kernels/collective_values.hpp (Note [Sizes, as nccl-tests counts them]); a size
 // under one element per rank is a skip (nccl-tests prints such sizes as 0 bytes). Every wait on a stream with
@@ -49,6 +71,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -95,6 +118,20 @@ Timing parse_timing(std::string_view name) {
   return name == "host" ? Timing::host : name == "graph" ? Timing::graph : Timing::events;
 }
 
+// The L2 cache's size on `device`.
+std::size_t l2_bytes(int device) {
+  int bytes = 0;
+  MEMSTRESS_CUDA_TRY(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device));
+  return static_cast<std::size_t>(std::max(bytes, 1));
+}
+
+// Whether NCCL orders launches outside a graph after captured work (its default; Note [Host timing after a
+// capture]).
+bool graph_mixing() {
+  const char* value = std::getenv("NCCL_GRAPH_MIXING_SUPPORT");  // NOLINT(concurrency-mt-unsafe): read-only
+  return value == nullptr || std::string_view(value) != "0";
+}
+
 // A block's address and size.
 struct Span {
   void* data = nullptr;
@@ -118,6 +155,8 @@ class CollectivesRun final : public CaseRun {
         nccl_buffers_(ctx.params().text("buffers") == "ncclmem"),
         iters_(static_cast<std::uint64_t>(ctx.params().integer("iters"))),
         bytes_(ctx.params().bytes("bytes")),
+        rotate_(ctx.params().bytes("rotate")),
+        flush_l2_(ctx.params().text("l2") == "flushed"),
         device_(ctx.device().info().ordinal),
         world_(&ctx.world()),
         allocator_(&ctx.allocator()),
@@ -131,6 +170,13 @@ class CollectivesRun final : public CaseRun {
       own_comm_.emplace(*world_, device_);  // Note [The communicator]
       comm_ = &*own_comm_;
     }
+    // Note [Host timing after a capture].
+    if (timing_ == Timing::host && comm_->ever_captured() && graph_mixing()) {
+      ctx.note(
+          "timing=host on a communicator captured in a CUDA graph earlier in the run: NCCL orders each "
+          "launch after the graphs' work (NCCL_GRAPH_MIXING_SUPPORT=1), which nccl-tests' default does not "
+          "pay; time timing=host in a run of its own to set it beside nccl-tests");
+    }
     layout_ = kernels::collective_layout(collective_, bytes_, dtype_, comm_->size(), comm_->rank());
     if (layout_.send_count == 0 || layout_.recv_count == 0) {
       throw SkipCase(fmt::format("bytes={} is less than one {}-byte element per rank on {} ranks", bytes_,
@@ -139,9 +185,16 @@ class CollectivesRun final : public CaseRun {
     size_bytes_ = static_cast<double>(layout_.size_count() * kernels::dtype_size(dtype_));
     inner_ =
         std::clamp<std::uint64_t>(kSampleBytes / std::max<std::uint64_t>(1, bytes_), kMinInner, kMaxInner);
+    slot_bytes_ = in_place_ ? layout_.size_count() * element()
+                            : std::max(layout_.send_count, layout_.recv_count) * element();
+    const std::uint64_t per_region = timing_ == Timing::events ? inner_ : iters_;
+    slots_ = std::clamp<std::uint64_t>(rotate_ / slot_bytes_, 1, per_region);  // Note [Rotation]
     what_ = fmt::format("{} {} bytes={} {}", to_string(collective_), ctx.params().text("dtype"), bytes_,
                         in_place_ ? "in place" : "out of place");
     make_buffers();
+    if (flush_l2_) {
+      flush_ = cuda::DeviceBuffer(2 * l2_bytes(device_));  // Note [Rotation]
+    }
     for (int i = 0; i < kWarmup; ++i) {
       enqueue(mine_);
       if (!churn_) {
@@ -215,9 +268,10 @@ class CollectivesRun final : public CaseRun {
   }
 
   void make_buffers() {
-    const std::uint64_t send_bytes = layout_.send_count * element();
-    const std::uint64_t recv_bytes = layout_.recv_count * element();
-    const std::uint64_t block_bytes = layout_.size_count() * element();
+    const std::uint64_t rest = (slots_ - 1) * slot_bytes_;  // Note [Rotation]
+    const std::uint64_t send_bytes = rest + layout_.send_count * element();
+    const std::uint64_t recv_bytes = rest + layout_.recv_count * element();
+    const std::uint64_t block_bytes = rest + layout_.size_count() * element();
     const StreamRef s = StreamRef::from(stream());
     if (nccl_buffers_) {  // Note [Where the buffers come from]
       nccl_recv_ = NcclBuffer(in_place_ ? block_bytes : recv_bytes);
@@ -255,8 +309,15 @@ class CollectivesRun final : public CaseRun {
     }
   }
 
-  void enqueue(const Buffers& b) const {
-    enqueue_collective(collective_, dtype_, layout_, b.send, b.recv, *comm_, stream());
+  // The buffers of the `i`th collective of a timed region: its slot (Note [Rotation]).
+  [[nodiscard]] Buffers in_slot(const Buffers& b, std::uint64_t i) const {
+    const std::uint64_t shift = slot_bytes_ * (i % slots_);
+    return {static_cast<unsigned char*>(b.send) + shift, static_cast<unsigned char*>(b.recv) + shift};
+  }
+
+  void enqueue(const Buffers& b, std::uint64_t i = 0) const {
+    const Buffers at = in_slot(b, i);
+    enqueue_collective(collective_, dtype_, layout_, at.send, at.recv, *comm_, stream());
   }
 
   // Every wait for NCCL work: on a failure the graphs go first, then the communicator is aborted
@@ -274,36 +335,42 @@ class CollectivesRun final : public CaseRun {
 
   // Note [What is measured] (graph): `iters` collectives in one graph.
   cuda::CapturedGraph capture(const Buffers& b) {
+    comm_->captured();  // Note [Host timing after a capture]
     return {stream(), [&] {
               for (std::uint64_t i = 0; i < iters_; ++i) {
-                enqueue(b);
+                enqueue(b, i);
               }
             }};
   }
 
-  // Note [What is measured]: seconds per collective, averaged over the ranks. With graph_each, `graph` is
-  // captured anew first (a member, so that a failed wait drops it before the communicator is aborted).
+  // Note [What is measured]: seconds per collective, averaged over the ranks.
   double timed(const Buffers& b, cuda::CapturedGraph& graph) {
-    if (timing_ == Timing::graph_each) {
-      graph = {};  // the last repetition's first
-      graph = capture(b);
+    if (flush_l2_) {  // Note [Rotation]
+      MEMSTRESS_CUDA_TRY(cudaMemsetAsync(flush_.data(), 0, flush_.size(), stream()));
     }
     const double local = timing_ == Timing::events ? timed_by_events(b) : timed_by_host(b, graph);
     const std::vector<double> all = world_->all_gather(local);
     return std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size());
   }
 
-  // Note [What is measured] (host, graph): as nccl-tests' BenchTime.
-  double timed_by_host(const Buffers& b, const cuda::CapturedGraph& graph) {
+  // Note [What is measured] (host, graph, graph_each): as nccl-tests' BenchTime. With graph_each, `graph`
+  // is captured anew between the barriers (a member, so that a failed wait drops it before the
+  // communicator is aborted).
+  double timed_by_host(const Buffers& b, cuda::CapturedGraph& graph) {
     enqueue(b);
     wait(what_ + " (sync)", NcclComm::Poll::spin);
     world_->spin_barrier();
+    if (timing_ == Timing::graph_each) {
+      graph = {};  // the last repetition's first
+      graph = capture(b);
+      world_->spin_barrier();
+    }
     const auto start = std::chrono::steady_clock::now();
     if (timing_ == Timing::graph || timing_ == Timing::graph_each) {
       graph.launch(stream());
     } else {
       for (std::uint64_t i = 0; i < iters_; ++i) {
-        enqueue(b);
+        enqueue(b, i);
       }
     }
     wait(what_, NcclComm::Poll::spin);
@@ -315,7 +382,7 @@ class CollectivesRun final : public CaseRun {
     kernels::spin(kSpinNs, stream());
     start_.record(stream());
     for (std::uint64_t i = 0; i < inner_; ++i) {
-      enqueue(b);
+      enqueue(b, i);
     }
     stop_.record(stream());
     wait(what_);
@@ -336,12 +403,13 @@ class CollectivesRun final : public CaseRun {
   void verify(CaseContext& ctx) {
     const auto salt = static_cast<std::uint64_t>(ctx.iteration());  // the same on every rank
     const std::uint64_t modulus = kernels::value_modulus(collective_, ranks());
+    const Buffers at = in_slot(mine_, salt);  // Note [Rotation]
     MEMSTRESS_CUDA_TRY(cudaMemsetAsync(recv_.data, 0, recv_.bytes, stream()));
-    kernels::fill_collective_input(mine_.send, dtype_, layout_.send_count, comm_->rank(), salt, modulus,
+    kernels::fill_collective_input(at.send, dtype_, layout_.send_count, comm_->rank(), salt, modulus,
                                    stream());
-    enqueue(mine_);
+    enqueue(at);
     const kernels::CollectiveCase expect{collective_, ranks(), comm_->rank(), layout_.chunk, salt, modulus};
-    checker_.enqueue(mine_.recv, dtype_, layout_.recv_count, expect, stream());
+    checker_.enqueue(at.recv, dtype_, layout_.recv_count, expect, stream());
     wait(what_ + " (verification)");
     const kernels::CheckResult r = checker_.result();
     ctx.verified(r.checked_words, r.bad_words);
@@ -359,6 +427,10 @@ class CollectivesRun final : public CaseRun {
   bool nccl_buffers_;
   std::uint64_t iters_;
   std::uint64_t bytes_;
+  std::uint64_t rotate_;
+  std::uint64_t slot_bytes_ = 0;  // Note [Rotation]
+  std::uint64_t slots_ = 1;
+  bool flush_l2_;
   int device_;
   World* world_;
   Allocator* allocator_;
@@ -381,6 +453,7 @@ class CollectivesRun final : public CaseRun {
   Span recv_;
   cuda::DeviceBuffer ref_send_;
   cuda::DeviceBuffer ref_recv_;
+  cuda::DeviceBuffer flush_;  // l2=flushed only
   Buffers mine_;
   Buffers ref_;
   cuda::CapturedGraph mine_graph_;  // timing=graph and graph_each only
@@ -460,6 +533,21 @@ class Collectives final : public Workload {
          {},
          "nccl-tests' size: the larger of one rank's send and receive buffers",
          1},
+        {"rotate",
+         ParamType::bytes,
+         {"0"},
+         {},
+         {},
+         "move each collective of a timed region to the next slot of buffers this large, as nccl-tests "
+         "does with its -e (0: one buffer)",
+         0},
+        {"l2",
+         ParamType::choice,
+         {"warm"},
+         {},
+         {"warm", "flushed"},
+         "warm: a timed region finds the L2 as the last left it; flushed: written over first, as "
+         "nccl-tests' slots come to a line in a sweep of many sizes"},
     };
   }
   [[nodiscard]] Requirements requirements() const noexcept override {

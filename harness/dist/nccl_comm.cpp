@@ -44,7 +44,8 @@ NcclComm::NcclComm(NcclComm&& other) noexcept
       rank_(other.rank_),
       size_(other.size_),
       device_(other.device_),
-      aborted_(other.aborted_) {}
+      aborted_(other.aborted_),
+      ever_captured_(other.ever_captured_) {}
 
 NcclComm& NcclComm::operator=(NcclComm&& other) noexcept {
   if (this != &other) {
@@ -54,6 +55,7 @@ NcclComm& NcclComm::operator=(NcclComm&& other) noexcept {
     size_ = other.size_;
     device_ = other.device_;
     aborted_ = other.aborted_;
+    ever_captured_ = other.ever_captured_;
   }
   return *this;
 }

@@ -45,6 +45,11 @@ class NcclComm {
   [[nodiscard]] int size() const noexcept { return size_; }
   [[nodiscard]] int device() const noexcept { return device_; }
   [[nodiscard]] bool aborted() const noexcept { return aborted_; }
+  // Whether work on this communicator has been captured in a CUDA graph. From then on NCCL (with its
+  // default NCCL_GRAPH_MIXING_SUPPORT=1) orders each launch outside a graph after the graphs' work: an
+  // event wait before it and an event record after it, for the communicator's life. The capturer says so.
+  [[nodiscard]] bool ever_captured() const noexcept { return ever_captured_; }
+  void captured() noexcept { ever_captured_ = true; }
 
   // Waits until the work queued on `stream` so far has finished; throws DistError (after aborting the
   // communicator) on an asynchronous NCCL error or when `timeout` passes first. `what` names the wait in
@@ -61,6 +66,7 @@ class NcclComm {
   int size_ = 1;
   int device_ = 0;
   bool aborted_ = false;
+  bool ever_captured_ = false;
 };
 
 }  // namespace memstress

@@ -113,6 +113,24 @@ TEST_F(CollectivesTest, GraphEachCapturesAGraphEveryRepetitionAndVerifiesItsData
   }
 }
 
+TEST_F(CollectivesTest, RotatedCollectivesVerifyTheirDataInEverySlot) {
+  // Note [Rotation]: 16 slots of 64 KiB in 1 MiB; repetition r verifies slot r, so three repetitions check
+  // three slots' addresses, in place and out of place, in each timing, with the L2 written over before
+  // every timed region.
+  const auto rows = testing::run_on_gpu(
+      "collectives",
+      {"collective=all_reduce,all_gather,reduce_scatter,alltoall", "place=out,in", "pressure=none",
+       "timing=events,host,graph,graph_each", "bytes=64K", "rotate=1M", "l2=flushed"},
+      3);
+  EXPECT_EQ(rows.size(), 28U);  // alltoall has no in-place case
+  for (const Row& row : rows) {
+    EXPECT_EQ(row.verdict, Verdict::pass) << row.case_label() << ": " << row.reason;
+    EXPECT_NE(row.case_label().find("rotate=1M l2=flushed"), std::string::npos) << row.case_label();
+    EXPECT_GT(row.checked, 0U) << row.case_label();
+    EXPECT_EQ(row.errors, 0U) << row.case_label();
+  }
+}
+
 TEST_F(CollectivesTest, NcclMemoryMeasuresTheContextAndACommunicatorThatLeavesNothing) {
   const auto rows = testing::run_on_gpu("nccl_memory", {"cycles=3"}, 2);
   ASSERT_EQ(rows.size(), 1U);

@@ -211,6 +211,19 @@ TEST(CollectivesPlan, HostAndGraphTimingTakeItersEventsDoesNot) {
   }
 }
 
+TEST(CollectivesPlan, RotateIsOneBufferByDefaultAndASizeWhenGiven) {
+  // Note [Rotation]: nccl-tests' -e as `rotate`; 0 (one buffer) and a warm L2 unless asked for.
+  for (const std::string& c : case_labels({"collective=all_reduce", "pressure=none"})) {
+    EXPECT_NE(c.find(" rotate=0B l2=warm"), std::string::npos) << c;
+  }
+  for (const std::string& c : case_labels({"collective=all_reduce", "pressure=none", "rotate=64M"})) {
+    EXPECT_NE(c.find(" rotate=64M"), std::string::npos) << c;
+  }
+  EXPECT_THROW(static_cast<void>(case_labels({"collective=all_reduce", "rotate=-1"})), InputError);
+  EXPECT_THROW(static_cast<void>(case_labels({"collective=all_reduce", "rotate=lots"})), InputError);
+  EXPECT_THROW(static_cast<void>(case_labels({"collective=all_reduce", "l2=cold"})), InputError);
+}
+
 TEST(CollectivesPlan, ItersWithEventsTimingAloneIsAUsageErrorNotAnEmptyPlan) {
   // Every combination left out: exit 2 with the workload named, not a run of nothing.
   try {
