@@ -6,8 +6,9 @@
 
 OUTDIR holds nccl-tests' outputs (nccl-tests-<collective>-host.txt, -graph.txt: several lines per size, from
 -N) and memstress's results: memstress-collectives-ncclmem.json (buffers from ncclMemAlloc, as nccl-tests
-has them: timing=host and graph) and memstress-collectives.json (buffers from memstress's shared allocator:
-host, graph and events). For each collective and size: nccl-tests' median out-of-place time and busbw over
+has them: timing=graph and graph_each, and host where it ran there too) with memstress-collectives-ncclmem-host.json
+(timing=host in a run of its own), and memstress-collectives.json (buffers from memstress's shared allocator: host,
+graph and events) with memstress-collectives-graph.json (graph, in a run of its own), where they are. For each collective and size: nccl-tests' median out-of-place time and busbw over
 its lines, memstress's median (and p99) over its repetitions measured the same way, and their ratios; then
 memstress's own figures beside them. A results file may be stored xz-compressed (NAME.json.xz). Then NCCL's memory: nccl-tests -M's line
 and memstress's nccl_memory figures (memstress-nccl-memory-*.json). With --repeat, two such folders of the
@@ -17,6 +18,7 @@ per collective and timing mode, below and from 4 MiB. Exit 2 when an input canno
 
 from __future__ import annotations
 
+import lzma
 import math
 import statistics
 import sys
@@ -51,12 +53,23 @@ def stored(path: Path) -> bool:
     return path.exists() or path.with_name(path.name + ".xz").exists()
 
 
+def text_of(path: Path) -> str:
+    """An output's text, from PATH or, where only that exists, PATH.xz."""
+    packed = path.with_name(path.name + ".xz")
+    if path.is_file():
+        return path.read_text(errors="replace")
+    if packed.is_file():
+        try:
+            return lzma.decompress(packed.read_bytes()).decode(errors="replace")
+        except lzma.LZMAError as e:
+            raise BadInput(f"{packed}: {e}") from None
+    raise BadInput(f"{path}: missing")
+
+
 def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
     """Per size (nccl-tests' size column), the out-of-place time (us) and busbw (GB/s) of every line."""
-    if not path.is_file():
-        raise BadInput(f"{path}: missing")
     out: dict[int, dict[str, list[float]]] = {}
-    for line in path.read_text(errors="replace").splitlines():
+    for line in text_of(path).splitlines():
         cols = line.split()
         if len(cols) < 13 or not cols[0].isdigit():
             continue
@@ -80,6 +93,23 @@ def memstress_rows(path: Path) -> list[dict]:
         return [r for r in _json.passed_rows(path) if r.get("rank", 0) == 0]
     except ValueError as e:
         raise BadInput(f"{path}: {e}") from None
+
+
+def settings(rows: list[dict]) -> str:
+    """How memstress's rows on ncclMemAlloc buffers placed their collectives (rotate, l2), as they say."""
+    seen = sorted(
+        {
+            (p.get("rotate", "0B"), p.get("l2", "warm"))
+            for p in (r.get("params", {}) for r in rows)
+            if p.get("buffers") == "ncclmem"
+        }
+    )
+    return ", ".join(f"rotate={rotate} l2={l2}" for rotate, l2 in seen) or "-"
+
+
+def within(values: list[float]) -> int:
+    """How many of memstress / nccl-tests - 1 lie within the target."""
+    return sum(1 for v in values if abs(v) <= TOLERANCE + 1e-12)
 
 
 def collectives_index(rows: list[dict]) -> dict[tuple[str, str, str, int], dict]:
@@ -129,7 +159,7 @@ def collective_table(name: str, outdir: Path, index: dict) -> tuple[list[str], d
     spread: dict[str, list[float]] = {key: [] for key in SPREADS + ((EACH,) if each else ())}
     host = nccl_tests_lines(outdir / f"nccl-tests-{name}-host.txt")
     graph_file = outdir / f"nccl-tests-{name}-graph.txt"
-    graph = nccl_tests_lines(graph_file) if graph_file.exists() else {}
+    graph = nccl_tests_lines(graph_file) if stored(graph_file) else {}
     for size in sorted(host):
         same = ("ncclmem", name, "host", size)
         if size == 0 or same not in index:
@@ -188,7 +218,9 @@ def memory_section(outdir: Path) -> list[str]:
         "| comm_total | left after destroy | cycle growth |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for f in sorted(outdir.glob("memstress-nccl-memory-*.json")):
+    for f in sorted({outdir / p.name.removesuffix(".xz") for p in outdir.glob("memstress-nccl-memory-*.json*")}):
+        if f.suffix != ".json":
+            continue  # a .jsonl stream
         for r in memstress_rows(f):
             if r.get("workload") != "nccl_memory":
                 continue
@@ -208,25 +240,32 @@ def memory_section(outdir: Path) -> list[str]:
     return lines
 
 
+def rows_of(outdir: Path, *names: str) -> list[dict]:
+    """The rows of those of the results files NAMES that are in OUTDIR."""
+    return [row for name in names if stored(outdir / name) for row in memstress_rows(outdir / name)]
+
+
 def own_rows(outdir: Path) -> list[dict]:
     """memstress's own figures (buffers from its allocator), where that step ran."""
-    if stored(outdir / "memstress-collectives.json"):
-        return memstress_rows(outdir / "memstress-collectives.json")
-    return []
+    return rows_of(outdir, "memstress-collectives.json", "memstress-collectives-graph.json")
 
 
 def sweep_section(outdir: Path) -> list[str]:
     """The collectives' tables; none where the sweep was not run (no memstress-collectives-ncclmem.json)."""
     if not stored(outdir / "memstress-collectives-ncclmem.json"):
         return []
-    index = collectives_index(memstress_rows(outdir / "memstress-collectives-ncclmem.json") + own_rows(outdir))
+    theirs = rows_of(outdir, "memstress-collectives-ncclmem.json", "memstress-collectives-ncclmem-host.json")
+    index = collectives_index(theirs + own_rows(outdir))
     keys = SPREADS + ((EACH,) if has_each(index) else ())
     summary = [
         "## memstress beside nccl-tests, out of place",
         "",
         "| collective | host time | host busbw | graph time | host time, from 4 MiB | graph time, from 4 MiB | "
-        + ("graph_each time | " if EACH in keys else "") + "sizes |",
-        "| --- | --- | --- | --- | --- | --- | " + ("--- | " if EACH in keys else "") + "---: |",
+        + ("graph_each time | " if EACH in keys else "")
+        + f"within ±{TOLERANCE:.0%}: host, graph"
+        + (", graph_each" if EACH in keys else "")
+        + " | sizes |",
+        "| --- | --- | --- | --- | --- | --- | " + ("--- | " if EACH in keys else "") + "--- | ---: |",
     ]
     body: list[str] = []
     for name in COLLECTIVES:
@@ -236,11 +275,13 @@ def sweep_section(outdir: Path) -> list[str]:
         for key in keys:
             v = spread[key]
             cells.append(f"{min(v):+.1%} … {max(v):+.1%} (median {statistics.median(v):+.1%})" if v else "-")
-        summary.append(f"| {name} | " + " | ".join(cells) + f" | {len(spread['host time'])} |")
+        counts = ", ".join(str(within(spread[key])) for key in ("host time", "graph time") + keys[len(SPREADS) :])
+        summary.append(f"| {name} | " + " | ".join(cells) + f" | {counts} | {len(spread['host time'])} |")
     summary += [
         "",
-        "Each cell: the range (and median) of memstress / nccl-tests - 1 over the sizes, both with buffers from "
-        f"ncclMemAlloc (the target: within ±{TOLERANCE:.0%}).",
+        "Each cell: the range (and median) of memstress / nccl-tests - 1 of the time over the sizes, both with buffers"
+        f" from ncclMemAlloc (the target: within ±{TOLERANCE:.0%}); memstress's rows there ran with "
+        f"{settings(theirs)}.",
         "",
     ]
     return summary + body

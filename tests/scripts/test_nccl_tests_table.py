@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import lzma
 import subprocess
 import sys
 import tempfile
@@ -15,8 +16,11 @@ from committed_tables import assert_each_is_the_scripts_output
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "lab" / "nccl_tests_table.py"
-FOLDERS = sorted(p.parent for pattern in ("results/*/nccl-tests-*/TABLE.md", "results/*/nccl-tests-*/*/TABLE.md")
-                 for p in ROOT.glob(pattern))
+FOLDERS = sorted(
+    p.parent
+    for pattern in ("results/*/nccl-tests-*/TABLE.md", "results/*/nccl-tests-*/*/TABLE.md")
+    for p in ROOT.glob(pattern)
+)
 # Folders of two runs one after the other (round-1, round-2) and the script's --repeat table of them.
 REPEATS = sorted(p.parent for p in ROOT.glob("results/*/nccl-tests-*/REPEAT.md"))
 
@@ -56,10 +60,20 @@ class CommittedTables(unittest.TestCase):
 
 
 def memstress_row(collective: str, timing: str, time: float) -> dict:
-    return {"workload": "collectives", "rank": 0, "verdict": "pass",
-            "params": {"collective": collective, "place": "out", "pressure": "none", "timing": timing,
-                       "buffers": "ncclmem", "bytes": "8B"},
-            "metrics": {"time": {"median": time, "p99": time}, "busbw": {"median": 0.0}}}
+    return {
+        "workload": "collectives",
+        "rank": 0,
+        "verdict": "pass",
+        "params": {
+            "collective": collective,
+            "place": "out",
+            "pressure": "none",
+            "timing": timing,
+            "buffers": "ncclmem",
+            "bytes": "8B",
+        },
+        "metrics": {"time": {"median": time, "p99": time}, "busbw": {"median": 0.0}},
+    }
 
 
 class GraphEach(unittest.TestCase):
@@ -86,6 +100,52 @@ class GraphEach(unittest.TestCase):
             self.assertIn("| 11.00 | 10.00 | 0.909 | 12.00 | 1.091 |", made.stdout)
             self.assertIn("graph_each time", made.stdout)
             self.assertIn("+9.1% … +9.1% (median +9.1%)", made.stdout)
+
+
+class SplitRunsAndPackedOutputs(unittest.TestCase):
+    """Host timing in a run of its own (-host.json) and outputs stored xz-compressed give the table that one
+    plain folder gives; the table names memstress's settings and counts the sizes within the target."""
+
+    def write(self, folder: Path, split: bool, packed: bool) -> None:
+        graph_rows, host_rows = [], []
+        for c in nccl_tests_table_module().COLLECTIVES:
+            for mode in ("host", "graph"):
+                text = NCCL_TESTS_LINES.encode()
+                name = folder / f"nccl-tests-{c}-{mode}.txt"
+                if packed:
+                    name.with_name(name.name + ".xz").write_bytes(lzma.compress(text))
+                else:
+                    name.write_bytes(text)
+            host_rows.append(memstress_row(c, "host", 11.2))
+            graph_rows += [memstress_row(c, "graph", 10.0), memstress_row(c, "graph_each", 11.0)]
+        for row in host_rows + graph_rows:
+            row["params"].update({"rotate": "64M", "l2": "flushed"})
+        if split:
+            (folder / "memstress-collectives-ncclmem.json").write_text(json.dumps({"rows": graph_rows}))
+            (folder / "memstress-collectives-ncclmem-host.json").write_text(json.dumps({"rows": host_rows}))
+        else:
+            (folder / "memstress-collectives-ncclmem.json").write_text(json.dumps({"rows": graph_rows + host_rows}))
+
+    def test_the_same_table_either_way(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            self.write(Path(a), split=False, packed=False)
+            self.write(Path(b), split=True, packed=True)
+            plain, split = run(a), run(b)
+            self.assertEqual(plain.returncode, 0, plain.stderr)
+            self.assertEqual(split.returncode, 0, split.stderr)
+            self.assertEqual(plain.stdout, split.stdout)
+            self.assertIn("ran with rotate=64M l2=flushed", split.stdout)
+            # host 11.2 / 11.0 (+1.8%) and graph_each 11.0 / 11.0 are within 3%, graph 10.0 / 11.0 is not
+            self.assertIn("| 1, 0, 1 | 1 |", split.stdout)
+
+    def test_a_damaged_packed_output_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            self.write(folder, split=True, packed=True)
+            (folder / "nccl-tests-all_reduce-host.txt.xz").write_bytes(b"not xz")
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 2)
+            self.assertIn("nccl-tests-all_reduce-host.txt.xz", made.stderr)
 
 
 def nccl_tests_table_module():
