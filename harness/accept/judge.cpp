@@ -269,7 +269,7 @@ std::string failing_notes(const AcceptCheck& check, const std::vector<RowValue>&
 }
 
 // The measured value held to the check's bounds.
-CheckOutcome judge(const AcceptCheck& check, const Measured& m) {
+CheckOutcome judge_one(const AcceptCheck& check, const Measured& m) {
   CheckOutcome out;
   out.measured = m.value;
   out.unit = m.unit;
@@ -289,6 +289,80 @@ CheckOutcome judge(const AcceptCheck& check, const Measured& m) {
     out.detail += failing_notes(check, named);
   }
   return out;
+}
+
+// AcceptCheck::spread in a job of several nodes: the values by node (GpuId::host), in the order the nodes
+// first appear, each with its own worst value; one group where every row is of one node (or of none named).
+std::vector<Measured> by_node(const Measured& m) {
+  std::vector<Measured> nodes;
+  for (const RowValue& rv : m.values) {
+    const auto same = std::find_if(nodes.begin(), nodes.end(), [&](const Measured& n) {
+      return n.values.front().row->gpu.host == rv.row->gpu.host;
+    });
+    Measured& node = same != nodes.end()
+                         ? *same
+                         : nodes.emplace_back(Measured{rv.value, m.higher_better, m.is_sum, m.unit, 0, {}});
+    node.values.push_back(rv);
+    node.rows += 1;
+    node.value = m.higher_better ? std::min(node.value, rv.value) : std::max(node.value, rv.value);
+  }
+  return nodes;
+}
+
+// How far a node's worst row stands from its median, worse as it grows (0: at the median).
+double lag(const Measured& node) {
+  const double median = median_of(node.values);
+  if (median == 0) {
+    return 0;
+  }
+  return node.higher_better ? 1 - node.value / median : node.value / median - 1;
+}
+
+// AcceptCheck::spread with rows of several nodes: each node is held to its own median (a job over nodes of
+// different models, or over a slow node, is not one crowd). A fail names every failing node; a pass the
+// node whose worst row lags its median most.
+CheckOutcome judge_nodes(const AcceptCheck& check, const Measured& m, const std::vector<Measured>& nodes) {
+  CheckOutcome out;
+  out.pass = true;
+  std::vector<std::string> where;
+  std::vector<std::string> detail;
+  std::string bound;
+  const Measured* nearest = nullptr;
+  for (const Measured& node : nodes) {
+    const CheckOutcome o = judge_one(check, node);
+    if (!o.pass) {
+      out.pass = false;
+      bound = bound.empty() ? o.bound : bound;
+      where.push_back(o.where);
+      detail.push_back(fmt::format("node {}: {}", node.values.front().row->gpu.host, o.detail));
+    }
+    if (nearest == nullptr || lag(node) > lag(*nearest)) {
+      nearest = &node;
+    }
+  }
+  if (out.pass) {
+    const CheckOutcome o = judge_one(check, *nearest);
+    bound = o.bound;
+    where.push_back(o.where);
+    detail.push_back(
+        fmt::format("nearest its bound, node {}: {}", nearest->values.front().row->gpu.host, o.detail));
+  }
+  out.measured = m.value;
+  out.unit = m.unit;
+  out.bound = fmt::format("{}; each of {} nodes held to its own median", bound, nodes.size());
+  out.where = fmt::format("{}", fmt::join(where, "; "));
+  out.detail =
+      fmt::format("{} nodes, each held to its own median: {}", nodes.size(), fmt::join(detail, "; "));
+  return out;
+}
+
+CheckOutcome judge(const AcceptCheck& check, const Measured& m) {
+  if (check.spread && !m.is_sum) {
+    if (const std::vector<Measured> nodes = by_node(m); nodes.size() > 1) {
+      return judge_nodes(check, m, nodes);
+    }
+  }
+  return judge_one(check, m);
 }
 
 // Some of its rows were skipped (one GPU's case could not run): a pass of the others does not judge every

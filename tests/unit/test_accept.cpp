@@ -351,6 +351,43 @@ checks:
   EXPECT_THROW(static_cast<void>(parse_profile(bad("100"), "t.yaml")), InputError);
 }
 
+// In a job of two nodes each node is held to its own median: node b's GPUs, all near 30 GB/s, are not
+// stragglers of a job whose median node a lifts, and node a's slow GPU is named against node a's median.
+TEST(AcceptProfile, SpreadHoldsEachNodeToItsOwnMedian) {
+  AcceptCheck check;
+  check.name = "h2d";
+  check.workload = "transfers";
+  check.metric = "GB/s";
+  check.spread = 10;
+  AcceptRows rows;
+  for (int rank = 0; rank < 4; ++rank) {
+    rows.push_back(on_gpu(row("transfers", {}, rank == 1 ? 46 : 55), rank, "a"));
+  }
+  for (int rank = 4; rank < 8; ++rank) {
+    rows.push_back(on_gpu(row("transfers", {}, rank == 6 ? 29 : 30), rank, "b"));
+  }
+  const CheckOutcome fail = evaluate(check, rows, 8);
+  EXPECT_FALSE(fail.pass);
+  EXPECT_EQ(fail.where, "46 GB/s on host a, rank 1, cuda:1 (GPU-1, PCI 0000:11:00.0)");
+  EXPECT_EQ(fail.bound,
+            ">= 49.5 GB/s (10% below the median of 4 rows, 55 GB/s); each of 2 nodes held to its own "
+            "median");
+  EXPECT_NE(fail.detail.find("2 nodes, each held to its own median: node a: measured 46 GB/s"),
+            std::string::npos)
+      << fail.detail;
+  EXPECT_EQ(fail.detail.find("node b"), std::string::npos) << fail.detail;
+  rows[1].metrics[0].summary.median = 50;
+  const CheckOutcome pass = evaluate(check, rows, 8);
+  EXPECT_TRUE(pass.pass) << pass.detail;
+  // node a's worst lags its median by 9.1%, node b's by 3.3%: a is the nearest its bound
+  EXPECT_NE(pass.detail.find("nearest its bound, node a: measured 50 GB/s"), std::string::npos)
+      << pass.detail;
+  rows[6].metrics[0].summary.median = 26;  // 13% below node b's median of 30
+  const CheckOutcome b = evaluate(check, rows, 8);
+  EXPECT_FALSE(b.pass);
+  EXPECT_EQ(b.where, "26 GB/s on host b, rank 6, cuda:0 (GPU-6, PCI 0000:16:00.0)");
+}
+
 }  // namespace
 }  // namespace memstress
 
