@@ -29,15 +29,16 @@
 // In a sweep nccl-tests runs every other size between two lines of one size, so a line's slots but the
 // first (which its data set-up and the collective waited for have just touched) come to it cold, out of
 // L2. memstress repeats one size, so they come warm. `l2=flushed` writes over the L2 before each timed
-// region (a memset of twice its size, as nvbench flushes it between samples), ahead of the collective
-// waited for; `l2=warm`, the default, leaves it.
+// region (a memset of twice its size; nvbench flushes it between samples with a memset of its size), ahead
+// of the collective waited for; `l2=warm`, the default, leaves it. A `rotate` below one slot (a size above
+// it in a sweep) leaves one slot, which nccl-tests cannot do: the case says so in a note.
 // Note [Host timing after a capture]. Once work on a communicator has been captured in a CUDA graph,
 // NCCL (NCCL_GRAPH_MIXING_SUPPORT=1, its default) orders every later launch outside a graph after the
 // graphs' work, with an event wait before it and an event record after it, for the communicator's life
-// (NcclComm::ever_captured). Where launching is the cost (a broadcast or alltoall below 1 MiB on NVLink)
-// that is a few microseconds a collective, which nccl-tests' default never pays: it captures nothing
-// unless run with -G. So a host-timed case on a communicator captured before says so in a note, and the
-// side-by-side script times timing=host in a run of its own.
+// (NcclComm::ever_captured). That is two more CUDA calls a launch, which nccl-tests' default never makes:
+// it captures nothing unless run with -G. What they cost where launching is the cost (small messages) is
+// not measured apart yet; a case timed outside a graph (host, events) on a communicator captured before
+// says so in a note, and the side-by-side script times timing=host in a run of its own.
 // One repetition is one nccl-tests line; the summary's p50 and p99 are over the repetitions (-n). Sizes,
 // algbw and busbw as in kernels/collective_values.hpp (Note [Sizes, as nccl-tests counts them]); a size
 // under one element per rank is a skip (nccl-tests prints such sizes as 0 bytes). Every wait on a stream with
@@ -126,7 +127,7 @@ std::size_t l2_bytes(int device) {
 }
 
 // Whether NCCL orders launches outside a graph after captured work (its default; Note [Host timing after a
-// capture]).
+// capture]), as the environment says: a setting in NCCL's own configuration file is not seen here.
 bool graph_mixing() {
   const char* value = std::getenv("NCCL_GRAPH_MIXING_SUPPORT");  // NOLINT(concurrency-mt-unsafe): read-only
   return value == nullptr || std::string_view(value) != "0";
@@ -171,11 +172,14 @@ class CollectivesRun final : public CaseRun {
       comm_ = &*own_comm_;
     }
     // Note [Host timing after a capture].
-    if (timing_ == Timing::host && comm_->ever_captured() && graph_mixing()) {
-      ctx.note(
-          "timing=host on a communicator captured in a CUDA graph earlier in the run: NCCL orders each "
-          "launch after the graphs' work (NCCL_GRAPH_MIXING_SUPPORT=1), which nccl-tests' default does not "
-          "pay; time timing=host in a run of its own to set it beside nccl-tests");
+    const bool outside_graph = timing_ == Timing::host || timing_ == Timing::events;
+    if (outside_graph && comm_->ever_captured() && graph_mixing()) {
+      ctx.note(fmt::format(
+          "timing={} on a communicator captured in a CUDA graph earlier in the run: NCCL orders each launch "
+          "after the graphs' work (NCCL_GRAPH_MIXING_SUPPORT=1), which nccl-tests' default does not; time it "
+          "in "
+          "a run of its own to set it beside nccl-tests",
+          ctx.params().text("timing")));
     }
     layout_ = kernels::collective_layout(collective_, bytes_, dtype_, comm_->size(), comm_->rank());
     if (layout_.send_count == 0 || layout_.recv_count == 0) {
@@ -185,10 +189,13 @@ class CollectivesRun final : public CaseRun {
     size_bytes_ = static_cast<double>(layout_.size_count() * kernels::dtype_size(dtype_));
     inner_ =
         std::clamp<std::uint64_t>(kSampleBytes / std::max<std::uint64_t>(1, bytes_), kMinInner, kMaxInner);
-    slot_bytes_ = in_place_ ? layout_.size_count() * element()
-                            : std::max(layout_.send_count, layout_.recv_count) * element();
+    slot_bytes_ = layout_.size_count() * element();  // the larger of send and receive: a block in place
     const std::uint64_t per_region = timing_ == Timing::events ? inner_ : iters_;
     slots_ = std::clamp<std::uint64_t>(rotate_ / slot_bytes_, 1, per_region);  // Note [Rotation]
+    if (rotate_ > 0 && rotate_ < slot_bytes_) {
+      ctx.note(fmt::format("rotate={} is less than one slot of {} bytes: one slot, not rotated", rotate_,
+                           slot_bytes_));
+    }
     what_ = fmt::format("{} {} bytes={} {}", to_string(collective_), ctx.params().text("dtype"), bytes_,
                         in_place_ ? "in place" : "out of place");
     make_buffers();
