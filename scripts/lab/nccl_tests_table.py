@@ -53,14 +53,14 @@ def stored(path: Path) -> bool:
     return path.exists() or path.with_name(path.name + ".xz").exists()
 
 
-def text_of(path: Path) -> str:
-    """An output's text, from PATH or, where only that exists, PATH.xz."""
+def text_of(path: Path) -> tuple[str, Path]:
+    """An output's text, from PATH or, where only that exists, PATH.xz; and the file it was read from."""
     packed = path.with_name(path.name + ".xz")
     if path.is_file():
-        return path.read_text(errors="replace")
+        return path.read_text(errors="replace"), path
     if packed.is_file():
         try:
-            return lzma.decompress(packed.read_bytes()).decode(errors="replace")
+            return lzma.decompress(packed.read_bytes()).decode(errors="replace"), packed
         except lzma.LZMAError as e:
             raise BadInput(f"{packed}: {e}") from None
     raise BadInput(f"{path}: missing")
@@ -69,7 +69,8 @@ def text_of(path: Path) -> str:
 def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
     """Per size (nccl-tests' size column), the out-of-place time (us) and busbw (GB/s) of every line."""
     out: dict[int, dict[str, list[float]]] = {}
-    for line in text_of(path).splitlines():
+    text, path = text_of(path)
+    for line in text.splitlines():
         cols = line.split()
         if len(cols) < 13 or not cols[0].isdigit():
             continue
@@ -90,9 +91,16 @@ def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
 def memstress_rows(path: Path) -> list[dict]:
     """Rank 0's passed rows of a results document, read from PATH or, where only that exists, PATH.xz."""
     try:
-        return [r for r in _json.passed_rows(path) if r.get("rank", 0) == 0]
+        rows = [r for r in _json.passed_rows(path) if r.get("rank", 0) == 0]
     except ValueError as e:
         raise BadInput(f"{path}: {e}") from None
+    for r in rows:
+        p, m = r.get("params"), r.get("metrics")
+        if not isinstance(p, dict) or not isinstance(m, dict):
+            raise BadInput(f"{path}: a row without params and metrics: {str(r)[:80]}")
+        if r.get("workload") == "collectives" and not all(isinstance(p.get(k), str) for k in ("collective", "bytes")):
+            raise BadInput(f"{path}: a collectives row without its collective and bytes: {p}")
+    return rows
 
 
 def settings(rows: list[dict]) -> str:
@@ -199,15 +207,11 @@ def mib(metrics: dict, key: str) -> str:
 
 def memory_section(outdir: Path) -> list[str]:
     """nccl-tests -M's figures and memstress's nccl_memory; none where neither was run."""
-    if not any(outdir.glob("nccl-tests-memory-*.txt")) and not any(outdir.glob("memstress-nccl-memory-*.json*")):
+    if not any(outdir.glob("nccl-tests-memory-*.txt*")) and not any(outdir.glob("memstress-nccl-memory-*.json*")):
         return []
     lines = ["## NCCL's memory", ""]
-    for f in sorted(outdir.glob("nccl-tests-memory-*.txt")):
-        found = [
-            line.strip("# ").strip()
-            for line in f.read_text(errors="replace").splitlines()
-            if "GPU memory usage" in line
-        ]
+    for f in sorted({outdir / p.name.removesuffix(".xz") for p in outdir.glob("nccl-tests-memory-*.txt*")}):
+        found = [line.strip("# ").strip() for line in text_of(f)[0].splitlines() if "GPU memory usage" in line]
         lines.append(
             f"- nccl-tests -M 1 ({f.stem.removeprefix('nccl-tests-memory-')}): "
             + (found[0] if found else "no memory line")
@@ -279,7 +283,8 @@ def sweep_section(outdir: Path) -> list[str]:
         summary.append(f"| {name} | " + " | ".join(cells) + f" | {counts} | {len(spread['host time'])} |")
     summary += [
         "",
-        "Each cell: the range (and median) of memstress / nccl-tests - 1 of the time over the sizes, both with buffers"
+        "Each cell: the range (and median) of memstress / nccl-tests - 1 of the time (of busbw in its column) over "
+        "the sizes, both with buffers"
         f" from ncclMemAlloc (the target: within ±{TOLERANCE:.0%}); memstress's rows there ran with "
         f"{settings(theirs)}.",
         "",
@@ -293,7 +298,10 @@ def change(values: list[float]) -> str:
 
 def repeat_section(first: Path, second: Path) -> list[str]:
     """Per collective and timing mode: second / first - 1 of each tool's median time, size by size."""
-    ours = [collectives_index(memstress_rows(d / "memstress-collectives-ncclmem.json")) for d in (first, second)]
+    ours = [
+        collectives_index(rows_of(d, "memstress-collectives-ncclmem.json", "memstress-collectives-ncclmem-host.json"))
+        for d in (first, second)
+    ]
     lines = [
         "## Each tool against itself, one run after the other",
         "",

@@ -16,11 +16,8 @@ from committed_tables import assert_each_is_the_scripts_output
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "lab" / "nccl_tests_table.py"
-FOLDERS = sorted(
-    p.parent
-    for pattern in ("results/*/nccl-tests-*/TABLE.md", "results/*/nccl-tests-*/*/TABLE.md")
-    for p in ROOT.glob(pattern)
-)
+FOLDERS = sorted(p.parent for pattern in ("results/*/nccl-tests-*/TABLE.md", "results/*/nccl-tests-*/*/TABLE.md")
+                 for p in ROOT.glob(pattern))
 # Folders of two runs one after the other (round-1, round-2) and the script's --repeat table of them.
 REPEATS = sorted(p.parent for p in ROOT.glob("results/*/nccl-tests-*/REPEAT.md"))
 
@@ -60,20 +57,10 @@ class CommittedTables(unittest.TestCase):
 
 
 def memstress_row(collective: str, timing: str, time: float) -> dict:
-    return {
-        "workload": "collectives",
-        "rank": 0,
-        "verdict": "pass",
-        "params": {
-            "collective": collective,
-            "place": "out",
-            "pressure": "none",
-            "timing": timing,
-            "buffers": "ncclmem",
-            "bytes": "8B",
-        },
-        "metrics": {"time": {"median": time, "p99": time}, "busbw": {"median": 0.0}},
-    }
+    return {"workload": "collectives", "rank": 0, "verdict": "pass",
+            "params": {"collective": collective, "place": "out", "pressure": "none", "timing": timing,
+                       "buffers": "ncclmem", "bytes": "8B"},
+            "metrics": {"time": {"median": time, "p99": time}, "busbw": {"median": 0.0}}}
 
 
 class GraphEach(unittest.TestCase):
@@ -138,6 +125,30 @@ class SplitRunsAndPackedOutputs(unittest.TestCase):
             # host 11.2 / 11.0 (+1.8%) and graph_each 11.0 / 11.0 are within 3%, graph 10.0 / 11.0 is not
             self.assertIn("| 1, 0, 1 | 1 |", split.stdout)
 
+    def test_the_repeat_table_reads_the_host_runs_too(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            self.write(Path(a), split=True, packed=True)
+            self.write(Path(b), split=True, packed=False)
+            made = run("--repeat", a, b)
+            self.assertEqual(made.returncode, 0, made.stderr)
+            # every cell has figures: the host rows of -host.json were read (a missing side prints "-")
+            self.assertIn("| all_reduce | host | +0.0% (+0.0% … +0.0%) | +0.0% (+0.0% … +0.0%) | - | - |", made.stdout)
+
+    def test_a_damaged_host_run_or_a_row_without_its_size_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            self.write(folder, split=True, packed=False)
+            (folder / "memstress-collectives-ncclmem-host.json").write_text("{not json")
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 2)
+            self.assertIn("memstress-collectives-ncclmem-host.json", made.stderr)
+            row = memstress_row("all_reduce", "host", 11.0)
+            del row["params"]["bytes"]
+            (folder / "memstress-collectives-ncclmem-host.json").write_text(json.dumps({"rows": [row]}))
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 2)
+            self.assertIn("memstress-collectives-ncclmem-host.json: a collectives row without", made.stderr)
+
     def test_a_damaged_packed_output_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
@@ -146,7 +157,11 @@ class SplitRunsAndPackedOutputs(unittest.TestCase):
             made = run(str(folder))
             self.assertEqual(made.returncode, 2)
             self.assertIn("nccl-tests-all_reduce-host.txt.xz", made.stderr)
-
+            bad = NCCL_TESTS_LINES.replace("       0    11", "       3    11", 1)
+            (folder / "nccl-tests-all_reduce-host.txt.xz").write_bytes(lzma.compress(bad.encode()))
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 2)
+            self.assertIn("nccl-tests-all_reduce-host.txt.xz: nccl-tests found 3 wrong elements", made.stderr)
 
 def nccl_tests_table_module():
     sys.path.insert(0, str(SCRIPT.parent))

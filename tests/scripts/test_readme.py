@@ -36,16 +36,12 @@ README = ROOT / "README.md"
 PAGES = [README] + sorted((ROOT / "docs").glob("*.md"))
 FIRST_RUN = ROOT / "scripts" / "lab" / "gpu-first-run"
 MULTI = ROOT / "scripts" / "lab" / "gpu-readme-multi"
-COMMAND = re.compile(
-    r"^(\$ )?((memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|cmake|ctest|cpack)\b|PYTHONPATH=)"
-)
+COMMAND = re.compile(r"^(\$ )?((memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|cmake|ctest|cpack)\b|PYTHONPATH=)")
 
 # docs/doctor.md's exhaustion, from the committed corpus (its output shown in part: test_shown_excerpts_are_printed)
 _CORPUS = "results/h100/doctor-corpus-580.159.04/snapshots/vit_train"
-DOCTOR_CORPUS = (
-    f"memstress doctor {_CORPUS}-oom-2G-b66.pickle.gz --batch 13,27 --batch-runs "
-    f"{_CORPUS}-2G-b13.pickle.gz,{_CORPUS}-2G-b27.pickle.gz"
-)
+DOCTOR_CORPUS = (f"memstress doctor {_CORPUS}-oom-2G-b66.pickle.gz --batch 13,27 --batch-runs "
+                 f"{_CORPUS}-2G-b13.pickle.gz,{_CORPUS}-2G-b27.pickle.gz")
 # Run here: the command, and its expected exit code.
 CPU = {
     "scripts/run": 0,
@@ -90,10 +86,8 @@ CPU = {
 }
 NEEDS_MATPLOTLIB = ("memstress report",)
 # Commands quoted in the pages' prose rather than in a code block, run here too.
-INLINE = [
-    "scripts/run sizes -p dist=pow2 --out sizes.json",
-    "memstress compare tests/data/compare/base.json tests/data/compare/slower.json",
-]
+INLINE = ["scripts/run sizes -p dist=pow2 --out sizes.json",
+          "memstress compare tests/data/compare/base.json tests/data/compare/slower.json"]
 
 # Run on a real GPU by a script that holds them verbatim (its record is under results/).
 GPU_FIRST_RUN = [
@@ -119,35 +113,42 @@ GPU_MULTI = [
 NOT_RUN = {
     "NCCL_NVLS_ENABLE=0 mpirun -np 2 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
     "collectives --full": "the full sweep takes over 10 minutes on 2 H200s; its quick form above is run",
-    "mpirun -np 16 -H node1:8,node2:8 build/gpu/apps/memstress run --out run.json": "two nodes of 8 GPUs: the GPU records come from one node",
+    "mpirun -np 16 -H node1:8,node2:8 build/gpu/apps/memstress run --out run.json":
+        "two nodes of 8 GPUs: the GPU records come from one node",
     "memstress run --out base.json": "illustration of a driver comparison; the real one shown below it is "
-    "scripts/lab/gpu-compare-check's",
+                                     "scripts/lab/gpu-compare-check's",
     "memstress run --out new.json": "the same illustration",
     "memstress compare base.json new.json": "the same illustration",
     "scripts/fuzz": "CI runs it as scripts/test's fuzz step (MEMSTRESS_SANITIZE=1); it builds a preset of its own "
-    "with clang, minutes of work that a test here would repeat",
+                    "with clang, minutes of work that a test here would repeat",
     "MEMSTRESS_FUZZ_SECONDS=300 scripts/fuzz results profile": "the same step, longer: 10 minutes",
-    "MEMSTRESS_FUZZ_RUNS=1000000 MEMSTRESS_FUZZ_SECONDS=3600 scripts/fuzz --record results/fuzz/run.md": "the recorded long run: about an hour (results/fuzz/)",
+    "MEMSTRESS_FUZZ_RUNS=1000000 MEMSTRESS_FUZZ_SECONDS=3600 scripts/fuzz --record results/fuzz/run.md":
+    "the recorded long run: about an hour (results/fuzz/)",
     "ctest --preset fuzz": "part of scripts/fuzz (needs the fuzz preset's build)",
     "memstress run --out run.json --format openmetrics > /var/lib/node_exporter/textfile/memstress.prom.tmp && mv "
-    "/var/lib/node_exporter/textfile/memstress.prom.tmp /var/lib/node_exporter/textfile/memstress.prom": "a node's scheduled job writing into node_exporter's directory; tests/cli/openmetrics_check.py runs "
+    "/var/lib/node_exporter/textfile/memstress.prom.tmp /var/lib/node_exporter/textfile/memstress.prom":
+    "a node's scheduled job writing into node_exporter's directory; tests/cli/openmetrics_check.py runs "
     "`memstress run --format openmetrics` and reads it with Prometheus's parsers",
-    "memstress db ingest results/*.json --db postgresql://memstress@db.example.org/fleet": "an illustration of the URL; CTest runs every db command on a PostgreSQL server it starts (tests/db)",
+    "memstress db ingest results/*.json --db postgresql://memstress@db.example.org/fleet":
+    "an illustration of the URL; CTest runs every db command on a PostgreSQL server it starts (tests/db)",
     "scripts/dev/fleet-bench": "the benchmark at scale: 10,000 files, minutes of work; its record is results/fleet/",
     "PYTHONPATH=$(memstress --python-path) python3 train.py": "the user's own PyTorch program; the recorder's "
     "import through --python-path is tested by install.Installed",
     "scripts/lab/gpu-allocators": "every allocator on a real GPU (replays and benchmarks, minutes); run on an H100, "
-    "its record is results/h100/allocators-580.159.04/",
+                              "its record is results/h100/allocators-580.159.04/",
     "NCCL_NVLS_ENABLE=0 mpirun -np 4 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
-    "collectives -b 8 -e 64M -f 2 -p pressure=none -p buffers=ncclmem -p rotate=64M -p l2=flushed -p timing=graph_each "
-    "-n 20 -o small-graph.json": "four GPUs; scripts/lab/gpu-nccl-tests runs it with every collective named, timing=graph too, -p iters=20 -w 1 "
+    "collectives -b 8 -e 64M -f 2 -p pressure=none -p buffers=ncclmem -p rotate=64M -p l2=flushed "
+    "-p timing=graph_each -n 20 -o small-graph.json":
+    "four GPUs; scripts/lab/gpu-nccl-tests runs it with every collective named, timing=graph too, -p iters=20 -w 1 "
     "and its own --timeout and --out (results/h200x4/nccl-tests-580.159.04/)",
     "NCCL_NVLS_ENABLE=0 mpirun -np 4 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
     "collectives -b 8 -e 64M -f 2 -p pressure=none -p buffers=ncclmem -p rotate=64M -p l2=flushed -p timing=host "
-    "-n 20 -o small-host.json": "four GPUs; scripts/lab/gpu-nccl-tests runs it, in a run of its own, with every collective named, -p iters=20 "
+    "-n 20 -o small-host.json":
+    "four GPUs; scripts/lab/gpu-nccl-tests runs it in a run of its own, with every collective named, -p iters=20 "
     "-w 1 and its own --timeout and --out (not yet run on GPUs in a run of its own)",
     "NCCL_NVLS_ENABLE=0 mpirun -np 4 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
-    "nccl_memory -p channels=0,2,8,32 -p cycles=100 -o nccl-memory.json": "four GPUs; scripts/lab/gpu-nccl-tests runs it in two parts, the channels with cycles=0 and cycles=100 alone "
+    "nccl_memory -p channels=0,2,8,32 -p cycles=100 -o nccl-memory.json":
+    "four GPUs; scripts/lab/gpu-nccl-tests runs it in two parts, the channels with cycles=0 and cycles=100 alone "
     "(results/h100x4/nccl-tests-580.159.04/memstress-nccl-memory-*.json)",
     "mpirun -np 2 env MEMSTRESS_NODE=a memstress run sizes --in-turn sizes : -np 2 env MEMSTRESS_NODE=b memstress run "
     "sizes --in-turn sizes": "four ranks as two nodes: the test mpi.two_nodes runs it with a shorter job, a "
@@ -158,10 +159,8 @@ NOT_RUN = {
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 # `memstress db` is built only where SQLite and libcrypto were found (cmake/FleetStore.cmake); elsewhere its
 # commands are skipped, saying why.
-NO_DB = (
-    "this build has no fleet store (MEMSTRESS_HAVE_DB is not ON in its CMakeCache.txt: libsqlite3-dev or "
-    "libssl-dev missing, or MEMSTRESS_WITH_DB=OFF); memstress db exits 3 there"
-)
+NO_DB = ("this build has no fleet store (MEMSTRESS_HAVE_DB is not ON in its CMakeCache.txt: libsqlite3-dev or "
+         "libssl-dev missing, or MEMSTRESS_WITH_DB=OFF); memstress db exits 3 there")
 # Commands that read what `memstress db` wrote: skipped with it.
 READS_DB_OUTPUT = ("memstress report outliers.json history.json -o fleet.html",)
 
@@ -169,9 +168,8 @@ READS_DB_OUTPUT = ("memstress report outliers.json history.json -o fleet.html",)
 def build_has_db() -> bool:
     """Whether BUILD has `memstress db`: its cache says so (read when asked, as scripts/run may reconfigure)."""
     cache = BUILD / "CMakeCache.txt" if BUILD else None
-    return bool(
-        cache and cache.exists() and re.search(r"^MEMSTRESS_HAVE_DB:INTERNAL=ON$", cache.read_text(), re.MULTILINE)
-    )
+    return bool(cache and cache.exists()
+                and re.search(r"^MEMSTRESS_HAVE_DB:INTERNAL=ON$", cache.read_text(), re.MULTILINE))
 
 
 def page_lines() -> list[str]:
@@ -246,10 +244,8 @@ class FirstScreen(unittest.TestCase):
         self.assertGreater(len(lines), 5)
         for line in lines:  # an empty last column (NOTE) may be left out
             shown = " ".join(line.split())
-            self.assertTrue(
-                any(row == shown or row.startswith(shown + " ") for row in logged),
-                f"the README shows a line the record does not have: {line}",
-            )
+            self.assertTrue(any(row == shown or row.startswith(shown + " ") for row in logged),
+                            f"the README shows a line the record does not have: {line}")
 
 
 class EveryCommand(unittest.TestCase):
@@ -290,9 +286,8 @@ class Links(unittest.TestCase):
                 with self.subTest(page=page.name, link=f"{target}#{anchor}" if anchor else target):
                     self.assertTrue(path.exists(), f"{page.relative_to(ROOT)} links to {target}, which is not there")
                     if anchor and path.suffix == ".md":
-                        headings = {
-                            slug(line.lstrip("#")) for line in path.read_text().splitlines() if line.startswith("#")
-                        }
+                        headings = {slug(line.lstrip("#")) for line in path.read_text().splitlines()
+                                    if line.startswith("#")}
                         self.assertIn(anchor, headings, f"{page.relative_to(ROOT)}: no heading #{anchor} in {target}")
 
 
@@ -328,31 +323,18 @@ class RunOnTheCpu(unittest.TestCase):
         snapshot, _ = snapshot_fixtures.scenario()
         snapshot_fixtures.write_pickle(cls.tmp / "run.snapshot.pickle", snapshot)
         for batch in (8, 16):
-            snapshot_fixtures.write_pickle(
-                cls.tmp / f"run{batch}.snapshot.pickle", snapshot_fixtures.training_snapshot(3, batch=batch)
-            )
-        cls.env = dict(
-            os.environ,
-            PATH=f"{cls.bin}:{os.environ.get('PATH', '')}",
-            OMPI_ALLOW_RUN_AS_ROOT="1",
-            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-            COLUMNS="200",
-        )
+            snapshot_fixtures.write_pickle(cls.tmp / f"run{batch}.snapshot.pickle",
+                                           snapshot_fixtures.training_snapshot(3, batch=batch))
+        cls.env = dict(os.environ, PATH=f"{cls.bin}:{os.environ.get('PATH', '')}", OMPI_ALLOW_RUN_AS_ROOT="1",
+                       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", COLUMNS="200")
 
     @classmethod
     def tearDownClass(cls) -> None:
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def run_command(self, command: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["bash", "-c", command],
-            cwd=self.tmp,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=900,
-        )
+        return subprocess.run(["bash", "-c", command], cwd=self.tmp, env=self.env, capture_output=True, text=True,
+                              check=False, timeout=900)
 
     def test_each_command_runs_as_written(self) -> None:
         documented = {c.removeprefix("$ ") for c in readme_commands()}
@@ -367,10 +349,8 @@ class RunOnTheCpu(unittest.TestCase):
                     continue
                 if (command.startswith("memstress db ") or command in READS_DB_OUTPUT) and not build_has_db():
                     self.skipTest(NO_DB)
-                if (
-                    command.startswith(NEEDS_MATPLOTLIB)
-                    and self.run_command("memstress report /nonexistent.json -o r.html").returncode == 3
-                ):
+                if command.startswith(NEEDS_MATPLOTLIB) and self.run_command(
+                        "memstress report /nonexistent.json -o r.html").returncode == 3:
                     continue  # no python with matplotlib here (test_report says so)
                 started = time.monotonic()
                 done = self.run_command(command)
@@ -385,51 +365,39 @@ class RunOnTheCpu(unittest.TestCase):
         self.assertGreater(len(shown), 2)
         for line in shown:
             cut = line.removesuffix(" ...") if line.endswith("; ...") else None
-            self.assertTrue(
-                line in printed or (cut is not None and any(p.startswith(cut) for p in printed)),
-                f"docs/doctor.md shows a line `{DOCTOR_CORPUS}` does not print: {line}",
-            )
+            self.assertTrue(line in printed or (cut is not None and any(p.startswith(cut) for p in printed)),
+                            f"docs/doctor.md shows a line `{DOCTOR_CORPUS}` does not print: {line}")
 
     def test_shown_outputs_are_what_the_commands_print(self) -> None:
-        for command in (
-            "memstress compare results/h100/compare/base-h100-580.159.04.json "
-            "results/h100/compare/slowed-h100-580.159.04.json",
-            "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz "
-            "--device sim:40G --allocator expandable",
-            "memstress run oom leak -d sim -q",
-        ):
+        for command in ("memstress compare results/h100/compare/base-h100-580.159.04.json "
+                        "results/h100/compare/slowed-h100-580.159.04.json",
+                        "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz "
+                        "--device sim:40G --allocator expandable",
+                        "memstress run oom leak -d sim -q"):
             with self.subTest(command=command):
                 self.assertEqual(self.run_command(command).stdout, shown_output(command))
-        for store, ingest in (
-            ("fleet", "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite"),
-            ("results", "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite"),
-        ):
+        for store, ingest in (("fleet", "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite"),
+                              ("results", "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite")):
             with self.subTest(store=store):
                 if not build_has_db():
                     self.skipTest(NO_DB)
                 self.run_command(f"rm -f {store}.sqlite && {ingest}")  # a store of its own, whatever ran before
-                outliers = next(
-                    c.removeprefix("$ ")
-                    for c in readme_commands()
-                    if c.startswith(f"$ memstress db outliers --db {store}.sqlite")
-                )
+                outliers = next(c.removeprefix("$ ") for c in readme_commands()
+                                if c.startswith(f"$ memstress db outliers --db {store}.sqlite"))
                 self.assertEqual(self.run_command(outliers).stdout, shown_output(outliers))
         with self.subTest(store="drivers"):
             if not build_has_db():
                 self.skipTest(NO_DB)
-            self.run_command(
-                "rm -f drivers.sqlite && memstress db ingest tests/data/fleet/node0*.json "
-                "tests/data/fleet/driver-570/node0*.json --db drivers.sqlite"
-            )
-            for command in (
-                "memstress db history --db drivers.sqlite --gpu GPU-00000000-0000-0000-0000-000000000004 --metric GB/s",
-                "memstress db compare --db drivers.sqlite --driver 570.195.03 --driver 580.159.04 --metric GB/s",
-            ):
+            self.run_command("rm -f drivers.sqlite && memstress db ingest tests/data/fleet/node0*.json "
+                             "tests/data/fleet/driver-570/node0*.json --db drivers.sqlite")
+            for command in ("memstress db history --db drivers.sqlite --gpu GPU-00000000-0000-0000-0000-000000000004 "
+                            "--metric GB/s",
+                            "memstress db compare --db drivers.sqlite --driver 570.195.03 --driver 580.159.04 "
+                            "--metric GB/s"):
                 self.assertEqual(self.run_command(command).stdout, shown_output(command))
         slower = self.run_command("memstress compare tests/data/compare/base.json tests/data/compare/slower.json")
-        self.assertEqual(
-            slower.stdout, unshown_output_block("BASE tests/data/compare/base.json (memstress.run/1 document, 3 rows)")
-        )
+        self.assertEqual(slower.stdout, unshown_output_block("BASE tests/data/compare/base.json (memstress.run/1 "
+                                                             "document, 3 rows)"))
 
 
 if __name__ == "__main__":
