@@ -318,38 +318,48 @@ double lag(const Measured& node) {
   return node.higher_better ? 1 - node.value / median : node.value / median - 1;
 }
 
+// A node as a line names it.
+std::string node_name(const Measured& node) {
+  const std::string& host = node.values.front().row->gpu.host;
+  return host.empty() ? std::string("(no host)") : host;
+}
+
+// A node's own median means something from this many rows on; with fewer on any node (one GPU a node, a
+// per_host figure) the job is held to its median as one crowd.
+constexpr std::size_t kNodeRows = 3;
+
 // AcceptCheck::spread with rows of several nodes: each node is held to its own median (a job over nodes of
-// different models, or over a slow node, is not one crowd). A fail names every failing node; a pass the
-// node whose worst row lags its median most.
-CheckOutcome judge_nodes(const AcceptCheck& check, const Measured& m, const std::vector<Measured>& nodes) {
+// different models, or over a slow node, is not one crowd). A fail names every failing node, with the
+// first one's value and bound; a pass the node whose worst row lags its median most.
+CheckOutcome judge_nodes(const AcceptCheck& check, const std::vector<Measured>& nodes) {
   CheckOutcome out;
   out.pass = true;
   std::vector<std::string> where;
   std::vector<std::string> detail;
-  std::string bound;
-  const Measured* nearest = nullptr;
+  const Measured* shown = nullptr;  // the node whose value and bound the outcome reports
+  const Measured* laggard = nullptr;
   for (const Measured& node : nodes) {
     const CheckOutcome o = judge_one(check, node);
     if (!o.pass) {
       out.pass = false;
-      bound = bound.empty() ? o.bound : bound;
+      shown = shown == nullptr ? &node : shown;
       where.push_back(o.where);
-      detail.push_back(fmt::format("node {}: {}", node.values.front().row->gpu.host, o.detail));
+      detail.push_back(fmt::format("node {}: {}", node_name(node), o.detail));
     }
-    if (nearest == nullptr || lag(node) > lag(*nearest)) {
-      nearest = &node;
+    if (laggard == nullptr || lag(node) > lag(*laggard)) {
+      laggard = &node;
     }
   }
   if (out.pass) {
-    const CheckOutcome o = judge_one(check, *nearest);
-    bound = o.bound;
+    shown = laggard;
+    const CheckOutcome o = judge_one(check, *laggard);
     where.push_back(o.where);
-    detail.push_back(
-        fmt::format("nearest its bound, node {}: {}", nearest->values.front().row->gpu.host, o.detail));
+    detail.push_back(fmt::format("lagging its median most, node {}: {}", node_name(*laggard), o.detail));
   }
-  out.measured = m.value;
-  out.unit = m.unit;
-  out.bound = fmt::format("{}; each of {} nodes held to its own median", bound, nodes.size());
+  const CheckOutcome reported = judge_one(check, *shown);
+  out.measured = reported.measured;
+  out.unit = reported.unit;
+  out.bound = fmt::format("{}; each of {} nodes held to its own median", reported.bound, nodes.size());
   out.where = fmt::format("{}", fmt::join(where, "; "));
   out.detail =
       fmt::format("{} nodes, each held to its own median: {}", nodes.size(), fmt::join(detail, "; "));
@@ -358,8 +368,11 @@ CheckOutcome judge_nodes(const AcceptCheck& check, const Measured& m, const std:
 
 CheckOutcome judge(const AcceptCheck& check, const Measured& m) {
   if (check.spread && !m.is_sum) {
-    if (const std::vector<Measured> nodes = by_node(m); nodes.size() > 1) {
-      return judge_nodes(check, m, nodes);
+    const std::vector<Measured> nodes = by_node(m);
+    const bool crowds =
+        std::all_of(nodes.begin(), nodes.end(), [](const Measured& n) { return n.rows >= kNodeRows; });
+    if (nodes.size() > 1 && crowds) {
+      return judge_nodes(check, nodes);
     }
   }
   return judge_one(check, m);

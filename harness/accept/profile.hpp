@@ -48,7 +48,7 @@ struct AcceptCheck {
   std::optional<double> max;
   // A bound relative to the GPUs themselves (a percentage): no row may be worse than the median of the
   // rows matched by more than this, so a pre-job check names the straggler of a node whatever its model.
-  // In a job of several nodes each node's rows are held to that node's own median.
+  // In a job of several nodes of at least 3 rows each, each node's rows are held to that node's own median.
   std::optional<double> spread = {};
   int min_ranks = 1;  // with fewer ranks the check is skipped (it says so), not failed
   // A figure of the node, not of each GPU (the p2p matrix, measured by each host's first rank): the other

@@ -379,13 +379,20 @@ TEST(AcceptProfile, SpreadHoldsEachNodeToItsOwnMedian) {
   rows[1].metrics[0].summary.median = 50;
   const CheckOutcome pass = evaluate(check, rows, 8);
   EXPECT_TRUE(pass.pass) << pass.detail;
-  // node a's worst lags its median by 9.1%, node b's by 3.3%: a is the nearest its bound
-  EXPECT_NE(pass.detail.find("nearest its bound, node a: measured 50 GB/s"), std::string::npos)
+  // node a's worst lags its median by 9.1%, node b's by 3.3%: a is named, with its value and bound
+  EXPECT_NE(pass.detail.find("lagging its median most, node a: measured 50 GB/s"), std::string::npos)
       << pass.detail;
+  EXPECT_EQ(pass.measured, 50);
+  EXPECT_EQ(fail.measured, 46);
   rows[6].metrics[0].summary.median = 26;  // 13% below node b's median of 30
   const CheckOutcome b = evaluate(check, rows, 8);
   EXPECT_FALSE(b.pass);
   EXPECT_EQ(b.where, "26 GB/s on host b, rank 6, cuda:0 (GPU-6, PCI 0000:16:00.0)");
+  // One GPU a node: no node has a median of its own, so the two are held to the median of both (38).
+  const AcceptRows two = {rows[1], rows[6]};
+  const CheckOutcome crowd = evaluate(check, two, 8);
+  EXPECT_EQ(crowd.bound.find("each of"), std::string::npos) << crowd.bound;
+  EXPECT_FALSE(crowd.pass);  // 26 is more than 10% below 38
 }
 
 }  // namespace
