@@ -177,8 +177,7 @@ class CollectivesRun final : public CaseRun {
       ctx.note(fmt::format(
           "timing={} on a communicator captured in a CUDA graph earlier in the run: NCCL orders each launch "
           "after the graphs' work (NCCL_GRAPH_MIXING_SUPPORT=1), which nccl-tests' default does not; time it "
-          "in "
-          "a run of its own to set it beside nccl-tests",
+          "in a run without graph cases before it",
           ctx.params().text("timing")));
     }
     layout_ = kernels::collective_layout(collective_, bytes_, dtype_, comm_->size(), comm_->rank());
@@ -193,8 +192,8 @@ class CollectivesRun final : public CaseRun {
     const std::uint64_t per_region = timing_ == Timing::events ? inner_ : iters_;
     slots_ = std::clamp<std::uint64_t>(rotate_ / slot_bytes_, 1, per_region);  // Note [Rotation]
     if (rotate_ > 0 && rotate_ < slot_bytes_) {
-      ctx.note(fmt::format("rotate={} is less than one slot of {} bytes: one slot, not rotated", rotate_,
-                           slot_bytes_));
+      ctx.note(fmt::format("rotate={} is less than one slot of {} bytes: one slot, not rotated",
+                           ctx.params().text("rotate"), slot_bytes_));
     }
     what_ = fmt::format("{} {} bytes={} {}", to_string(collective_), ctx.params().text("dtype"), bytes_,
                         in_place_ ? "in place" : "out of place");
