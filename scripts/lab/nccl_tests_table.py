@@ -11,7 +11,8 @@ has them: timing=graph and graph_each, and host where it ran there too) with mem
 graph and events) with memstress-collectives-graph.json (graph, in a run of its own), where they are. For each collective and size: nccl-tests' median out-of-place time and busbw over
 its lines, memstress's median (and p99) over its repetitions measured the same way, and their ratios; then
 memstress's own figures beside them. A results file may be stored xz-compressed (NAME.json.xz). Then NCCL's memory: nccl-tests -M's line
-and memstress's nccl_memory figures (memstress-nccl-memory-*.json). With --repeat, two such folders of the
+and memstress's nccl_memory figures (memstress-nccl-memory-*.json). nccl-tests' outputs may be stored xz-compressed
+too (NAME.txt.xz). With --repeat, two such folders of the
 same commands on the same GPUs, one after the other: how far each tool repeats itself from one to the next,
 per collective and timing mode, below and from 4 MiB. Exit 2 when an input cannot be read.
 """
@@ -90,16 +91,24 @@ def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
 
 def memstress_rows(path: Path) -> list[dict]:
     """Rank 0's passed rows of a results document, read from PATH or, where only that exists, PATH.xz."""
+    packed = path.with_name(path.name + ".xz")
+    read = packed if not path.exists() and packed.exists() else path
     try:
         rows = [r for r in _json.passed_rows(path) if r.get("rank", 0) == 0]
     except ValueError as e:
-        raise BadInput(f"{path}: {e}") from None
+        message = str(e)
+        raise BadInput(message if message.startswith(str(read)) else f"{read}: {message}") from None
     for r in rows:
         p, m = r.get("params"), r.get("metrics")
         if not isinstance(p, dict) or not isinstance(m, dict):
-            raise BadInput(f"{path}: a row without params and metrics: {str(r)[:80]}")
-        if r.get("workload") == "collectives" and not all(isinstance(p.get(k), str) for k in ("collective", "bytes")):
-            raise BadInput(f"{path}: a collectives row without its collective and bytes: {p}")
+            raise BadInput(f"{read}: a row without params and metrics: {str(r)[:80]}")
+        if r.get("workload") == "collectives":
+            if not all(isinstance(p.get(k), str) for k in ("collective", "bytes")):
+                raise BadInput(f"{read}: a collectives row without its collective and bytes: {p}")
+            try:
+                size_bytes(p["bytes"])
+            except BadInput as e:
+                raise BadInput(f"{read}: {e}") from None
     return rows
 
 

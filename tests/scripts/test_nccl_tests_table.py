@@ -148,6 +148,17 @@ class SplitRunsAndPackedOutputs(unittest.TestCase):
             made = run(str(folder))
             self.assertEqual(made.returncode, 2)
             self.assertIn("memstress-collectives-ncclmem-host.json: a collectives row without", made.stderr)
+            row["params"]["bytes"] = "lots"
+            (folder / "memstress-collectives-ncclmem-host.json").write_text(json.dumps({"rows": [row]}))
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 2)
+            self.assertIn("memstress-collectives-ncclmem-host.json: not a size: 'lots'", made.stderr)
+            (folder / "memstress-collectives-ncclmem-host.json").unlink()
+            (folder / "memstress-collectives-ncclmem-host.json.xz").write_bytes(b"not xz")
+            made = run(str(folder))
+            self.assertEqual(made.returncode, 2)
+            self.assertIn("memstress-collectives-ncclmem-host.json.xz", made.stderr)
+            self.assertEqual(made.stderr.count("memstress-collectives-ncclmem-host.json"), 1, made.stderr)
 
     def test_a_damaged_packed_output_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -162,6 +173,7 @@ class SplitRunsAndPackedOutputs(unittest.TestCase):
             made = run(str(folder))
             self.assertEqual(made.returncode, 2)
             self.assertIn("nccl-tests-all_reduce-host.txt.xz: nccl-tests found 3 wrong elements", made.stderr)
+
 
 def nccl_tests_table_module():
     sys.path.insert(0, str(SCRIPT.parent))
