@@ -16,9 +16,8 @@
 //           launched as one graph: a graph replayed, as a program that captures its step replays it.
 //   graph_each  nccl-tests' -G 1 as it does it: per repetition, in nccl-tests' order, one collective waited
 //           for, a barrier, a new graph captured and instantiated, a second barrier, then its first launch
-//           timed (which also uploads it). The order matters: timed right after the collective waited for,
-//           the launch found the GPU busy a moment before; after the capture and instantiation it finds it
-//           idle for a few hundred microseconds, as nccl-tests does.
+//           timed (which also uploads it). So the launch comes, as in nccl-tests, after the capture and
+//           instantiation (the GPU idle meanwhile), not right after the collective waited for.
 // Note [Rotation]. nccl-tests moves every collective of a timed region to the next slot of buffers of the
 // sweep's largest size (-e): collective i at offset slot * (i mod (largest / slot)), where a slot is the
 // larger of one rank's send and receive bytes, so that a region does not reread one cache-hot buffer.
