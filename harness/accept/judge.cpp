@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "harness/core/units.hpp"
@@ -332,34 +333,35 @@ constexpr std::size_t kNodeRows = 3;
 // different models, or over a slow node, is not one crowd). A fail names every failing node, with the
 // first one's value and bound; a pass the node whose worst row lags its median most.
 CheckOutcome judge_nodes(const AcceptCheck& check, const std::vector<Measured>& nodes) {
+  std::vector<CheckOutcome> each;
+  std::vector<double> lags;
+  each.reserve(nodes.size());
+  lags.reserve(nodes.size());
+  for (const Measured& node : nodes) {
+    each.push_back(judge_one(check, node));
+    lags.push_back(lag(node));
+  }
   CheckOutcome out;
-  out.pass = true;
   std::vector<std::string> where;
   std::vector<std::string> detail;
-  const Measured* shown = nullptr;  // the node whose value and bound the outcome reports
-  const Measured* laggard = nullptr;
-  for (const Measured& node : nodes) {
-    const CheckOutcome o = judge_one(check, node);
-    if (!o.pass) {
-      out.pass = false;
-      shown = shown == nullptr ? &node : shown;
-      where.push_back(o.where);
-      detail.push_back(fmt::format("node {}: {}", node_name(node), o.detail));
-    }
-    if (laggard == nullptr || lag(node) > lag(*laggard)) {
-      laggard = &node;
+  std::optional<std::size_t> shown;  // the node whose value and bound the outcome reports
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!each[i].pass) {
+      shown = shown ? shown : i;
+      where.push_back(each[i].where);
+      detail.push_back(fmt::format("node {}: {}", node_name(nodes[i]), each[i].detail));
     }
   }
+  out.pass = !shown;
   if (out.pass) {
-    shown = laggard;
-    const CheckOutcome o = judge_one(check, *laggard);
-    where.push_back(o.where);
-    detail.push_back(fmt::format("lagging its median most, node {}: {}", node_name(*laggard), o.detail));
+    shown = static_cast<std::size_t>(std::max_element(lags.begin(), lags.end()) - lags.begin());
+    where.push_back(each[*shown].where);
+    detail.push_back(
+        fmt::format("lagging its median most, node {}: {}", node_name(nodes[*shown]), each[*shown].detail));
   }
-  const CheckOutcome reported = judge_one(check, *shown);
-  out.measured = reported.measured;
-  out.unit = reported.unit;
-  out.bound = fmt::format("{}; each of {} nodes held to its own median", reported.bound, nodes.size());
+  out.measured = each[*shown].measured;
+  out.unit = each[*shown].unit;
+  out.bound = fmt::format("{}; each of {} nodes held to its own median", each[*shown].bound, nodes.size());
   out.where = fmt::format("{}", fmt::join(where, "; "));
   out.detail =
       fmt::format("{} nodes, each held to its own median: {}", nodes.size(), fmt::join(detail, "; "));
