@@ -49,22 +49,28 @@ def size_bytes(text: str) -> int:
         raise BadInput(f"not a size: {text!r}") from None
 
 
+def stored_as(path: Path) -> Path:
+    """The file a read of PATH reads: PATH, or, where only that exists, PATH.xz."""
+    packed = path.with_name(path.name + ".xz")
+    return packed if not path.exists() and packed.exists() else path
+
+
 def stored(path: Path) -> bool:
     """Whether a results file is there, as PATH or as PATH.xz."""
-    return path.exists() or path.with_name(path.name + ".xz").exists()
+    return stored_as(path).exists()
 
 
 def text_of(path: Path) -> tuple[str, Path]:
     """An output's text, from PATH or, where only that exists, PATH.xz; and the file it was read from."""
-    packed = path.with_name(path.name + ".xz")
-    if path.is_file():
+    read = stored_as(path)
+    if not read.is_file():
+        raise BadInput(f"{path}: missing")
+    if read == path:
         return path.read_text(errors="replace"), path
-    if packed.is_file():
-        try:
-            return lzma.decompress(packed.read_bytes()).decode(errors="replace"), packed
-        except lzma.LZMAError as e:
-            raise BadInput(f"{packed}: {e}") from None
-    raise BadInput(f"{path}: missing")
+    try:
+        return lzma.decompress(read.read_bytes()).decode(errors="replace"), read
+    except lzma.LZMAError as e:
+        raise BadInput(f"{read}: {e}") from None
 
 
 def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
@@ -91,8 +97,7 @@ def nccl_tests_lines(path: Path) -> dict[int, dict[str, list[float]]]:
 
 def memstress_rows(path: Path) -> list[dict]:
     """Rank 0's passed rows of a results document, read from PATH or, where only that exists, PATH.xz."""
-    packed = path.with_name(path.name + ".xz")
-    read = packed if not path.exists() and packed.exists() else path
+    read = stored_as(path)
     try:
         rows = [r for r in _json.passed_rows(path) if r.get("rank", 0) == 0]
     except ValueError as e:
