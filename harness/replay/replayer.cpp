@@ -335,8 +335,8 @@ class Replayer {
   std::unordered_map<std::uint64_t, Live> live_;
   std::unordered_map<std::uint64_t, StreamRef> pending_;
   std::unordered_set<std::uint64_t> failed_;
-  std::optional<std::size_t>
-      fatal_oom_;  // the oom line the program died of (fatal_oom); earlier ones survived
+  // The oom line the program died of (fatal_oom); earlier ones survived.
+  std::optional<std::size_t> fatal_oom_;
   std::uint64_t next_pending_ = 0;
   std::int64_t trace_reserved_ = 0;
   std::uint64_t replay_ooms_ = 0;   // allocations of the trace that failed in this replay
