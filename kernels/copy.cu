@@ -1,6 +1,8 @@
-// The SM copy kernel: a grid-stride loop of 16-byte loads and stores, four in flight per thread, so that
+// The SM copy kernels: a grid-stride loop of 16-byte loads and stores, four in flight per thread, so that
 // the copy is limited by memory (or by PCIe, for mapped host memory) and not by latency. The host API
 // guarantees 16-byte alignment of both pointers; thread 0 copies a tail that is not a multiple of 16.
+// copy_both_kernel does two copies in one grid, even warps the first and odd warps the second, as
+// nvbandwidth's split-warp kernel does both directions of its SM bidirectional testcases.
 
 #include "kernels/launch.hpp"
 
@@ -9,10 +11,10 @@ namespace {
 
 constexpr unsigned kUnroll = 4;
 
-__global__ void copy_kernel(unsigned char* dst, const unsigned char* src, std::uint64_t bytes) {
+// Thread `tid` of `threads` copying its share of `bytes`.
+__device__ void copy_share(unsigned char* dst, const unsigned char* src, std::uint64_t bytes,
+                           std::uint64_t tid, std::uint64_t threads) {
   const std::uint64_t vectors = bytes / 16;
-  const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-  const std::uint64_t tid = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
   const auto* in = reinterpret_cast<const uint4*>(src);
   auto* out = reinterpret_cast<uint4*>(dst);
   std::uint64_t i = tid;
@@ -37,11 +39,39 @@ __global__ void copy_kernel(unsigned char* dst, const unsigned char* src, std::u
   }
 }
 
+__global__ void copy_kernel(unsigned char* dst, const unsigned char* src, std::uint64_t bytes) {
+  copy_share(dst, src, bytes, blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x,
+             static_cast<std::uint64_t>(gridDim.x) * blockDim.x);
+}
+
+// kBlock is a multiple of 64: every block holds as many even warps as odd ones.
+__global__ void copy_both_kernel(unsigned char* dst_a, const unsigned char* src_a, unsigned char* dst_b,
+                                 const unsigned char* src_b, std::uint64_t bytes) {
+  const std::uint64_t tid = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+  const std::uint64_t warp = tid / warpSize;
+  const std::uint64_t share = (warp / 2) * warpSize + tid % warpSize;  // index among the warps of its parity
+  const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x / 2;
+  if (warp % 2 == 0) {
+    copy_share(dst_a, src_a, bytes, share, threads);
+  } else {
+    copy_share(dst_b, src_b, bytes, share, threads);
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_copy(void* dst, const void* src, std::uint64_t bytes, unsigned grid, cudaStream_t stream) {
   copy_kernel<<<grid, kBlock, 0, stream>>>(static_cast<unsigned char*>(dst),
                                            static_cast<const unsigned char*>(src), bytes);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_copy_both(void* dst_a, const void* src_a, void* dst_b, const void* src_b,
+                             std::uint64_t bytes, unsigned grid, cudaStream_t stream) {
+  static_assert(kBlock % 64 == 0, "copy_both_kernel gives even and odd warps equal shares");
+  copy_both_kernel<<<grid, kBlock, 0, stream>>>(
+      static_cast<unsigned char*>(dst_a), static_cast<const unsigned char*>(src_a),
+      static_cast<unsigned char*>(dst_b), static_cast<const unsigned char*>(src_b), bytes);
   return cudaGetLastError();
 }
 

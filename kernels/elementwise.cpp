@@ -30,6 +30,18 @@ void sm_copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
   MEMSTRESS_CUDA_TRY(detail::launch_copy(dst, src, bytes, grid, stream));
 }
 
+void sm_copy_both(void* dst_a, const void* src_a, void* dst_b, const void* src_b, std::size_t bytes,
+                  cudaStream_t stream, unsigned sharing) {
+  if (bytes == 0) {
+    return;
+  }
+  for (const void* p : {static_cast<const void*>(dst_a), src_a, static_cast<const void*>(dst_b), src_b}) {
+    detail::require_alignment(p, "sm_copy_both");
+  }
+  const unsigned grid = std::max(1U, grid_for(2 * (bytes / 16)) / std::max(1U, sharing));
+  MEMSTRESS_CUDA_TRY(detail::launch_copy_both(dst_a, src_a, dst_b, src_b, bytes, grid, stream));
+}
+
 void init_uniform(float* x, std::uint64_t n, std::uint64_t seed, cudaStream_t stream) {
   aligned(x);
   MEMSTRESS_CUDA_TRY(detail::launch_init_uniform(x, n, seed, grid_for(n), stream));

@@ -26,6 +26,9 @@ cudaError_t launch_compare(const void* a, const void* b, std::uint64_t bytes, un
 // Copies `bytes` from src to dst with SM loads and stores (both 16-byte aligned; either may be mapped
 // host memory).
 cudaError_t launch_copy(void* dst, const void* src, std::uint64_t bytes, unsigned grid, cudaStream_t stream);
+// Two copies of `bytes` in one grid: even warps src_a to dst_a, odd warps src_b to dst_b.
+cudaError_t launch_copy_both(void* dst_a, const void* src_a, void* dst_b, const void* src_b,
+                             std::uint64_t bytes, unsigned grid, cudaStream_t stream);
 // Elementwise fp32 ops over n elements (elementwise.cu). `out` may equal `x` (in place).
 cudaError_t launch_init_uniform(float* x, std::uint64_t n, std::uint64_t seed, unsigned grid,
                                 cudaStream_t stream);
