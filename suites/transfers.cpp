@@ -14,6 +14,16 @@
 // engines); `engine=sm` with a kernel of 16-byte loads and stores over mapped host memory or device
 // memory (pageable memory cannot be mapped, so that combination is not a case).
 //
+// Note [Both ways at once]. `bidir`'s GB/s is both directions' bytes over one window, from the common start
+// to the last copy of either. It also records each direction alone (`h2d_GB/s`, `d2h_GB/s`): its bytes
+// over the time from the common start to its own last copy, while the other direction runs. That is how
+// nvbandwidth's host bidirectional copy-engine testcases measure (each times the direction it is named
+// after, the other running beside it); where one direction ends first, the window's figure is below their
+// sum. With engine=sm both directions are one kernel, even warps copying one way and odd warps the other,
+// as nvbandwidth's SM bidirectional testcases do (its split-warp kernel); each direction's figure is then
+// its bytes over the whole window, half the GB/s of both, as nvbandwidth reports them. Two kernels side
+// by side, as before, left the SMs to whichever direction's blocks were scheduled first.
+//
 // Note [The reference]. Where a target is stated against "a plain cudaMemcpyAsync loop", the same case also
 // times that loop side by side: for host=pinned, the same copies between a cudaHostAlloc buffer and a
 // cudaMalloc buffer; for d2d, cudaMemcpyAsync between two cudaMalloc buffers. `ref_GB/s` is that loop and
@@ -132,9 +142,33 @@ struct Leg {
   bool to_device = true;  // h2d or d2d; false for d2h
 };
 
-// Enqueues `inner` rounds of every leg's chunked copies between the timer's events and returns seconds.
-double timed_copies(const std::vector<Leg>& legs, std::size_t bytes, std::uint64_t inner, Engine engine,
-                    cudaStream_t main, const DeviceTimer& timer, const std::vector<cuda::Event>& joins) {
+// Stream i's chunk of a leg's copy of `bytes` (empty where the chunks run out first).
+struct Piece {
+  unsigned char* dst = nullptr;
+  const unsigned char* src = nullptr;
+  std::size_t length = 0;
+};
+
+Piece piece(const Leg& leg, std::size_t i, std::size_t bytes) {
+  const std::size_t n = leg.streams.size();
+  const std::size_t chunk = (bytes / n + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+  const std::size_t offset = std::min(bytes, i * chunk);
+  return {static_cast<unsigned char*>(leg.dst) + offset, static_cast<const unsigned char*>(leg.src) + offset,
+          std::min(chunk, bytes - offset)};
+}
+
+// One timed window's seconds: every leg's copies together, and each leg's alone, from the common start to
+// its own last copy (Note [Both ways at once]).
+struct Window {
+  double seconds = 0;
+  std::vector<double> legs;
+};
+
+// Enqueues `inner` rounds of every leg's chunked copies between the timer's events. `joins` has an event
+// for each stream of a leg but its first, `ends` one for each leg.
+Window timed_copies(const std::vector<Leg>& legs, std::size_t bytes, std::uint64_t inner, Engine engine,
+                    cudaStream_t main, const DeviceTimer& timer, const std::vector<cuda::Event>& joins,
+                    const std::vector<cuda::Event>& ends) {
   unsigned sharing = 0;  // copies at once: every stream of every leg (kernels::sm_copy)
   for (const Leg& leg : legs) {
     sharing += static_cast<unsigned>(leg.streams.size());
@@ -148,38 +182,54 @@ double timed_copies(const std::vector<Leg>& legs, std::size_t bytes, std::uint64
       }
     }
   }
+  // Note [Both ways at once]: SM copies both ways are one kernel a stream, half its warps on each leg.
+  const bool split = engine == Engine::sm && legs.size() == 2;
   for (std::uint64_t k = 0; k < inner; ++k) {
-    for (const Leg& leg : legs) {
-      const std::size_t n = leg.streams.size();
-      const std::size_t chunk = (bytes / n + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+    if (split) {
+      const std::size_t n = legs[0].streams.size();
       for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t offset = std::min(bytes, i * chunk);
-        const std::size_t length = std::min(chunk, bytes - offset);
-        if (length == 0) {
+        const Piece a = piece(legs[0], i, bytes);
+        const Piece b = piece(legs[1], i, bytes);
+        if (a.length != 0) {
+          kernels::sm_copy_both(a.dst, a.src, b.dst, b.src, a.length, legs[0].streams[i],
+                                static_cast<unsigned>(n));
+        }
+      }
+      continue;
+    }
+    for (const Leg& leg : legs) {
+      for (std::size_t i = 0; i < leg.streams.size(); ++i) {
+        const Piece c = piece(leg, i, bytes);
+        if (c.length == 0) {
           continue;
         }
-        auto* dst = static_cast<unsigned char*>(leg.dst) + offset;
-        const auto* src = static_cast<const unsigned char*>(leg.src) + offset;
         if (engine == Engine::ce) {
-          MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(dst, src, length, cudaMemcpyDefault, leg.streams[i]));
+          MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(c.dst, c.src, c.length, cudaMemcpyDefault, leg.streams[i]));
         } else {
-          kernels::sm_copy(dst, src, length, leg.streams[i], sharing);
+          kernels::sm_copy(c.dst, c.src, c.length, leg.streams[i], sharing);
         }
       }
     }
   }
   std::size_t j = 0;
-  for (const Leg& leg : legs) {
-    for (cudaStream_t s : leg.streams) {
-      if (s != main) {
-        joins.at(j).record(s);
-        MEMSTRESS_CUDA_TRY(cudaStreamWaitEvent(main, joins.at(j).get(), 0));
-        ++j;
-      }
+  for (std::size_t l = 0; l < legs.size(); ++l) {
+    const std::vector<cudaStream_t>& streams = legs[l].streams;
+    for (std::size_t i = 1; i < streams.size(); ++i) {
+      joins.at(j).record(streams[i]);
+      MEMSTRESS_CUDA_TRY(cudaStreamWaitEvent(streams.front(), joins.at(j).get(), 0));
+      ++j;
+    }
+    ends.at(l).record(streams.front());
+    if (streams.front() != main) {
+      MEMSTRESS_CUDA_TRY(cudaStreamWaitEvent(main, ends.at(l).get(), 0));
     }
   }
   timer.stop(main);
-  return timer.seconds();
+  Window window{timer.seconds(), {}};
+  for (std::size_t l = 0; l < legs.size(); ++l) {
+    window.legs.push_back(split ? window.seconds : timer.seconds_until(ends.at(l)));
+  }
+  return window;
 }
 
 class TransfersRun final : public CaseRun {
@@ -202,6 +252,10 @@ class TransfersRun final : public CaseRun {
       joins_.emplace_back(cuda::Event::Timing::disabled);
       ref_joins_.emplace_back(cuda::Event::Timing::disabled);
     }
+    for (std::int64_t i = 0; i < legs; ++i) {
+      ends_.emplace_back();
+      ref_ends_.emplace_back();
+    }
     make_buffers(ctx, static_cast<std::size_t>(n));
     if (engine_ == Engine::sm &&
         !std::all_of(host_.begin(), host_.end(), [](const HostMemory& h) { return h.mapped(); })) {
@@ -214,12 +268,19 @@ class TransfersRun final : public CaseRun {
 
   void iteration(CaseContext& ctx) override {
     clear_destinations();
-    const double seconds = timed(ctx, legs_, engine_, joins_);
+    const Window window = timed(ctx, legs_, engine_, joins_, ends_);
     verify(ctx);
-    const double moved = static_cast<double>(bytes_) * static_cast<double>(inner_) *
-                         (direction_ == Direction::bidir || direction_ == Direction::d2d ? 2.0 : 1.0);
-    const double gbs = gb_per_s(moved, seconds);
+    const double one_way = static_cast<double>(bytes_) * static_cast<double>(inner_);
+    const double moved =
+        one_way * (direction_ == Direction::bidir || direction_ == Direction::d2d ? 2.0 : 1.0);
+    const double gbs = gb_per_s(moved, window.seconds);
     ctx.record("GB/s", "GB/s", Better::higher, gbs);
+    if (direction_ == Direction::bidir) {  // Note [Both ways at once]
+      for (std::size_t l = 0; l < legs_.size(); ++l) {
+        ctx.record(legs_[l].to_device ? "h2d_GB/s" : "d2h_GB/s", "GB/s", Better::higher,
+                   gb_per_s(one_way, window.legs.at(l)));
+      }
+    }
     if (host_kind_ == HostKind::pinned && !host_.empty()) {
       ctx.record("page_locked", "flag", Better::higher, page_locked() ? 1.0 : 0.0);
     }
@@ -227,8 +288,7 @@ class TransfersRun final : public CaseRun {
       ctx.record("numa_local", "flag", Better::higher, *numa_local_ ? 1.0 : 0.0);
     }
     if (!ref_legs_.empty()) {
-      const double ref_seconds = timed(ctx, ref_legs_, Engine::ce, ref_joins_);
-      const double ref = gb_per_s(moved, ref_seconds);
+      const double ref = gb_per_s(moved, timed(ctx, ref_legs_, Engine::ce, ref_joins_, ref_ends_).seconds);
       ctx.record("ref_GB/s", "GB/s", Better::higher, ref);
       ctx.record("vs_ref", "ratio", Better::higher, gbs / ref);
     }
@@ -243,13 +303,13 @@ class TransfersRun final : public CaseRun {
   // repetitions (each verifies 512 MiB and times its reference loop at its own pace), one rank's timed
   // copies meet another's verification or nothing at all, and "all at once" measured each GPU nearly
   // alone (all_to_host 52.5 GB/s a GPU on 4 H200s, against nvbandwidth's 33.6).
-  double timed(CaseContext& ctx, const std::vector<Leg>& legs, Engine engine,
-               const std::vector<cuda::Event>& joins) {
+  Window timed(CaseContext& ctx, const std::vector<Leg>& legs, Engine engine,
+               const std::vector<cuda::Event>& joins, const std::vector<cuda::Event>& ends) {
     if (ctx.together()) {
       streams_.front().synchronize();  // the destinations cleared
       ctx.world().spin_barrier();
     }
-    return timed_copies(legs, bytes_, inner_, engine, main(), timer_, joins);
+    return timed_copies(legs, bytes_, inner_, engine, main(), timer_, joins, ends);
   }
 
   // Whether the driver itself knows every host buffer as page-locked (what host=pinned asks for), not
@@ -435,6 +495,8 @@ class TransfersRun final : public CaseRun {
   std::vector<cuda::Stream> streams_;
   std::vector<cuda::Event> joins_;
   std::vector<cuda::Event> ref_joins_;
+  std::vector<cuda::Event> ends_;
+  std::vector<cuda::Event> ref_ends_;
   std::vector<HostMemory> host_;
   std::optional<bool> numa_local_;
   std::vector<DeviceBlock> device_;

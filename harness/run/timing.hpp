@@ -22,6 +22,10 @@ class DeviceTimer {
     stop_.synchronize();
     return static_cast<double>(cuda::Event::elapsed_ms(start_, stop_)) / 1e3;
   }
+  // Seconds from the start to `event`, recorded after it; call after seconds() has waited.
+  [[nodiscard]] double seconds_until(const cuda::Event& event) const {
+    return static_cast<double>(cuda::Event::elapsed_ms(start_, event)) / 1e3;
+  }
 
  private:
   cuda::Event start_;

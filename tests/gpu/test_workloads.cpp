@@ -36,6 +36,22 @@ TEST_F(WorkloadsOnGpu, TransfersAreVerified) {
   EXPECT_FALSE(rows.empty());
 }
 
+// Note [Both ways at once] (suites/transfers.cpp): each direction's own window ends no later than the
+// common one, so each direction moves at least half the bytes/s of both, and the two add up to at least it.
+TEST_F(WorkloadsOnGpu, BothWaysAtOnceTimesEachDirectionInsideTheCommonWindow) {
+  const auto rows =
+      run("transfers", {"direction=bidir", "host=pinned", "engine=ce,sm", "streams=1,4", "bytes=64M"});
+  ASSERT_EQ(rows.size(), 4U);
+  for (const Row& row : rows) {
+    const double both = median_of(row, "GB/s");
+    const double h2d = median_of(row, "h2d_GB/s");
+    const double d2h = median_of(row, "d2h_GB/s");
+    EXPECT_GE(h2d, 0.99 * both / 2) << row.case_label();
+    EXPECT_GE(d2h, 0.99 * both / 2) << row.case_label();
+    EXPECT_GE(h2d + d2h, 0.99 * both) << row.case_label();
+  }
+}
+
 TEST_F(WorkloadsOnGpu, StreamsHandBlocksAcrossStreamsWithoutDataErrors) {
   // Under compute-sanitizer (testing::sanitizer_sizes): the same 6 cases, smaller and shorter.
   const auto rows = testing::sanitizer_sizes()
