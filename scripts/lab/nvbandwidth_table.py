@@ -16,8 +16,9 @@ How the two count (nvbandwidth v0.8): entry [i][j] of a device-to-device testcas
 (the row, whose context runs it) and GPU j: GPU i's data into GPU j for `write`, GPU j's data into GPU i
 for `read` (whatever its printed arrow says). Its bidirectional testcases print three matrices, each
 direction and `_total`, the two at once, which is what memstress's bidir counts. Its host bidirectional
-testcases report the one direction they are named after while the other runs, so host_to_device's and
-device_to_host's are added up. Exit 2 when an input cannot be read.
+testcases report the one direction they are named after while the other runs: each is set beside memstress's
+figure for that direction (h2d_GB/s, d2h_GB/s), and their sum beside its GB/s of both over one window.
+Exit 2 when an input cannot be read.
 """
 
 from __future__ import annotations
@@ -41,16 +42,20 @@ PEER = {
     for access in ("write", "read")
     for engine in ("ce", "sm")
 }
-# nvbandwidth's host testcases: (memstress transfers direction, engine, all GPUs at once), the testcases
-# whose entries add up to it (two for bidir: the measured direction of each).
+# nvbandwidth's host testcases: (memstress transfers direction and metric, engine, all GPUs at once), the
+# testcases whose entries add up to it. bidir's GB/s (both directions over one window) is set beside the sum
+# of the two bidirectional testcases; its h2d_GB/s and d2h_GB/s (each direction over its own window, as
+# nvbandwidth times it) beside each testcase alone (suites/transfers.cpp, Note [Both ways at once]).
 HOST = [
-    (direction, engine, together, names)
+    (direction, metric, engine, together, names)
     for engine in ("ce", "sm")
     for together, h2d, d2h in ((False, "host_to_device", "device_to_host"), (True, "host_to_all", "all_to_host"))
-    for direction, names in (
-        ("h2d", [f"{h2d}_memcpy_{engine}"]),
-        ("d2h", [f"{d2h}_memcpy_{engine}"]),
-        ("bidir", [f"{h2d}_bidirectional_memcpy_{engine}", f"{d2h}_bidirectional_memcpy_{engine}"]),
+    for direction, metric, names in (
+        ("h2d", "GB/s", [f"{h2d}_memcpy_{engine}"]),
+        ("d2h", "GB/s", [f"{d2h}_memcpy_{engine}"]),
+        ("bidir", "GB/s", [f"{h2d}_bidirectional_memcpy_{engine}", f"{d2h}_bidirectional_memcpy_{engine}"]),
+        ("bidir", "h2d_GB/s", [f"{h2d}_bidirectional_memcpy_{engine}"]),
+        ("bidir", "d2h_GB/s", [f"{d2h}_bidirectional_memcpy_{engine}"]),
     )
 ]
 
@@ -178,7 +183,7 @@ def peer_entries(name: str, matrices: dict, rows: list[dict], size: int) -> list
     return out
 
 
-def host_entries(names: list[str], matrices: dict, rows: list[dict], direction: str, engine: str,
+def host_entries(names: list[str], matrices: dict, rows: list[dict], direction: str, metric: str, engine: str,
                  size: int) -> list[tuple[float, float]]:
     """(nvbandwidth, memstress) GB/s per GPU of one host path: GPU j is the rank of local rank j."""
     if any(n not in matrices for n in names):
@@ -189,7 +194,7 @@ def host_entries(names: list[str], matrices: dict, rows: list[dict], direction: 
         theirs = sum(matrices[n][0][j] for n in names)
         mine = [r for r in rows if r.get("workload") == "transfers" and r.get("rank") == j and size_of(r) == size
                 and params_match(r, direction=direction, engine=engine, host="pinned")]
-        ours = median_gbs(mine[0], "GB/s") if mine else math.nan
+        ours = median_gbs(mine[0], metric) if mine else math.nan
         if not (math.isnan(theirs) or math.isnan(ours)):
             out.append((theirs, ours))
     return out
@@ -221,9 +226,11 @@ def table(outdir: Path) -> list[str]:
             for name, (engine, access, direction) in PEER.items()
             if (entries := peer_entries(name, matrices, p2p, size))]
     host = [line(" + ".join(names), f"transfers direction={direction} engine={engine}"
-                 f"{' (all GPUs at once)' if at_once else ' (in turn)'}", entries)
-            for direction, engine, at_once, names in HOST
-            if (entries := host_entries(names, matrices, together if at_once else in_turn, direction, engine, size))]
+                 f"{'' if metric == 'GB/s' else ' ' + metric}{' (all GPUs at once)' if at_once else ' (in turn)'}",
+                 entries)
+            for direction, metric, engine, at_once, names in HOST
+            if (entries := host_entries(names, matrices, together if at_once else in_turn, direction, metric, engine,
+                                        size))]
     lines = [f"# memstress beside nvbandwidth ({size // MIB} MiB buffers)"]
     # A side measured by neither tool (NVBANDWIDTH_PATHS=host or =device) has no section.
     if peer:

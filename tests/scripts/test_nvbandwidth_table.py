@@ -176,6 +176,26 @@ class Tables(unittest.TestCase):
         self.assertEqual(cells[5], "+1.0 (+0.0 … +2.0)")
         self.assertNotIn("device_to_host_memcpy_ce", table)
 
+    def test_host_both_ways_sets_each_direction_beside_its_testcase_and_the_window_beside_their_sum(self):
+        both = "".join(
+            f"Running {name}.\nmemcpy CE CPU(row) {arrow} GPU(column) bandwidth (GB/s)\n           0         1\n"
+            f" 0     {a:.2f}     {b:.2f}\n\nSUM {name} {a + b:.2f}\n\n"
+            for name, arrow, a, b in (("host_to_device_bidirectional_memcpy_ce", "->", 40.0, 42.0),
+                                      ("device_to_host_bidirectional_memcpy_ce", "<-", 50.0, 48.0)))
+        (self.folder / "nvbandwidth.txt").write_text(NVBANDWIDTH + "\n" + both)
+        rows = [row("transfers", r, {"direction": "bidir", "host": "pinned", "engine": "ce", "streams": "1",
+                                     "bytes": "512M"}, {"GB/s": gbs, "h2d_GB/s": h2d, "d2h_GB/s": d2h})
+                for r, gbs, h2d, d2h in ((0, 81.0, 40.0, 51.0), (1, 84.0, 42.0, 48.0))]
+        (self.folder / "memstress-transfers-in-turn.json").write_text(json.dumps({"rows": rows}))
+        table = self.table()
+        h2d = line_of(table, "host_to_device_bidirectional_memcpy_ce")
+        self.assertIn("h2d_GB/s", h2d[1])
+        self.assertEqual((h2d[2], h2d[5], h2d[6]), ("2", "+0.0 (+0.0 … +0.0)", "2 of 2"))
+        d2h = line_of(table, "device_to_host_bidirectional_memcpy_ce")
+        self.assertEqual((d2h[3], d2h[4], d2h[5]), ("49.0", "49.5", "+1.0 (+0.0 … +2.0)"))
+        total = line_of(table, "host_to_device_bidirectional_memcpy_ce + device_to_host_bidirectional_memcpy_ce")
+        self.assertEqual((total[3], total[4], total[5]), ("90.0", "82.5", "-8.3 (-10.0 … -6.7)"))
+
     def test_a_side_measured_alone_has_its_section_only(self):
         # NVBANDWIDTH_PATHS=host: no peer matrix, so no "Between GPUs" section, not an empty one.
         (self.folder / "memstress-p2p.json").unlink()
