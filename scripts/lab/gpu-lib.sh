@@ -46,3 +46,16 @@ gpu_step() {
   log "$name: exit $rc after $((SECONDS - start)) s"
   ((rc == 0)) || status=1
 }
+
+# source_version NAME SRC: "NAME <commit> <date>" where SRC is the top of a git checkout of its own, else
+# "NAME (not a git checkout)". A source tree copied into a folder of another checkout (this repository's,
+# say) must not be named by that checkout's commit, which `git -C SRC log` would find by walking up.
+source_version() {
+  local name="$1" src="$2" top
+  top="$(git -C "$src" rev-parse --show-toplevel 2>/dev/null || true)"
+  if [[ -n "$top" && "$(cd "$top" && pwd -P)" == "$(cd "$src" && pwd -P)" ]]; then
+    git -C "$src" log -1 --format="$name %H %cd"
+  else
+    echo "$name (not a git checkout)"
+  fi
+}
