@@ -17,7 +17,7 @@ from committed_tables import assert_each_is_the_scripts_output
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "lab" / "nvbandwidth_table.py"
-FOLDERS = sorted(p.parent for p in ROOT.glob("results/*/nvbandwidth-*/TABLE.md"))
+FOLDERS = sorted(p.parent for p in ROOT.glob("results/*/nvbandwidth-*/**/TABLE.md"))
 
 # As nvbandwidth v0.8 prints it, two GPUs: entry [i][j] is GPU i's data into GPU j for write, GPU j's data into
 # GPU i for read (its arrows say otherwise); a bidirectional testcase prints each direction and the total. The
@@ -223,7 +223,7 @@ class Tables(unittest.TestCase):
 
 
 class CommittedTables(unittest.TestCase):
-    """Every committed table (results/*/nvbandwidth-*/TABLE.md) is still the script's output from its folder."""
+    """Every committed table (results/*/nvbandwidth-*/, its subfolders too) is still the script's output from its folder."""
 
     def test_there_is_one(self):
         self.assertTrue(FOLDERS, "no results/*/nvbandwidth-*/TABLE.md")
