@@ -3,6 +3,7 @@
 
     python3 scripts/lab/nccl_tests_table.py OUTDIR > OUTDIR/TABLE.md
     python3 scripts/lab/nccl_tests_table.py --repeat OUTDIR1 OUTDIR2 > REPEAT.md
+    python3 scripts/lab/nccl_tests_table.py --beside OUTDIR MODE TIMING NAME... > BESIDE.md
 
 OUTDIR holds nccl-tests' outputs (nccl-tests-<collective>-host.txt, -graph.txt: several lines per size, from
 -N) and memstress's results: memstress-collectives-ncclmem.json (buffers from ncclMemAlloc, as nccl-tests
@@ -14,7 +15,9 @@ memstress's own figures beside them. A results file may be stored xz-compressed 
 and memstress's nccl_memory figures (memstress-nccl-memory-*.json). nccl-tests' outputs may be stored xz-compressed
 too (NAME.txt.xz). With --repeat, two such folders of the
 same commands on the same GPUs, one after the other: how far each tool repeats itself from one to the next,
-per collective and timing mode, below and from 4 MiB. Exit 2 when an input cannot be read.
+per collective and timing mode, below and from 4 MiB. With --beside, nccl-tests' MODE (host or graph) outputs in
+OUTDIR beside memstress's TIMING rows of each NAME.json there, size by size: the same timing in several runs
+set side by side (memstress runs in different orders or environments). Exit 2 when an input cannot be read.
 """
 
 from __future__ import annotations
@@ -341,7 +344,55 @@ def repeat_section(first: Path, second: Path) -> list[str]:
     return lines
 
 
+def beside_section(outdir: Path, mode: str, timing: str, names: list[str]) -> list[str]:
+    """nccl-tests' MODE beside memstress's TIMING rows of each NAME.json, per collective and size."""
+    runs = {name: collectives_index(memstress_rows(outdir / f"{name}.json")) for name in names}
+    present = [c for c in COLLECTIVES if stored(outdir / f"nccl-tests-{c}-{mode}.txt")]
+    if not present:
+        raise BadInput(f"{outdir}: no nccl-tests-<collective>-{mode}.txt")
+    summary = [
+        f"## memstress's timing={timing} beside nccl-tests' {mode} timing, run by run",
+        "",
+        "Each cell: memstress / nccl-tests - 1 of the median time, its median over the sizes (range), and the sizes "
+        f"within ±{TOLERANCE:.0%}. Buffers from ncclMemAlloc on both sides.",
+        "",
+        "| collective | sizes | " + " | ".join(f"`{n}`" for n in names) + " |",
+        "| --- | ---: |" + " --- |" * len(names),
+    ]
+    body = []
+    for c in present:
+        theirs = nccl_tests_lines(outdir / f"nccl-tests-{c}-{mode}.txt")
+        sizes = sorted(set(theirs) - {0})  # nccl-tests' 0-byte lines move no data
+        ratios = {n: [] for n in names}
+        rows = []
+        for size in sizes:
+            reference = statistics.median(theirs[size]["time"])
+            cells = [human(size), f"{reference:.2f}"]
+            for n in names:
+                ours = median_of(runs[n], ("ncclmem", c, timing, size))
+                cells += [f"{ours:.2f}", ratio(ours, reference)]
+                if not math.isnan(ours) and reference > 0:
+                    ratios[n].append(ours / reference - 1)
+            rows.append("| " + " | ".join(cells) + " |")
+        summary.append(f"| {c} | {len(sizes)} | "
+                       + " | ".join(f"{change(ratios[n])}, {within(ratios[n])}" for n in names) + " |")
+        body += ["", f"### {c}", "", "| size | nccl-tests (us) | " + " | ".join(f"`{n}` (us) | ratio" for n in names)
+                 + " |", "| ---: | ---: |" + " ---: | ---: |" * len(names), *rows]
+    return summary + body
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) >= 2 and argv[1] == "--beside":
+        if len(argv) < 6 or argv[3] not in MODES or argv[4] not in ("host", "graph", "graph_each", "events"):
+            print("nccl_tests_table.py: --beside OUTDIR MODE TIMING NAME...: MODE host or graph, TIMING host, "
+                  "graph, graph_each or events, and at least one NAME", file=sys.stderr)
+            return 2
+        try:
+            print("\n".join(beside_section(Path(argv[2]), argv[3], argv[4], argv[5:])))
+        except BadInput as e:
+            print(f"nccl_tests_table.py: {e}", file=sys.stderr)
+            return 2
+        return 0
     if len(argv) == 4 and argv[1] == "--repeat":
         try:
             print("\n".join(repeat_section(Path(argv[2]), Path(argv[3]))))
@@ -350,7 +401,7 @@ def main(argv: list[str]) -> int:
             return 2
         return 0
     if len(argv) != 2:
-        print("\n".join(line.strip() for line in __doc__.strip().splitlines()[2:4]), file=sys.stderr)
+        print("\n".join(line.strip() for line in __doc__.strip().splitlines()[2:5]), file=sys.stderr)
         return 2
     outdir = Path(argv[1])
     if not outdir.is_dir():

@@ -20,6 +20,8 @@ FOLDERS = sorted(p.parent for pattern in ("results/*/nccl-tests-*/TABLE.md", "re
                  for p in ROOT.glob(pattern))
 # Folders of two runs one after the other (round-1, round-2) and the script's --repeat table of them.
 REPEATS = sorted(p.parent for p in ROOT.glob("results/*/nccl-tests-*/REPEAT.md"))
+# Folders of runs set side by side (--beside), the arguments after the folder in beside.args.
+BESIDES = sorted(p.parent for p in ROOT.glob("results/*/nccl-tests-*/**/BESIDE.md"))
 
 NCCL_TESTS_LINES = """#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
            8             2     float     sum      -1    12.00    0.00    0.00       0    11.00    0.00    0.00       0
@@ -54,6 +56,15 @@ class CommittedTables(unittest.TestCase):
                 made = run("--repeat", str(folder / "round-1"), str(folder / "round-2"))
                 self.assertEqual(made.returncode, 0, made.stderr)
                 self.assertEqual(made.stdout, (folder / "REPEAT.md").read_text())
+
+
+    def test_each_beside_table_is_the_scripts_output(self):
+        self.assertTrue(BESIDES, "no results/*/nccl-tests-*/**/BESIDE.md")
+        for folder in BESIDES:
+            with self.subTest(folder=folder.relative_to(ROOT)):
+                made = run("--beside", str(folder), *(folder / "beside.args").read_text().split())
+                self.assertEqual(made.returncode, 0, made.stderr)
+                self.assertEqual(made.stdout, (folder / "BESIDE.md").read_text())
 
 
 def memstress_row(collective: str, timing: str, time: float) -> dict:
@@ -173,6 +184,32 @@ class SplitRunsAndPackedOutputs(unittest.TestCase):
             made = run(str(folder))
             self.assertEqual(made.returncode, 2)
             self.assertIn("nccl-tests-all_reduce-host.txt.xz: nccl-tests found 3 wrong elements", made.stderr)
+
+
+class Beside(unittest.TestCase):
+    """--beside: one nccl-tests mode beside the same memstress timing in several runs."""
+
+    def test_each_run_is_a_column_and_the_summary_counts_its_sizes_within_the_target(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "nccl-tests-all_reduce-host.txt").write_text(NCCL_TESTS_LINES)  # median 11.0 us
+            for name, time in (("alone", 11.0), ("after-graphs", 12.1)):
+                rows = [memstress_row("all_reduce", "host", time), memstress_row("all_reduce", "graph", 1.0)]
+                (folder / f"{name}.json").write_text(json.dumps({"rows": rows}))
+            made = run("--beside", str(folder), "host", "host", "alone", "after-graphs")
+            self.assertEqual(made.returncode, 0, made.stderr)
+            self.assertIn("| all_reduce | 1 | +0.0% (+0.0% … +0.0%), 1 | +10.0% (+10.0% … +10.0%), 0 |", made.stdout)
+            self.assertIn("| 8 B | 11.00 | 11.00 | 1.000 | 12.10 | 1.100 |", made.stdout)
+            self.assertNotIn("### broadcast", made.stdout)  # no nccl-tests output for it
+
+    def test_bad_arguments_and_missing_files_are_exit_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            self.assertEqual(run("--beside", str(folder), "host", "host").returncode, 2)  # no run named
+            self.assertEqual(run("--beside", str(folder), "device", "host", "x").returncode, 2)
+            made = run("--beside", str(folder), "host", "host", "x")
+            self.assertEqual(made.returncode, 2)
+            self.assertIn("x.json", made.stderr)
 
 
 def nccl_tests_table_module():
