@@ -14,7 +14,8 @@ namespace memstress::kernels {
 void sm_copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, unsigned sharing = 1);
 
 // Two copies of `bytes` (src_a to dst_a, src_b to dst_b) by one kernel, half its warps on each, as
-// nvbandwidth's SM bidirectional testcases copy both ways; `sharing` as for sm_copy.
+// nvbandwidth's SM bidirectional testcases copy both ways. All four pointers must be 16-byte aligned
+// (InputError otherwise); `sharing` as for sm_copy.
 void sm_copy_both(void* dst_a, const void* src_a, void* dst_b, const void* src_b, std::size_t bytes,
                   cudaStream_t stream, unsigned sharing = 1);
 

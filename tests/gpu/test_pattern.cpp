@@ -1,5 +1,7 @@
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -36,21 +38,25 @@ TEST_F(PatternTest, EveryPatternVerifiesCleanAtAwkwardSizes) {
   }
 }
 
-// kernels::sm_copy_both: even warps copy one buffer, odd warps the other, each with its own tail; a
-// partial last vector and a grid shared by several streams included.
-TEST_F(PatternTest, SplitWarpCopyCopiesBothBuffersWhole) {
+// kernels::sm_copy_both: even warps copy one buffer, odd warps the other, each with its own tail; a copy of a
+// tail alone (under one vector), a partial last vector and a grid shared by several streams included, and
+// nothing written past `bytes`.
+TEST_F(PatternTest, SplitWarpCopyCopiesBothBuffersWholeAndNoMore) {
+  constexpr std::size_t kGuard = 64;
+  constexpr unsigned char kUntouched = 0xAB;
   cuda::Stream stream;
   Checker checker;
-  for (const std::size_t bytes : {std::size_t{24}, std::size_t{4099}, (std::size_t{64} << 20) + 13}) {
+  for (const std::size_t bytes :
+       {std::size_t{8}, std::size_t{13}, std::size_t{24}, std::size_t{4099}, (std::size_t{64} << 20) + 13}) {
     for (const unsigned sharing : {1U, 4U}) {
       const cuda::DeviceBuffer src_a(bytes);
       const cuda::DeviceBuffer src_b(bytes);
-      const cuda::DeviceBuffer dst_a(bytes);
-      const cuda::DeviceBuffer dst_b(bytes);
+      const cuda::DeviceBuffer dst_a(bytes + kGuard);
+      const cuda::DeviceBuffer dst_b(bytes + kGuard);
       kernels::fill(src_a.data(), bytes, Pattern::random, 1, stream.get());
       kernels::fill(src_b.data(), bytes, Pattern::random, 2, stream.get());
-      MEMSTRESS_CUDA_TRY(cudaMemsetAsync(dst_a.data(), 0, bytes, stream.get()));
-      MEMSTRESS_CUDA_TRY(cudaMemsetAsync(dst_b.data(), 0, bytes, stream.get()));
+      MEMSTRESS_CUDA_TRY(cudaMemsetAsync(dst_a.data(), kUntouched, bytes + kGuard, stream.get()));
+      MEMSTRESS_CUDA_TRY(cudaMemsetAsync(dst_b.data(), kUntouched, bytes + kGuard, stream.get()));
       kernels::sm_copy_both(dst_a.data(), src_a.data(), dst_b.data(), src_b.data(), bytes, stream.get(),
                             sharing);
       const kernels::CheckResult a = checker.check(dst_a.data(), bytes, Pattern::random, 1, stream.get());
@@ -59,6 +65,14 @@ TEST_F(PatternTest, SplitWarpCopyCopiesBothBuffersWhole) {
                           << " bad in the first";
       EXPECT_TRUE(b.ok()) << bytes << " bytes, sharing " << sharing << ": " << b.bad_words
                           << " bad in the second";
+      for (const cuda::DeviceBuffer* dst : {&dst_a, &dst_b}) {
+        std::vector<unsigned char> guard(kGuard);
+        MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(guard.data(), static_cast<unsigned char*>(dst->data()) + bytes,
+                                           kGuard, cudaMemcpyDeviceToHost, stream.get()));
+        stream.synchronize();
+        EXPECT_EQ(std::count(guard.begin(), guard.end(), kUntouched), static_cast<std::ptrdiff_t>(kGuard))
+            << bytes << " bytes, sharing " << sharing << ": written past the end";
+      }
     }
   }
 }
