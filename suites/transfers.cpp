@@ -16,13 +16,15 @@
 //
 // Note [Both ways at once]. `bidir`'s GB/s is both directions' bytes over one window, from the common start
 // to the last copy of either. It also records each direction alone (`h2d_GB/s`, `d2h_GB/s`): its bytes
-// over the time from the common start to its own last copy, while the other direction runs. That is how
-// nvbandwidth's host bidirectional copy-engine testcases measure (each times the direction it is named
-// after, the other running beside it); where one direction ends first, the window's figure is below their
-// sum. With engine=sm both directions are one kernel, even warps copying one way and odd warps the other,
-// as nvbandwidth's SM bidirectional testcases do (its split-warp kernel); each direction's figure is then
-// its bytes over the whole window, half the GB/s of both, as nvbandwidth reports them. Two kernels side
-// by side, as before, left the SMs to whichever direction's blocks were scheduled first.
+// over the time from the common start to its own last copy, while the other direction runs. nvbandwidth's
+// host bidirectional copy-engine testcases time the direction they are named after so too, but their other
+// direction moves twice the bytes, so the timed one is under load to its end; here both move the same bytes,
+// and the direction that ends last runs its tail alone and reads higher. Where one direction ends first, the
+// window's figure is below their sum. With engine=sm both directions are one kernel, even warps copying one
+// way and odd warps the other, as nvbandwidth's SM bidirectional testcases do (its split-warp kernel); each
+// direction's figure is then its bytes over the whole window, half the GB/s of both, as nvbandwidth reports
+// them. Two kernels side by side, as before, left the SMs to whichever direction's blocks were scheduled
+// first.
 //
 // Note [The reference]. Where a target is stated against "a plain cudaMemcpyAsync loop", the same case also
 // times that loop side by side: for host=pinned, the same copies between a cudaHostAlloc buffer and a

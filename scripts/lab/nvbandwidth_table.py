@@ -16,8 +16,10 @@ How the two count (nvbandwidth v0.8): entry [i][j] of a device-to-device testcas
 (the row, whose context runs it) and GPU j: GPU i's data into GPU j for `write`, GPU j's data into GPU i
 for `read` (whatever its printed arrow says). Its bidirectional testcases print three matrices, each
 direction and `_total`, the two at once, which is what memstress's bidir counts. Its host bidirectional
-testcases report the one direction they are named after while the other runs: each is set beside memstress's
-figure for that direction (h2d_GB/s, d2h_GB/s), and their sum beside its GB/s of both over one window.
+copy-engine testcases report the one direction they are named after while the other runs (moving twice the
+bytes); its SM ones run both directions in one split-warp kernel and report half its total. Each is set beside
+memstress's figure for that direction (h2d_GB/s, d2h_GB/s), and their sum beside its GB/s of both over one
+window.
 Exit 2 when an input cannot be read.
 """
 
@@ -44,8 +46,8 @@ PEER = {
 }
 # nvbandwidth's host testcases: (memstress transfers direction and metric, engine, all GPUs at once), the
 # testcases whose entries add up to it. bidir's GB/s (both directions over one window) is set beside the sum
-# of the two bidirectional testcases; its h2d_GB/s and d2h_GB/s (each direction over its own window, as
-# nvbandwidth times it) beside each testcase alone (suites/transfers.cpp, Note [Both ways at once]).
+# of the two bidirectional testcases; its h2d_GB/s and d2h_GB/s (each direction over its own window; by SM,
+# half of both) beside each testcase alone (suites/transfers.cpp, Note [Both ways at once]).
 HOST = [
     (direction, metric, engine, together, names)
     for engine in ("ce", "sm")
