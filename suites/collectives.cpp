@@ -35,11 +35,12 @@
 // NCCL (NCCL_GRAPH_MIXING_SUPPORT=1, its default) orders every later launch outside a graph after the
 // graphs' work, with an event wait before it and an event record after it, for the communicator's life
 // (NcclComm::ever_captured). That is two more CUDA calls a launch, which nccl-tests' default never makes:
-// it captures nothing unless run with -G. Measured on 4 H200s (8 B - 2 MiB, host-timed, against nccl-tests'
-// default), they did not make memstress slower: +8.0 % at the median with no capture in the run, +1.1 %
-// after graph cases, -4.8 % with the ordering off; one run's host timing there moves more than that. A case
-// timed outside a graph (host, events) on a communicator captured before still says so in a note, as the
-// method differs, and the side-by-side script times timing=host in a run of its own, as nccl-tests does.
+// it captures nothing unless run with -G. Measured on 4 H200s (8 B - 2 MiB, host-timed): in one run order,
+// turning the ordering off (NCCL_GRAPH_MIXING_SUPPORT=0) made the host cases 5.2 % faster at the median, but
+// all_reduce's, timed before any capture, moved -1.8 % too, and host timing in a run with no capture at all
+// was slower still (+7.6 %): one run's host timing at those sizes moves as much. A case timed outside a
+// graph (host, events) on a communicator captured before says so in a note, and the side-by-side script
+// times timing=host in a run of its own, as nccl-tests' default has it.
 // One repetition is one nccl-tests line; the summary's p50 and p99 are over the repetitions (-n). Sizes,
 // algbw and busbw as in kernels/collective_values.hpp (Note [Sizes, as nccl-tests counts them]); a size
 // under one element per rank is a skip (nccl-tests prints such sizes as 0 bytes). Every wait on a stream with
