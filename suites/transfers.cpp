@@ -250,7 +250,7 @@ class TransfersRun final : public CaseRun {
     for (std::int64_t i = 0; i < n * legs; ++i) {
       streams_.emplace_back();
     }
-    for (std::size_t i = 1; i < streams_.size(); ++i) {
+    for (std::int64_t i = 0; i < (n - 1) * legs; ++i) {  // every stream of a leg but its first (timed_copies)
       joins_.emplace_back(cuda::Event::Timing::disabled);
       ref_joins_.emplace_back(cuda::Event::Timing::disabled);
     }
