@@ -381,25 +381,25 @@ def beside_section(outdir: Path, mode: str, timing: str, names: list[str]) -> li
     return summary + body
 
 
+def emit(make) -> int:
+    """Prints the lines `make()` returns (0), or the input it could not read (2)."""
+    try:
+        print("\n".join(make()))
+    except BadInput as e:
+        print(f"nccl_tests_table.py: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[1] == "--beside":
         if len(argv) < 6 or argv[3] not in MODES or argv[4] not in ("host", "graph", "graph_each", "events"):
             print("nccl_tests_table.py: --beside OUTDIR MODE TIMING NAME...: MODE host or graph, TIMING host, "
                   "graph, graph_each or events, and at least one NAME", file=sys.stderr)
             return 2
-        try:
-            print("\n".join(beside_section(Path(argv[2]), argv[3], argv[4], argv[5:])))
-        except BadInput as e:
-            print(f"nccl_tests_table.py: {e}", file=sys.stderr)
-            return 2
-        return 0
+        return emit(lambda: beside_section(Path(argv[2]), argv[3], argv[4], argv[5:]))
     if len(argv) == 4 and argv[1] == "--repeat":
-        try:
-            print("\n".join(repeat_section(Path(argv[2]), Path(argv[3]))))
-        except BadInput as e:
-            print(f"nccl_tests_table.py: {e}", file=sys.stderr)
-            return 2
-        return 0
+        return emit(lambda: repeat_section(Path(argv[2]), Path(argv[3])))
     if len(argv) != 2:
         print("\n".join(line.strip() for line in __doc__.strip().splitlines()[2:5]), file=sys.stderr)
         return 2
@@ -407,12 +407,7 @@ def main(argv: list[str]) -> int:
     if not outdir.is_dir():
         print(f"nccl_tests_table.py: {outdir}: not a directory", file=sys.stderr)
         return 2
-    try:
-        print("\n".join(sweep_section(outdir) + memory_section(outdir)))
-    except BadInput as e:
-        print(f"nccl_tests_table.py: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return emit(lambda: sweep_section(outdir) + memory_section(outdir))
 
 
 if __name__ == "__main__":
