@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "apps/commands.hpp"
@@ -37,7 +38,8 @@ struct PredictFlags {
   std::string format = "table";
   std::string out;
   std::uint64_t max_batch = 1'000'000;
-  std::string write_trace;  // N:FILE
+  std::uint64_t multiprocessors = 0;  // 0: the recorder's, where it stored them
+  std::string write_trace;            // N:FILE
 };
 
 int predict_command(const PredictFlags& f) {
@@ -74,7 +76,11 @@ int predict_command(const PredictFlags& f) {
         doctor::setting_from_pytorch_conf(*a.facts.alloc_conf, f.snapshot_a + ": its allocator_settings");
     origin = "the first snapshot";
   }
-  const doctor::BatchModel model = doctor::build_batch_model(a, b, batch_a, batch_b, f.trace_device);
+  std::optional<doctor::GpuShape> gpu = doctor::recorded_gpu(a, b);
+  if (f.multiprocessors != 0) {
+    gpu = doctor::GpuShape{f.multiprocessors};
+  }
+  const doctor::BatchModel model = doctor::build_batch_model(a, b, batch_a, batch_b, f.trace_device, gpu);
   const doctor::BatchAnswer answer = doctor::search_batch(model, setting, *capacity, f.max_batch);
   if (!f.write_trace.empty()) {
     const std::size_t colon = f.write_trace.find(':');
@@ -147,6 +153,10 @@ Subcommand add_predict_batch(CLI::App& app) {
   sub->add_option("--max-batch", flags->max_batch, "Search no higher than this")
       ->check(CLI::Range(std::uint64_t{1}, kMaxBatch))
       ->capture_default_str();
+  sub->add_option("--multiprocessors", flags->multiprocessors,
+                  "The GPU's streaming multiprocessors, where the snapshots do not say (caps the scratch of "
+                  "PyTorch's reductions)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{65536}));
   sub->add_option("--format", flags->format, "table or json (memstress.predict-batch/1)")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

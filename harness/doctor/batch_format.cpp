@@ -97,7 +97,9 @@ nlohmann::json batch_document(const BatchReport& r) {
       {"model",
        {{"constant_bytes", m.constant_bytes},
         {"bytes_per_sample", m.bytes_per_sample},
-        {"held_workspaces", m.held}}},
+        {"held_workspaces", m.held},
+        {"capped_scratch", m.capped},
+        {"multiprocessors", m.multiprocessors == 0 ? nlohmann::json() : nlohmann::json(m.multiprocessors)}}},
       {"setting",
        {{"allocator", a.setting.allocator},
         {"alloc_conf", a.setting.conf},
@@ -174,8 +176,13 @@ std::string format_batch(const BatchReport& r) {
       fmt::format("the template is the run at batch {}, its own kept at their size", m.batch_a));
   out += fmt::format(
       "  model: {} asked for by requests that do not change with the batch, {} more asked for per sample "
-      "over the run, {} workspaces held at their larger size\n",
-      human_bytes(m.constant_bytes), bytes(static_cast<std::int64_t>(m.bytes_per_sample)), m.held);
+      "over the run, {} workspaces held at their larger size, {}\n",
+      human_bytes(m.constant_bytes), bytes(static_cast<std::int64_t>(m.bytes_per_sample)), m.held,
+      m.multiprocessors == 0
+          ? std::string(
+                "no reduction's scratch capped (the GPU's multiprocessors unknown: --multiprocessors)")
+          : fmt::format("{} reductions' scratch buffers capped at one wave of the GPU's {} multiprocessors",
+                        m.capped, m.multiprocessors));
   std::vector<BatchTry> sorted = a.tries;
   std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.batch < y.batch; });
   std::vector<BatchTry> fits;

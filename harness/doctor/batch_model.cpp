@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "harness/core/error.hpp"
 
@@ -16,10 +19,55 @@ bool kept(replay::Action a) {
   return a == replay::Action::alloc || a == replay::Action::free || a == replay::Action::free_completed;
 }
 
+constexpr std::uint64_t kScratchPerGroup = 65536;  // bytes of scratch per block, per group of 128 outputs
+constexpr std::uint64_t kThreadsPerReduceBlock = 128;
+constexpr std::uint64_t kRegrowth = 16;  // past the wave, the scratch grows at 1/16 of its pace
+
+// Note [A reduction's scratch stops growing]: g, where the allocation at `alloc` is followed, on its device,
+// by one of 4 g bytes alone, which is freed before it and nothing else happens in between.
+std::optional<std::uint64_t> reduction_groups(const std::vector<replay::Event>& events, std::size_t alloc) {
+  const replay::Event& scratch = events[alloc];
+  std::optional<replay::Event> semaphores;
+  bool semaphores_freed = false;
+  for (std::size_t k = alloc + 1; k < events.size(); ++k) {
+    const replay::Event& e = events[k];
+    if (e.device != scratch.device || !kept(e.action)) {
+      continue;
+    }
+    if (!semaphores) {
+      if (e.action != replay::Action::alloc || e.bytes == 0 || e.bytes % 4 != 0) {
+        return std::nullopt;
+      }
+      semaphores = e;
+    } else if (e.id == semaphores->id && e.action != replay::Action::alloc) {
+      semaphores_freed = true;
+    } else if (e.id == scratch.id && e.action == replay::Action::free && semaphores_freed) {
+      return semaphores->bytes / 4;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
+std::optional<GpuShape> recorded_gpu(const DoctorInput& a, const DoctorInput& b) {
+  for (const DoctorInput* input : {&a, &b}) {
+    if (const auto sms = input->facts.recorded_number("multiprocessors")) {
+      GpuShape gpu{*sms};
+      if (const auto threads = input->facts.recorded_number("threads_per_multiprocessor")) {
+        gpu.threads_per_multiprocessor = *threads;
+      }
+      return gpu;
+    }
+  }
+  return std::nullopt;
+}
+
 BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second, std::uint64_t batch_first,
-                             std::uint64_t batch_second, const std::string& trace_device) {
+                             std::uint64_t batch_second, const std::string& trace_device,
+                             const std::optional<GpuShape>& gpu) {
   if (batch_first == 0 || batch_second == 0 || batch_first == batch_second) {
     throw InputError(fmt::format("--batch {},{}: two different batch sizes above 0, one per snapshot",
                                  batch_first, batch_second));
@@ -45,6 +93,7 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
   m.batch_b = batch_b;
   m.requests_a = ra.size();
   m.requests_b = rb.size();
+  m.multiprocessors = gpu ? gpu->multiprocessors : 0;
   m.match = match_requests(ra, rb, a.facts.frames_recorded && b.facts.frames_recorded,
                            static_cast<double>(batch_b) / static_cast<double>(batch_a));
 
@@ -59,6 +108,7 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
   std::vector<double> slope_of_request(ra.size(), 0.0);
   std::vector<double> upper_of_request(ra.size(), 0.0);
   std::vector<std::uint64_t> size_of_request(ra.size());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> cap_of_request(ra.size());  // (block, cap)
   for (std::size_t i = 0; i < ra.size(); ++i) {
     size_of_request[i] = ra[i].bytes;
   }
@@ -79,6 +129,21 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
       upper_of_request[i] = std::max(0.0, (sb - sa) / span);    // unless it grew with the batch
       ++m.held;
     }
+    if (!gpu || gpu->multiprocessors == 0 || ra[i].bytes == rb[j].bytes) {
+      continue;
+    }
+    const std::optional<std::uint64_t> groups = reduction_groups(a.trace.events, ra[i].event_index);
+    if (!groups || *groups > kScratchPerGroup) {
+      continue;
+    }
+    const std::uint64_t block = kScratchPerGroup * *groups;
+    const std::uint64_t wave =
+        gpu->multiprocessors * gpu->threads_per_multiprocessor / kThreadsPerReduceBlock;
+    const std::uint64_t cap = block * ((wave + *groups - 1) / *groups);
+    if (ra[i].bytes % block == 0 && rb[j].bytes % block == 0 && std::max(ra[i].bytes, rb[j].bytes) <= cap) {
+      cap_of_request[i] = {block, cap};
+      ++m.capped;
+    }
   }
   for (std::size_t i = 0; i < a.trace.events.size(); ++i) {
     replay::Event e = a.trace.events[i];
@@ -90,7 +155,13 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
     if (e.action == replay::Action::alloc) {
       const std::size_t r = request_of_event.at(i);
       resize_of_id[e.id] = m.resizes.size();
-      m.resizes.push_back(Resize{index, {}, size_of_request[r], slope_of_request[r], upper_of_request[r]});
+      m.resizes.push_back(Resize{index,
+                                 {},
+                                 size_of_request[r],
+                                 slope_of_request[r],
+                                 upper_of_request[r],
+                                 cap_of_request[r].first,
+                                 cap_of_request[r].second});
     } else if (const auto it = resize_of_id.find(e.id); it != resize_of_id.end()) {
       m.resizes[it->second].lines.push_back(index);
     }
@@ -107,7 +178,11 @@ replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n, bool pess
     // Below the template's batch the pessimistic model is the model: it bounds growth, not shrinking.
     const double slope = pessimistic && delta > 0 ? r.upper_slope : r.slope;
     const double size = std::clamp(std::round(static_cast<double>(r.size_a) + slope * delta), 1.0, 0x1p62);
-    const auto bytes = static_cast<std::uint64_t>(size);
+    auto bytes = static_cast<std::uint64_t>(size);
+    if (r.cap != 0 && bytes > r.cap) {  // Note [A reduction's scratch stops growing]
+      const std::uint64_t regrown = (bytes + kRegrowth * r.block - 1) / (kRegrowth * r.block) * r.block;
+      bytes = std::max(r.cap, regrown);
+    }
     t.events[r.alloc].bytes = bytes;
     for (const std::size_t line : r.lines) {
       t.events[line].bytes = bytes;

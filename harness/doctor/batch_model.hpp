@@ -70,6 +70,29 @@ inline constexpr double kSlopeMargin = 0.03;
 // matched so and predicted 78% above PyTorch's largest batch.
 inline constexpr double kWellMatched = 0.9;
 
+// Note [A reduction's scratch stops growing]. PyTorch's sum over the rows of a matrix (a Linear layer's bias
+// gradient in the backward pass: the batch's rows summed for each of N outputs) splits the rows between
+// blocks, and where there are many it asks for a scratch buffer for the blocks' partial sums and, right
+// after it, 4 bytes of semaphores per group of 128 outputs (g groups), frees those, then the scratch
+// (ATen's Reduce.cuh, setReduceConfig). With four outputs a thread the scratch is 65536 g bytes per block a
+// group: it grows with the rows, 8 N bytes a row, until the blocks fill one wave of the GPU,
+// ceil(T / g) a group with T = multiprocessors x threads a multiprocessor / 128, and then grows at a
+// sixteenth of that pace, from 1024 ceil(T / g) rows. On an H100 or H200 (T = 2112) that wave is 132 MiB
+// for any N: on the proof corpus an encoder's 2048-wide layer reaches it at batch 33, between the batches
+// recorded and the answer, and the linear model grew it to 188 MiB at 47. So a request made in that
+// pattern in the template, a multiple of 65536 g bytes in both runs, is capped there, in both models,
+// where the GPU's figures are known (the recorder's multiprocessors and threads_per_multiprocessor, or
+// predict-batch --multiprocessors, then assuming 2048 threads, the most of any GPU: a larger T only
+// raises the cap). Otherwise, or for a scratch of another shape (fewer outputs a thread: a size that is
+// no such multiple), it grows as before, which is never below what PyTorch asks for.
+struct GpuShape {
+  std::uint64_t multiprocessors = 0;
+  std::uint64_t threads_per_multiprocessor = 2048;
+};
+
+// The recorder's figures of the GPU (harness/doctor/facts.hpp), where it stored them in either run.
+[[nodiscard]] std::optional<GpuShape> recorded_gpu(const DoctorInput& a, const DoctorInput& b);
+
 // One allocation of the template, and the lines that name it (its free, its free_completed).
 struct Resize {
   std::size_t alloc = 0;  // index into the template's events
@@ -77,6 +100,8 @@ struct Resize {
   std::uint64_t size_a = 0;  // at batch A
   double slope = 0;          // bytes per sample (0: it does not depend on the batch)
   double upper_slope = 0;    // the pessimistic model's (Note [The batch that is safe])
+  std::uint64_t block = 0;   // Note [A reduction's scratch stops growing]: 65536 g bytes (0: not one)
+  std::uint64_t cap = 0;     // its size at one wave of blocks
 };
 
 // A is the template's run (the larger batch), B the other.
@@ -89,9 +114,11 @@ struct BatchModel {
   Match match;
   std::size_t requests_a = 0;
   std::size_t requests_b = 0;
-  std::uint64_t constant_bytes = 0;  // the sum, over matched requests, of those that did not change
-  std::size_t held = 0;              // matched requests that changed, but not as a tensor of the batch
-  double bytes_per_sample = 0;       // the sum of the matched requests' slopes
+  std::uint64_t constant_bytes = 0;   // the sum, over matched requests, of those that did not change
+  std::size_t capped = 0;             // reductions' scratch buffers capped (Note [A reduction's scratch ...])
+  std::uint64_t multiprocessors = 0;  // the GPU's, as the cap took them (0: unknown, nothing capped)
+  std::size_t held = 0;               // matched requests that changed, but not as a tensor of the batch
+  double bytes_per_sample = 0;        // the sum of the matched requests' slopes
 
   [[nodiscard]] bool well_matched() const {
     const auto matched = static_cast<double>(match.pairs.size());
@@ -101,8 +128,10 @@ struct BatchModel {
 };
 
 // Throws InputError when the batches are equal or not positive, or a run has no allocation.
+// `gpu`: the GPU's figures (Note [A reduction's scratch stops growing]); none leaves every request uncapped.
 [[nodiscard]] BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b, std::uint64_t batch_a,
-                                           std::uint64_t batch_b, const std::string& trace_device);
+                                           std::uint64_t batch_b, const std::string& trace_device,
+                                           const std::optional<GpuShape>& gpu = std::nullopt);
 
 // The template with every allocation (and its frees) resized for batch `n`, by the model or, `pessimistic`,
 // by its pessimistic twin.

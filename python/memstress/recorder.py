@@ -152,9 +152,27 @@ def snapshot_metadata(torch: Any, *, device: int | None = None, batch: int | Non
         "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
         "argv": list(sys.argv),
     }
+    meta.update(_gpu_shape(torch, device))
     if batch is not None:
         meta["batch"] = int(batch)
     return meta
+
+
+def _gpu_shape(torch: Any, device: int) -> dict[str, int]:
+    """The GPU's multiprocessors and threads a multiprocessor, which set where the scratch of PyTorch's
+    reductions stops growing (predict-batch, Note [A reduction's scratch stops growing]); none where the
+    device or an older PyTorch cannot say."""
+    try:
+        props = torch.cuda.get_device_properties(device)
+    except Exception:  # noqa: BLE001 - the shape is information, never a reason to lose the snapshot
+        return {}
+    shape = {}
+    for key, attribute in (("multiprocessors", "multi_processor_count"),
+                           ("threads_per_multiprocessor", "max_threads_per_multi_processor")):
+        value = getattr(props, attribute, None)
+        if isinstance(value, int) and value > 0:
+            shape[key] = value
+    return shape
 
 
 class Recorder:

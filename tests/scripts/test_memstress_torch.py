@@ -82,7 +82,8 @@ class FakeTorch(types.ModuleType):
             memory=types.SimpleNamespace(_record_memory_history=self._history, _snapshot=self._snapshot),
             current_device=lambda: 0, mem_get_info=lambda d=0: (self.free, self.total),
             memory_reserved=lambda d=0: self.reserved, get_device_name=lambda d=0: name,
-            get_device_properties=lambda d=0: types.SimpleNamespace(uuid=uuid),
+            get_device_properties=lambda d=0: types.SimpleNamespace(
+                uuid=uuid, multi_processor_count=132, max_threads_per_multi_processor=2048),
             get_per_process_memory_fraction=lambda d=0: self.fraction,
             synchronize=lambda d=None: None, empty_cache=self._empty_cache)
         self._C = types.SimpleNamespace(_cuda_attach_out_of_memory_observer=lambda observer: None)
@@ -398,6 +399,15 @@ class Metadata(unittest.TestCase):
         torch = FakeTorch()
         del torch.cuda.get_device_properties  # an older PyTorch: guarded
         self.assertFalse(self.dump(torch)["mig"])
+
+    def test_the_gpus_shape_for_predict_batch(self) -> None:
+        meta = self.dump(FakeTorch())
+        self.assertEqual((meta["multiprocessors"], meta["threads_per_multiprocessor"]), (132, 2048))
+        torch = FakeTorch()
+        del torch.cuda.get_device_properties  # an older PyTorch: left out, the snapshot still written
+        meta = self.dump(torch)
+        self.assertNotIn("multiprocessors", meta)
+        self.assertNotIn("threads_per_multiprocessor", meta)
 
     def test_cuda_visible_devices(self) -> None:
         with mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": "2,3"}):

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -229,6 +231,87 @@ TEST(PredictBatch, EqualOrZeroBatchesAreRefused) {
                InputError);
   EXPECT_THROW((void)build_batch_model(program(4, false, true), program(8, false, true), 0, 8, ""),
                InputError);
+}
+
+// Note [A reduction's scratch stops growing]: a bias gradient's sum over 4n rows of 2048 outputs (g = 16
+// groups: 64 bytes of semaphores, 1 MiB of scratch a block) on a GPU of 132 multiprocessors: 4n blocks a
+// group, at most 132, and past 16 x 132 of them a sixteenth as many. `scratch` gives its bytes; `freed_first`
+// whether the semaphores are freed before it, as PyTorch does.
+DoctorInput reduction(std::uint64_t n, const std::function<std::uint64_t(std::uint64_t)>& scratch,
+                      bool freed_first = true) {
+  DoctorInput in;
+  in.trace.name = "reduce" + std::to_string(n);
+  in.trace.devices = {"cuda:0"};
+  std::uint64_t id = 0;
+  const auto push = [&](replay::Action action, std::uint64_t ident, std::uint64_t bytes) {
+    replay::Event e;
+    e.seq = in.trace.events.size();
+    e.id = ident;
+    e.bytes = bytes;
+    e.action = action;
+    in.trace.events.push_back(e);
+  };
+  push(replay::Action::alloc, id++, 96 * kMiB);
+  const std::uint64_t act = id++;
+  push(replay::Action::alloc, act, 3 * kMiB * n);
+  const std::uint64_t buffer = id++;
+  const std::uint64_t semaphores = id++;
+  push(replay::Action::alloc, buffer, scratch(n));
+  push(replay::Action::alloc, semaphores, 64);
+  if (freed_first) {
+    push(replay::Action::free, semaphores, 64);
+    push(replay::Action::free_completed, semaphores, 64);
+  }
+  push(replay::Action::free, buffer, scratch(n));
+  if (!freed_first) {
+    push(replay::Action::free, semaphores, 64);
+  }
+  push(replay::Action::free, act, 3 * kMiB * n);
+  return in;
+}
+
+std::uint64_t pytorchs_scratch(std::uint64_t n) {
+  return kMiB * std::max(std::min<std::uint64_t>(4 * n, 132), (4 * n + 15) / 16);
+}
+
+std::uint64_t scratch_at(const BatchModel& m, std::uint64_t n) {
+  return trace_at(m, n).events[2].bytes;
+}
+
+TEST(PredictBatch, AReductionsScratchStopsGrowingAtOneWaveOfTheGpu) {
+  const GpuShape h100{132, 2048};
+  const BatchModel m =
+      build_batch_model(reduction(4, pytorchs_scratch), reduction(8, pytorchs_scratch), 4, 8, "", h100);
+  EXPECT_EQ(m.capped, 1U);
+  for (const std::uint64_t n : {8U, 16U, 33U, 34U, 64U, 528U, 529U, 1000U, 4000U}) {
+    EXPECT_EQ(scratch_at(m, n), pytorchs_scratch(n)) << n;
+    // The pessimistic model grows 3% faster (Note [The batch that is safe]), and is capped alike.
+    const std::uint64_t pessimistic = trace_at(m, n, true).events[2].bytes;
+    EXPECT_GE(pessimistic, pytorchs_scratch(n)) << n;
+    if (n >= 34 && n < 528) {
+      EXPECT_EQ(pessimistic, 132 * kMiB) << n;
+    }
+  }
+}
+
+TEST(PredictBatch, AScratchIsCappedOnlyWhereTheGpuAndThePatternSayItIsOne) {
+  // Without the GPU's figures: linear, as before, never below PyTorch's.
+  const BatchModel unknown =
+      build_batch_model(reduction(4, pytorchs_scratch), reduction(8, pytorchs_scratch), 4, 8, "");
+  EXPECT_EQ(unknown.capped, 0U);
+  EXPECT_EQ(scratch_at(unknown, 64), 256 * kMiB);
+  // A size that is no multiple of the block, or semaphores freed after it: another request, not capped.
+  const auto odd = [](std::uint64_t n) { return pytorchs_scratch(n) + 512; };
+  const BatchModel other = build_batch_model(reduction(4, odd), reduction(8, odd), 4, 8, "", GpuShape{132});
+  EXPECT_EQ(other.capped, 0U);
+  EXPECT_GT(scratch_at(other, 64), 256 * kMiB);
+  const BatchModel late = build_batch_model(reduction(4, pytorchs_scratch, false),
+                                            reduction(8, pytorchs_scratch, false), 4, 8, "", GpuShape{132});
+  EXPECT_EQ(late.capped, 0U);
+  // Fewer threads a multiprocessor than assumed: a lower cap; assuming 2048 only ever raises it.
+  const BatchModel small = build_batch_model(reduction(4, pytorchs_scratch), reduction(8, pytorchs_scratch),
+                                             4, 8, "", GpuShape{132, 1024});
+  EXPECT_EQ(scratch_at(small, 64), 66 * kMiB);
 }
 
 }  // namespace
