@@ -15,16 +15,19 @@
 // memory (pageable memory cannot be mapped, so that combination is not a case).
 //
 // Note [Both ways at once]. `bidir`'s GB/s is both directions' bytes over one window, from the common start
-// to the last copy of either. It also records each direction alone (`h2d_GB/s`, `d2h_GB/s`): its bytes
-// over the time from the common start to its own last copy, while the other direction runs. nvbandwidth's
-// host bidirectional copy-engine testcases time the direction they are named after so too, but their other
-// direction moves twice the bytes, so the timed one is under load to its end; here both move the same bytes,
-// and the direction that ends last runs its tail alone and reads higher. Where one direction ends first, the
-// window's figure is below their sum. With engine=sm both directions are one kernel, even warps copying one
-// way and odd warps the other, as nvbandwidth's SM bidirectional testcases do (its split-warp kernel); each
-// direction's figure is then its bytes over the whole window, half the GB/s of both, as nvbandwidth reports
-// them. Two kernels side by side, as before, left the SMs to whichever direction's blocks were scheduled
-// first.
+// to the last copy of either. It also records each direction under the other's load (`h2d_GB/s`,
+// `d2h_GB/s`): with copy engines, each in a window of its own in which the other direction moves twice its
+// bytes, its bytes over the time from the common start to its own last copy, so that the other runs beside
+// it to its end. That is how nvbandwidth's host bidirectional copy-engine testcases time the direction they
+// are named after. Timed in the one window, where both move the same bytes, the direction that ends last
+// runs its tail alone and reads higher (on 4 H200s, H2D while D2H ran, every GPU at once: 31 % above
+// nvbandwidth's). With engine=sm both directions are one kernel, even warps copying one way and odd warps
+// the other, as nvbandwidth's SM bidirectional testcases do (its split-warp kernel); each direction's figure
+// is then its bytes over the whole window, half the GB/s of both, as nvbandwidth reports them (its kernel
+// copies each 16 bytes `loopCount` times in a row, memstress's each once a pass: where the host side is the
+// bottleneck, every GPU at once, its default counts the repeats: 34.0 GB/s a direction on 4 H200s, 20.1
+// with one copy, memstress 19.0). Two kernels side by side, as before, left the SMs to whichever direction's
+// blocks were scheduled first.
 //
 // Note [The reference]. Where a target is stated against "a plain cudaMemcpyAsync loop", the same case also
 // times that loop side by side: for host=pinned, the same copies between a cudaHostAlloc buffer and a
@@ -166,9 +169,17 @@ struct Window {
   std::vector<double> legs;
 };
 
-// Enqueues `inner` rounds of every leg's chunked copies between the timer's events. `joins` has an event
-// for each stream of a leg but its first, `ends` one for each leg.
-Window timed_copies(const std::vector<Leg>& legs, std::size_t bytes, std::uint64_t inner, Engine engine,
+// Enqueues `inner` rounds of every leg's chunked copies between the timer's events, `load` times as many
+// of every leg but `timed` (Note [Both ways at once]). `joins` has an event for each stream of a leg but its
+// first, `ends` one for each leg.
+struct Rounds {
+  std::uint64_t inner = 1;
+  std::uint64_t load = 1;
+  std::size_t timed = 0;
+  [[nodiscard]] std::uint64_t of(std::size_t leg) const { return leg == timed ? inner : inner * load; }
+};
+
+Window timed_copies(const std::vector<Leg>& legs, std::size_t bytes, Rounds rounds, Engine engine,
                     cudaStream_t main, const DeviceTimer& timer, const std::vector<cuda::Event>& joins,
                     const std::vector<cuda::Event>& ends) {
   unsigned sharing = 0;  // copies at once: every stream of every leg (kernels::sm_copy)
@@ -186,8 +197,12 @@ Window timed_copies(const std::vector<Leg>& legs, std::size_t bytes, std::uint64
   }
   // Note [Both ways at once]: SM copies both ways are one kernel a stream, half its warps on each leg.
   const bool split = engine == Engine::sm && legs.size() == 2;
-  for (std::uint64_t k = 0; k < inner; ++k) {
+  const std::uint64_t most = rounds.inner * rounds.load;
+  for (std::uint64_t k = 0; k < most; ++k) {
     if (split) {
+      if (k >= rounds.inner) {
+        break;  // one kernel both ways: no leg alone to load
+      }
       const std::size_t n = legs[0].streams.size();
       for (std::size_t i = 0; i < n; ++i) {
         const Piece a = piece(legs[0], i, bytes);
@@ -199,7 +214,11 @@ Window timed_copies(const std::vector<Leg>& legs, std::size_t bytes, std::uint64
       }
       continue;
     }
-    for (const Leg& leg : legs) {
+    for (std::size_t l = 0; l < legs.size(); ++l) {
+      const Leg& leg = legs[l];
+      if (k >= rounds.of(l)) {
+        continue;
+      }
       for (std::size_t i = 0; i < leg.streams.size(); ++i) {
         const Piece c = piece(leg, i, bytes);
         if (c.length == 0) {
@@ -270,19 +289,23 @@ class TransfersRun final : public CaseRun {
 
   void iteration(CaseContext& ctx) override {
     clear_destinations();
-    const Window window = timed(ctx, legs_, engine_, joins_, ends_);
-    verify(ctx);
+    const Window window = timed(ctx, legs_, engine_, joins_, ends_, Rounds{inner_});
     const double one_way = static_cast<double>(bytes_) * static_cast<double>(inner_);
+    if (direction_ == Direction::bidir) {  // Note [Both ways at once]
+      for (std::size_t l = 0; l < legs_.size(); ++l) {
+        const double seconds =
+            engine_ == Engine::sm
+                ? window.legs.at(l)
+                : timed(ctx, legs_, engine_, joins_, ends_, Rounds{inner_, 2, l}).legs.at(l);
+        ctx.record(legs_[l].to_device ? "h2d_GB/s" : "d2h_GB/s", "GB/s", Better::higher,
+                   gb_per_s(one_way, seconds));
+      }
+    }
+    verify(ctx);
     const double moved =
         one_way * (direction_ == Direction::bidir || direction_ == Direction::d2d ? 2.0 : 1.0);
     const double gbs = gb_per_s(moved, window.seconds);
     ctx.record("GB/s", "GB/s", Better::higher, gbs);
-    if (direction_ == Direction::bidir) {  // Note [Both ways at once]
-      for (std::size_t l = 0; l < legs_.size(); ++l) {
-        ctx.record(legs_[l].to_device ? "h2d_GB/s" : "d2h_GB/s", "GB/s", Better::higher,
-                   gb_per_s(one_way, window.legs.at(l)));
-      }
-    }
     if (host_kind_ == HostKind::pinned && !host_.empty()) {
       ctx.record("page_locked", "flag", Better::higher, page_locked() ? 1.0 : 0.0);
     }
@@ -290,7 +313,8 @@ class TransfersRun final : public CaseRun {
       ctx.record("numa_local", "flag", Better::higher, *numa_local_ ? 1.0 : 0.0);
     }
     if (!ref_legs_.empty()) {
-      const double ref = gb_per_s(moved, timed(ctx, ref_legs_, Engine::ce, ref_joins_, ref_ends_).seconds);
+      const double ref =
+          gb_per_s(moved, timed(ctx, ref_legs_, Engine::ce, ref_joins_, ref_ends_, Rounds{inner_}).seconds);
       ctx.record("ref_GB/s", "GB/s", Better::higher, ref);
       ctx.record("vs_ref", "ratio", Better::higher, gbs / ref);
     }
@@ -306,12 +330,12 @@ class TransfersRun final : public CaseRun {
   // copies meet another's verification or nothing at all, and "all at once" measured each GPU nearly
   // alone (all_to_host 52.5 GB/s a GPU on 4 H200s, against nvbandwidth's 33.6).
   Window timed(CaseContext& ctx, const std::vector<Leg>& legs, Engine engine,
-               const std::vector<cuda::Event>& joins, const std::vector<cuda::Event>& ends) {
+               const std::vector<cuda::Event>& joins, const std::vector<cuda::Event>& ends, Rounds rounds) {
     if (ctx.together()) {
-      streams_.front().synchronize();  // the destinations cleared
+      streams_.front().synchronize();  // the destinations cleared, or the last window's copies done
       ctx.world().spin_barrier();
     }
-    return timed_copies(legs, bytes_, inner_, engine, main(), timer_, joins, ends);
+    return timed_copies(legs, bytes_, rounds, engine, main(), timer_, joins, ends);
   }
 
   // Whether the driver itself knows every host buffer as page-locked (what host=pinned asks for), not

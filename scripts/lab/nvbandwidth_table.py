@@ -18,8 +18,9 @@ for `read` (whatever its printed arrow says). Its bidirectional testcases print 
 direction and `_total`, the two at once, which is what memstress's bidir counts. Its host bidirectional
 copy-engine testcases report the one direction they are named after while the other runs (moving twice the
 bytes); its SM ones run both directions in one split-warp kernel and report half its total. Each is set beside
-memstress's figure for that direction (h2d_GB/s, d2h_GB/s), and their sum beside its GB/s of both over one
-window.
+memstress's figure for that direction (h2d_GB/s, d2h_GB/s: by copy engine, each timed while the other moves
+twice its bytes, as nvbandwidth's), and their sum beside both its GB/s of both over one window and the sum of
+its two directions' figures.
 Exit 2 when an input cannot be read.
 """
 
@@ -45,9 +46,10 @@ PEER = {
     for engine in ("ce", "sm")
 }
 # nvbandwidth's host testcases: (memstress transfers direction and metric, engine, all GPUs at once), the
-# testcases whose entries add up to it. bidir's GB/s (both directions over one window) is set beside the sum
-# of the two bidirectional testcases; its h2d_GB/s and d2h_GB/s (each direction over its own window; by SM,
-# half of both) beside each testcase alone (suites/transfers.cpp, Note [Both ways at once]).
+# testcases whose entries add up to it. bidir's GB/s (both directions over one window) and the sum of its
+# h2d_GB/s and d2h_GB/s (by copy engine, each direction timed under the other's load; by SM, half of both)
+# are set beside the sum of the two bidirectional testcases, and each direction's beside its testcase alone
+# (suites/transfers.cpp, Note [Both ways at once]). A metric "A + B" is the sum of memstress's medians.
 HOST = [
     (direction, metric, engine, together, names)
     for engine in ("ce", "sm")
@@ -56,6 +58,8 @@ HOST = [
         ("h2d", "GB/s", [f"{h2d}_memcpy_{engine}"]),
         ("d2h", "GB/s", [f"{d2h}_memcpy_{engine}"]),
         ("bidir", "GB/s", [f"{h2d}_bidirectional_memcpy_{engine}", f"{d2h}_bidirectional_memcpy_{engine}"]),
+        *([("bidir", "h2d_GB/s + d2h_GB/s",  # by SM, GB/s itself
+            [f"{h2d}_bidirectional_memcpy_{engine}", f"{d2h}_bidirectional_memcpy_{engine}"])] if engine == "ce" else []),
         ("bidir", "h2d_GB/s", [f"{h2d}_bidirectional_memcpy_{engine}"]),
         ("bidir", "d2h_GB/s", [f"{d2h}_bidirectional_memcpy_{engine}"]),
     )
@@ -196,7 +200,7 @@ def host_entries(names: list[str], matrices: dict, rows: list[dict], direction: 
         theirs = sum(matrices[n][0][j] for n in names)
         mine = [r for r in rows if r.get("workload") == "transfers" and r.get("rank") == j and size_of(r) == size
                 and params_match(r, direction=direction, engine=engine, host="pinned")]
-        ours = median_gbs(mine[0], metric) if mine else math.nan
+        ours = sum(median_gbs(mine[0], m) for m in metric.split(" + ")) if mine else math.nan
         if not (math.isnan(theirs) or math.isnan(ours)):
             out.append((theirs, ours))
     return out

@@ -38,7 +38,10 @@ TEST_F(WorkloadsOnGpu, TransfersAreVerified) {
 
 // Note [Both ways at once] (suites/transfers.cpp): each direction's own window ends no later than the
 // common one, so each direction moves at least half the bytes/s of both, and the two add up to at least it.
-TEST_F(WorkloadsOnGpu, BothWaysAtOnceTimesEachDirectionInsideTheCommonWindow) {
+// Note [Both ways at once]: by SM each direction is half of both at once (one split-warp kernel); by copy
+// engine each is timed in a window of its own while the other moves twice its bytes, so the two share the
+// link as they do at once: together about both at once, neither above it.
+TEST_F(WorkloadsOnGpu, BothWaysAtOnceTimesEachDirectionUnderTheOthersLoad) {
   // Under compute-sanitizer (testing::sanitizer_sizes): the same 4 cases, smaller.
   const auto rows = run("transfers", {"direction=bidir", "host=pinned", "engine=ce,sm", "streams=1,4",
                                       testing::sanitizer_sizes() ? "bytes=4M" : "bytes=64M"});
@@ -47,9 +50,16 @@ TEST_F(WorkloadsOnGpu, BothWaysAtOnceTimesEachDirectionInsideTheCommonWindow) {
     const double both = median_of(row, "GB/s");
     const double h2d = median_of(row, "h2d_GB/s");
     const double d2h = median_of(row, "d2h_GB/s");
-    EXPECT_GE(h2d, 0.99 * both / 2) << row.case_label();
-    EXPECT_GE(d2h, 0.99 * both / 2) << row.case_label();
-    EXPECT_GE(h2d + d2h, 0.99 * both) << row.case_label();
+    if (row.case_label().find("engine=sm") != std::string::npos) {
+      EXPECT_NEAR(h2d, both / 2, 0.001 * both) << row.case_label();
+      EXPECT_NEAR(d2h, both / 2, 0.001 * both) << row.case_label();
+      continue;
+    }
+    EXPECT_GT(h2d, 0.0) << row.case_label();
+    EXPECT_GT(d2h, 0.0) << row.case_label();
+    EXPECT_LE(h2d, 1.05 * both) << row.case_label();
+    EXPECT_LE(d2h, 1.05 * both) << row.case_label();
+    EXPECT_GE(h2d + d2h, 0.8 * both) << row.case_label();
   }
 }
 

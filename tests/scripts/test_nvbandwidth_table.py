@@ -114,8 +114,13 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False)
 
 
-def line_of(table: str, testcase: str) -> list[str]:
+def line_of(table: str, testcase: str, metric: str | None = None) -> list[str]:
+    """The line of `testcase`; where two share it, the one whose memstress column ends with `metric` (or has no
+    per-direction metric, where `metric` is None)."""
     found = [line for line in table.splitlines() if line.startswith(f"| {testcase} |")]
+    if len(found) > 1:
+        found = [line for line in found if (metric is None and "_GB/s" not in line.split("|")[2])
+                 or (metric is not None and f" {metric} (" in line.split("|")[2])]
     if len(found) != 1:
         raise AssertionError(f"{testcase}: {len(found)} lines in\n{table}")
     return [cell.strip() for cell in found[0].strip("|").split("|")]
@@ -176,7 +181,7 @@ class Tables(unittest.TestCase):
         self.assertEqual(cells[5], "+1.0 (+0.0 … +2.0)")
         self.assertNotIn("device_to_host_memcpy_ce", table)
 
-    def test_host_both_ways_sets_each_direction_beside_its_testcase_and_the_window_beside_their_sum(self):
+    def test_host_both_ways_sets_each_direction_beside_its_testcase_and_both_figures_beside_their_sum(self):
         both = "".join(
             f"Running {name}.\nmemcpy CE CPU(row) {arrow} GPU(column) bandwidth (GB/s)\n           0         1\n"
             f" 0     {a:.2f}     {b:.2f}\n\nSUM {name} {a + b:.2f}\n\n"
@@ -193,8 +198,11 @@ class Tables(unittest.TestCase):
         self.assertEqual((h2d[2], h2d[5], h2d[6]), ("2", "+0.0 (+0.0 … +0.0)", "2 of 2"))
         d2h = line_of(table, "device_to_host_bidirectional_memcpy_ce")
         self.assertEqual((d2h[3], d2h[4], d2h[5]), ("49.0", "49.5", "+1.0 (+0.0 … +2.0)"))
-        total = line_of(table, "host_to_device_bidirectional_memcpy_ce + device_to_host_bidirectional_memcpy_ce")
-        self.assertEqual((total[3], total[4], total[5]), ("90.0", "82.5", "-8.3 (-10.0 … -6.7)"))
+        both_names = "host_to_device_bidirectional_memcpy_ce + device_to_host_bidirectional_memcpy_ce"
+        window = line_of(table, both_names)
+        self.assertEqual((window[3], window[4], window[5]), ("90.0", "82.5", "-8.3 (-10.0 … -6.7)"))
+        summed = line_of(table, both_names, "h2d_GB/s + d2h_GB/s")  # each under the other's load, added up
+        self.assertEqual((summed[3], summed[4], summed[5]), ("90.0", "90.5", "+0.6 (+0.0 … +1.1)"))
 
     def test_a_side_measured_alone_has_its_section_only(self):
         # NVBANDWIDTH_PATHS=host: no peer matrix, so no "Between GPUs" section, not an empty one.
