@@ -76,7 +76,7 @@ int predict_command(const PredictFlags& f) {
         doctor::setting_from_pytorch_conf(*a.facts.alloc_conf, f.snapshot_a + ": its allocator_settings");
     origin = "the first snapshot";
   }
-  std::optional<doctor::GpuShape> gpu = doctor::recorded_gpu(a, b);
+  std::optional<doctor::GpuShape> gpu = doctor::recorded_gpu(a, b, *capacity);
   if (f.multiprocessors != 0) {
     gpu = doctor::GpuShape{f.multiprocessors};
   }

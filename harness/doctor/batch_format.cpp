@@ -179,8 +179,9 @@ std::string format_batch(const BatchReport& r) {
       "over the run, {} workspaces held at their larger size, {}\n",
       human_bytes(m.constant_bytes), bytes(static_cast<std::int64_t>(m.bytes_per_sample)), m.held,
       m.multiprocessors == 0
-          ? std::string(
-                "no reduction's scratch capped (the GPU's multiprocessors unknown: --multiprocessors)")
+          ? std::string("no reduction's scratch capped (the GPU's multiprocessors not recorded, or the "
+                        "capacity is another "
+                        "GPU's: --multiprocessors)")
           : fmt::format("{} reductions' scratch buffers capped at one wave of the GPU's {} multiprocessors",
                         m.capped, m.multiprocessors));
   std::vector<BatchTry> sorted = a.tries;

@@ -20,29 +20,54 @@ bool kept(replay::Action a) {
 }
 
 constexpr std::uint64_t kScratchPerGroup = 65536;  // bytes of scratch per block, per group of 128 outputs
+constexpr std::uint64_t kOutputPerGroup = 512;     // the most bytes of output a group of 128 outputs may have
 constexpr std::uint64_t kThreadsPerReduceBlock = 128;
 constexpr std::uint64_t kRegrowth = 16;  // past the wave, the scratch grows at 1/16 of its pace
+constexpr std::uint64_t kMostMultiprocessors = 65536;
+constexpr std::uint64_t kMostThreads = 4096;
 
-// Note [A reduction's scratch stops growing]: g, where the allocation at `alloc` is followed, on its device,
-// by one of 4 g bytes alone, which is freed before it and nothing else happens in between.
+// The kept event of `device` next to `from` (before it where `step` is -1), if any.
+const replay::Event* neighbour(const std::vector<replay::Event>& events, std::size_t from,
+                               std::ptrdiff_t step) {
+  const std::uint32_t device = events[from].device;
+  for (auto k = static_cast<std::ptrdiff_t>(from) + step;
+       k >= 0 && k < static_cast<std::ptrdiff_t>(events.size()); k += step) {
+    const replay::Event& e = events[static_cast<std::size_t>(k)];
+    if (e.device == device && kept(e.action)) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+// Note [A reduction's scratch stops growing]: g, where the allocation at `alloc` is the scratch of a sum over
+// rows: right after it, on its device, 4 g bytes of semaphores alone, freed before it with nothing else in
+// between; right before it, the sum's output, at most 512 g bytes (so that the partial sums' bytes a block,
+// the accumulator's size x 128 an output, are at most 65536 g: a sum or mean of any type; not a variance or
+// an argmax, whose accumulators are larger than their outputs).
 std::optional<std::uint64_t> reduction_groups(const std::vector<replay::Event>& events, std::size_t alloc) {
   const replay::Event& scratch = events[alloc];
-  std::optional<replay::Event> semaphores;
+  const replay::Event* semaphores = neighbour(events, alloc, 1);
+  if (semaphores == nullptr || semaphores->action != replay::Action::alloc || semaphores->bytes == 0 ||
+      semaphores->bytes % 4 != 0 || semaphores->bytes / 4 > kScratchPerGroup) {
+    return std::nullopt;
+  }
+  const std::uint64_t groups = semaphores->bytes / 4;
+  const replay::Event* output = alloc == 0 ? nullptr : neighbour(events, alloc, -1);
+  if (output == nullptr || output->action != replay::Action::alloc || output->bytes == 0 ||
+      output->bytes > kOutputPerGroup * groups) {
+    return std::nullopt;
+  }
   bool semaphores_freed = false;
   for (std::size_t k = alloc + 1; k < events.size(); ++k) {
     const replay::Event& e = events[k];
-    if (e.device != scratch.device || !kept(e.action)) {
+    if (e.device != scratch.device || !kept(e.action) || &e == semaphores) {
       continue;
     }
-    if (!semaphores) {
-      if (e.action != replay::Action::alloc || e.bytes == 0 || e.bytes % 4 != 0) {
-        return std::nullopt;
-      }
-      semaphores = e;
-    } else if (e.id == semaphores->id && e.action != replay::Action::alloc) {
+    if (e.id == semaphores->id && e.action != replay::Action::alloc) {
       semaphores_freed = true;
     } else if (e.id == scratch.id && e.action == replay::Action::free && semaphores_freed) {
-      return semaphores->bytes / 4;
+      return groups;
     } else {
       return std::nullopt;
     }
@@ -50,17 +75,47 @@ std::optional<std::uint64_t> reduction_groups(const std::vector<replay::Event>& 
   return std::nullopt;
 }
 
+// The scratch's block and cap where request i of `a` and j of `b` are one reduction's scratch in both runs
+// (Note [A reduction's scratch stops growing]), and its blocks per sample in the run below the cap.
+struct Scratch {
+  std::uint64_t block = 0;
+  std::uint64_t cap = 0;
+  double blocks_per_sample = 0;
+};
+
+std::optional<Scratch> reduction_scratch(const DoctorInput& a, const Request& ra, std::uint64_t batch_a,
+                                         const DoctorInput& b, const Request& rb, std::uint64_t batch_b,
+                                         const GpuShape& gpu) {
+  const std::optional<std::uint64_t> groups = reduction_groups(a.trace.events, ra.event_index);
+  if (!groups || reduction_groups(b.trace.events, rb.event_index) != groups || ra.bytes == rb.bytes) {
+    return std::nullopt;
+  }
+  const std::uint64_t block = kScratchPerGroup * *groups;
+  const std::uint64_t wave = gpu.multiprocessors * gpu.threads_per_multiprocessor / kThreadsPerReduceBlock;
+  const std::uint64_t cap = block * ((wave + *groups - 1) / *groups);
+  if (ra.bytes % block != 0 || rb.bytes % block != 0 || std::max(ra.bytes, rb.bytes) > cap) {
+    return std::nullopt;
+  }
+  // The run with fewer blocks is below the cap: its blocks per sample bound the rows' (one at the cap would
+  // give the model too low a pace past the wave).
+  const bool b_smaller = rb.bytes < ra.bytes;
+  const std::uint64_t blocks = (b_smaller ? rb.bytes : ra.bytes) / block;  // whole: a multiple, checked above
+  return Scratch{block, cap,
+                 static_cast<double>(blocks) / static_cast<double>(b_smaller ? batch_b : batch_a)};
+}
+
 }  // namespace
 
-std::optional<GpuShape> recorded_gpu(const DoctorInput& a, const DoctorInput& b) {
+std::optional<GpuShape> recorded_gpu(const DoctorInput& a, const DoctorInput& b, std::uint64_t capacity) {
   for (const DoctorInput* input : {&a, &b}) {
-    if (const auto sms = input->facts.recorded_number("multiprocessors")) {
-      GpuShape gpu{*sms};
-      if (const auto threads = input->facts.recorded_number("threads_per_multiprocessor")) {
-        gpu.threads_per_multiprocessor = *threads;
-      }
-      return gpu;
+    const auto sms = input->facts.recorded_number("multiprocessors");
+    const auto threads = input->facts.recorded_number("threads_per_multiprocessor");
+    const auto total = input->facts.recorded_number("device_total");
+    if (!sms || *sms > kMostMultiprocessors || (threads && *threads > kMostThreads) ||
+        (capacity != 0 && (!total || capacity > *total))) {
+      continue;  // none, not a GPU's, or another GPU than the one recorded on
     }
+    return GpuShape{*sms, threads.value_or(GpuShape{}.threads_per_multiprocessor)};
   }
   return std::nullopt;
 }
@@ -108,7 +163,7 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
   std::vector<double> slope_of_request(ra.size(), 0.0);
   std::vector<double> upper_of_request(ra.size(), 0.0);
   std::vector<std::uint64_t> size_of_request(ra.size());
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> cap_of_request(ra.size());  // (block, cap)
+  std::vector<Scratch> scratch_of_request(ra.size());  // Note [A reduction's scratch stops growing]
   for (std::size_t i = 0; i < ra.size(); ++i) {
     size_of_request[i] = ra[i].bytes;
   }
@@ -129,20 +184,11 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
       upper_of_request[i] = std::max(0.0, (sb - sa) / span);    // unless it grew with the batch
       ++m.held;
     }
-    if (!gpu || gpu->multiprocessors == 0 || ra[i].bytes == rb[j].bytes) {
-      continue;
-    }
-    const std::optional<std::uint64_t> groups = reduction_groups(a.trace.events, ra[i].event_index);
-    if (!groups || *groups > kScratchPerGroup) {
-      continue;
-    }
-    const std::uint64_t block = kScratchPerGroup * *groups;
-    const std::uint64_t wave =
-        gpu->multiprocessors * gpu->threads_per_multiprocessor / kThreadsPerReduceBlock;
-    const std::uint64_t cap = block * ((wave + *groups - 1) / *groups);
-    if (ra[i].bytes % block == 0 && rb[j].bytes % block == 0 && std::max(ra[i].bytes, rb[j].bytes) <= cap) {
-      cap_of_request[i] = {block, cap};
-      ++m.capped;
+    if (gpu && gpu->multiprocessors != 0) {
+      if (const auto scratch = reduction_scratch(a, ra[i], batch_a, b, rb[j], batch_b, *gpu)) {
+        scratch_of_request[i] = *scratch;
+        ++m.capped;
+      }
     }
   }
   for (std::size_t i = 0; i < a.trace.events.size(); ++i) {
@@ -160,8 +206,9 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
                                  size_of_request[r],
                                  slope_of_request[r],
                                  upper_of_request[r],
-                                 cap_of_request[r].first,
-                                 cap_of_request[r].second});
+                                 scratch_of_request[r].block,
+                                 scratch_of_request[r].cap,
+                                 scratch_of_request[r].blocks_per_sample});
     } else if (const auto it = resize_of_id.find(e.id); it != resize_of_id.end()) {
       m.resizes[it->second].lines.push_back(index);
     }
@@ -179,9 +226,15 @@ replay::ReplayTrace trace_at(const BatchModel& model, std::uint64_t n, bool pess
     const double slope = pessimistic && delta > 0 ? r.upper_slope : r.slope;
     const double size = std::clamp(std::round(static_cast<double>(r.size_a) + slope * delta), 1.0, 0x1p62);
     auto bytes = static_cast<std::uint64_t>(size);
-    if (r.cap != 0 && bytes > r.cap) {  // Note [A reduction's scratch stops growing]
-      const std::uint64_t regrown = (bytes + kRegrowth * r.block - 1) / (kRegrowth * r.block) * r.block;
-      bytes = std::max(r.cap, regrown);
+    if (r.cap != 0) {  // Note [A reduction's scratch stops growing]: whole blocks, at most a wave's
+      const auto blocks = [&](double exact) {
+        return static_cast<std::uint64_t>(std::ceil(exact)) * r.block;
+      };
+      const std::uint64_t linear = blocks(static_cast<double>(bytes) / static_cast<double>(r.block));
+      const std::uint64_t regrown =
+          std::max(blocks(static_cast<double>(linear) / static_cast<double>(kRegrowth * r.block)),
+                   blocks(r.blocks_per_sample * static_cast<double>(n) / static_cast<double>(kRegrowth)));
+      bytes = std::max(std::min(linear, r.cap), regrown);
     }
     t.events[r.alloc].bytes = bytes;
     for (const std::size_t line : r.lines) {

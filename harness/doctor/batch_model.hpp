@@ -74,34 +74,45 @@ inline constexpr double kWellMatched = 0.9;
 // gradient in the backward pass: the batch's rows summed for each of N outputs) splits the rows between
 // blocks, and where there are many it asks for a scratch buffer for the blocks' partial sums and, right
 // after it, 4 bytes of semaphores per group of 128 outputs (g groups), frees those, then the scratch
-// (ATen's Reduce.cuh, setReduceConfig). With four outputs a thread the scratch is 65536 g bytes per block a
-// group: it grows with the rows, 8 N bytes a row, until the blocks fill one wave of the GPU,
-// ceil(T / g) a group with T = multiprocessors x threads a multiprocessor / 128, and then grows at a
-// sixteenth of that pace, from 1024 ceil(T / g) rows. On an H100 or H200 (T = 2112) that wave is 132 MiB
-// for any N: on the proof corpus an encoder's 2048-wide layer reaches it at batch 33, between the batches
+// (ATen's Reduce.cuh, setReduceConfig; CUDA's: ROCm's law differs, and its recordings carry no figures). With
+// four outputs a thread and a 4-byte accumulator the scratch is 65536 g bytes per block a group: it grows
+// with the rows, 8 N bytes a row, until the blocks fill one wave of the GPU, ceil(T / g) a group with
+// T = multiprocessors x threads a multiprocessor / 128, and then grows at a sixteenth of that pace, from
+// 1024 ceil(T / g) rows. On an H100 or H200 (T = 2112) that wave is 132 MiB where g divides 2112, a little
+// more elsewhere (136 MiB at g = 128): on the proof corpus an encoder's 2048-wide layer reaches it at batch 33, between the batches
 // recorded and the answer, and the linear model grew it to 188 MiB at 47. So a request made in that
-// pattern in the template, a multiple of 65536 g bytes in both runs, is capped there, in both models,
-// where the GPU's figures are known (the recorder's multiprocessors and threads_per_multiprocessor, or
-// predict-batch --multiprocessors, then assuming 2048 threads, the most of any GPU: a larger T only
-// raises the cap). Otherwise, or for a scratch of another shape (fewer outputs a thread: a size that is
-// no such multiple), it grows as before, which is never below what PyTorch asks for.
+// pattern in both runs, a multiple of 65536 g bytes in both, is held to whole blocks and capped at the
+// wave in both models; past the wave it grows at a sixteenth of its pace in the run below the cap (the
+// other run may sit at the cap, and its pace would be too low). The sum's output, allocated right before
+// the scratch, must be at most 512 g bytes: then the accumulator's bytes a block (its size x 128 an output)
+// are at most 65536 g for a sum or a mean of any type (fp64's 8-byte accumulator has an 8-byte output), not
+// for a variance or an argmax, whose accumulators are larger than their outputs: those, like any other
+// request, grow as before, which is never below what PyTorch asks for. The cap needs the GPU's figures:
+// the recorder stores multiprocessors and threads_per_multiprocessor; predict-batch --multiprocessors gives
+// them for a snapshot without (then 2048 threads are assumed, the most of any GPU: a larger T only raises
+// the cap). The recorded figures hold only for the GPU recorded on: a capacity above its memory is another
+// GPU, perhaps with a larger wave, and nothing is capped.
 struct GpuShape {
   std::uint64_t multiprocessors = 0;
   std::uint64_t threads_per_multiprocessor = 2048;
 };
 
-// The recorder's figures of the GPU (harness/doctor/facts.hpp), where it stored them in either run.
-[[nodiscard]] std::optional<GpuShape> recorded_gpu(const DoctorInput& a, const DoctorInput& b);
+// The recorder's figures of the GPU (harness/doctor/facts.hpp), where it stored them in either run, and
+// `capacity` (0: none asked) is at most the memory of the GPU recorded on: more is another GPU, whose wave
+// may be larger. None where a figure is beyond any GPU's.
+[[nodiscard]] std::optional<GpuShape> recorded_gpu(const DoctorInput& a, const DoctorInput& b,
+                                                   std::uint64_t capacity);
 
 // One allocation of the template, and the lines that name it (its free, its free_completed).
 struct Resize {
   std::size_t alloc = 0;  // index into the template's events
   std::vector<std::size_t> lines;
-  std::uint64_t size_a = 0;  // at batch A
-  double slope = 0;          // bytes per sample (0: it does not depend on the batch)
-  double upper_slope = 0;    // the pessimistic model's (Note [The batch that is safe])
-  std::uint64_t block = 0;   // Note [A reduction's scratch stops growing]: 65536 g bytes (0: not one)
-  std::uint64_t cap = 0;     // its size at one wave of blocks
+  std::uint64_t size_a = 0;      // at batch A
+  double slope = 0;              // bytes per sample (0: it does not depend on the batch)
+  double upper_slope = 0;        // the pessimistic model's (Note [The batch that is safe])
+  std::uint64_t block = 0;       // Note [A reduction's scratch stops growing]: 65536 g bytes (0: not one)
+  std::uint64_t cap = 0;         // its size at one wave of blocks
+  double blocks_per_sample = 0;  // in the run below the cap: its pace past the wave is a 16th of this
 };
 
 // A is the template's run (the larger batch), B the other.

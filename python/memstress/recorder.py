@@ -161,7 +161,9 @@ def snapshot_metadata(torch: Any, *, device: int | None = None, batch: int | Non
 def _gpu_shape(torch: Any, device: int) -> dict[str, int]:
     """The GPU's multiprocessors and threads a multiprocessor, which set where the scratch of PyTorch's
     reductions stops growing (predict-batch, Note [A reduction's scratch stops growing]); none where the
-    device or an older PyTorch cannot say."""
+    device or an older PyTorch cannot say, and none on ROCm."""
+    if getattr(getattr(torch, "version", None), "hip", None):
+        return {}  # ROCm's reductions follow another law: predict-batch caps nothing there
     try:
         props = torch.cuda.get_device_properties(device)
     except Exception:  # noqa: BLE001 - the shape is information, never a reason to lose the snapshot

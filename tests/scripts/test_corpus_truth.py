@@ -154,6 +154,9 @@ class CorpusTruth(unittest.TestCase):
                                   "--capacity", cap, *gpu_of(base))
                         key = (program["program"], int(cap) >> 30, kind)
                         safe = doc["safe_batch"]
+                        if gpu_of(base):  # the GPU's figures given, and said in the JSON
+                            self.assertEqual(doc["model"]["multiprocessors"], int(gpu_of(base)[1]), key)
+                            self.assertGreaterEqual(doc["model"]["capped_scratch"], 0, key)
                         if TABLE:
                             print(f"{key}: PyTorch {largest}, safe {safe}, estimate {doc['estimate']}, "
                                   f"sure {doc['sure']}, reliable {doc['match']['reliable']}")

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "harness/core/error.hpp"
@@ -48,6 +50,7 @@ DoctorInput program(std::uint64_t n, bool workspace, bool frames) {
   alloc(96 * kMiB, 0);
   for (int step = 0; step < 3; ++step) {
     std::vector<std::uint64_t> acts;
+    acts.reserve(6);
     for (int layer = 0; layer < 6; ++layer) {
       acts.push_back(alloc(3 * kMiB * n, 1));
     }
@@ -234,11 +237,17 @@ TEST(PredictBatch, EqualOrZeroBatchesAreRefused) {
 }
 
 // Note [A reduction's scratch stops growing]: a bias gradient's sum over 4n rows of 2048 outputs (g = 16
-// groups: 64 bytes of semaphores, 1 MiB of scratch a block) on a GPU of 132 multiprocessors: 4n blocks a
-// group, at most 132, and past 16 x 132 of them a sixteenth as many. `scratch` gives its bytes; `freed_first`
-// whether the semaphores are freed before it, as PyTorch does.
-DoctorInput reduction(std::uint64_t n, const std::function<std::uint64_t(std::uint64_t)>& scratch,
-                      bool freed_first = true) {
+// groups: its 4 KiB bf16 output, 64 bytes of semaphores, 1 MiB of scratch a block) on a GPU of 132
+// multiprocessors: 4n blocks a group, at most 132, and past 16 x 132 of them a sixteenth as many. `scratch`
+// gives its bytes; `output` the sum's output's; `freed_first` whether the semaphores are freed before it, as
+// PyTorch does.
+struct Reduction {
+  std::function<std::uint64_t(std::uint64_t)> scratch;
+  std::uint64_t output = 4096;
+  bool freed_first = true;
+};
+
+DoctorInput reduction(std::uint64_t n, const Reduction& how) {
   DoctorInput in;
   in.trace.name = "reduce" + std::to_string(n);
   in.trace.devices = {"cuda:0"};
@@ -254,16 +263,17 @@ DoctorInput reduction(std::uint64_t n, const std::function<std::uint64_t(std::ui
   push(replay::Action::alloc, id++, 96 * kMiB);
   const std::uint64_t act = id++;
   push(replay::Action::alloc, act, 3 * kMiB * n);
+  push(replay::Action::alloc, id++, how.output);
   const std::uint64_t buffer = id++;
   const std::uint64_t semaphores = id++;
-  push(replay::Action::alloc, buffer, scratch(n));
+  push(replay::Action::alloc, buffer, how.scratch(n));
   push(replay::Action::alloc, semaphores, 64);
-  if (freed_first) {
+  if (how.freed_first) {
     push(replay::Action::free, semaphores, 64);
     push(replay::Action::free_completed, semaphores, 64);
   }
-  push(replay::Action::free, buffer, scratch(n));
-  if (!freed_first) {
+  push(replay::Action::free, buffer, how.scratch(n));
+  if (!how.freed_first) {
     push(replay::Action::free, semaphores, 64);
   }
   push(replay::Action::free, act, 3 * kMiB * n);
@@ -274,19 +284,22 @@ std::uint64_t pytorchs_scratch(std::uint64_t n) {
   return kMiB * std::max(std::min<std::uint64_t>(4 * n, 132), (4 * n + 15) / 16);
 }
 
-std::uint64_t scratch_at(const BatchModel& m, std::uint64_t n) {
-  return trace_at(m, n).events[2].bytes;
+BatchModel scratch_model(std::uint64_t first, std::uint64_t second, const Reduction& how,
+                         std::optional<GpuShape> gpu = GpuShape{132, 2048}) {
+  return build_batch_model(reduction(first, how), reduction(second, how), first, second, "", gpu);
+}
+
+std::uint64_t scratch_at(const BatchModel& m, std::uint64_t n, bool pessimistic = false) {
+  return trace_at(m, n, pessimistic).events[3].bytes;
 }
 
 TEST(PredictBatch, AReductionsScratchStopsGrowingAtOneWaveOfTheGpu) {
-  const GpuShape h100{132, 2048};
-  const BatchModel m =
-      build_batch_model(reduction(4, pytorchs_scratch), reduction(8, pytorchs_scratch), 4, 8, "", h100);
+  const BatchModel m = scratch_model(4, 8, {pytorchs_scratch});
   EXPECT_EQ(m.capped, 1U);
   for (const std::uint64_t n : {8U, 16U, 33U, 34U, 64U, 528U, 529U, 1000U, 4000U}) {
     EXPECT_EQ(scratch_at(m, n), pytorchs_scratch(n)) << n;
     // The pessimistic model grows 3% faster (Note [The batch that is safe]), and is capped alike.
-    const std::uint64_t pessimistic = trace_at(m, n, true).events[2].bytes;
+    const std::uint64_t pessimistic = scratch_at(m, n, true);
     EXPECT_GE(pessimistic, pytorchs_scratch(n)) << n;
     if (n >= 34 && n < 528) {
       EXPECT_EQ(pessimistic, 132 * kMiB) << n;
@@ -294,25 +307,56 @@ TEST(PredictBatch, AReductionsScratchStopsGrowingAtOneWaveOfTheGpu) {
   }
 }
 
-TEST(PredictBatch, AScratchIsCappedOnlyWhereTheGpuAndThePatternSayItIsOne) {
-  // Without the GPU's figures: linear, as before, never below PyTorch's.
-  const BatchModel unknown =
-      build_batch_model(reduction(4, pytorchs_scratch), reduction(8, pytorchs_scratch), 4, 8, "");
-  EXPECT_EQ(unknown.capped, 0U);
-  EXPECT_EQ(scratch_at(unknown, 64), 256 * kMiB);
-  // A size that is no multiple of the block, or semaphores freed after it: another request, not capped.
-  const auto odd = [](std::uint64_t n) { return pytorchs_scratch(n) + 512; };
-  const BatchModel other = build_batch_model(reduction(4, odd), reduction(8, odd), 4, 8, "", GpuShape{132});
-  EXPECT_EQ(other.capped, 0U);
-  EXPECT_GT(scratch_at(other, 64), 256 * kMiB);
-  const BatchModel late = build_batch_model(reduction(4, pytorchs_scratch, false),
-                                            reduction(8, pytorchs_scratch, false), 4, 8, "", GpuShape{132});
-  EXPECT_EQ(late.capped, 0U);
-  // Fewer threads a multiprocessor than assumed: a lower cap; assuming 2048 only ever raises it.
-  const BatchModel small = build_batch_model(reduction(4, pytorchs_scratch), reduction(8, pytorchs_scratch),
-                                             4, 8, "", GpuShape{132, 1024});
-  EXPECT_EQ(scratch_at(small, 64), 66 * kMiB);
+TEST(PredictBatch, ARunAtTheCapLeavesThePacePastTheWaveToTheOther) {
+  // Recorded at 24 (96 blocks) and 48 (at the cap): the two runs' slope is too low, the run at 24's pace is
+  // not.
+  const BatchModel m = scratch_model(24, 48, {pytorchs_scratch});
+  EXPECT_EQ(m.capped, 1U);
+  for (const std::uint64_t n : {48U, 100U, 528U, 1000U, 4000U}) {
+    EXPECT_GE(scratch_at(m, n), pytorchs_scratch(n)) << n;
+    EXPECT_GE(scratch_at(m, n, true), pytorchs_scratch(n)) << n;
+  }
+  EXPECT_EQ(scratch_at(m, 100), 132 * kMiB);
 }
 
+TEST(PredictBatch, AScratchIsCappedOnlyWhereTheGpuAndThePatternSayItIsOne) {
+  // Without the GPU's figures: linear, as before, never below PyTorch's.
+  const BatchModel unknown = scratch_model(4, 8, {pytorchs_scratch}, std::nullopt);
+  EXPECT_EQ(unknown.capped, 0U);
+  EXPECT_EQ(scratch_at(unknown, 64), 256 * kMiB);
+  // A size that is no multiple of the block, semaphores freed after it, or an output too large for a 4-byte
+  // accumulator's scratch to be 65536 g a block (an fp64 sum's 8 x 2048 bytes: its scratch is twice that).
+  const auto odd = [](std::uint64_t n) { return pytorchs_scratch(n) + 512; };
+  EXPECT_EQ(scratch_model(4, 8, {odd}).capped, 0U);
+  EXPECT_GT(scratch_at(scratch_model(4, 8, {odd}), 64), 256 * kMiB);
+  EXPECT_EQ(scratch_model(4, 8, {pytorchs_scratch, 4096, false}).capped, 0U);
+  EXPECT_EQ(scratch_model(4, 8, {pytorchs_scratch, 16384}).capped, 0U);  // 8 x 2048 bytes
+  // The pattern in one run only.
+  EXPECT_EQ(build_batch_model(reduction(4, {pytorchs_scratch}), reduction(8, {pytorchs_scratch, 4096, false}),
+                              4, 8, "", GpuShape{132, 2048})
+                .capped,
+            0U);
+  // Fewer threads a multiprocessor than assumed: a lower cap; assuming 2048 only ever raises it.
+  EXPECT_EQ(scratch_at(scratch_model(4, 8, {pytorchs_scratch}, GpuShape{132, 1024}), 64), 66 * kMiB);
+}
+
+TEST(PredictBatch, TheRecordedGpuCountsOnlyForItselfAndWithinReason) {
+  const auto run = [](nlohmann::json notes) {
+    DoctorInput in;
+    in.facts.recorder = std::move(notes);
+    return in;
+  };
+  const DoctorInput h100 = run(
+      {{"multiprocessors", 132U}, {"threads_per_multiprocessor", 2048U}, {"device_total", 85017493504ULL}});
+  const DoctorInput plain = run(nullptr);
+  ASSERT_TRUE(recorded_gpu(plain, h100, 2ULL << 30).has_value());
+  EXPECT_EQ(recorded_gpu(plain, h100, 2ULL << 30)->multiprocessors, 132U);
+  EXPECT_EQ(recorded_gpu(h100, plain, 0)->threads_per_multiprocessor, 2048U);
+  EXPECT_FALSE(recorded_gpu(plain, plain, 0).has_value());
+  EXPECT_FALSE(recorded_gpu(h100, h100, 141ULL << 30).has_value());  // more than it had: another GPU
+  EXPECT_FALSE(recorded_gpu(run({{"multiprocessors", 1U << 20U}, {"device_total", 1ULL << 40}}), plain, 0));
+  EXPECT_FALSE(recorded_gpu(run({{"multiprocessors", 132U}}), plain, 2ULL << 30));  // its memory unknown
+  EXPECT_EQ(recorded_gpu(run({{"multiprocessors", 132U}}), plain, 0)->threads_per_multiprocessor, 2048U);
+}
 }  // namespace
 }  // namespace memstress::doctor
