@@ -38,6 +38,7 @@ struct DoctorFlags {
   bool alloc_conf_given = false;        // --alloc-conf '' is PyTorch's defaults, not the flag left out
   std::vector<std::string> batch_runs;  // --batch-runs A,B
   std::string batch;                    // --batch a,b
+  std::uint64_t multiprocessors = 0;    // --multiprocessors, for --batch-runs
 };
 
 // The settings table replays on twice the largest capacity, and a simulated device holds at most
@@ -87,6 +88,10 @@ int doctor_command(const DoctorFlags& f) {
     throw InputError(
         "--batch-runs and --batch: give both (two runs of the program and their batch sizes), or neither");
   }
+  if (f.multiprocessors != 0 && f.batch_runs.empty()) {
+    throw InputError(
+        "--multiprocessors: it sizes the batch runs' model; give it with --batch-runs and --batch");
+  }
   std::optional<doctor::DoctorInput> run_a;
   std::optional<doctor::DoctorInput> run_b;
   if (!f.batch_runs.empty()) {
@@ -96,7 +101,7 @@ int doctor_command(const DoctorFlags& f) {
     const auto [batch_a, batch_b] = parse_batch_pair(f.batch);
     run_a.emplace(doctor::load_input(f.batch_runs[0]));
     run_b.emplace(doctor::load_input(f.batch_runs[1]));
-    options.batch_runs = doctor::BatchRuns{&*run_a, &*run_b, batch_a, batch_b};
+    options.batch_runs = doctor::BatchRuns{&*run_a, &*run_b, batch_a, batch_b, f.multiprocessors};
     if (batch_a == 0 || batch_b == 0 || batch_a == batch_b) {
       throw InputError(fmt::format("--batch '{}': two different batch sizes above 0, one per run", f.batch));
     }
@@ -156,6 +161,10 @@ Subcommand add_doctor(CLI::App& app) {
          "largest batch that fits the limit (as predict-batch finds it)")
       ->delimiter(',');
   sub->add_option("--batch", flags->batch, "The batch sizes of --batch-runs, in their order (e.g. 8,16)");
+  sub->add_option("--multiprocessors", flags->multiprocessors,
+                  "With --batch-runs: the GPU's streaming multiprocessors, where the runs do not say "
+                  "(predict-batch --multiprocessors)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{65536}));
   sub->add_option("--top", flags->top, "Sites shown at the peak")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();

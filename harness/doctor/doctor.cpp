@@ -134,9 +134,11 @@ void decide_by_the_batch_runs(DoctorReport& r, const BatchRuns& runs) {
   if (!r.oom || !r.oom->limit || !r.oom->cause) {
     return;
   }
+  const std::optional<GpuShape> gpu = runs.multiprocessors != 0
+                                          ? std::optional<GpuShape>(GpuShape{runs.multiprocessors})
+                                          : recorded_gpu(*runs.first, *runs.second, r.oom->limit->bytes);
   const BatchModel model =
-      build_batch_model(*runs.first, *runs.second, runs.batch_first, runs.batch_second, r.trace_device,
-                        recorded_gpu(*runs.first, *runs.second, r.oom->limit->bytes));
+      build_batch_model(*runs.first, *runs.second, runs.batch_first, runs.batch_second, r.trace_device, gpu);
   const std::uint64_t limit = r.oom->limit->bytes;
   if (r.recorded_batch && *r.recorded_batch > 0) {
     const std::uint64_t batch = *r.recorded_batch;

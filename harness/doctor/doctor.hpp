@@ -24,6 +24,8 @@ struct BatchRuns {
   const DoctorInput* second = nullptr;
   std::uint64_t batch_first = 0;
   std::uint64_t batch_second = 0;
+  std::uint64_t multiprocessors =
+      0;  // the GPU's (predict-batch --multiprocessors); 0: the runs' recorded figures
 };
 
 // What the batch runs say at the limit: the safe end of the range and the estimate (0: none fits).

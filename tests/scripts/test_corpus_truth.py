@@ -117,7 +117,7 @@ class CorpusTruth(unittest.TestCase):
                     if len(batches) != 3:
                         continue
                     args += ["--batch-runs", ",".join(str(base / at["recordings"][str(b)]) for b in batches[1:]),
-                             "--batch", f"{batches[1]},{batches[2]}"]
+                             "--batch", f"{batches[1]},{batches[2]}", *gpu_of(base)]
                 with self.subTest(corpus=base.name, program=program["program"], with_runs=with_runs):
                     doc = run(*args)
                     verdict = doc["oom"]
