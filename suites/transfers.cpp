@@ -16,18 +16,22 @@
 //
 // Note [Both ways at once]. `bidir`'s GB/s is both directions' bytes over one window, from the common start
 // to the last copy of either. It also records each direction under the other's load (`h2d_GB/s`,
-// `d2h_GB/s`): with copy engines, each in a window of its own in which the other direction moves twice its
-// bytes, its bytes over the time from the common start to its own last copy, so that the other runs beside
-// it to its end. That is how nvbandwidth's host bidirectional copy-engine testcases time the direction they
-// are named after. Timed in the one window, where both move the same bytes, the direction that ends last
-// runs its tail alone and reads higher (on 4 H200s, H2D while D2H ran, every GPU at once: 31 % above
-// nvbandwidth's). With engine=sm both directions are one kernel, even warps copying one way and odd warps
-// the other, as nvbandwidth's SM bidirectional testcases do (its split-warp kernel); each direction's figure
-// is then its bytes over the whole window, half the GB/s of both, as nvbandwidth reports them (its kernel
-// copies each 16 bytes `loopCount` times in a row, memstress's each once a pass: where the host side is the
-// bottleneck, every GPU at once, its default counts the repeats: 34.0 GB/s a direction on 4 H200s, 20.1
-// with one copy, memstress 19.0). Two kernels side by side, as before, left the SMs to whichever direction's
-// blocks were scheduled first.
+// `d2h_GB/s`): with copy engines and page-locked host memory, each in a window of its own in which the other
+// direction moves twice its bytes, its bytes over the time from the common start to its own last copy, so
+// that the other runs beside it to its end. That is how nvbandwidth's host bidirectional copy-engine
+// testcases time the direction they are named after. Timed in the one window, where both move the same
+// bytes, the direction that ends last runs its tail alone and reads higher (on 4 H200s, H2D while D2H ran,
+// every GPU at once: 31 % above nvbandwidth's); pageable copies, which take turns, keep that. With engine=sm
+// both directions are one kernel, even warps copying one way and odd warps the other, as nvbandwidth's SM
+// bidirectional testcases do (its split-warp kernel); each direction's figure is then its bytes over the
+// whole window, half the GB/s of both, as nvbandwidth reports them (its kernel copies each 16 bytes
+// `loopCount` times in a row, memstress's each once a pass: where the host side is the bottleneck, every GPU
+// at once, its default counts the repeats: 34.0 GB/s a direction on 4 H200s, 20.1 with one copy,
+// memstress 19.0). Two kernels side by side, as before, left the SMs to whichever direction's blocks were
+// scheduled first. What still differs from nvbandwidth: every GPU at once, it times one GPU at a time while
+// every other loads both directions with twice the bytes, where memstress times every GPU's same direction
+// together; its load is one buffer of twice the size, memstress's twice the rounds of the same; it holds
+// every copy behind a blocking kernel until all are enqueued, memstress behind a 50 us spin.
 //
 // Note [The reference]. Where a target is stated against "a plain cudaMemcpyAsync loop", the same case also
 // times that loop side by side: for host=pinned, the same copies between a cudaHostAlloc buffer and a
@@ -40,6 +44,8 @@
 // Note [What is verified]. Sources hold the random pattern from the case seed; each repetition clears the
 // destinations first, and after the timed copies checks every destination word on the device (a pinned or
 // registered destination is read through its mapping; a pageable one is first copied to a device block).
+// For bidir by copy engine the windows that time each direction under the other's load run before the
+// clearing, and are not checked: the window of both, whose figure is GB/s, is.
 
 #include <fmt/format.h>
 
@@ -162,16 +168,14 @@ Piece piece(const Leg& leg, std::size_t i, std::size_t bytes) {
           std::min(chunk, bytes - offset)};
 }
 
-// One timed window's seconds: every leg's copies together, and each leg's alone, from the common start to
-// its own last copy (Note [Both ways at once]).
+// One timed window's seconds: every leg's copies together, and each leg's from the common start to its own
+// last copy (Note [Both ways at once]).
 struct Window {
   double seconds = 0;
   std::vector<double> legs;
 };
 
-// Enqueues `inner` rounds of every leg's chunked copies between the timer's events, `load` times as many
-// of every leg but `timed` (Note [Both ways at once]). `joins` has an event for each stream of a leg but its
-// first, `ends` one for each leg.
+// How many rounds each leg copies in a window: `inner`, and `load` times as many for every leg but `timed`.
 struct Rounds {
   std::uint64_t inner = 1;
   std::uint64_t load = 1;
@@ -179,6 +183,8 @@ struct Rounds {
   [[nodiscard]] std::uint64_t of(std::size_t leg) const { return leg == timed ? inner : inner * load; }
 };
 
+// Enqueues the rounds of every leg's chunked copies between the timer's events (Note [Both ways at once]).
+// `joins` has an event for each stream of a leg but its first, `ends` one for each leg.
 Window timed_copies(const std::vector<Leg>& legs, std::size_t bytes, Rounds rounds, Engine engine,
                     cudaStream_t main, const DeviceTimer& timer, const std::vector<cuda::Event>& joins,
                     const std::vector<cuda::Event>& ends) {
@@ -197,12 +203,9 @@ Window timed_copies(const std::vector<Leg>& legs, std::size_t bytes, Rounds roun
   }
   // Note [Both ways at once]: SM copies both ways are one kernel a stream, half its warps on each leg.
   const bool split = engine == Engine::sm && legs.size() == 2;
-  const std::uint64_t most = rounds.inner * rounds.load;
+  const std::uint64_t most = split ? rounds.inner : rounds.inner * rounds.load;  // one kernel: no leg to load
   for (std::uint64_t k = 0; k < most; ++k) {
     if (split) {
-      if (k >= rounds.inner) {
-        break;  // one kernel both ways: no leg alone to load
-      }
       const std::size_t n = legs[0].streams.size();
       for (std::size_t i = 0; i < n; ++i) {
         const Piece a = piece(legs[0], i, bytes);
@@ -288,20 +291,26 @@ class TransfersRun final : public CaseRun {
   }
 
   void iteration(CaseContext& ctx) override {
+    // Note [Both ways at once]: by copy engine to and from page-locked memory, each direction is timed in a
+    // window of its own under the other's load; these run before the destinations are cleared (Note [What is
+    // verified]). Pageable copies to the host hold the host until they end, so the two directions take turns
+    // rather than load each other: there, as by SM, each direction's figure comes from the one window.
+    const bool under_load =
+        direction_ == Direction::bidir && engine_ == Engine::ce && host_kind_ != HostKind::pageable;
+    std::vector<double> loaded;
+    for (std::size_t l = 0; under_load && l < legs_.size(); ++l) {
+      loaded.push_back(timed(ctx, legs_, engine_, joins_, ends_, Rounds{inner_, 2, l}).legs.at(l));
+    }
     clear_destinations();
     const Window window = timed(ctx, legs_, engine_, joins_, ends_, Rounds{inner_});
+    verify(ctx);
     const double one_way = static_cast<double>(bytes_) * static_cast<double>(inner_);
-    if (direction_ == Direction::bidir) {  // Note [Both ways at once]
+    if (direction_ == Direction::bidir) {
       for (std::size_t l = 0; l < legs_.size(); ++l) {
-        const double seconds =
-            engine_ == Engine::sm
-                ? window.legs.at(l)
-                : timed(ctx, legs_, engine_, joins_, ends_, Rounds{inner_, 2, l}).legs.at(l);
         ctx.record(legs_[l].to_device ? "h2d_GB/s" : "d2h_GB/s", "GB/s", Better::higher,
-                   gb_per_s(one_way, seconds));
+                   gb_per_s(one_way, under_load ? loaded.at(l) : window.legs.at(l)));
       }
     }
-    verify(ctx);
     const double moved =
         one_way * (direction_ == Direction::bidir || direction_ == Direction::d2d ? 2.0 : 1.0);
     const double gbs = gb_per_s(moved, window.seconds);

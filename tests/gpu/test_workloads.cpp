@@ -36,8 +36,6 @@ TEST_F(WorkloadsOnGpu, TransfersAreVerified) {
   EXPECT_FALSE(rows.empty());
 }
 
-// Note [Both ways at once] (suites/transfers.cpp): each direction's own window ends no later than the
-// common one, so each direction moves at least half the bytes/s of both, and the two add up to at least it.
 // Note [Both ways at once]: by SM each direction is half of both at once (one split-warp kernel); by copy
 // engine each is timed in a window of its own while the other moves twice its bytes, so the two share the
 // link as they do at once: together about both at once, neither above it.
