@@ -79,15 +79,15 @@ inline constexpr double kWellMatched = 0.9;
 // with the rows, 8 N bytes a row, until the blocks fill one wave of the GPU, ceil(T / g) a group with
 // T = multiprocessors x threads a multiprocessor / 128, and then grows at a sixteenth of that pace, from
 // 1024 ceil(T / g) rows. On an H100 or H200 (T = 2112) that wave is 132 MiB where g divides 2112, a little
-// more elsewhere (136 MiB at g = 128): on the proof corpus an encoder's 2048-wide layer reaches it at batch 33, between the batches
-// recorded and the answer, and the linear model grew it to 188 MiB at 47. So a request made in that
-// pattern in both runs, a multiple of 65536 g bytes in both, is held to whole blocks and capped at the
-// wave in both models; past the wave it grows at a sixteenth of its pace in the run below the cap (the
-// other run may sit at the cap, and its pace would be too low). The sum's output, allocated right before
-// the scratch, must be at most 512 g bytes: then the accumulator's bytes a block (its size x 128 an output)
-// are at most 65536 g for a sum or a mean of any type (fp64's 8-byte accumulator has an 8-byte output), not
-// for a variance or an argmax, whose accumulators are larger than their outputs: those, like any other
-// request, grow as before, which is never below what PyTorch asks for. The cap needs the GPU's figures:
+// more elsewhere (136 MiB at g = 128): on the proof corpus an encoder's 2048-wide layer reaches it at batch
+// 33, between the batches recorded and the answer, and the linear model grew it to 188 MiB at 47. So a
+// request made in that pattern in both runs, a multiple of 65536 g bytes in both, is held to whole blocks and
+// capped at the wave in both models; past the wave it grows at a sixteenth of its pace in the run below the
+// cap (the other run may sit at the cap, and its pace would be too low). The sum's output, allocated right
+// before the scratch, must be at most 512 g bytes: then the accumulator's bytes a block (its size x 128 an
+// output) are at most 65536 g for a sum or a mean of any type (fp64's 8-byte accumulator has an 8-byte
+// output), not for a variance or an argmax, whose accumulators are larger than their outputs: those, like any
+// other request, grow as before, which is never below what PyTorch asks for. The cap needs the GPU's figures:
 // the recorder stores multiprocessors and threads_per_multiprocessor; predict-batch --multiprocessors gives
 // them for a snapshot without (then 2048 threads are assumed, the most of any GPU: a larger T only raises
 // the cap). The recorded figures hold only for the GPU recorded on: a capacity above its memory is another
