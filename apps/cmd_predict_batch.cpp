@@ -76,11 +76,8 @@ int predict_command(const PredictFlags& f) {
         doctor::setting_from_pytorch_conf(*a.facts.alloc_conf, f.snapshot_a + ": its allocator_settings");
     origin = "the first snapshot";
   }
-  std::optional<doctor::GpuShape> gpu = doctor::recorded_gpu(a, b, *capacity);
-  if (f.multiprocessors != 0) {
-    gpu = doctor::GpuShape{f.multiprocessors};
-  }
-  const doctor::BatchModel model = doctor::build_batch_model(a, b, batch_a, batch_b, f.trace_device, gpu);
+  const doctor::BatchModel model = doctor::build_batch_model(
+      a, b, batch_a, batch_b, f.trace_device, doctor::gpu_of_runs(a, b, *capacity, f.multiprocessors));
   const doctor::BatchAnswer answer = doctor::search_batch(model, setting, *capacity, f.max_batch);
   if (!f.write_trace.empty()) {
     const std::size_t colon = f.write_trace.find(':');

@@ -180,8 +180,7 @@ std::string format_batch(const BatchReport& r) {
       human_bytes(m.constant_bytes), bytes(static_cast<std::int64_t>(m.bytes_per_sample)), m.held,
       m.multiprocessors == 0
           ? std::string("no reduction's scratch capped (the GPU's multiprocessors not recorded, or the "
-                        "capacity is another "
-                        "GPU's: --multiprocessors)")
+                        "capacity is another GPU's: --multiprocessors)")
           : fmt::format("{} reductions' scratch buffers capped at one wave of the GPU's {} multiprocessors",
                         m.capped, m.multiprocessors));
   std::vector<BatchTry> sorted = a.tries;

@@ -86,8 +86,11 @@ struct Scratch {
 std::optional<Scratch> reduction_scratch(const DoctorInput& a, const Request& ra, std::uint64_t batch_a,
                                          const DoctorInput& b, const Request& rb, std::uint64_t batch_b,
                                          const GpuShape& gpu) {
+  if (ra.bytes == rb.bytes) {
+    return std::nullopt;  // not grown: nothing to cap
+  }
   const std::optional<std::uint64_t> groups = reduction_groups(a.trace.events, ra.event_index);
-  if (!groups || reduction_groups(b.trace.events, rb.event_index) != groups || ra.bytes == rb.bytes) {
+  if (!groups || reduction_groups(b.trace.events, rb.event_index) != groups) {
     return std::nullopt;
   }
   const std::uint64_t block = kScratchPerGroup * *groups;
@@ -106,7 +109,11 @@ std::optional<Scratch> reduction_scratch(const DoctorInput& a, const Request& ra
 
 }  // namespace
 
-std::optional<GpuShape> recorded_gpu(const DoctorInput& a, const DoctorInput& b, std::uint64_t capacity) {
+std::optional<GpuShape> gpu_of_runs(const DoctorInput& a, const DoctorInput& b, std::uint64_t capacity,
+                                    std::uint64_t given) {
+  if (given != 0) {
+    return GpuShape{given};
+  }
   for (const DoctorInput* input : {&a, &b}) {
     const auto sms = input->facts.recorded_number("multiprocessors");
     const auto threads = input->facts.recorded_number("threads_per_multiprocessor");

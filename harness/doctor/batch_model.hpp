@@ -97,11 +97,12 @@ struct GpuShape {
   std::uint64_t threads_per_multiprocessor = 2048;
 };
 
-// The recorder's figures of the GPU (harness/doctor/facts.hpp), where it stored them in either run, and
-// `capacity` (0: none asked) is at most the memory of the GPU recorded on: more is another GPU, whose wave
-// may be larger. None where a figure is beyond any GPU's.
-[[nodiscard]] std::optional<GpuShape> recorded_gpu(const DoctorInput& a, const DoctorInput& b,
-                                                   std::uint64_t capacity);
+// The GPU the runs are judged for: `given` multiprocessors where given (--multiprocessors; 0: none), else the
+// recorder's figures (harness/doctor/facts.hpp), where it stored them in either run and `capacity` (0: none
+// asked) is at most the memory of the GPU recorded on: more is another GPU, whose wave may be larger. None
+// where a recorded figure is beyond any GPU's.
+[[nodiscard]] std::optional<GpuShape> gpu_of_runs(const DoctorInput& a, const DoctorInput& b,
+                                                  std::uint64_t capacity, std::uint64_t given = 0);
 
 // One allocation of the template, and the lines that name it (its free, its free_completed).
 struct Resize {

@@ -134,9 +134,8 @@ void decide_by_the_batch_runs(DoctorReport& r, const BatchRuns& runs) {
   if (!r.oom || !r.oom->limit || !r.oom->cause) {
     return;
   }
-  const std::optional<GpuShape> gpu = runs.multiprocessors != 0
-                                          ? std::optional<GpuShape>(GpuShape{runs.multiprocessors})
-                                          : recorded_gpu(*runs.first, *runs.second, r.oom->limit->bytes);
+  const std::optional<GpuShape> gpu =
+      gpu_of_runs(*runs.first, *runs.second, r.oom->limit->bytes, runs.multiprocessors);
   const BatchModel model =
       build_batch_model(*runs.first, *runs.second, runs.batch_first, runs.batch_second, r.trace_device, gpu);
   const std::uint64_t limit = r.oom->limit->bytes;

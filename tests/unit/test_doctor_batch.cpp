@@ -349,14 +349,15 @@ TEST(PredictBatch, TheRecordedGpuCountsOnlyForItselfAndWithinReason) {
   const DoctorInput h100 = run(
       {{"multiprocessors", 132U}, {"threads_per_multiprocessor", 2048U}, {"device_total", 85017493504ULL}});
   const DoctorInput plain = run(nullptr);
-  ASSERT_TRUE(recorded_gpu(plain, h100, 2ULL << 30).has_value());
-  EXPECT_EQ(recorded_gpu(plain, h100, 2ULL << 30)->multiprocessors, 132U);
-  EXPECT_EQ(recorded_gpu(h100, plain, 0)->threads_per_multiprocessor, 2048U);
-  EXPECT_FALSE(recorded_gpu(plain, plain, 0).has_value());
-  EXPECT_FALSE(recorded_gpu(h100, h100, 141ULL << 30).has_value());  // more than it had: another GPU
-  EXPECT_FALSE(recorded_gpu(run({{"multiprocessors", 1U << 20U}, {"device_total", 1ULL << 40}}), plain, 0));
-  EXPECT_FALSE(recorded_gpu(run({{"multiprocessors", 132U}}), plain, 2ULL << 30));  // its memory unknown
-  EXPECT_EQ(recorded_gpu(run({{"multiprocessors", 132U}}), plain, 0)->threads_per_multiprocessor, 2048U);
+  ASSERT_TRUE(gpu_of_runs(plain, h100, 2ULL << 30).has_value());
+  EXPECT_EQ(gpu_of_runs(plain, h100, 2ULL << 30)->multiprocessors, 132U);
+  EXPECT_EQ(gpu_of_runs(h100, plain, 0)->threads_per_multiprocessor, 2048U);
+  EXPECT_FALSE(gpu_of_runs(plain, plain, 0).has_value());
+  EXPECT_FALSE(gpu_of_runs(h100, h100, 141ULL << 30).has_value());  // more than it had: another GPU
+  EXPECT_FALSE(gpu_of_runs(run({{"multiprocessors", 1U << 20U}, {"device_total", 1ULL << 40}}), plain, 0));
+  EXPECT_FALSE(gpu_of_runs(run({{"multiprocessors", 132U}}), plain, 2ULL << 30));  // its memory unknown
+  EXPECT_EQ(gpu_of_runs(run({{"multiprocessors", 132U}}), plain, 0)->threads_per_multiprocessor, 2048U);
+  EXPECT_EQ(gpu_of_runs(h100, h100, 141ULL << 30, 114)->multiprocessors, 114U);  // given: it wins
 }
 }  // namespace
 }  // namespace memstress::doctor
