@@ -13,7 +13,9 @@ Recording turns on PyTorch's memory history with the Python stack of every alloc
 (``torch.cuda.memory._record_memory_history(stacks="python")``), so ``memstress doctor`` can name the
 line that holds the memory. The snapshot is written when the program runs out of memory (PyTorch's
 out-of-memory observer: even if the OOM ends the program, the snapshot is there) and again at exit,
-and each time the ``memstress doctor`` command to run is printed on stderr.
+and each time the ``memstress doctor`` command to run is printed on stderr. Out-of-memory errors that come
+in a burst (cuDNN's refused workspaces, which the program survives) write one snapshot, not one each
+(Note [OOMs that PyTorch survives]).
 
 Beside PyTorch's own keys the snapshot gets ``"memstress"``: the GPU's name and memory, the bytes free on
 it when the snapshot was written (``device_free``), ``CUDA_VISIBLE_DEVICES``, whether the device is a MIG
@@ -86,12 +88,21 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 __all__ = [
-    "FAR", "MAX_ENTRIES", "NEARER", "PROG", "FoundBatch", "PredictError", "Recorder", "Trial", "find_max_batch",
-    "main", "memstress_binary", "process_limit", "record", "snapshot_metadata",
+    "FAR", "MAX_ENTRIES", "MIN_PAUSE", "NEARER", "PAUSE_PER_DUMP", "PROG", "FoundBatch", "PredictError", "Recorder",
+    "Trial", "find_max_batch", "main", "memstress_binary", "process_limit", "record", "snapshot_metadata",
 ]
 
 PROG = "memstress_torch"
 MAX_ENTRIES = 1_000_000
+# Note [OOMs that PyTorch survives]. PyTorch calls the out-of-memory observer at every refused request, also those
+# the program survives: cuDNN asks for a workspace, is refused and falls back to an algorithm that needs less (a
+# U-Net under a 2 GiB cap on an H200 met 64 such refusals in two steps at its largest batch, which ran). Writing the
+# snapshot at each would stall the program for the length of a write each time. So after a write the observer
+# writes no other for PAUSE_PER_DUMP times as long as the write took, and at least MIN_PAUSE seconds: at most a
+# tenth of the run goes to writes. The refusals skipped are in the history all the same (each is an "oom" event),
+# and an out-of-memory that ends the program is written at exit (the exit hook) if the pause skipped it.
+PAUSE_PER_DUMP = 10
+MIN_PAUSE = 1.0
 
 
 def _fraction(torch: Any, device: int) -> float | None:
@@ -190,6 +201,9 @@ class Recorder:
         self.capacity = capacity  # what PyTorch may use, when the caller knows better than the GPU's figures
         self.stacks = stacks
         self.written = 0
+        self.skipped = 0  # OOMs met too soon after a snapshot to write another (Note [OOMs that PyTorch survives])
+        self.clock = time.monotonic
+        self._next_dump = float("-inf")  # the clock's reading before which an OOM writes no snapshot
         self._lock = threading.Lock()
         if stacks not in ("python", "all", "none"):
             raise ValueError(f"{PROG}: stacks must be 'python', 'all' or 'none', not {stacks!r}")
@@ -214,9 +228,18 @@ class Recorder:
             print(f"{PROG}: could not write {self.path} at exit: {e}", file=sys.stderr)
 
     def _on_oom(self, device: int, alloc: int, device_alloc: int, device_free: int) -> None:
+        if self.clock() < self._next_dump:
+            if self.skipped == 0:
+                print(f"{PROG}: out of memory again on cuda:{device} (asked for {alloc} bytes): the snapshot is "
+                      "written again at the next out-of-memory after a pause, and at exit", file=sys.stderr)
+            self.skipped += 1
+            return
         print(f"{PROG}: out of memory on cuda:{device} (asked for {alloc} bytes, {device_free} free): "
               "writing the snapshot", file=sys.stderr)
+        began = self.clock()
         self.dump()
+        ended = self.clock()
+        self._next_dump = ended + max(MIN_PAUSE, PAUSE_PER_DUMP * (ended - began))
 
     def metadata(self) -> dict[str, Any]:
         return snapshot_metadata(self.torch, batch=self.batch, capacity=self.capacity,

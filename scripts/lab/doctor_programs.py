@@ -688,6 +688,9 @@ def main(argv: list[str]) -> int:
             "seconds": timing,
         }
     if recorder is not None:
+        # the snapshots the OOM observer wrote, and the OOMs it met too soon after one (Note [OOMs that PyTorch
+        # survives], python/memstress/recorder.py)
+        result["recorder"] = {"written_at_oom": recorder.written, "skipped": recorder.skipped}
         recorder.dump()
         recorder.stop()
     text = json.dumps(result)

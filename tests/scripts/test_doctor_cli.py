@@ -339,6 +339,32 @@ class CommittedSnapshots(unittest.TestCase):
         self.assertRegex(out, r"peak reserved \(reserved_bytes\.all\.peak\), replayed +\S+ MiB")
 
 
+EDGE = ROOT / "results" / "h200" / "unet-edge-580.159.04"
+
+
+@unittest.skipIf(BINARY is None, "usage: test_doctor_cli.py MEMSTRESS_BINARY")
+class RefusalsSurvived(unittest.TestCase):
+    """A U-Net under a 2 GiB cap on an H200 at batch 43, which ran after PyTorch refused it 64 workspaces, and at
+    44, which ran out after 4 such refusals (PyTorch's num_ooms: 64 and 5)."""
+
+    def doctor(self, batch: int) -> dict:
+        done = subprocess.run([str(BINARY), "doctor", str(EDGE / f"b{batch}.pickle.gz"), "--format", "json"],
+                              capture_output=True, text=True, check=False, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return json.loads(done.stdout)
+
+    def test_a_run_that_went_on_after_every_refusal_has_no_oom_but_says_it_ran_at_the_edge(self) -> None:
+        doc = self.doctor(43)
+        self.assertIsNone(doc["oom"])
+        self.assertEqual(doc["refusals_survived"]["count"], json.loads((EDGE / "b43-rec.json").read_text())["num_ooms"])
+
+    def test_the_refusal_it_died_of_is_the_oom_and_the_others_are_counted(self) -> None:
+        doc = self.doctor(44)
+        self.assertIsNone(doc["refusals_survived"])
+        self.assertEqual(doc["oom"]["at"]["request"], 88 << 20)
+        self.assertEqual(doc["oom"]["survived"] + 1, json.loads((EDGE / "b44-rec.json").read_text())["num_ooms"])
+
+
 class FakeTorch:
     """Just enough of torch for the recorder: what it calls, recorded."""
 
@@ -389,6 +415,34 @@ class Recorder(unittest.TestCase):
             rec.dump()
             self.assertEqual(rec.written, 2)
             rec.stop()
+
+    def test_a_burst_of_ooms_writes_one_snapshot_and_the_next_after_a_pause(self) -> None:
+        import memstress_torch
+
+        torch = FakeTorch()
+        now = [100.0]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "run.snapshot.pickle"
+            err = io.StringIO()
+            with redirect_stderr(err):
+                rec = memstress_torch.Recorder(str(path), torch=torch)
+                rec.clock = lambda: now[0]
+                torch.observer(0, 1 << 30, 0, 0)
+                self.assertEqual((rec.written, rec.skipped), (1, 0))
+                for _ in range(63):  # cuDNN's refused workspaces, survived, within the pause
+                    now[0] += memstress_torch.MIN_PAUSE / 100
+                    torch.observer(0, 88 << 20, 0, 0)
+                self.assertEqual((rec.written, rec.skipped), (1, 63))
+                now[0] += memstress_torch.MIN_PAUSE
+                torch.observer(0, 1 << 30, 0, 0)  # after the pause: written again
+                self.assertEqual((rec.written, rec.skipped), (2, 63))
+                rec._dump_at_exit()  # the exit hook writes whatever the pause skipped
+                self.assertEqual(rec.written, 3)
+                rec.stop()
+            said = err.getvalue()
+            self.assertEqual(said.count("writing the snapshot"), 2)
+            self.assertEqual(said.count("out of memory again"), 1)
+            self.assertTrue(path.exists())
 
 
 if __name__ == "__main__":
