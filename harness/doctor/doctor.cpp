@@ -225,6 +225,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   // section below.
   const std::vector<replay::SweepSetting> grid = doctor_grid(r.setting);
   r.oom = analyse_oom(trace, walk, input.facts, plan, grid, r.setting, hint, base, options.threads);
+  r.refusals = survived_refusals(trace, walk.device);
   // Without an OOM, --capacity only asks "what if": what it needed is replayed on what it had.
   std::optional<std::uint64_t> own = hint.recorded;
   std::string own_origin = hint.recorded_origin;

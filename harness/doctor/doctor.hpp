@@ -85,6 +85,7 @@ struct DoctorReport {
   std::vector<SiteShare> sites_at_peak;  // the largest top_sites, then one row for the rest (site -2)
   std::int64_t live_at_peak = 0;
   std::optional<OomAnalysis> oom;
+  std::optional<SurvivedRefusals> refusals;  // without an OOM it died of: the refusals it went on after
   SettingsAnswer settings;
   std::vector<PeerRow> peers;  // --allocator
   GrowthAnswer growth;

@@ -183,6 +183,9 @@ nlohmann::json doctor_document(const DoctorReport& r) {
       {"sites", sites},
       {"at_peak", {{"live_bytes", r.live_at_peak}, {"sites", at_peak}}},
       {"oom", r.oom ? oom_json(*r.oom) : nlohmann::json(nullptr)},
+      {"refusals_survived",
+       r.refusals ? nlohmann::json({{"count", r.refusals->count}, {"largest_request", r.refusals->largest}})
+                  : nlohmann::json(nullptr)},
       {"batch_advice", r.batch_advice ? nlohmann::json({{"safe_batch", r.batch_advice->safe},
                                                         {"estimate", r.batch_advice->estimate}})
                                       : nlohmann::json(nullptr)},

@@ -176,6 +176,19 @@ void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysi
 
 void oom(std::string& out, const DoctorReport& r) {
   out += "\n== The OOM ==\n";
+  if (!r.oom && r.refusals) {
+    out += fmt::format(
+        "-> The program did not run out of memory, but PyTorch refused it {} request{} (the largest {}) that "
+        "it "
+        "went on after: a library asked for a workspace and settled for less, as cuDNN does. It ran at the "
+        "edge "
+        "of its limit{}: a larger batch is likely to run out, and these steps may have run slower "
+        "algorithms.\n",
+        r.refusals->count, r.refusals->count == 1 ? "" : "s",
+        bytes(static_cast<std::int64_t>(r.refusals->largest)),
+        r.own_capacity ? " (" + bytes(static_cast<std::int64_t>(*r.own_capacity)) + ")" : std::string());
+    return;
+  }
   if (!r.oom) {
     out += "-> The program did not run out of memory while it was recorded.\n";
     return;

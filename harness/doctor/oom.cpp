@@ -169,6 +169,20 @@ std::uint64_t segment_for(std::uint64_t bytes) noexcept {
   return (bytes + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
 }
 
+std::optional<SurvivedRefusals> survived_refusals(const replay::ReplayTrace& trace, std::uint32_t device) {
+  if (replay::fatal_oom(trace, device)) {
+    return std::nullopt;
+  }
+  SurvivedRefusals s;
+  for (const replay::Event& e : trace.events) {
+    if (e.device == device && e.action == replay::Action::oom) {
+      ++s.count;
+      s.largest = std::max(s.largest, e.bytes);
+    }
+  }
+  return s.count > 0 ? std::optional(s) : std::nullopt;
+}
+
 std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const LiveWalk& walk,
                                        const SnapshotFacts& facts, const PlacementPlan& plan,
                                        const std::vector<replay::SweepSetting>& grid,

@@ -110,6 +110,19 @@ struct OomAnalysis {
   }
 };
 
+// The requests PyTorch refused a program that ran on after every one of them (Note [A recorded OOM gives back
+// the cache]): a library asked for a workspace and settled for less, as cuDNN does. A program that met them
+// ran at the edge of its limit: a U-Net under a 2 GiB cap on an H200 met none at batch 40, 2 at 41, 64 at 43,
+// and ran out at 44.
+struct SurvivedRefusals {
+  std::size_t count = 0;
+  std::uint64_t largest = 0;  // the largest request refused
+};
+
+// Empty when the device's oom lines include one the program did not survive, or there are none.
+[[nodiscard]] std::optional<SurvivedRefusals> survived_refusals(const replay::ReplayTrace& trace,
+                                                                std::uint32_t device);
+
 // Empty when the trace has no oom line for the walk's device.
 [[nodiscard]] std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const LiveWalk& walk,
                                                      const SnapshotFacts& facts, const PlacementPlan& plan,

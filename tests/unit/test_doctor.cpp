@@ -282,6 +282,45 @@ TEST(DoctorOom, ARequestTheReplayGrantsIsNotReproducedAndNothingIsRecommended) {
   EXPECT_NE(format_doctor(r).find("-> Not reproduced"), std::string::npos);
 }
 
+// cuDNN asks for an 88 MiB workspace, is refused, and runs an algorithm that needs less (an allocation
+// follows the refusal); then a request of `last`, refused too, and an allocation after it unless `dies`.
+TraceBuilder refused_workspace_then(std::uint64_t last, bool dies) {
+  TraceBuilder b;
+  b.segment(64 * kMiB);
+  b.alloc(64 * kMiB);
+  b.oom(88 * kMiB, 10 * 1024 * kMiB);
+  b.alloc(4 * kMiB);
+  b.oom(last, 10 * 1024 * kMiB);
+  if (!dies) {
+    b.alloc(2 * kMiB);
+  }
+  return b;
+}
+
+TEST(DoctorOom, RefusalsTheProgramWentOnAfterAreCountedNotJudged) {
+  // Every refusal survived: the program did not run out, but it ran at the edge of its limit.
+  const TraceBuilder b = refused_workspace_then(98 * kMiB, false);
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_FALSE(r.oom.has_value());
+  ASSERT_TRUE(r.refusals.has_value());
+  EXPECT_EQ(r.refusals->count, 2U);
+  EXPECT_EQ(r.refusals->largest, 98 * kMiB);
+  EXPECT_NE(format_doctor(r).find("PyTorch refused it 2 requests (the largest 98.00 MiB)"),
+            std::string::npos);
+  const nlohmann::json doc = doctor_document(r);
+  EXPECT_EQ(doc["refusals_survived"]["count"], 2);
+  EXPECT_EQ(doc["refusals_survived"]["largest_request"], 98 * kMiB);
+}
+
+TEST(DoctorOom, ARefusalItDiedOfIsTheOomAndTheOthersAreItsSurvivedOnes) {
+  const TraceBuilder b = refused_workspace_then(64 * kMiB, true);
+  const DoctorReport r = diagnose(b.input(), {});
+  ASSERT_TRUE(r.oom.has_value());
+  EXPECT_EQ(r.oom->survived, 1U);
+  EXPECT_FALSE(r.refusals.has_value());
+  EXPECT_TRUE(doctor_document(r)["refusals_survived"].is_null());
+}
+
 TEST(DoctorOom, TheWholeStepDecidesWhereTwoBatchRunsAreGiven) {
   OomAnalysis base;
   base.limit = Limit{100 * kMiB, LimitSource::given, "--capacity", std::nullopt, std::nullopt};
