@@ -343,9 +343,10 @@ EDGE = ROOT / "results" / "h200" / "unet-edge-580.159.04"
 
 
 @unittest.skipIf(BINARY is None, "usage: test_doctor_cli.py MEMSTRESS_BINARY")
-class RefusalsSurvived(unittest.TestCase):
-    """A U-Net under a 2 GiB cap on an H200 at batch 43, which ran after PyTorch refused it 64 workspaces, and at
-    44, which ran out after 4 such refusals (PyTorch's num_ooms: 64 and 5)."""
+class UNetAtTheEdge(unittest.TestCase):
+    """A U-Net under a 2 GiB cap on an H200 (results/h200/unet-edge-580.159.04/): at batch 43, which ran after
+    PyTorch refused it 64 workspaces, and at 44, which ran out after 4 such refusals (PyTorch's num_ooms: 64 and
+    5) and ran with expandable_segments:True; two complete runs at 10 and 20."""
 
     def doctor(self, batch: int) -> dict:
         done = subprocess.run([str(BINARY), "doctor", str(EDGE / f"b{batch}.pickle.gz"), "--format", "json"],
@@ -363,6 +364,31 @@ class RefusalsSurvived(unittest.TestCase):
         self.assertIsNone(doc["refusals_survived"])
         self.assertEqual(doc["oom"]["at"]["request"], 88 << 20)
         self.assertEqual(doc["oom"]["survived"] + 1, json.loads((EDGE / "b44-rec.json").read_text())["num_ooms"])
+
+
+    def test_with_two_complete_runs_the_oom_is_fragmentation_and_pytorch_runs_the_batch_with_the_setting(self) -> None:
+        runs = f"{EDGE / 'b10.pickle.gz'},{EDGE / 'b20.pickle.gz'}"
+        done = subprocess.run([str(BINARY), "doctor", str(EDGE / "b44.pickle.gz"), "--batch-runs", runs, "--batch",
+                               "10,20", "--format", "json"], capture_output=True, text=True, check=False, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        oom = json.loads(done.stdout)["oom"]
+        self.assertEqual(oom["cause"], "fragmentation")
+        self.assertEqual(oom["named"]["pytorch_alloc_conf"], "expandable_segments:True")
+        # PyTorch itself: batch 44 ran out with its defaults and ran with the setting named.
+        self.assertIsNotNone(json.loads((EDGE / "b44-s2.json").read_text())["oom"])
+        truth = json.loads((EDGE / "b44-expandable.json").read_text())
+        self.assertEqual((truth["alloc_conf"], truth["oom"]), ("expandable_segments:True", None))
+
+    def test_predict_batch_under_the_setting_names_a_batch_that_ran_within_five_percent(self) -> None:
+        done = subprocess.run([str(BINARY), "predict-batch", str(EDGE / "b10.pickle.gz"), str(EDGE / "b20.pickle.gz"),
+                               "--batch", "10,20", "--capacity", "2G", "--alloc-conf", "expandable_segments:True",
+                               "--format", "json"], capture_output=True, text=True, check=False, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        safe = json.loads(done.stdout)["safe_batch"]
+        ran = [json.loads((EDGE / f"b{b}-expandable.json").read_text()) for b in (44, 45, 46, 48)]
+        largest_ran = max(r["batch"] for r in ran if r["oom"] is None)  # 46; 48 ran out, 47 was not run
+        self.assertLessEqual(safe, largest_ran)
+        self.assertGreaterEqual(safe, 0.95 * largest_ran)
 
 
 class FakeTorch:
