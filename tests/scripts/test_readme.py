@@ -162,7 +162,8 @@ SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 NO_DB = ("this build has no fleet store (MEMSTRESS_HAVE_DB is not ON in its CMakeCache.txt: libsqlite3-dev or "
          "libssl-dev missing, or MEMSTRESS_WITH_DB=OFF); memstress db exits 3 there")
 # Commands that read what `memstress db` wrote: skipped with it.
-READS_DB_OUTPUT = ("memstress report outliers.json history.json -o fleet.html",)
+READS_DB_OUTPUT = ("memstress report outliers.json history.json -o fleet.html",
+                   "memstress accept --profile h100-fleet.yaml --from tests/data/fleet/node04.json")
 
 
 def build_has_db() -> bool:
