@@ -197,6 +197,28 @@ class FindMaxBatch(unittest.TestCase):
         self.assertEqual(found.steps, 7)
         self.assert_left_as_found(torch, model)
 
+    def test_the_estimate_is_confirmed_and_the_safe_batch_is_the_fallback(self) -> None:
+        answer = {"safe_batch": 39, "estimate": 41, "sure": True, "range": {"low": 39, "high": 41}}
+        torch, model = FakeTorch(fits=43), FakeModel()  # PyTorch runs 43: the estimate runs
+        self.answers(answer)
+        found, _ = self.find(torch, model, start=10)
+        self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
+                         [(10, "record", True), (20, "record", True), (41, "confirm", True)])
+        self.assertEqual((found.batch, found.ooms), (41, 0))
+        torch, model = FakeTorch(fits=40), FakeModel()  # the estimate runs out: the safe end, not 90% of 41
+        self.answers(answer)
+        found, _ = self.find(torch, model, start=10)
+        self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials][2:],
+                         [(41, "confirm", False), (39, "confirm", True)])
+        self.assertEqual((found.batch, found.ooms), (39, 1))
+        self.assert_left_as_found(torch, model)
+
+    def test_an_estimate_below_the_safe_batch_is_not_confirmed(self) -> None:
+        torch, model = FakeTorch(fits=700), FakeModel()
+        self.answers({"safe_batch": 640, "estimate": 600, "sure": True, "range": {"low": 600, "high": 700}})
+        found, _ = self.find(torch, model, start=200)
+        self.assertEqual(found.trials[-1][:3], (640, "confirm", True))
+
     def test_with_no_sure_batch_the_estimate_is_confirmed(self) -> None:
         torch, model = FakeTorch(fits=65), FakeModel()
         self.answers({"safe_batch": None, "sure": False, "record_at": [17, 34], "estimate": 68,
