@@ -216,11 +216,16 @@ std::string format_batch(const BatchReport& r) {
         "named safe.\n",
         a.largest_fit->batch);
   } else {
+    // A refused workspace that a library replaces with a smaller one lets PyTorch run above the estimate
+    // (Note [OOMs that PyTorch survives], python/memstress/recorder.py).
     out += fmt::format(
         "-> The largest batch that is safe: {} (peak reserved {} of {}); the estimate is {}, so the largest "
-        "batch lies in {}..{} (Note [The batch that is safe]).\n",
+        "batch lies in {}..{} (Note [The batch that is safe]){}.\n",
         a.safe_fit->batch, bytes(a.safe_fit->peak_reserved), human_bytes(a.capacity), a.largest_fit->batch,
-        a.safe_fit->batch, a.largest_fit->batch);
+        a.safe_fit->batch, a.largest_fit->batch,
+        m.held == 0 ? ""
+                    : ", with its workspaces as recorded: where a library settles for a smaller one when "
+                      "refused, as cuDNN's convolutions do, PyTorch can run a few batches more");
   }
   if (a.first_fail && a.first_fail->oom) {
     const replay::OomPoint& p = *a.first_fail->oom;

@@ -390,6 +390,16 @@ class UNetAtTheEdge(unittest.TestCase):
         self.assertLessEqual(safe, largest_ran)
         self.assertGreaterEqual(safe, 0.95 * largest_ran)
 
+    def test_predict_batch_says_pytorch_can_run_more_where_workspaces_are_held(self) -> None:
+        done = subprocess.run([str(BINARY), "predict-batch", str(EDGE / "b10.pickle.gz"), str(EDGE / "b20.pickle.gz"),
+                               "--batch", "10,20", "--capacity", "2G"], capture_output=True, text=True, check=False,
+                              timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        # safe 39, estimate 41; PyTorch ran 43 on cuDNN's fallbacks (b43-s2.json)
+        self.assertIn("lies in 39..41 (Note [The batch that is safe]), with its workspaces as recorded", done.stdout)
+        self.assertIn("as cuDNN's convolutions do, PyTorch can run a few batches more", done.stdout)
+        self.assertIsNone(json.loads((EDGE / "b43-s2.json").read_text())["oom"])
+
 
 class FakeTorch:
     """Just enough of torch for the recorder: what it calls, recorded."""
