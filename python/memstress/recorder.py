@@ -14,8 +14,8 @@ Recording turns on PyTorch's memory history with the Python stack of every alloc
 line that holds the memory. The snapshot is written when the program runs out of memory (PyTorch's
 out-of-memory observer: even if the OOM ends the program, the snapshot is there) and again at exit,
 and each time the ``memstress doctor`` command to run is printed on stderr. Out-of-memory errors that come
-in a burst (cuDNN's refused workspaces, which the program survives) write one snapshot, not one each
-(Note [OOMs that PyTorch survives]).
+in a burst (cuDNN's refused workspaces, which the program survives) write one snapshot, then one when a
+short pause ends, not one each (Note [OOMs that PyTorch survives]).
 
 Beside PyTorch's own keys the snapshot gets ``"memstress"``: the GPU's name and memory, the bytes free on
 it when the snapshot was written (``device_free``), ``CUDA_VISIBLE_DEVICES``, whether the device is a MIG
@@ -58,8 +58,9 @@ else 90%; then 80% of the last, at most six confirmations in all).
 and loaded back before every other trial and after the last, so each trial starts as a fresh process would
 (an optimizer with no state yet) and the search leaves them as they were. Without them each trial starts
 from what the last one left, which can name a batch a fresh process cannot run. It returns a
-``FoundBatch``: the batch that ran, every trial ``(batch, kind, ok, seconds)`` with kind ``"record"`` or
-``"confirm"``, the steps taken, the OOMs met, the seconds taken and predict-batch's JSON.
+``FoundBatch``: the batch that ran, every trial ``(batch, kind, ok, seconds, refused)`` with kind ``"record"``
+or ``"confirm"`` and ``refused`` the requests PyTorch refused during it (a trial that ran with some ran on a
+library's fallbacks, at the edge), the steps taken, the OOMs met, the seconds taken and predict-batch's JSON.
 
 Only PyTorch (and the standard library) is needed. This is ``memstress.recorder``; programs import it as
 ``memstress_torch`` (python/memstress_torch.py, which re-exports it). Both are installed with memstress under
@@ -99,8 +100,10 @@ MAX_ENTRIES = 1_000_000
 # U-Net under a 2 GiB cap on an H200 met 64 such refusals in two steps at its largest batch, which ran). Writing the
 # snapshot at each would stall the program for the length of a write each time. So after a write the observer
 # writes no other for PAUSE_PER_DUMP times as long as the write took, and at least MIN_PAUSE seconds: at most a
-# tenth of the run goes to writes. The refusals skipped are in the history all the same (each is an "oom" event),
-# and an out-of-memory that ends the program is written at exit (the exit hook) if the pause skipped it.
+# tenth of the run goes to writes. What a pause skipped is written when it ends (a timer) and by the exit hook, or
+# by stop(); each snapshot's history holds every OOM so far (each an "oom" event). Until then the file on disk
+# names an earlier OOM: a process that ends by a signal or os._exit within the pause of a skipped OOM that ended
+# it keeps that file.
 PAUSE_PER_DUMP = 10
 MIN_PAUSE = 1.0
 
@@ -201,9 +204,15 @@ class Recorder:
         self.capacity = capacity  # what PyTorch may use, when the caller knows better than the GPU's figures
         self.stacks = stacks
         self.written = 0
-        self.skipped = 0  # OOMs met too soon after a snapshot to write another (Note [OOMs that PyTorch survives])
-        self.clock = time.monotonic
+        # Note [OOMs that PyTorch survives]: the OOMs met too soon after a snapshot to write another, whether one
+        # is waiting for the pause's end, the clock, and how to run a function after a delay (a daemon timer).
+        self.skipped = 0
+        self.pending = False
+        self.clock: Callable[[], float] = time.monotonic
+        self.schedule: Callable[[float, Callable[[], None]], None] = _after
         self._next_dump = float("-inf")  # the clock's reading before which an OOM writes no snapshot
+        self._scheduled = False
+        self._decide = threading.Lock()  # the pause's state; never held while waiting for _lock
         self._lock = threading.Lock()
         if stacks not in ("python", "all", "none"):
             raise ValueError(f"{PROG}: stacks must be 'python', 'all' or 'none', not {stacks!r}")
@@ -218,8 +227,10 @@ class Recorder:
         atexit.register(self._dump_at_exit)
 
     def stop(self) -> None:
-        """No snapshot at exit (the OOM observer stays: PyTorch cannot detach one)."""
+        """No snapshot at exit (the OOM observer stays: PyTorch cannot detach one); an OOM the pause skipped
+        is written now."""
         atexit.unregister(self._dump_at_exit)
+        self._write_pending()
 
     def _dump_at_exit(self) -> None:
         try:
@@ -228,18 +239,45 @@ class Recorder:
             print(f"{PROG}: could not write {self.path} at exit: {e}", file=sys.stderr)
 
     def _on_oom(self, device: int, alloc: int, device_alloc: int, device_free: int) -> None:
-        if self.clock() < self._next_dump:
-            if self.skipped == 0:
+        with self._decide:
+            now = self.clock()
+            write = now >= self._next_dump
+            if write:
+                self._next_dump = float("inf")  # one writer at a time; the pause is set when it is done
+            else:
+                self.skipped += 1
+                self.pending = True
+                wait = None if self._scheduled else max(0.0, self._next_dump - now)
+                self._scheduled = True
+        if not write:
+            if wait is not None:  # the first of a burst: the pause's end writes what it skipped
                 print(f"{PROG}: out of memory again on cuda:{device} (asked for {alloc} bytes): the snapshot is "
-                      "written again at the next out-of-memory after a pause, and at exit", file=sys.stderr)
-            self.skipped += 1
+                      f"written again in {wait:.1f} s, and at exit", file=sys.stderr)
+                self.schedule(wait, self._write_pending)
             return
         print(f"{PROG}: out of memory on cuda:{device} (asked for {alloc} bytes, {device_free} free): "
               "writing the snapshot", file=sys.stderr)
+        self._write_and_pause()
+
+    def _write_and_pause(self) -> None:
         began = self.clock()
-        self.dump()
-        ended = self.clock()
-        self._next_dump = ended + max(MIN_PAUSE, PAUSE_PER_DUMP * (ended - began))
+        try:
+            self.dump()
+        finally:
+            ended = self.clock()
+            with self._decide:
+                self._next_dump = ended + max(MIN_PAUSE, PAUSE_PER_DUMP * (ended - began))
+
+    def _write_pending(self) -> None:
+        with self._decide:
+            self._scheduled = False
+            if not self.pending:
+                return
+            self._next_dump = float("inf")
+        try:
+            self._write_and_pause()
+        except Exception as e:  # noqa: BLE001 - a timer's thread at shutdown: say so, never raise there
+            print(f"{PROG}: could not write {self.path}: {e}", file=sys.stderr)
 
     def metadata(self) -> dict[str, Any]:
         return snapshot_metadata(self.torch, batch=self.batch, capacity=self.capacity,
@@ -248,6 +286,8 @@ class Recorder:
     def dump(self) -> None:
         """Writes the snapshot (atomically: a temporary file renamed over the path)."""
         with self._lock:
+            with self._decide:
+                self.pending = False  # the history holds every OOM so far
             snapshot = self.torch.cuda.memory._snapshot()
             snapshot["memstress"] = self.metadata()
             _write_pickle(self.path, snapshot)
@@ -255,6 +295,12 @@ class Recorder:
             events = sum(len(t) for t in snapshot.get("device_traces", []))
             print(f"{PROG}: wrote {self.path} ({events} events); diagnose it with:\n"
                   f"  memstress doctor {self.path}", file=sys.stderr)
+
+
+def _after(delay: float, function: Callable[[], None]) -> None:
+    timer = threading.Timer(delay, function)
+    timer.daemon = True  # the exit hook writes at exit
+    timer.start()
 
 
 def _write_pickle(path: str, snapshot: dict[str, Any]) -> None:
@@ -285,6 +331,9 @@ class Trial(NamedTuple):
     kind: str  # "record" or "confirm"
     ok: bool
     seconds: float
+    # requests PyTorch refused during the trial, the OOM's among them: one that ran with refusals ran at the edge,
+    # on a library's fallbacks (cuDNN's smaller workspaces; Note [OOMs that PyTorch survives])
+    refused: int = 0
 
 
 @dataclass
@@ -356,6 +405,11 @@ class _Search:
             if zero_grad is not None:
                 zero_grad(set_to_none=True)
 
+    def refusals(self) -> int:
+        """PyTorch's count of the requests it refused on this device so far (0 where it keeps none)."""
+        stats = getattr(self.torch.cuda, "memory_stats", None)
+        return int(stats(self.device).get("num_ooms", 0)) if stats is not None else 0
+
     def clean(self) -> None:
         gc.collect()
         self.torch.cuda.empty_cache()
@@ -378,6 +432,7 @@ class _Search:
                 enabled="all", context=None if self.stacks == "none" else "alloc", stacks="python",
                 max_entries=MAX_ENTRIES)
         started = time.perf_counter()
+        refused_before = self.refusals()
         message = None
         try:
             for _ in range(self.steps_per_trial):
@@ -398,13 +453,15 @@ class _Search:
             if path is not None:
                 torch.cuda.memory._record_memory_history(enabled=None)
         seconds = time.perf_counter() - started
-        self.trials.append(Trial(batch, kind, message is None, round(seconds, 4)))
+        refused = self.refusals() - refused_before
+        self.trials.append(Trial(batch, kind, message is None, round(seconds, 4), refused))
         if message is not None:
             self.ooms += 1
             self.log(f"{PROG}: {kind} batch {batch}: out of memory ({message})")
             self.clean()
             return False
-        self.log(f"{PROG}: {kind} batch {batch}: ran ({seconds:.2f} s)")
+        said = f", {refused} request(s) refused on the way" if refused else ""
+        self.log(f"{PROG}: {kind} batch {batch}: ran ({seconds:.2f} s{said})")
         self.ran = max(self.ran, batch)
         if path is not None:
             self.recorded[batch] = path
@@ -465,12 +522,13 @@ FAR = 4
 NEARER = 0.75
 # Note [The estimate is confirmed]. predict-batch names a range: its safe end (the largest batch that fits by the
 # pessimistic model, what it names to a user who cannot try) and its estimate. The confirmation is a real step, its
-# own proof, so it tries the estimate and falls back to the safe end if that runs out (a fifth trial). PyTorch's own
-# largest batch was never below the estimate: on 49 predictions of the H100 corpus (results/h100/
-# doctor-corpus-580.159.04/, 1/8+1/4 and 1/4+1/2 under two caps: the estimate was PyTorch's largest on 40) and on
-# the 11 final predictions of find_max_batch on an H200 (results/h200/find-max-batch-580.159.04/
-# three-quarters-capped/: the estimate was one to four batches above the safe end on 5 of them, never above
-# PyTorch's largest).
+# own proof, so it tries the estimate and falls back to the safe end if that runs out (one more trial). The
+# estimate was never above PyTorch's largest batch where predict-batch named a safe batch: on the 48 such
+# predictions of the H100 corpus (results/h100/doctor-corpus-580.159.04/, 1/8+1/4 and 1/4+1/2 under two caps; the
+# estimate was PyTorch's largest on 39) and on the 11 final predictions of find_max_batch on an H200
+# (results/h200/find-max-batch-580.159.04/three-quarters-capped/: one to four batches above the safe end on 5).
+# Where it names none (runs that match poorly: the corpus's inference with varying lengths, three times) the
+# estimate was 83% over; it is confirmed all the same, as the trial is the proof, and the back-off finds a batch.
 
 
 def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, memstress: str | None = None,
@@ -526,8 +584,7 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
         # NEARER).
         safe = _safe_batch(prediction)
         estimate = _estimate(prediction)
-        answer = estimate if estimate is not None and estimate > search.ran and (safe is None or estimate >= safe) \
-            else safe
+        answer = estimate if estimate is not None and estimate > search.ran else safe
         low = (prediction.get("range") or {}).get("low")
         for tries in range(6):  # the answer; the safe batch, else the range's low end, else 90%; then 80% each time
             if answer is None or min(answer, max_batch) <= search.ran:

@@ -365,7 +365,6 @@ class UNetAtTheEdge(unittest.TestCase):
         self.assertEqual(doc["oom"]["at"]["request"], 88 << 20)
         self.assertEqual(doc["oom"]["survived"] + 1, json.loads((EDGE / "b44-rec.json").read_text())["num_ooms"])
 
-
     def test_with_two_complete_runs_the_oom_is_fragmentation_and_pytorch_runs_the_batch_with_the_setting(self) -> None:
         runs = f"{EDGE / 'b10.pickle.gz'},{EDGE / 'b20.pickle.gz'}"
         done = subprocess.run([str(BINARY), "doctor", str(EDGE / "b44.pickle.gz"), "--batch-runs", runs, "--batch",
@@ -452,32 +451,49 @@ class Recorder(unittest.TestCase):
             self.assertEqual(rec.written, 2)
             rec.stop()
 
-    def test_a_burst_of_ooms_writes_one_snapshot_and_the_next_after_a_pause(self) -> None:
+    def test_a_burst_of_ooms_writes_one_snapshot_and_the_rest_when_the_pause_ends(self) -> None:
         import memstress_torch
 
         torch = FakeTorch()
         now = [100.0]
+        scheduled: list[tuple[float, object]] = []
+
+        def snapshot() -> dict:
+            now[0] += 0.5  # a write takes half a second: the pause is ten times that
+            return FakeTorch._snapshot()
+
+        torch.cuda.memory._snapshot = snapshot
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "run.snapshot.pickle"
             err = io.StringIO()
             with redirect_stderr(err):
                 rec = memstress_torch.Recorder(str(path), torch=torch)
                 rec.clock = lambda: now[0]
+                rec.schedule = lambda delay, fn: scheduled.append((delay, fn))
                 torch.observer(0, 1 << 30, 0, 0)
-                self.assertEqual((rec.written, rec.skipped), (1, 0))
+                self.assertEqual((rec.written, rec.skipped, rec.pending), (1, 0, False))
                 for _ in range(63):  # cuDNN's refused workspaces, survived, within the pause
-                    now[0] += memstress_torch.MIN_PAUSE / 100
+                    now[0] += 0.05
                     torch.observer(0, 88 << 20, 0, 0)
-                self.assertEqual((rec.written, rec.skipped), (1, 63))
-                now[0] += memstress_torch.MIN_PAUSE
-                torch.observer(0, 1 << 30, 0, 0)  # after the pause: written again
-                self.assertEqual((rec.written, rec.skipped), (2, 63))
-                rec._dump_at_exit()  # the exit hook writes whatever the pause skipped
+                self.assertEqual((rec.written, rec.skipped, rec.pending), (1, 63, True))
+                self.assertEqual(len(scheduled), 1)  # one timer for the burst, at the pause's end
+                self.assertAlmostEqual(scheduled[0][0], 10 * 0.5 - 0.05)
+                now[0] += 1.0
+                torch.observer(0, 1 << 30, 0, 0)  # 4.15 s into the pause of 5 s: skipped too
+                self.assertEqual((rec.written, rec.skipped), (1, 64))
+                scheduled.pop()[1]()  # the pause ends: what it skipped is written
+                self.assertEqual((rec.written, rec.pending), (2, False))
+                torch.observer(0, 1 << 30, 0, 0)  # a new pause began with that write
+                self.assertEqual((rec.written, rec.skipped, len(scheduled)), (2, 65, 1))
+                rec.stop()  # stop() writes what is pending; its timer then finds nothing to write
+                self.assertEqual(rec.written, 3)
+                scheduled.pop()[1]()
                 self.assertEqual(rec.written, 3)
                 rec.stop()
+                self.assertEqual(rec.written, 3)  # nothing pending: no write
             said = err.getvalue()
-            self.assertEqual(said.count("writing the snapshot"), 2)
-            self.assertEqual(said.count("out of memory again"), 1)
+            self.assertEqual(said.count("writing the snapshot"), 1)
+            self.assertEqual(said.count("out of memory again"), 2)  # once a burst
             self.assertTrue(path.exists())
 
 
