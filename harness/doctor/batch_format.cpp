@@ -217,7 +217,7 @@ std::string format_batch(const BatchReport& r) {
         a.largest_fit->batch);
   } else {
     // A refused workspace that a library replaces with a smaller one lets PyTorch run above the estimate
-    // (Note [OOMs that PyTorch survives], python/memstress/recorder.py).
+    // (SurvivedRefusals, harness/doctor/oom.hpp).
     out += fmt::format(
         "-> The largest batch that is safe: {} (peak reserved {} of {}); the estimate is {}, so the largest "
         "batch lies in {}..{} (Note [The batch that is safe]){}.\n",

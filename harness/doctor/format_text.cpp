@@ -177,16 +177,17 @@ void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysi
 void oom(std::string& out, const DoctorReport& r) {
   out += "\n== The OOM ==\n";
   if (!r.oom && r.refusals) {
-    out += fmt::format(
-        "-> The program did not run out of memory, but PyTorch refused it {} request{} (the largest {}) that "
-        "it "
-        "went on after: a library asked for a workspace and settled for less, as cuDNN does. It ran at the "
-        "edge "
-        "of its limit{}: a larger batch is likely to run out, and these steps may have run slower "
-        "algorithms.\n",
-        r.refusals->count, r.refusals->count == 1 ? "" : "s",
-        bytes(static_cast<std::int64_t>(r.refusals->largest)),
-        r.own_capacity ? " (" + bytes(static_cast<std::int64_t>(*r.own_capacity)) + ")" : std::string());
+    const std::string largest = bytes(static_cast<std::int64_t>(r.refusals->largest));
+    const std::string refused = r.refusals->count == 1
+                                    ? fmt::format("one request, of {},", largest)
+                                    : fmt::format("{} requests (the largest {})", r.refusals->count, largest);
+    const std::string limit =
+        r.own_capacity ? " (" + bytes(static_cast<std::int64_t>(*r.own_capacity)) + ")" : std::string();
+    out += fmt::format("-> The program did not run out of memory, but PyTorch refused it {} and it went on: ",
+                       refused);
+    out += "a library asked for a workspace and settled for less, as cuDNN does. ";
+    out += fmt::format("It ran at the edge of its limit{}: a larger batch is likely to run out, ", limit);
+    out += "and these steps may have run slower algorithms.\n";
     return;
   }
   if (!r.oom) {

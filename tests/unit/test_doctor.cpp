@@ -305,11 +305,23 @@ TEST(DoctorOom, RefusalsTheProgramWentOnAfterAreCountedNotJudged) {
   ASSERT_TRUE(r.refusals.has_value());
   EXPECT_EQ(r.refusals->count, 2U);
   EXPECT_EQ(r.refusals->largest, 98 * kMiB);
-  EXPECT_NE(format_doctor(r).find("PyTorch refused it 2 requests (the largest 98.00 MiB)"),
+  EXPECT_NE(format_doctor(r).find("PyTorch refused it 2 requests (the largest 98.00 MiB) and it went on"),
             std::string::npos);
   const nlohmann::json doc = doctor_document(r);
   EXPECT_EQ(doc["refusals_survived"]["count"], 2);
   EXPECT_EQ(doc["refusals_survived"]["largest_request"], 98 * kMiB);
+}
+
+TEST(DoctorOom, OneRefusalSurvivedIsToldInTheSingular) {
+  TraceBuilder b;
+  b.segment(64 * kMiB);
+  b.alloc(64 * kMiB);
+  b.oom(88 * kMiB, 10 * 1024 * kMiB);
+  b.alloc(4 * kMiB);
+  const DoctorReport r = diagnose(b.input(), {});
+  ASSERT_TRUE(r.refusals.has_value());
+  EXPECT_NE(format_doctor(r).find("PyTorch refused it one request, of 88.00 MiB, and it went on"),
+            std::string::npos);
 }
 
 TEST(DoctorOom, ARefusalItDiedOfIsTheOomAndTheOthersAreItsSurvivedOnes) {
