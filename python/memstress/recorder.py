@@ -210,8 +210,10 @@ class Recorder:
         self.pending = False
         self.clock: Callable[[], float] = time.monotonic
         self.schedule: Callable[[float, Callable[[], None]], None] = _after
-        self._next_dump = float("-inf")  # the clock's reading before which an OOM writes no snapshot
+        self._next_dump = float("-inf")  # the clock's reading before which an OOM writes no snapshot; inf: writing
         self._scheduled = False
+        self._told = False  # the burst's first skip was said
+        self._at_exit = True
         self._decide = threading.Lock()  # the pause's state; never held while waiting for _lock
         self._lock = threading.Lock()
         if stacks not in ("python", "all", "none"):
@@ -230,6 +232,7 @@ class Recorder:
         """No snapshot at exit (the OOM observer stays: PyTorch cannot detach one); an OOM the pause skipped
         is written now."""
         atexit.unregister(self._dump_at_exit)
+        self._at_exit = False
         self._write_pending()
 
     def _dump_at_exit(self) -> None:
@@ -240,24 +243,38 @@ class Recorder:
 
     def _on_oom(self, device: int, alloc: int, device_alloc: int, device_free: int) -> None:
         with self._decide:
-            now = self.clock()
-            write = now >= self._next_dump
+            write = self.clock() >= self._next_dump
             if write:
-                self._next_dump = float("inf")  # one writer at a time; the pause is set when it is done
+                self._next_dump = float("inf")  # one OOM's write at a time; the pause is set when it is done
             else:
                 self.skipped += 1
                 self.pending = True
-                wait = None if self._scheduled else max(0.0, self._next_dump - now)
-                self._scheduled = True
+                say = not self._told
+                self._told = True
         if not write:
-            if wait is not None:  # the first of a burst: the pause's end writes what it skipped
+            if say:
                 print(f"{PROG}: out of memory again on cuda:{device} (asked for {alloc} bytes): the snapshot is "
-                      f"written again in {wait:.1f} s, and at exit", file=sys.stderr)
-                self.schedule(wait, self._write_pending)
+                      f"written again when a short pause ends{', and at exit' if self._at_exit else ''}",
+                      file=sys.stderr)
+            self._arm()
             return
         print(f"{PROG}: out of memory on cuda:{device} (asked for {alloc} bytes, {device_free} free): "
               "writing the snapshot", file=sys.stderr)
         self._write_and_pause()
+
+    def _arm(self) -> None:
+        """A timer for the pause's end, where an OOM is pending and none is set; none while a write runs (it
+        arms one when done)."""
+        with self._decide:
+            if self._scheduled or not self.pending or self._next_dump == float("inf"):
+                return
+            wait = max(0.0, self._next_dump - self.clock())
+            self._scheduled = True
+        try:
+            self.schedule(wait, self._write_pending)
+        except RuntimeError:  # no new thread at interpreter shutdown: the exit hook writes
+            with self._decide:
+                self._scheduled = False
 
     def _write_and_pause(self) -> None:
         began = self.clock()
@@ -267,11 +284,13 @@ class Recorder:
             ended = self.clock()
             with self._decide:
                 self._next_dump = ended + max(MIN_PAUSE, PAUSE_PER_DUMP * (ended - began))
+                self._told = False
+            self._arm()  # what came during the write
 
     def _write_pending(self) -> None:
         with self._decide:
             self._scheduled = False
-            if not self.pending:
+            if not self.pending or self._next_dump == float("inf"):  # nothing, or a write that re-arms
                 return
             self._next_dump = float("inf")
         try:
@@ -288,9 +307,14 @@ class Recorder:
         with self._lock:
             with self._decide:
                 self.pending = False  # the history holds every OOM so far
-            snapshot = self.torch.cuda.memory._snapshot()
-            snapshot["memstress"] = self.metadata()
-            _write_pickle(self.path, snapshot)
+            try:
+                snapshot = self.torch.cuda.memory._snapshot()
+                snapshot["memstress"] = self.metadata()
+                _write_pickle(self.path, snapshot)
+            except BaseException:
+                with self._decide:
+                    self.pending = True  # not written: still to write
+                raise
             self.written += 1
             events = sum(len(t) for t in snapshot.get("device_traces", []))
             print(f"{PROG}: wrote {self.path} ({events} events); diagnose it with:\n"
@@ -331,8 +355,9 @@ class Trial(NamedTuple):
     kind: str  # "record" or "confirm"
     ok: bool
     seconds: float
-    # requests PyTorch refused during the trial, the OOM's among them: one that ran with refusals ran at the edge,
-    # on a library's fallbacks (cuDNN's smaller workspaces; Note [OOMs that PyTorch survives])
+    # requests PyTorch refused on the search's device during the trial, the OOM's among them: one that ran with
+    # refusals ran at the edge, on a library's fallbacks (cuDNN's smaller workspaces; Note [OOMs that PyTorch
+    # survives])
     refused: int = 0
 
 
@@ -406,9 +431,11 @@ class _Search:
                 zero_grad(set_to_none=True)
 
     def refusals(self) -> int:
-        """PyTorch's count of the requests it refused on this device so far (0 where it keeps none)."""
-        stats = getattr(self.torch.cuda, "memory_stats", None)
-        return int(stats(self.device).get("num_ooms", 0)) if stats is not None else 0
+        """PyTorch's count of the requests it refused on the search's device so far (0 where it keeps none)."""
+        try:
+            return int(self.torch.cuda.memory_stats(self.device).get("num_ooms", 0))
+        except Exception:  # noqa: BLE001 - a count for the record only: never what stops a search
+            return 0
 
     def clean(self) -> None:
         gc.collect()
@@ -584,7 +611,8 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
         # NEARER).
         safe = _safe_batch(prediction)
         estimate = _estimate(prediction)
-        answer = estimate if estimate is not None and estimate > search.ran else safe
+        answer = estimate if estimate is not None and estimate > search.ran and (safe is None or estimate >= safe) \
+            else safe
         low = (prediction.get("range") or {}).get("low")
         for tries in range(6):  # the answer; the safe batch, else the range's low end, else 90%; then 80% each time
             if answer is None or min(answer, max_batch) <= search.ran:

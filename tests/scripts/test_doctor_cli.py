@@ -16,10 +16,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import types
 import unittest
 from contextlib import redirect_stderr
 from pathlib import Path
+from unittest import mock
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -495,6 +497,47 @@ class Recorder(unittest.TestCase):
             self.assertEqual(said.count("writing the snapshot"), 1)
             self.assertEqual(said.count("out of memory again"), 2)  # once a burst
             self.assertTrue(path.exists())
+
+    def test_an_oom_during_a_write_arms_the_pauses_timer_when_the_write_is_done(self) -> None:
+        import memstress_torch
+
+        torch = FakeTorch()
+        now = [100.0]
+        scheduled: list[float] = []
+
+        def snapshot() -> dict:
+            now[0] += 0.5
+            if len(scheduled) == 0 and torch.observer is not None:
+                torch.observer(0, 88 << 20, 0, 0)  # a refusal on another thread while this one writes
+            return FakeTorch._snapshot()
+
+        torch.cuda.memory._snapshot = snapshot
+        with tempfile.TemporaryDirectory() as tmp, redirect_stderr(io.StringIO()):
+            rec = memstress_torch.Recorder(str(Path(tmp) / "run.pickle"), torch=torch)
+            rec.clock = lambda: now[0]
+            rec.schedule = lambda delay, fn: scheduled.append(delay)
+            torch.observer(0, 1 << 30, 0, 0)
+            self.assertEqual((rec.written, rec.skipped, rec.pending), (1, 1, True))
+            self.assertEqual(scheduled, [5.0])  # armed after the write, for the whole pause: never an infinite one
+            rec.stop()
+
+    def test_the_real_timer_writes_what_the_pause_skipped(self) -> None:
+        import memstress.recorder as recorder
+        import memstress_torch
+
+        torch = FakeTorch()
+        with tempfile.TemporaryDirectory() as tmp, redirect_stderr(io.StringIO()), \
+                mock.patch.object(recorder, "MIN_PAUSE", 0.05):
+            rec = memstress_torch.Recorder(str(Path(tmp) / "run.pickle"), torch=torch)
+            torch.observer(0, 1 << 30, 0, 0)
+            torch.observer(0, 88 << 20, 0, 0)
+            self.assertEqual((rec.written, rec.skipped), (1, 1))
+            deadline = time.monotonic() + 10
+            while rec.written < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual((rec.written, rec.pending), (2, False))
+            rec.stop()
+            self.assertEqual(rec.written, 2)
 
 
 if __name__ == "__main__":

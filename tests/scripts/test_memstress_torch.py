@@ -223,6 +223,19 @@ class FindMaxBatch(unittest.TestCase):
         self.assertEqual((found.batch, found.ooms), (39, 1))
         self.assert_left_as_found(torch, model)
 
+    def test_an_estimate_below_the_safe_batch_is_not_confirmed(self) -> None:
+        torch, model = FakeTorch(fits=700), FakeModel()
+        self.answers({"safe_batch": 640, "estimate": 600, "sure": True, "range": {"low": 640, "high": 640}})
+        found, _ = self.find(torch, model, start=200)
+        self.assertEqual(found.trials[-1][:3], (640, "confirm", True))
+
+    def test_a_torch_without_memory_stats_counts_no_refusals(self) -> None:
+        torch, model = FakeTorch(fits=700), FakeModel()
+        del torch.cuda.memory_stats
+        self.answers({"safe_batch": 640, "sure": True})
+        found, _ = self.find(torch, model, start=200)
+        self.assertEqual([(t.batch, t.refused) for t in found.trials], [(200, 0), (400, 0), (640, 0)])
+
     def test_with_no_sure_batch_the_estimate_is_confirmed(self) -> None:
         torch, model = FakeTorch(fits=65), FakeModel()
         self.answers({"safe_batch": None, "sure": False, "record_at": [17, 34], "estimate": 68,
