@@ -52,6 +52,7 @@ nlohmann::json try_json(const BatchReport& r, const BatchTry& t) {
           {"fits", t.fits},
           {"peak_reserved", t.peak_reserved},
           {"peak_allocated", t.peak_allocated},
+          {"refusals_survived", t.refusals_survived},
           {"oom", oom}};
 }
 
@@ -80,6 +81,10 @@ nlohmann::json batch_document(const BatchReport& r) {
   for (const BatchTry& t : a.tries) {
     tries.push_back(try_json(r, t));
   }
+  nlohmann::json safe_tries = nlohmann::json::array();
+  for (const BatchTry& t : a.safe_tries) {
+    safe_tries.push_back(try_json(r, t));
+  }
   return {
       {"schema", "memstress.predict-batch/1"},
       {"inputs",
@@ -98,6 +103,9 @@ nlohmann::json batch_document(const BatchReport& r) {
        {{"constant_bytes", m.constant_bytes},
         {"bytes_per_sample", m.bytes_per_sample},
         {"held_workspaces", m.held},
+        {"freed_at_once", m.freed_at_once},
+        {"survivable_workspaces", m.survivable},
+        {"convolutions_marked", m.convolutions_marked},
         {"capped_scratch", m.capped},
         {"multiprocessors", m.multiprocessors == 0 ? nlohmann::json() : nlohmann::json(m.multiprocessors)}}},
       {"setting",
@@ -109,6 +117,7 @@ nlohmann::json batch_document(const BatchReport& r) {
       {"largest_fit", a.largest_fit ? try_json(r, *a.largest_fit) : nullptr},
       {"first_fail", a.first_fail ? try_json(r, *a.first_fail) : nullptr},
       {"tries", tries},
+      {"safe_tries", safe_tries},
       {"advice", far_beyond_advice(r)},
       {"estimate", a.largest_fit ? nlohmann::json(a.largest_fit->batch) : nlohmann::json(nullptr)},
       {"safe_batch", a.safe_fit ? nlohmann::json(a.safe_fit->batch) : nlohmann::json(nullptr)},
@@ -176,8 +185,11 @@ std::string format_batch(const BatchReport& r) {
       fmt::format("the template is the run at batch {}, its own kept at their size", m.batch_a));
   out += fmt::format(
       "  model: {} asked for by requests that do not change with the batch, {} more asked for per sample "
-      "over the run, {} workspaces held at their larger size, {}\n",
+      "over the run, {} workspaces held at their larger size, {} convolutions' workspaces PyTorch does "
+      "without "
+      "when refused (Note [A workspace PyTorch does without]), {}\n",
       human_bytes(m.constant_bytes), bytes(static_cast<std::int64_t>(m.bytes_per_sample)), m.held,
+      m.survivable,
       m.multiprocessors == 0
           ? std::string("no reduction's scratch capped (the GPU's multiprocessors not recorded, or the "
                         "capacity is another GPU's: --multiprocessors)")
@@ -216,16 +228,26 @@ std::string format_batch(const BatchReport& r) {
         "named safe.\n",
         a.largest_fit->batch);
   } else {
-    // A refused workspace that a library replaces with a smaller one lets PyTorch run above the estimate
-    // (SurvivedRefusals, harness/doctor/oom.hpp).
     out += fmt::format(
         "-> The largest batch that is safe: {} (peak reserved {} of {}); the estimate is {}, so the largest "
-        "batch lies in {}..{} (Note [The batch that is safe]){}.\n",
+        "batch lies in {}..{} (Note [The batch that is safe]).\n",
         a.safe_fit->batch, bytes(a.safe_fit->peak_reserved), human_bytes(a.capacity), a.largest_fit->batch,
-        a.safe_fit->batch, a.largest_fit->batch,
-        m.held == 0 ? ""
-                    : ", with its workspaces as recorded: where a library settles for a smaller one when "
-                      "refused, as cuDNN's convolutions do, PyTorch can run a few batches more");
+        a.safe_fit->batch, a.largest_fit->batch);
+    if (const std::uint64_t refused = a.largest_fit->refusals_survived; refused != 0) {
+      out += fmt::format(
+          "-> At {} the allocator refuses {} workspace{} and the program goes on without {}, as PyTorch's "
+          "cuDNN convolutions do; at {} the safe end counts on no less than each had at batch {} (Note [A "
+          "workspace PyTorch does without]).\n",
+          a.largest_fit->batch, refused, refused == 1 ? "" : "s", refused == 1 ? "it" : "them",
+          a.safe_fit->batch, m.batch_a);
+    }
+  }
+  if (!m.convolutions_marked && m.freed_at_once != 0) {
+    out += fmt::format(
+        "-> The recordings do not mark what convolutions allocate (memstress_torch.record and find_max_batch "
+        "do): {} requests freed as soon as made, workspaces perhaps, are taken as needed. Where cuDNN can do "
+        "without them the answer is low (Note [A workspace PyTorch does without]).\n",
+        m.freed_at_once);
   }
   if (a.first_fail && a.first_fail->oom) {
     const replay::OomPoint& p = *a.first_fail->oom;

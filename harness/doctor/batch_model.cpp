@@ -75,6 +75,27 @@ std::optional<std::uint64_t> reduction_groups(const std::vector<replay::Event>& 
   return std::nullopt;
 }
 
+// Note [A workspace PyTorch does without]: whether the allocation at `alloc` is freed by the next kept line
+// of its device.
+bool freed_at_once(const std::vector<replay::Event>& events, std::size_t alloc) {
+  const replay::Event* next = neighbour(events, alloc, 1);
+  return next != nullptr && next->id == events[alloc].id && next->action != replay::Action::alloc;
+}
+
+bool marked_convolution(const DoctorInput& input, std::size_t alloc) {
+  return input.facts.marked(input.trace.events[alloc].id, kConvolutionMark);
+}
+
+// Whether the recorder marked what convolutions allocate in this run (it says so; marks alone tell too).
+bool convolutions_marked(const DoctorInput& input) {
+  if (!input.facts.marks.empty()) {
+    return true;
+  }
+  const nlohmann::json& r = input.facts.recorder;
+  const auto it = r.is_object() ? r.find("convolutions_marked") : r.end();
+  return r.is_object() && it != r.end() && it->is_boolean() && it->get<bool>();
+}
+
 // The scratch's block and cap where request i of `a` and j of `b` are one reduction's scratch in both runs
 // (Note [A reduction's scratch stops growing]), and its blocks per sample in the run below the cap.
 struct Scratch {
@@ -156,6 +177,7 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
   m.requests_a = ra.size();
   m.requests_b = rb.size();
   m.multiprocessors = gpu ? gpu->multiprocessors : 0;
+  m.convolutions_marked = convolutions_marked(a) && convolutions_marked(b);
   m.match = match_requests(ra, rb, a.facts.frames_recorded && b.facts.frames_recorded,
                            static_cast<double>(batch_b) / static_cast<double>(batch_a));
 
@@ -171,6 +193,7 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
   std::vector<double> upper_of_request(ra.size(), 0.0);
   std::vector<std::uint64_t> size_of_request(ra.size());
   std::vector<Scratch> scratch_of_request(ra.size());  // Note [A reduction's scratch stops growing]
+  std::vector<std::optional<std::uint64_t>> fallback_of_request(ra.size());  // survivable: its fallback
   for (std::size_t i = 0; i < ra.size(); ++i) {
     size_of_request[i] = ra[i].bytes;
   }
@@ -190,6 +213,14 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
       size_of_request[i] = std::max(ra[i].bytes, rb[j].bytes);  // a workspace: held, not extrapolated
       upper_of_request[i] = std::max(0.0, (sb - sa) / span);    // unless it grew with the batch
       ++m.held;
+    }
+    if (ra[i].bytes != rb[j].bytes && freed_at_once(a.trace.events, ra[i].event_index) &&
+        freed_at_once(b.trace.events, rb[j].event_index)) {
+      ++m.freed_at_once;
+      if (marked_convolution(a, ra[i].event_index) && marked_convolution(b, rb[j].event_index)) {
+        fallback_of_request[i] = std::max(ra[i].bytes, rb[j].bytes);
+        ++m.survivable;
+      }
     }
     if (gpu && gpu->multiprocessors != 0) {
       if (const auto scratch = reduction_scratch(a, ra[i], batch_a, b, rb[j], batch_b, *gpu)) {
@@ -215,7 +246,9 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
                                  upper_of_request[r],
                                  scratch_of_request[r].block,
                                  scratch_of_request[r].cap,
-                                 scratch_of_request[r].blocks_per_sample});
+                                 scratch_of_request[r].blocks_per_sample,
+                                 fallback_of_request[r].has_value(),
+                                 fallback_of_request[r].value_or(0)});
     } else if (const auto it = resize_of_id.find(e.id); it != resize_of_id.end()) {
       m.resizes[it->second].lines.push_back(index);
     }
@@ -259,9 +292,15 @@ BatchTry replay_at(const BatchModel& model, std::uint64_t n, bool pessimistic,
   replay::ReplayOptions options;
   options.timeline_points = 1;
   options.stop_at_first_oom = true;
+  for (const Resize& resize : model.resizes) {
+    if (resize.survivable) {
+      options.survivable.emplace(resize.alloc, pessimistic ? resize.fallback : 0);
+    }
+  }
   const replay::ReplayTrace trace = trace_at(model, n, pessimistic);
   const replay::ReplayResult r = replay::replay_setting(trace, setting, device, options).result;
   BatchTry t{n, r.ooms.empty(), r.peak_reserved, r.peak_allocated, std::nullopt};
+  t.refusals_survived = r.counts.refusals_survived;
   if (!r.ooms.empty()) {
     t.oom = r.ooms.front();
   }

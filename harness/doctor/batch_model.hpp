@@ -65,6 +65,25 @@ inline constexpr std::uint64_t kScanMost = 256;
 // the sizes each model gives. The range is [safe, estimate]; predict-batch names the safe end.
 inline constexpr double kSlopeMargin = 0.03;
 
+// Note [A workspace PyTorch does without]. PyTorch's cuDNN convolutions try one plan after another, each with
+// the workspace it asks for, and go on to the next where the caching allocator refuses one (the OOM caught,
+// after the allocator gave back its cache), down to plans that need little or none. A U-Net recorded on an
+// H200 under a 2 GiB cap ran batch 43 through 64 refusals: one convolution was refused 172 MiB 19 times and
+// ran with 27 MiB, another 258 MiB 26 times and ran with 43 MiB, three ran with none
+// (results/h200/unet-edge-580.159.04/b43.pickle.gz). Such a refusal is no OOM, and a model that made it one
+// named 39 there, and 78 where PyTorch ran 86 under 4 GiB on an H100. The trace alone cannot tell those
+// workspaces from one PyTorch cannot do without (an attention kernel's, also allocated and freed around one
+// kernel, and in the backward pass with no Python frames either), so the recorder marks what a convolution
+// allocates (Note [Marking the convolutions], python/memstress/recorder_marks.py). A request marked so in
+// both runs, freed by the next line of its device in both (asked for around one kernel) and changed with the
+// batch is a workspace the replay lets be refused: the allocator gives back its cache as PyTorch's does, the
+// refusal is counted, and the model goes on without it. The pessimistic model settles for the larger of its
+// two recorded sizes: a plan that needed that much ran at a batch recorded, and only what it grew beyond that
+// is taken to be optional (the fallbacks seen were at most a sixth of what was refused). The estimate,
+// without them, can lie a batch or two above PyTorch's largest: the range's high end. A plain PyTorch
+// snapshot has no marks: every refusal is an OOM there, and the answer for a convolutional network may be
+// low.
+
 // Below this share of either run's requests matched, or matched by position alone, the model is said to be
 // unreliable, and no batch is named safe: on the proof corpus, a program whose batches vary within a run was
 // matched so and predicted 78% above PyTorch's largest batch.
@@ -114,6 +133,8 @@ struct Resize {
   std::uint64_t block = 0;       // Note [A reduction's scratch stops growing]: 65536 g bytes (0: not one)
   std::uint64_t cap = 0;         // its size at one wave of blocks
   double blocks_per_sample = 0;  // in the run below the cap: its pace past the wave is a 16th of this
+  bool survivable = false;       // Note [A workspace PyTorch does without]
+  std::uint64_t fallback = 0;    // what the pessimistic model settles for when it is refused
 };
 
 // A is the template's run (the larger batch), B the other.
@@ -130,7 +151,13 @@ struct BatchModel {
   std::size_t capped = 0;             // reductions' scratch buffers capped (Note [A reduction's scratch ...])
   std::uint64_t multiprocessors = 0;  // the GPU's, as the cap took them (0: unknown, nothing capped)
   std::size_t held = 0;               // matched requests that changed, but not as a tensor of the batch
-  double bytes_per_sample = 0;        // the sum of the matched requests' slopes
+  // Note [A workspace PyTorch does without]: matched requests that changed and were freed at once in both
+  // runs, those of them the recorder marked in both as a convolution's (the workspaces PyTorch does without
+  // when refused), and whether it marked convolutions in both runs at all.
+  std::size_t freed_at_once = 0;
+  std::size_t survivable = 0;
+  bool convolutions_marked = false;
+  double bytes_per_sample = 0;  // the sum of the matched requests' slopes
 
   [[nodiscard]] bool well_matched() const {
     const auto matched = static_cast<double>(match.pairs.size());
@@ -157,6 +184,7 @@ struct BatchTry {
   std::int64_t peak_allocated = 0;
   std::optional<replay::OomPoint> oom;  // where it ran out
   std::uint64_t largest_request = 0;    // the trace's largest allocation at this batch
+  std::uint64_t refusals_survived = 0;  // workspaces refused (Note [A workspace PyTorch does without])
 };
 
 struct BatchAnswer {

@@ -30,6 +30,13 @@ std::optional<std::uint64_t> SnapshotFacts::recorded_number(const char* key) con
   return it->get<std::uint64_t>();
 }
 
+bool SnapshotFacts::marked(std::uint64_t id, std::string_view mark) const noexcept {
+  if (id >= alloc_marks.size() || alloc_marks[id] < 0) {
+    return false;
+  }
+  return marks[static_cast<std::size_t>(alloc_marks[id])] == mark;
+}
+
 SnapshotFacts read_facts(const std::filesystem::path& path, const std::string& name) {
   // The converter wrote this file moments ago, but from a pickle of another machine: every field is checked
   // (JsonField: a wrong type or a number out of range is InputError, never an nlohmann exception or UB).
@@ -74,6 +81,15 @@ SnapshotFacts read_facts(const std::filesystem::path& path, const std::string& n
     if (const std::optional<JsonField> segments = top.find("segment_addresses")) {
       for (const JsonField& address : segments->elements()) {
         f.segment_addresses.push_back(address.count());
+      }
+    }
+    if (const std::optional<JsonField> marks = top.find("marks")) {
+      for (const JsonField& mark : marks->elements()) {
+        f.marks.push_back(mark.string());
+      }
+      for (const JsonField& mark : top["alloc_marks"].elements()) {
+        f.alloc_marks.push_back(
+            static_cast<std::int32_t>(mark.integer(-1, static_cast<std::int64_t>(f.marks.size()) - 1)));
       }
     }
     for (const JsonField& oom : top["ooms"].elements()) {

@@ -174,14 +174,34 @@ class Replayer {
     }
     failed_.erase(e.id);
     const StreamRef stream = device_.stream(e.stream);
-    void* ptr = nullptr;
+    Event asked = e;
     try {
-      ptr = allocator_.allocate(e.bytes, stream);
+      place(asked, stream);
     } catch (const OutOfMemoryError& oom) {
-      failed_.insert(e.id);
-      record_oom(index, e, oom.what());
-      return;
+      const auto settles = options_.survivable.find(index);
+      if (settles == options_.survivable.end()) {
+        failed_.insert(e.id);
+        record_oom(index, e, oom.what());
+        return;
+      }
+      ++result_.counts.refusals_survived;
+      if (settles->second == 0 || settles->second >= e.bytes) {
+        failed_.insert(e.id);  // it does without: its free is skipped
+        return;
+      }
+      asked.bytes = settles->second;
+      try {
+        place(asked, stream);
+      } catch (const OutOfMemoryError& refused) {
+        failed_.insert(e.id);
+        record_oom(index, asked, refused.what());
+      }
     }
+  }
+
+  // Allocates the event's bytes on `stream` and keeps the block live under its id.
+  void place(const Event& e, const StreamRef& stream) {
+    void* ptr = allocator_.allocate(e.bytes, stream);
     device_.touch(ptr, e.bytes, stream);
     live_.emplace(e.id, Live{ptr, stream, false});
   }

@@ -66,7 +66,9 @@ wrote beside the snapshot under the key ``memstress`` (the GPU, its memory, the 
 listed by first appearance; ``alloc_sites[id]`` is the site of the allocation with that trace id (-1:
 no frames were recorded for it, as for allocations from C++ such as PyTorch's backward pass; -2: it was
 allocated before the recording began). ``segment_addresses[id]`` is where the CUDA driver placed the segment
-with that id (0: not known), which lets a replay of the recorded setting place its segments likewise.
+with that id (0: not known), which lets a replay of the recorded setting place its segments likewise. Where
+some allocation carries PyTorch's ``user_metadata`` (the recorder marks those made inside a convolution:
+recorder_marks.py), ``marks`` lists the values and ``alloc_marks[id]`` indexes it (-1: none).
 
 Safety: a pickle can run code when loaded. Snapshots hold only dicts, lists, tuples, strings, numbers,
 booleans and None, so this script unpickles with ``find_class`` refusing every global: a pickle that
@@ -165,6 +167,7 @@ class Block:
     freed: bool = False  # a free (v1) line was emitted for it
     site: int = -1  # index into the facts' sites (allocations with recorded frames)
     addr: int | None = None  # a segment's address, as the driver placed it
+    mark: str = ""  # the trace entry's user_metadata (the recorder's marks: recorder_marks.py)
 
 
 @dataclass
@@ -227,7 +230,8 @@ class TraceBuilder:
         self.events.append(Line(t, "free", block.device, block.stream, block=block))
         block.freed = True
 
-    def alloc(self, t: int, device: str, addr: int, nbytes: int, stream: int, site: int = -1) -> None:
+    def alloc(self, t: int, device: str, addr: int, nbytes: int, stream: int, site: int = -1,
+              mark: str = "") -> None:
         old = self.blocks.pop((device, addr), None)
         if old is not None:
             # The address was handed out again with no free_completed seen for its last block
@@ -235,7 +239,7 @@ class TraceBuilder:
             if not old.freed:
                 self._free(t, old)
             self.summary.notes["alloc at an address still in use: earlier block taken as freed"] += 1
-        block = Block(device, stream, nbytes, site=site)
+        block = Block(device, stream, nbytes, site=site, mark=mark)
         self.blocks[(device, addr)] = block
         self.events.append(Line(t, "alloc", device, stream, block=block))
 
@@ -324,12 +328,19 @@ class TraceBuilder:
 # --- writing ------------------------------------------------------------------------------------------
 
 
-def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
-                summary: Summary) -> tuple[list[int], list[int]]:
-    """Writes v1 lines: ids are given in file order (allocations and segments have separate counters).
-    Returns each allocation id's site and each segment id's address (0: not known)."""
-    alloc_sites: list[int] = []
-    segment_addresses: list[int] = []
+@dataclass
+class Written:
+    """By id, what write_trace gave ids to: each allocation's site and mark, each segment's address (0: not
+    known)."""
+
+    alloc_sites: list[int] = field(default_factory=list)
+    alloc_marks: list[str] = field(default_factory=list)
+    segment_addresses: list[int] = field(default_factory=list)
+
+
+def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str], summary: Summary) -> Written:
+    """Writes v1 lines: ids are given in file order (allocations and segments have separate counters)."""
+    written = Written()
     out.write(f"{TRACE_MAGIC}\n{TRACE_COLUMNS}\n")
     for text in header_comments:
         out.write(f"# {text}\n")
@@ -345,9 +356,10 @@ def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
                 line.block.id = next_id[line.action]
                 next_id[line.action] += 1
                 if line.action == "alloc":
-                    alloc_sites.append(line.block.site)
+                    written.alloc_sites.append(line.block.site)
+                    written.alloc_marks.append(line.block.mark)
                 else:
-                    segment_addresses.append(line.block.addr or 0)
+                    written.segment_addresses.append(line.block.addr or 0)
             assert line.block.id is not None, f"{line.action} before its block's alloc"
             ident = str(line.block.id)
             nbytes = line.block.nbytes
@@ -357,7 +369,7 @@ def write_trace(out: IO[str], lines: Iterable[Line], header_comments: list[str],
         summary.written[line.action] += 1
         summary.devices.add(line.device)
         summary.streams.add(line.stream & U64)
-    return alloc_sites, segment_addresses
+    return written
 
 
 def open_output(path: Path) -> tuple[IO[str], _output.AtomicFile]:
@@ -571,7 +583,9 @@ def _apply_entry(builder: TraceBuilder, item: _Entry, t0: float, path: Path, sum
         size = _nonneg(_field(entry, "size", where, path), "size", where, path)
         stream = _field(entry, "stream", where, path)
         if action == "alloc":
-            builder.alloc(t, device, addr, size, stream, builder.sites.site_of(entry.get("frames")))
+            mark = entry.get("user_metadata")
+            builder.alloc(t, device, addr, size, stream, builder.sites.site_of(entry.get("frames")),
+                          mark if isinstance(mark, str) else "")
         elif action == "free_requested":
             builder.free_requested(t, device, addr, size, stream)
         elif action == "free_completed":
@@ -715,20 +729,25 @@ def _rmm_device(path: Path) -> str:
     return f"cuda:{match.group(1)}" if match else "cuda:0"
 
 
-def facts_document(builder: TraceBuilder, alloc_sites: list[int], segment_addresses: list[int],
-                   summary: Summary) -> dict[str, Any]:
+def facts_document(builder: TraceBuilder, written: Written, summary: Summary) -> dict[str, Any]:
     """What --facts writes (the module docstring; schema memstress.snapshot-facts/1)."""
-    return {
+    document = {
         "schema": "memstress.snapshot-facts/1",
         "source": summary.source_kind,
         "frames_recorded": builder.sites.with_frames > 0,
         "sites": builder.sites.sites,
-        "alloc_sites": alloc_sites,
-        "segment_addresses": segment_addresses,
+        "alloc_sites": written.alloc_sites,
+        "segment_addresses": written.segment_addresses,
         "ooms": builder.oom_facts,
         "alloc_conf": builder.metadata.get("alloc_conf"),
         "recorder": builder.metadata.get("recorder"),
     }
+    names = sorted({mark for mark in written.alloc_marks if mark})
+    if names:  # only where some allocation has one: a plain snapshot's facts stay as they were
+        index = {name: i for i, name in enumerate(names)}
+        document["marks"] = names
+        document["alloc_marks"] = [index[mark] if mark else -1 for mark in written.alloc_marks]
+    return document
 
 
 def write_facts(path: Path, document: dict[str, Any]) -> None:
@@ -768,7 +787,7 @@ def convert(source: Path, target: Path, device: str | None = None, facts: Path |
     prelude = sorted(builder.prelude, key=lambda line: line.action != "segment_alloc")
     out, atomic = open_output(target)
     try:
-        alloc_sites, segment_addresses = write_trace(out, [*prelude, *builder.events], comments, summary)
+        written = write_trace(out, [*prelude, *builder.events], comments, summary)
         close_output(out)
         atomic.commit()
     except _output.OutputError as e:
@@ -780,7 +799,7 @@ def convert(source: Path, target: Path, device: str | None = None, facts: Path |
         atomic.discard()
         raise
     if facts is not None:
-        write_facts(facts, facts_document(builder, alloc_sites, segment_addresses, summary))
+        write_facts(facts, facts_document(builder, written, summary))
     return summary
 
 

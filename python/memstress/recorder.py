@@ -88,6 +88,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from memstress.recorder_marks import ConvolutionMarks
+
 __all__ = [
     "FAR", "MAX_ENTRIES", "MIN_PAUSE", "NEARER", "PAUSE_PER_DUMP", "PROG", "FoundBatch", "PredictError", "Recorder",
     "Trial", "find_max_batch", "main", "memstress_binary", "process_limit", "record", "snapshot_metadata",
@@ -131,7 +133,8 @@ def _is_mig(torch: Any, device: int, name: str) -> bool:
 
 
 def snapshot_metadata(torch: Any, *, device: int | None = None, batch: int | None = None,
-                      capacity: int | None = None, fraction_at_record: float | None = None) -> dict[str, Any]:
+                      capacity: int | None = None, fraction_at_record: float | None = None,
+                      convolutions_marked: bool | None = None) -> dict[str, Any]:
     """The snapshot's ``"memstress"`` key: the device, the limit in force and where it came from, versions."""
     if device is None:
         device = torch.cuda.current_device()
@@ -169,6 +172,8 @@ def snapshot_metadata(torch: Any, *, device: int | None = None, batch: int | Non
     meta.update(_gpu_shape(torch, device))
     if batch is not None:
         meta["batch"] = int(batch)
+    if convolutions_marked is not None:  # Note [Marking the convolutions], recorder_marks.py
+        meta["convolutions_marked"] = bool(convolutions_marked)
     return meta
 
 
@@ -225,6 +230,8 @@ class Recorder:
         torch.cuda.memory._record_memory_history(
             enabled="all", context=None if stacks == "none" else "alloc",
             stacks="python" if stacks == "none" else stacks, max_entries=max_entries)
+        self.marks = ConvolutionMarks(torch)
+        self.marks.start()
         torch._C._cuda_attach_out_of_memory_observer(self._on_oom)
         atexit.register(self._dump_at_exit)
 
@@ -234,6 +241,7 @@ class Recorder:
         atexit.unregister(self._dump_at_exit)
         self._at_exit = False
         self._write_pending()
+        self.marks.stop()
 
     def _dump_at_exit(self) -> None:
         try:
@@ -300,7 +308,8 @@ class Recorder:
 
     def metadata(self) -> dict[str, Any]:
         return snapshot_metadata(self.torch, batch=self.batch, capacity=self.capacity,
-                                 fraction_at_record=self.fraction_at_record)
+                                 fraction_at_record=self.fraction_at_record,
+                                 convolutions_marked=self.marks.active)
 
     def dump(self) -> None:
         """Writes the snapshot (atomically: a temporary file renamed over the path)."""
@@ -420,6 +429,7 @@ class _Search:
         self.ran = 0  # the largest batch known to run
         self.recorded: dict[int, str] = {}
         self.work = tempfile.mkdtemp(prefix="memstress-find-")
+        self.marks = ConvolutionMarks(torch)
         self.saved = [(obj, _to_cpu(obj.state_dict(), torch.Tensor)) for obj in restore]
 
     def restore(self) -> None:
@@ -458,6 +468,7 @@ class _Search:
             torch.cuda.memory._record_memory_history(
                 enabled="all", context=None if self.stacks == "none" else "alloc", stacks="python",
                 max_entries=MAX_ENTRIES)
+            self.marks.start()
         started = time.perf_counter()
         refused_before = self.refusals()
         message = None
@@ -470,7 +481,8 @@ class _Search:
             if path is not None:
                 snapshot = torch.cuda.memory._snapshot()
                 snapshot["memstress"] = snapshot_metadata(torch, device=self.device, batch=batch,
-                                                          capacity=self.capacity)
+                                                          capacity=self.capacity,
+                                                          convolutions_marked=self.marks.active)
                 _write_pickle(path, snapshot)
         except torch.cuda.OutOfMemoryError as e:
             message = (str(e).splitlines() or ["out of memory"])[0]
@@ -478,6 +490,7 @@ class _Search:
             e.__traceback__ = None
         finally:
             if path is not None:
+                self.marks.stop()
                 torch.cuda.memory._record_memory_history(enabled=None)
         seconds = time.perf_counter() - started
         refused = self.refusals() - refused_before
