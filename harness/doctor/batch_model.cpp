@@ -218,7 +218,7 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
         freed_at_once(b.trace.events, rb[j].event_index)) {
       ++m.freed_at_once;
       if (marked_convolution(a, ra[i].event_index) && marked_convolution(b, rb[j].event_index)) {
-        fallback_of_request[i] = std::max(ra[i].bytes, rb[j].bytes);
+        fallback_of_request[i] = std::min(ra[i].bytes, rb[j].bytes);
         ++m.survivable;
       }
     }

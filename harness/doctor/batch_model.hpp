@@ -77,12 +77,12 @@ inline constexpr double kSlopeMargin = 0.03;
 // allocates (Note [Marking the convolutions], python/memstress/recorder_marks.py). A request marked so in
 // both runs, freed by the next line of its device in both (asked for around one kernel) and changed with the
 // batch is a workspace the replay lets be refused: the allocator gives back its cache as PyTorch's does, the
-// refusal is counted, and the model goes on without it. The pessimistic model settles for the larger of its
-// two recorded sizes: a plan that needed that much ran at a batch recorded, and only what it grew beyond that
-// is taken to be optional (the fallbacks seen were at most a sixth of what was refused). The estimate,
-// without them, can lie a batch or two above PyTorch's largest: the range's high end. A plain PyTorch
-// snapshot has no marks: every refusal is an OOM there, and the answer for a convolutional network may be
-// low.
+// refusal is counted, and the model goes on without it. The pessimistic model settles for the smaller of its
+// two recorded sizes, which a plan ran with, and runs out where that is refused too: the fallbacks seen were
+// below it (27 and 43 MiB where batch 10 had been granted 40 and 60 MiB). Settling for the larger named 155
+// for a ResNet that PyTorch ran at 167 under 2 GiB on the H200 (161 now). The estimate, without any, can lie
+// a batch or two above PyTorch's largest: the range's high end. A plain PyTorch snapshot has no marks: every
+// refusal is an OOM there, and the answer for a convolutional network may be low.
 
 // Below this share of either run's requests matched, or matched by position alone, the model is said to be
 // unreliable, and no batch is named safe: on the proof corpus, a program whose batches vary within a run was

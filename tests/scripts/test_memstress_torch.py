@@ -223,6 +223,16 @@ class FindMaxBatch(unittest.TestCase):
         self.assertEqual((found.batch, found.ooms), (39, 1))
         self.assert_left_as_found(torch, model)
 
+    def test_an_estimate_past_refused_workspaces_is_not_confirmed(self) -> None:
+        # The estimate's replay went on past refused convolution workspaces: the safe end is confirmed, four trials.
+        torch, model = FakeTorch(fits=43, edge=40), FakeModel()
+        self.answers({"safe_batch": 42, "estimate": 44, "sure": True, "range": {"low": 42, "high": 44},
+                      "largest_fit": {"batch": 44, "refusals_survived": 5}})
+        found, _ = self.find(torch, model, start=10)
+        self.assertEqual([(t.batch, t.kind, t.ok) for t in found.trials],
+                         [(10, "record", True), (20, "record", True), (42, "confirm", True)])
+        self.assertEqual((found.batch, found.ooms), (42, 0))
+
     def test_an_estimate_below_the_safe_batch_is_not_confirmed(self) -> None:
         torch, model = FakeTorch(fits=700), FakeModel()
         self.answers({"safe_batch": 640, "estimate": 600, "sure": True, "range": {"low": 640, "high": 640}})
@@ -403,6 +413,7 @@ class Metadata(unittest.TestCase):
         self.assertIsNone(meta["memory_fraction"])
         self.assertFalse(meta["mig"])
         self.assertEqual(meta["batch"], 16)
+        self.assertFalse(meta["convolutions_marked"])  # this torch has no user metadata: nothing was marked
 
     def test_a_fraction_is_the_limit(self) -> None:
         meta = self.dump(FakeTorch(fraction=0.5))
@@ -458,3 +469,110 @@ class Metadata(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FakeNode:
+    """An autograd node: its pre-hooks and hooks, run by backward()."""
+
+    def __init__(self) -> None:
+        self.prehooks: list[Any] = []
+        self.hooks: list[Any] = []
+
+    def register_prehook(self, hook: Any) -> None:
+        self.prehooks.append(hook)
+
+    def register_hook(self, hook: Any) -> None:
+        self.hooks.append(hook)
+
+    def backward(self, allocate: Any) -> None:
+        for hook in self.prehooks:
+            hook(("grad",))
+        allocate()
+        for hook in self.hooks:
+            hook(("grad_input",), ("grad",))
+
+
+class MarkingTorch:
+    """Just enough of torch for ConvolutionMarks: global module hooks, a convolution class and user metadata."""
+
+    class ConvNd:
+        pass
+
+    class Linear:
+        pass
+
+    def __init__(self, with_metadata: bool = True) -> None:
+        self.metadata = ""
+        self.seen: list[tuple[str, str]] = []  # (what was allocated, the metadata then)
+        self.pre: list[Any] = []
+        self.post: list[Any] = []
+        torch = self
+
+        class Handle:
+            def __init__(self, hooks: list[Any], hook: Any) -> None:
+                self.hooks, self.hook = hooks, hook
+
+            def remove(self) -> None:
+                self.hooks.remove(self.hook)
+
+        def register(hooks: list[Any]) -> Any:
+            def add(hook: Any) -> Handle:
+                hooks.append(hook)
+                return Handle(hooks, hook)
+            return add
+
+        module = types.SimpleNamespace(register_module_forward_pre_hook=register(self.pre),
+                                       register_module_forward_hook=register(self.post))
+        self.nn = types.SimpleNamespace(modules=types.SimpleNamespace(
+            module=module, conv=types.SimpleNamespace(_ConvNd=MarkingTorch.ConvNd)))
+        memory = types.SimpleNamespace()
+        if with_metadata:
+            memory._set_memory_metadata = lambda value: setattr(torch, "metadata", value)
+        self.cuda = types.SimpleNamespace(memory=memory)
+        self._C = types.SimpleNamespace()
+
+    def allocate(self, what: str) -> None:
+        self.seen.append((what, self.metadata))
+
+    def forward(self, module: Any, name: str) -> FakeNode:
+        """A module's forward: its hooks around one allocation; its output's node."""
+        for hook in list(self.pre):
+            hook(module, ())
+        self.allocate(f"{name} forward")
+        output = types.SimpleNamespace(grad_fn=FakeNode())
+        for hook in list(self.post):
+            hook(module, (), output)
+        return output.grad_fn
+
+
+class ConvolutionMarks(unittest.TestCase):
+    def test_what_a_convolution_allocates_forward_and_backward_is_marked(self) -> None:
+        from memstress import recorder_marks  # noqa: PLC0415
+        torch = MarkingTorch()
+        marks = recorder_marks.ConvolutionMarks(torch)
+        MARK = recorder_marks.MARK  # noqa: N806
+        self.assertTrue(marks.start())
+        self.assertTrue(marks.active)
+        conv_node = torch.forward(MarkingTorch.ConvNd(), "conv")
+        linear_node = torch.forward(MarkingTorch.Linear(), "linear")
+        linear_node.backward(lambda: torch.allocate("linear backward"))
+        conv_node.backward(lambda: torch.allocate("conv backward"))
+        torch.allocate("optimizer")
+        self.assertEqual(torch.seen, [("conv forward", MARK), ("linear forward", ""), ("linear backward", ""),
+                                      ("conv backward", MARK), ("optimizer", "")])
+        marks.stop()
+        self.assertFalse(marks.active)
+        self.assertEqual((torch.pre, torch.post), ([], []))
+        node = FakeNode()
+        node.register_prehook(marks._mark)  # a node made while recording, run after: it marks nothing
+        node.backward(lambda: torch.allocate("after"))
+        self.assertEqual(torch.seen[-1], ("after", ""))
+
+    def test_a_torch_without_user_metadata_marks_nothing(self) -> None:
+        from memstress import recorder_marks  # noqa: PLC0415
+        torch = MarkingTorch(with_metadata=False)
+        marks = recorder_marks.ConvolutionMarks(torch)
+        self.assertFalse(marks.start())
+        self.assertFalse(marks.active)
+        self.assertEqual(torch.pre, [])
+        marks.stop()  # harmless

@@ -516,6 +516,24 @@ class Facts(TempDirTest):
         self.assertEqual(doc["recorder"]["allocator_capacity"], 84_396_015_616)
         self.assertNotIn("nested", doc["recorder"])
 
+    def test_user_metadata_is_each_allocations_mark(self) -> None:
+        snapshot = fx.training_snapshot(1)
+        allocs = [e for e in snapshot["device_traces"][0] if e["action"] == "alloc"]
+        allocs[1]["user_metadata"] = "memstress.convolution"
+        allocs[2]["user_metadata"] = ""
+        allocs[3]["user_metadata"] = "mine"
+        allocs[4]["user_metadata"] = 7  # not a string: no mark
+        doc = self.facts(snapshot)
+        self.assertEqual(doc["marks"], ["memstress.convolution", "mine"])
+        self.assertEqual(len(doc["alloc_marks"]), len(doc["alloc_sites"]))
+        live_before = len(doc["alloc_marks"]) - len(allocs)  # blocks live before the trace: no mark
+        self.assertEqual(doc["alloc_marks"][live_before:live_before + 5], [-1, 0, -1, 1, -1])
+
+    def test_without_user_metadata_there_are_no_marks(self) -> None:
+        doc = self.facts(fx.training_snapshot(1))
+        self.assertNotIn("marks", doc)
+        self.assertNotIn("alloc_marks", doc)
+
     def test_settings_without_the_string_are_rebuilt(self) -> None:
         snapshot = fx.training_snapshot(1)
         snapshot["allocator_settings"] = {"max_split_size": 128 << 20, "garbage_collection_threshold": 0.8,

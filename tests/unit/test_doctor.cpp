@@ -499,5 +499,31 @@ TEST(DoctorFacts, SitesOutOfRangeAreRefusedNamingTheFile) {
                InputError);
 }
 
+TEST(DoctorFacts, MarksAreReadByAllocationAndOutOfRangeOnesRefused) {
+  FactsFiles files;
+  std::string marked = with_oom_site("0");
+  const std::string at = "\"ooms\"";
+  marked.replace(marked.find(at), at.size(),
+                 R"("marks": ["memstress.convolution", "mine"], "alloc_marks": [-1, 0, 1], "ooms")");
+  const SnapshotFacts f = read_facts(files.write("marked.json", marked), "marked.pickle");
+  EXPECT_EQ(f.marks, (std::vector<std::string>{"memstress.convolution", "mine"}));
+  EXPECT_FALSE(f.marked(0, kConvolutionMark));
+  EXPECT_TRUE(f.marked(1, kConvolutionMark));
+  EXPECT_FALSE(f.marked(2, kConvolutionMark));
+  EXPECT_TRUE(f.marked(2, "mine"));
+  EXPECT_FALSE(f.marked(3, kConvolutionMark));  // beyond the list: none
+  EXPECT_FALSE(read_facts(files.write("plain.json", with_oom_site("0")), "plain.pickle").marked(1, "mine"));
+  std::string bad = marked;
+  bad.replace(bad.find("[-1, 0, 1]"), 10, "[-1, 0, 2]");
+  try {
+    static_cast<void>(read_facts(files.write("bad-mark.json", bad), "bad-mark.pickle"));
+    ADD_FAILURE() << "a mark beyond the list was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "bad-mark.pickle: the converter's facts: field alloc_marks[2]: expected a whole number from -1 "
+              "to 1, found a number (2)");
+  }
+}
+
 }  // namespace
 }  // namespace memstress::doctor

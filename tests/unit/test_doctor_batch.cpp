@@ -359,5 +359,75 @@ TEST(PredictBatch, TheRecordedGpuCountsOnlyForItselfAndWithinReason) {
   EXPECT_EQ(gpu_of_runs(run({{"multiprocessors", 132U}}), plain, 0)->threads_per_multiprocessor, 2048U);
   EXPECT_EQ(gpu_of_runs(h100, h100, 141ULL << 30, 114)->multiprocessors, 114U);  // given: it wins
 }
+
+// A convolutional network at batch n: 96 MiB of weights, then per step 6 layers, each a convolution's
+// workspace of 4 MiB per sample and 147 bytes (asked for, freed at once: Note [A workspace PyTorch does
+// without]) before its 3 MiB-per-sample activation. `marked`: the recorder marked what convolutions allocate.
+DoctorInput convolutions(std::uint64_t n, bool marked) {
+  DoctorInput in;
+  in.trace.name = "conv" + std::to_string(n);
+  in.trace.devices = {"cuda:0"};
+  if (marked) {
+    in.facts.marks = {std::string(kConvolutionMark)};
+  }
+  std::uint64_t id = 0;
+  const auto push = [&](replay::Action action, std::uint64_t ident, std::uint64_t bytes, bool workspace) {
+    replay::Event e;
+    e.seq = in.trace.events.size();
+    e.time_ns = e.seq;
+    e.id = ident;
+    e.bytes = bytes;
+    e.action = action;
+    in.trace.events.push_back(e);
+    if (action == replay::Action::alloc) {
+      in.facts.alloc_sites.push_back(-1);
+      in.facts.alloc_marks.push_back(marked && workspace ? 0 : -1);
+    }
+  };
+  push(replay::Action::alloc, id++, 96 * kMiB, false);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::uint64_t> acts;
+    for (int layer = 0; layer < 6; ++layer) {
+      const std::uint64_t workspace = 4 * kMiB * n + 147;
+      push(replay::Action::alloc, id, workspace, true);
+      push(replay::Action::free, id++, workspace, true);
+      acts.push_back(id);
+      push(replay::Action::alloc, id++, 3 * kMiB * n, false);
+    }
+    for (const std::uint64_t a : acts) {
+      push(replay::Action::free, a, 3 * kMiB * n, false);
+    }
+  }
+  return in;
+}
+
+TEST(PredictBatch, AConvolutionsWorkspaceIsOneItDoesWithoutWhereTheRecorderMarkedIt) {
+  constexpr std::uint64_t kCapacity = 1024 * kMiB;
+  const BatchModel plain = build_batch_model(convolutions(4, false), convolutions(8, false), 4, 8, "");
+  EXPECT_FALSE(plain.convolutions_marked);
+  EXPECT_EQ(plain.freed_at_once, 18U);
+  EXPECT_EQ(plain.survivable, 0U);
+  const BatchModel marked = build_batch_model(convolutions(4, true), convolutions(8, true), 4, 8, "");
+  EXPECT_TRUE(marked.convolutions_marked);
+  EXPECT_EQ(marked.survivable, 18U);
+
+  // Unmarked, every workspace is needed: the last layer's, beside five activations and the weights.
+  const BatchAnswer needed = search_batch(plain, {"caching", ""}, kCapacity, 10000);
+  ASSERT_TRUE(needed.largest_fit && needed.safe_fit);
+  EXPECT_EQ(needed.largest_fit->refusals_survived, 0U);
+  // Marked, the estimate goes on without the workspaces it is refused: further, though not as far as the
+  // activations alone would fit (the workspaces granted earlier in the step leave their segments split).
+  const BatchAnswer without = search_batch(marked, {"caching", ""}, kCapacity, 10000);
+  ASSERT_TRUE(without.largest_fit && without.safe_fit);
+  EXPECT_GT(without.largest_fit->batch, needed.largest_fit->batch);
+  EXPECT_GT(without.largest_fit->refusals_survived, 0U);
+  const std::uint64_t activations_fit =
+      (kCapacity - 96 * kMiB) / (18 * kMiB);  // six layers of 3 MiB a sample
+  EXPECT_LE(without.largest_fit->batch, activations_fit);
+  // The safe end settles for each workspace's size at the smaller batch recorded (16 MiB and 147 bytes).
+  EXPECT_GT(without.safe_fit->batch, needed.safe_fit->batch);
+  EXPECT_LE(without.safe_fit->batch, without.largest_fit->batch);
+  EXPECT_LE((96 + 18 * without.safe_fit->batch) * kMiB + 16 * kMiB + 147, kCapacity);
+}
 }  // namespace
 }  // namespace memstress::doctor

@@ -287,6 +287,41 @@ TEST(ReplayForTheDoctor, AnOomTheProgramWentOnAfterIsNotProbed) {
   EXPECT_EQ(fatal_oom(parse_replay_trace(text, "t.csv"), 0), std::nullopt);
 }
 
+TEST(ReplayForTheDoctor, ARefusalOfAWorkspaceTheProgramDoesWithoutIsNoOom) {
+  // 60 MiB live under a 100 MiB cap; the program asks for a 50 MiB workspace (line 1) that it can do without
+  // (Note [A workspace PyTorch does without]), then 30 MiB.
+  const std::string text = trace_text({"alloc,0," + mib(60) + ",0", "alloc,1," + mib(50) + ",0",
+                                       "free,1," + mib(50) + ",0", "alloc,2," + mib(30) + ",0"});
+  ReplayOptions options;
+  options.stop_at_first_oom = true;
+  const ReplayResult plain = replay_on_sim(text, "caching", 100 * kMiB, options);
+  ASSERT_EQ(plain.ooms.size(), 1U);
+  EXPECT_EQ(plain.ooms[0].event_index, 1U);
+  EXPECT_TRUE(plain.stopped_early);
+
+  options.survivable = {{1, 0}};  // it does without
+  const ReplayResult without = replay_on_sim(text, "caching", 100 * kMiB, options);
+  EXPECT_TRUE(without.ooms.empty());
+  EXPECT_EQ(without.counts.refusals_survived, 1U);
+  EXPECT_EQ(without.counts.frees_of_failed, 1U);
+  EXPECT_EQ(without.counts.allocs, 3U);
+  EXPECT_EQ(without.peak_allocated, static_cast<std::int64_t>(90 * kMiB));
+
+  options.survivable = {{1, 20 * kMiB}};  // it settles for 20 MiB, which fits beside the 60
+  const ReplayResult smaller = replay_on_sim(text, "caching", 100 * kMiB, options);
+  EXPECT_TRUE(smaller.ooms.empty());
+  EXPECT_EQ(smaller.counts.refusals_survived, 1U);
+  EXPECT_EQ(smaller.counts.frees, 1U);  // the smaller workspace is freed as the line says
+  EXPECT_EQ(smaller.peak_allocated, static_cast<std::int64_t>(90 * kMiB));
+
+  options.survivable = {{1, 45 * kMiB}};  // it settles for 45 MiB, refused too: that is the OOM
+  const ReplayResult refused = replay_on_sim(text, "caching", 100 * kMiB, options);
+  ASSERT_EQ(refused.ooms.size(), 1U);
+  EXPECT_EQ(refused.ooms[0].event_index, 1U);
+  EXPECT_EQ(refused.ooms[0].request_bytes, 45 * kMiB);
+  EXPECT_EQ(refused.counts.refusals_survived, 1U);
+}
+
 TEST(Replay, ARecordedOomGivesBackTheCacheAsPyTorchsDid) {
   // PyTorch refused 200 MiB under a 100 MiB cap, giving back its cached 40 MiB segment on the way; the
   // program went on. Replayed with that cache still there, the 2 MiB request splits the 40 MiB segment and
