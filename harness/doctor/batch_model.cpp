@@ -86,9 +86,11 @@ bool marked_convolution(const DoctorInput& input, std::size_t alloc) {
   return input.facts.marked(input.trace.events[alloc].id, kConvolutionMark);
 }
 
-// Whether the recorder marked what convolutions allocate in this run (it says so; marks alone tell too).
+// Whether the recorder marked what convolutions allocate in this run (it says so; a convolution's mark tells
+// too).
 bool convolutions_marked(const DoctorInput& input) {
-  if (!input.facts.marks.empty()) {
+  const std::vector<std::string>& marks = input.facts.marks;
+  if (std::find(marks.begin(), marks.end(), kConvolutionMark) != marks.end()) {
     return true;
   }
   const nlohmann::json& r = input.facts.recorder;

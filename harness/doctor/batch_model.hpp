@@ -79,10 +79,14 @@ inline constexpr double kSlopeMargin = 0.03;
 // batch is a workspace the replay lets be refused: the allocator gives back its cache as PyTorch's does, the
 // refusal is counted, and the model goes on without it. The pessimistic model settles for the smaller of its
 // two recorded sizes, which a plan ran with, and runs out where that is refused too: the fallbacks seen were
-// below it (27 and 43 MiB where batch 10 had been granted 40 and 60 MiB). Settling for the larger named 155
-// for a ResNet that PyTorch ran at 167 under 2 GiB on the H200 (161 now). The estimate, without any, can lie
-// a batch or two above PyTorch's largest: the range's high end. A plain PyTorch snapshot has no marks: every
-// refusal is an OOM there, and the answer for a convolutional network may be low.
+// below it (27 and 43 MiB where batch 10 had been granted 40 and 60 MiB). Settling for the larger instead,
+// the safe end for a ResNet that PyTorch ran at 167 under 2 GiB on the H200 was 155; settling for the
+// smaller, 161. The estimate, without any, can lie a batch or two above PyTorch's largest: the range's high
+// end. Two limits: the fallback stays at its size at the smaller batch however far the answer lies beyond it
+// (seen on two networks, within about four times the batches recorded); and the replay is refused in every
+// step it replays, giving back its cache each time, where PyTorch keeps the plan that ran after the first
+// step and asks for its workspace alone. A plain PyTorch snapshot has no marks: every refusal is an OOM
+// there, and the answer for a convolutional network may be low.
 
 // Below this share of either run's requests matched, or matched by position alone, the model is said to be
 // unreliable, and no batch is named safe: on the proof corpus, a program whose batches vary within a run was

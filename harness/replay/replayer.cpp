@@ -184,14 +184,16 @@ class Replayer {
         record_oom(index, e, oom.what());
         return;
       }
-      ++result_.counts.refusals_survived;
-      if (settles->second == 0 || settles->second >= e.bytes) {
+      if (settles->second == 0) {
+        ++result_.counts.refusals_survived;
         failed_.insert(e.id);  // it does without: its free is skipped
         return;
       }
-      asked.bytes = settles->second;
+      asked.bytes =
+          std::min(settles->second, e.bytes);  // the allocator has given back its cache: asked again
       try {
         place(asked, stream);
+        ++result_.counts.refusals_survived;
       } catch (const OutOfMemoryError& refused) {
         failed_.insert(e.id);
         record_oom(index, asked, refused.what());

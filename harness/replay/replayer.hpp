@@ -69,8 +69,9 @@ struct ReplayOptions {
   bool release_at_recorded_ooms = true;
   // Allocations (event index -> the bytes the program settles for, 0: none) whose refusal the program
   // survives: a library that tries a smaller workspace when refused (Note [A workspace PyTorch does
-  // without], harness/doctor/batch_model.hpp). A refusal is counted in ReplayCounts::refusals_survived; the
-  // smaller request is then made, and only its refusal is an OOM; with none, the free is skipped.
+  // without], harness/doctor/batch_model.hpp). With none, the refusal is survived and the free skipped; else
+  // that many bytes (at most the request) are asked for again, and only their refusal is an OOM. Each
+  // refusal survived is counted in ReplayCounts::refusals_survived.
   std::unordered_map<std::uint64_t, std::uint64_t> survivable;
   bool stop_at_first_oom = false;                 // end the replay at its first OOM
   std::optional<std::uint64_t> stop_after_event;  // end the replay after this event index
@@ -124,7 +125,7 @@ struct ReplayCounts {
   std::uint64_t frees_pending = 0;        // frees whose block stayed unusable until free_completed
   std::uint64_t unknown_frees = 0;        // free of an id not allocated in the trace: skipped
   std::uint64_t frees_of_failed = 0;      // free of an allocation that failed in replay: skipped
-  std::uint64_t refusals_survived = 0;    // ReplayOptions::survivable allocations refused
+  std::uint64_t refusals_survived = 0;    // ReplayOptions::survivable allocations refused and gone on after
   std::uint64_t trace_ooms = 0;           // oom lines of the recorded program
   std::uint64_t segment_events = 0;       // the recorded allocator's segment lines
   std::uint64_t other_device_events = 0;  // lines of other devices: skipped

@@ -67,8 +67,9 @@ listed by first appearance; ``alloc_sites[id]`` is the site of the allocation wi
 no frames were recorded for it, as for allocations from C++ such as PyTorch's backward pass; -2: it was
 allocated before the recording began). ``segment_addresses[id]`` is where the CUDA driver placed the segment
 with that id (0: not known), which lets a replay of the recorded setting place its segments likewise. Where
-some allocation carries PyTorch's ``user_metadata`` (the recorder marks those made inside a convolution:
-recorder_marks.py), ``marks`` lists the values and ``alloc_marks[id]`` indexes it (-1: none).
+some allocation carries one of the recorder's marks in PyTorch's ``user_metadata`` (those made inside a
+convolution: recorder_marks.py), ``marks`` lists them and ``alloc_marks[id]`` indexes it (-1: none; a program's
+own metadata is left out).
 
 Safety: a pickle can run code when loaded. Snapshots hold only dicts, lists, tuples, strings, numbers,
 booleans and None, so this script unpickles with ``find_class`` refusing every global: a pickle that
@@ -147,6 +148,9 @@ ADDRESSED_ACTIONS = (
 
 
 BEFORE_RECORDING = -2  # the facts' site of a block allocated before the recording began
+
+
+MARK_PREFIX = "memstress."  # the recorder's marks (recorder_marks.py): the only user_metadata the facts keep
 
 
 class InputError(Exception):
@@ -742,11 +746,13 @@ def facts_document(builder: TraceBuilder, written: Written, summary: Summary) ->
         "alloc_conf": builder.metadata.get("alloc_conf"),
         "recorder": builder.metadata.get("recorder"),
     }
-    names = sorted({mark for mark in written.alloc_marks if mark})
-    if names:  # only where some allocation has one: a plain snapshot's facts stay as they were
+    # The recorder's marks only (a program's own metadata can be anything, a counter a step): where some allocation
+    # has one; a plain snapshot's facts stay as they were.
+    names = sorted({mark for mark in written.alloc_marks if mark.startswith(MARK_PREFIX) and len(mark) <= 64})
+    if names:
         index = {name: i for i, name in enumerate(names)}
         document["marks"] = names
-        document["alloc_marks"] = [index[mark] if mark else -1 for mark in written.alloc_marks]
+        document["alloc_marks"] = [index.get(mark, -1) for mark in written.alloc_marks]
     return document
 
 

@@ -579,7 +579,7 @@ NEARER = 0.75
 # An estimate whose replay went on past refused convolution workspaces (Note [A workspace PyTorch does without],
 # harness/doctor/batch_model.hpp) counts on fallbacks it cannot size, and was one to two batches above PyTorch's
 # largest on the H200 corpus (results/h200/doctor-corpus-580.159.04/: a U-Net's 44 against 43, a ResNet's 168
-# against 167): there the safe end is confirmed, keeping the search to four trials.
+# against 167): there the safe end is confirmed, in one trial, not two.
 
 
 def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, memstress: str | None = None,
@@ -635,7 +635,8 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
         # NEARER).
         safe = _safe_batch(prediction)
         estimate = _estimate(prediction)
-        trust_estimate = safe is None or (estimate is not None and estimate >= safe and not _estimate_refused(prediction))
+        trust_estimate = safe is None or (estimate is not None and estimate >= safe
+                                          and not _estimate_refused(prediction))
         answer = estimate if estimate is not None and estimate > search.ran and trust_estimate else safe
         low = (prediction.get("range") or {}).get("low")
         for tries in range(6):  # the answer; the safe batch, else the range's low end, else 90%; then 80% each time

@@ -224,7 +224,7 @@ class FindMaxBatch(unittest.TestCase):
         self.assert_left_as_found(torch, model)
 
     def test_an_estimate_past_refused_workspaces_is_not_confirmed(self) -> None:
-        # The estimate's replay went on past refused convolution workspaces: the safe end is confirmed, four trials.
+        # The estimate's replay went on past refused convolution workspaces: the safe end is confirmed, and only it.
         torch, model = FakeTorch(fits=43, edge=40), FakeModel()
         self.answers({"safe_batch": 42, "estimate": 44, "sure": True, "range": {"low": 42, "high": 44},
                       "largest_fit": {"batch": 44, "refusals_survived": 5}})
@@ -467,8 +467,6 @@ class Metadata(unittest.TestCase):
             self.assertIsNone(self.dump(FakeTorch())["cuda_visible_devices"])
 
 
-if __name__ == "__main__":
-    unittest.main()
 
 
 class FakeNode:
@@ -493,7 +491,8 @@ class FakeNode:
 
 
 class MarkingTorch:
-    """Just enough of torch for ConvolutionMarks: global module hooks, a convolution class and user metadata."""
+    """Just enough of torch for ConvolutionMarks: global module hooks, a convolution class, one device's user
+    metadata."""
 
     class ConvNd:
         pass
@@ -501,11 +500,12 @@ class MarkingTorch:
     class Linear:
         pass
 
-    def __init__(self, with_metadata: bool = True) -> None:
-        self.metadata = ""
+    def __init__(self, with_metadata: bool = True, own: str = "") -> None:
+        self.metadata = own
         self.seen: list[tuple[str, str]] = []  # (what was allocated, the metadata then)
         self.pre: list[Any] = []
         self.post: list[Any] = []
+        self.always_call: list[bool] = []
         torch = self
 
         class Handle:
@@ -515,20 +515,23 @@ class MarkingTorch:
             def remove(self) -> None:
                 self.hooks.remove(self.hook)
 
-        def register(hooks: list[Any]) -> Any:
-            def add(hook: Any) -> Handle:
-                hooks.append(hook)
-                return Handle(hooks, hook)
-            return add
+        def add_pre(hook: Any) -> Handle:
+            torch.pre.append(hook)
+            return Handle(torch.pre, hook)
 
-        module = types.SimpleNamespace(register_module_forward_pre_hook=register(self.pre),
-                                       register_module_forward_hook=register(self.post))
+        def add_post(hook: Any, *, always_call: bool = False) -> Handle:
+            torch.always_call.append(always_call)
+            torch.post.append(hook)
+            return Handle(torch.post, hook)
+
+        module = types.SimpleNamespace(register_module_forward_pre_hook=add_pre, register_module_forward_hook=add_post)
         self.nn = types.SimpleNamespace(modules=types.SimpleNamespace(
             module=module, conv=types.SimpleNamespace(_ConvNd=MarkingTorch.ConvNd)))
         memory = types.SimpleNamespace()
         if with_metadata:
             memory._set_memory_metadata = lambda value: setattr(torch, "metadata", value)
-        self.cuda = types.SimpleNamespace(memory=memory)
+            memory._get_memory_metadata = lambda: torch.metadata
+        self.cuda = types.SimpleNamespace(memory=memory, current_device=lambda: 0)
         self._C = types.SimpleNamespace()
 
     def allocate(self, what: str) -> None:
@@ -548,27 +551,48 @@ class MarkingTorch:
 class ConvolutionMarks(unittest.TestCase):
     def test_what_a_convolution_allocates_forward_and_backward_is_marked(self) -> None:
         from memstress import recorder_marks  # noqa: PLC0415
-        torch = MarkingTorch()
-        marks = recorder_marks.ConvolutionMarks(torch)
-        MARK = recorder_marks.MARK  # noqa: N806
-        self.assertTrue(marks.start())
-        self.assertTrue(marks.active)
-        conv_node = torch.forward(MarkingTorch.ConvNd(), "conv")
-        linear_node = torch.forward(MarkingTorch.Linear(), "linear")
-        linear_node.backward(lambda: torch.allocate("linear backward"))
-        conv_node.backward(lambda: torch.allocate("conv backward"))
-        torch.allocate("optimizer")
-        self.assertEqual(torch.seen, [("conv forward", MARK), ("linear forward", ""), ("linear backward", ""),
-                                      ("conv backward", MARK), ("optimizer", "")])
-        marks.stop()
+        mark = recorder_marks.MARK
+        torch = MarkingTorch(own="mine")
+        with recorder_marks.ConvolutionMarks(torch) as marks:
+            self.assertTrue(marks.active)
+            self.assertEqual(torch.always_call, [True])  # cleared even when the forward raises
+            conv_node = torch.forward(MarkingTorch.ConvNd(), "conv")
+            linear_node = torch.forward(MarkingTorch.Linear(), "linear")
+            linear_node.backward(lambda: torch.allocate("linear backward"))
+            conv_node.backward(lambda: torch.allocate("conv backward"))
+            torch.allocate("optimizer")
+        self.assertEqual(torch.seen, [("conv forward", mark), ("linear forward", "mine"),
+                                      ("linear backward", "mine"), ("conv backward", mark), ("optimizer", "mine")])
         self.assertFalse(marks.active)
-        self.assertEqual((torch.pre, torch.post), ([], []))
+        self.assertEqual((torch.pre, torch.post, torch.metadata), ([], [], "mine"))  # the program's own, back
         node = FakeNode()
         node.register_prehook(marks._mark)  # a node made while recording, run after: it marks nothing
         node.backward(lambda: torch.allocate("after"))
-        self.assertEqual(torch.seen[-1], ("after", ""))
+        self.assertEqual(torch.seen[-1], ("after", "mine"))
 
-    def test_a_torch_without_user_metadata_marks_nothing(self) -> None:
+    def test_a_recomputation_before_the_node_is_not_marked(self) -> None:
+        # Activation checkpointing: the node's pre-hook has run, then the checkpointed modules run again.
+        from memstress import recorder_marks  # noqa: PLC0415
+        torch = MarkingTorch()
+        with recorder_marks.ConvolutionMarks(torch) as marks:
+            marks._mark()
+            torch.forward(MarkingTorch.Linear(), "recomputed")
+        self.assertEqual(torch.seen, [("recomputed forward", "")])
+
+    def test_a_hook_that_fails_stops_the_marking_and_never_raises(self) -> None:
+        from memstress import recorder_marks  # noqa: PLC0415
+        torch = MarkingTorch()
+
+        def refuse(_: str) -> None:
+            raise RuntimeError("no metadata today")
+
+        torch.cuda.memory._set_memory_metadata = refuse
+        with recorder_marks.ConvolutionMarks(torch) as marks:
+            torch.forward(MarkingTorch.ConvNd(), "conv")
+            self.assertFalse(marks.active)
+        self.assertEqual(torch.pre, [])
+
+    def test_a_torch_without_user_metadata_or_on_rocm_marks_nothing(self) -> None:
         from memstress import recorder_marks  # noqa: PLC0415
         torch = MarkingTorch(with_metadata=False)
         marks = recorder_marks.ConvolutionMarks(torch)
@@ -576,3 +600,10 @@ class ConvolutionMarks(unittest.TestCase):
         self.assertFalse(marks.active)
         self.assertEqual(torch.pre, [])
         marks.stop()  # harmless
+        rocm = MarkingTorch()
+        rocm.version = types.SimpleNamespace(hip="6.2")
+        self.assertFalse(recorder_marks.ConvolutionMarks(rocm).start())
+
+
+if __name__ == "__main__":
+    unittest.main()

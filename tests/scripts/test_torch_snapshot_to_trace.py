@@ -521,16 +521,20 @@ class Facts(TempDirTest):
         allocs = [e for e in snapshot["device_traces"][0] if e["action"] == "alloc"]
         allocs[1]["user_metadata"] = "memstress.convolution"
         allocs[2]["user_metadata"] = ""
-        allocs[3]["user_metadata"] = "mine"
+        allocs[3]["user_metadata"] = "the program's own"  # not the recorder's: left out
         allocs[4]["user_metadata"] = 7  # not a string: no mark
+        allocs[5]["user_metadata"] = "memstress." + "x" * 1000  # too long to be the recorder's
+        allocs[6]["user_metadata"] = "memstress.convolution"
         doc = self.facts(snapshot)
-        self.assertEqual(doc["marks"], ["memstress.convolution", "mine"])
+        self.assertEqual(doc["marks"], ["memstress.convolution"])
         self.assertEqual(len(doc["alloc_marks"]), len(doc["alloc_sites"]))
         live_before = len(doc["alloc_marks"]) - len(allocs)  # blocks live before the trace: no mark
-        self.assertEqual(doc["alloc_marks"][live_before:live_before + 5], [-1, 0, -1, 1, -1])
+        self.assertEqual(doc["alloc_marks"][live_before:live_before + 7], [-1, 0, -1, -1, -1, -1, 0])
 
-    def test_without_user_metadata_there_are_no_marks(self) -> None:
-        doc = self.facts(fx.training_snapshot(1))
+    def test_without_the_recorders_marks_there_are_no_marks(self) -> None:
+        snapshot = fx.training_snapshot(1)
+        next(e for e in snapshot["device_traces"][0] if e["action"] == "alloc")["user_metadata"] = "step 7"
+        doc = self.facts(snapshot)
         self.assertNotIn("marks", doc)
         self.assertNotIn("alloc_marks", doc)
 

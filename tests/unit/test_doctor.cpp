@@ -77,6 +77,7 @@ TraceBuilder training_loop(int steps, bool leak) {
   b.alloc(64 * kMiB, weights);
   for (int s = 0; s < steps; ++s) {
     std::vector<std::uint64_t> acts;
+    acts.reserve(8);
     for (int k = 0; k < 8; ++k) {
       acts.push_back(b.alloc(16 * kMiB, activations));
     }
@@ -141,7 +142,7 @@ TEST(DoctorGrowth, AOneTimeJumpIsNotGrowth) {
 
 TEST(DoctorPeak, TheSitesAtThePeakAreTheLiveAllocationsByLine) {
   const DoctorReport r = diagnose(training_loop(3, /*leak=*/false).input(), {});
-  EXPECT_EQ(r.live_at_peak, static_cast<std::int64_t>(64 * kMiB + 8 * 16 * kMiB + 4));
+  EXPECT_EQ(r.live_at_peak, static_cast<std::int64_t>(64 * kMiB + kMiB * 8 * 16 + 4));
   ASSERT_EQ(r.sites_at_peak.size(), 3U);
   EXPECT_EQ(r.site_name(r.sites_at_peak[0].site), "model.py:42 in forward");
   EXPECT_EQ(r.sites_at_peak[0].count, 8U);
@@ -232,7 +233,7 @@ TEST(DoctorOom, WhatItNeededDoesNotDependOnTheCapacitiesAskedAbout) {
   const DoctorReport a = diagnose(in, small_first);
   const DoctorReport b = diagnose(in, large_first);
   EXPECT_EQ(a.needed.peak_reserved, b.needed.peak_reserved);
-  EXPECT_EQ(a.needed.peak_allocated, static_cast<std::int64_t>(64 * kMiB + 8 * 16 * kMiB + 512));
+  EXPECT_EQ(a.needed.peak_allocated, static_cast<std::int64_t>(64 * kMiB + kMiB * 8 * 16 + 512));
   EXPECT_EQ(a.needed.on, "on a device with no limit");
 }
 
@@ -254,7 +255,7 @@ TEST(DoctorOom, ACapIsInferredWhereTheDeviceHadFarMoreFreeThanTheSegmentRefused)
   TraceBuilder b;
   b.segment(64 * kMiB);
   b.alloc(64 * kMiB);
-  b.oom(64 * kMiB, 10 * 1024 * kMiB);
+  b.oom(64 * kMiB, kMiB * 10 * 1024);
   const DoctorReport r = diagnose(b.input(), {});
   ASSERT_TRUE(r.oom.has_value());
   ASSERT_TRUE(r.oom->limit.has_value());
@@ -288,9 +289,9 @@ TraceBuilder refused_workspace_then(std::uint64_t last, bool dies) {
   TraceBuilder b;
   b.segment(64 * kMiB);
   b.alloc(64 * kMiB);
-  b.oom(88 * kMiB, 10 * 1024 * kMiB);
+  b.oom(88 * kMiB, kMiB * 10 * 1024);
   b.alloc(4 * kMiB);
-  b.oom(last, 10 * 1024 * kMiB);
+  b.oom(last, kMiB * 10 * 1024);
   if (!dies) {
     b.alloc(2 * kMiB);
   }
@@ -316,7 +317,7 @@ TEST(DoctorOom, OneRefusalSurvivedIsToldInTheSingular) {
   TraceBuilder b;
   b.segment(64 * kMiB);
   b.alloc(64 * kMiB);
-  b.oom(88 * kMiB, 10 * 1024 * kMiB);
+  b.oom(88 * kMiB, kMiB * 10 * 1024);
   b.alloc(4 * kMiB);
   const DoctorReport r = diagnose(b.input(), {});
   ASSERT_TRUE(r.refusals.has_value());
@@ -417,6 +418,8 @@ class FactsFiles {
   FactsFiles() = default;
   FactsFiles(const FactsFiles&) = delete;
   FactsFiles& operator=(const FactsFiles&) = delete;
+  FactsFiles(FactsFiles&&) = delete;
+  FactsFiles& operator=(FactsFiles&&) = delete;
   ~FactsFiles() {
     for (const std::filesystem::path& p : paths_) {
       std::error_code ignored;
@@ -424,8 +427,8 @@ class FactsFiles {
     }
   }
   std::filesystem::path write(const std::string& name, const std::string& text) {
-    const std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                       ("memstress-test-" + std::to_string(::getpid()) + "-" + name);
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("memstress-test-" + std::to_string(::getpid()) + "-" + name);
     std::ofstream(path) << text;
     paths_.push_back(path);
     return path;
@@ -481,9 +484,9 @@ TEST(DoctorFacts, SitesOutOfRangeAreRefusedNamingTheFile) {
   }
   // The fuzzer's first finding: a float beyond 2^64 where a whole number of bytes is read was converted
   // anyway (undefined behaviour), in segment_addresses and in an OOM's bytes alike.
-  const std::string bytes_text = "\"bytes\": 512";
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{bytes_text, "\"bytes\": 1.4e24"},
-                                 {"\"alloc_sites\"", "\"segment_addresses\": [1.4e24], \"alloc_sites\""}}) {
+  const std::string bytes_text = R"("bytes": 512)";
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{bytes_text, R"("bytes": 1.4e24)"},
+                                 {R"("alloc_sites")", R"("segment_addresses": [1.4e24], "alloc_sites")"}}) {
     std::string huge = with_oom_site("0");
     huge.replace(huge.find(from), from.size(), to);
     try {
@@ -522,6 +525,17 @@ TEST(DoctorFacts, MarksAreReadByAllocationAndOutOfRangeOnesRefused) {
     EXPECT_EQ(std::string(e.what()),
               "bad-mark.pickle: the converter's facts: field alloc_marks[2]: expected a whole number from -1 "
               "to 1, found a number (2)");
+  }
+  std::string unindexed = marked;
+  const std::string list = R"("alloc_marks": [-1, 0, 1], )";
+  unindexed.erase(unindexed.find(list), list.size());
+  try {
+    static_cast<void>(read_facts(files.write("unindexed.json", unindexed), "unindexed.pickle"));
+    ADD_FAILURE() << "marks without alloc_marks were read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("unindexed.pickle: the converter's facts: "), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("alloc_marks"), std::string::npos) << e.what();
   }
 }
 

@@ -18,6 +18,24 @@ namespace {
 
 constexpr std::uint64_t kMiB = 1ULL << 20;
 
+// Appends one line to the input's trace, and for an allocation its site and mark (-1: none) to its facts.
+void add_event(DoctorInput& in, replay::Action action, std::uint64_t id, std::uint64_t bytes,
+               std::int32_t site, std::int32_t mark = -1) {
+  replay::Event e;
+  e.seq = in.trace.events.size();
+  e.time_ns = e.seq;
+  e.id = id;
+  e.bytes = bytes;
+  e.action = action;
+  in.trace.events.push_back(e);
+  if (action == replay::Action::alloc) {
+    in.facts.alloc_sites.push_back(site);
+    if (!in.facts.marks.empty()) {
+      in.facts.alloc_marks.push_back(mark);
+    }
+  }
+}
+
 // A training loop at batch n: 96 MiB of weights and optimizer state, then per step 6 layers of
 // activations of 3 MiB per sample each, a 1 KiB loss, and (with workspace) a cuBLAS-like 8 MiB workspace
 // that the run at one batch size asks for and the other does not.
@@ -32,16 +50,7 @@ DoctorInput program(std::uint64_t n, bool workspace, bool frames) {
   }
   std::uint64_t id = 0;
   const auto push = [&](replay::Action action, std::uint64_t ident, std::uint64_t bytes, std::int32_t site) {
-    replay::Event e;
-    e.seq = in.trace.events.size();
-    e.time_ns = e.seq;
-    e.id = ident;
-    e.bytes = bytes;
-    e.action = action;
-    in.trace.events.push_back(e);
-    if (action == replay::Action::alloc) {
-      in.facts.alloc_sites.push_back(frames ? site : -1);
-    }
+    add_event(in, action, ident, bytes, frames ? site : -1);
   };
   const auto alloc = [&](std::uint64_t bytes, std::int32_t site) {
     push(replay::Action::alloc, id, bytes, site);
@@ -372,21 +381,12 @@ DoctorInput convolutions(std::uint64_t n, bool marked) {
   }
   std::uint64_t id = 0;
   const auto push = [&](replay::Action action, std::uint64_t ident, std::uint64_t bytes, bool workspace) {
-    replay::Event e;
-    e.seq = in.trace.events.size();
-    e.time_ns = e.seq;
-    e.id = ident;
-    e.bytes = bytes;
-    e.action = action;
-    in.trace.events.push_back(e);
-    if (action == replay::Action::alloc) {
-      in.facts.alloc_sites.push_back(-1);
-      in.facts.alloc_marks.push_back(marked && workspace ? 0 : -1);
-    }
+    add_event(in, action, ident, bytes, -1, workspace ? 0 : -1);
   };
   push(replay::Action::alloc, id++, 96 * kMiB, false);
   for (int step = 0; step < 3; ++step) {
     std::vector<std::uint64_t> acts;
+    acts.reserve(6);
     for (int layer = 0; layer < 6; ++layer) {
       const std::uint64_t workspace = 4 * kMiB * n + 147;
       push(replay::Action::alloc, id, workspace, true);

@@ -319,7 +319,13 @@ TEST(ReplayForTheDoctor, ARefusalOfAWorkspaceTheProgramDoesWithoutIsNoOom) {
   ASSERT_EQ(refused.ooms.size(), 1U);
   EXPECT_EQ(refused.ooms[0].event_index, 1U);
   EXPECT_EQ(refused.ooms[0].request_bytes, 45 * kMiB);
-  EXPECT_EQ(refused.counts.refusals_survived, 1U);
+  EXPECT_EQ(refused.counts.refusals_survived, 0U);
+
+  options.survivable = {{1, 80 * kMiB}};  // it settles for no less than it asked: asked again, refused again
+  const ReplayResult again = replay_on_sim(text, "caching", 100 * kMiB, options);
+  ASSERT_EQ(again.ooms.size(), 1U);
+  EXPECT_EQ(again.ooms[0].request_bytes, 50 * kMiB);
+  EXPECT_EQ(again.counts.refusals_survived, 0U);
 }
 
 TEST(Replay, ARecordedOomGivesBackTheCacheAsPyTorchsDid) {
