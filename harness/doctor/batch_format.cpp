@@ -236,10 +236,11 @@ std::string format_batch(const BatchReport& r) {
     if (const std::uint64_t refused = a.largest_fit->refusals_survived; refused != 0) {
       out += fmt::format(
           "-> At {} the allocator refuses {} workspace{} and the program goes on without {}, as PyTorch's "
-          "cuDNN convolutions do; at {} the safe end counts on no less than each had at batch {} (Note [A "
-          "workspace PyTorch does without]).\n",
+          "cuDNN convolutions do; the safe end, {}, has each one refused settle for its size at batch {} "
+          "(Note "
+          "[A workspace PyTorch does without]).\n",
           a.largest_fit->batch, refused, refused == 1 ? "" : "s", refused == 1 ? "it" : "them",
-          a.safe_fit->batch, m.batch_a);
+          a.safe_fit->batch, m.batch_b);
     }
   }
   if (!m.convolutions_marked && m.freed_at_once != 0) {

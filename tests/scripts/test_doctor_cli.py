@@ -391,6 +391,21 @@ class UNetAtTheEdge(unittest.TestCase):
         self.assertLessEqual(safe, largest_ran)
         self.assertGreaterEqual(safe, 0.95 * largest_ran)
 
+    def test_with_convolutions_marked_predict_batch_names_pytorchs_largest(self) -> None:
+        done = subprocess.run([str(BINARY), "predict-batch", str(EDGE / "marked" / "b10.pickle.gz"),
+                               str(EDGE / "marked" / "b20.pickle.gz"), "--batch", "10,20", "--capacity", "2G",
+                               "--format", "json"], capture_output=True, text=True, check=False, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        doc = json.loads(done.stdout)
+        self.assertTrue(doc["model"]["convolutions_marked"])
+        self.assertGreater(doc["model"]["survivable_workspaces"], 0)
+        ran = [json.loads((EDGE / f"b{b}-s2.json").read_text()) for b in (38, 39, 40, 41, 42, 43, 44)]
+        largest_ran = max(r["batch"] for r in ran if r["oom"] is None)  # 43, on cuDNN's fallbacks; 44 ran out
+        self.assertEqual(largest_ran, 43)
+        self.assertLessEqual(doc["safe_batch"], largest_ran)
+        self.assertGreaterEqual(doc["safe_batch"], 0.95 * largest_ran)
+        self.assertGreater(doc["largest_fit"]["refusals_survived"], 0)
+
     def test_predict_batch_says_when_the_recordings_do_not_mark_the_convolutions(self) -> None:
         done = subprocess.run([str(BINARY), "predict-batch", str(EDGE / "b10.pickle.gz"), str(EDGE / "b20.pickle.gz"),
                                "--batch", "10,20", "--capacity", "2G"], capture_output=True, text=True, check=False,
