@@ -605,5 +605,66 @@ class ConvolutionMarks(unittest.TestCase):
         self.assertFalse(recorder_marks.ConvolutionMarks(rocm).start())
 
 
+def _torch_or_none() -> Any:
+    try:
+        import torch  # noqa: PLC0415 - only this class needs it
+    except ImportError:
+        return None
+    return torch
+
+
+@unittest.skipIf(_torch_or_none() is None, "no torch here: the marks' hooks on a real PyTorch are not checked")
+class ConvolutionMarksOnTorch(unittest.TestCase):
+    """The hooks on a real PyTorch (its CPU is enough): the operators that run while the mark is set, seen by a
+    dispatch mode, are a convolution's, forward and backward, whatever follows it."""
+
+    def marked_ops(self, model: Any, *, checkpoint: bool = False) -> tuple[set[str], set[str], str]:
+        import torch  # noqa: PLC0415
+        from memstress import recorder_marks  # noqa: PLC0415
+        from torch.utils._python_dispatch import TorchDispatchMode  # noqa: PLC0415
+        state = {"metadata": ""}
+        seen: list[tuple[str, str]] = []
+
+        class Marks(recorder_marks.ConvolutionMarks):  # the allocator's metadata, as a dict: no GPU needed
+            def __init__(self) -> None:
+                super().__init__(torch)
+                self._set = lambda value: state.__setitem__("metadata", value)
+                self._get = lambda: state["metadata"]
+
+            def _on(self, _device: Any, function: Any, *args: Any) -> Any:
+                return function(*args)
+
+        class Seen(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, _types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                seen.append((func.overloadpacket.__name__, state["metadata"]))
+                return func(*args, **(kwargs or {}))
+
+        torch.manual_seed(0)
+        x = torch.randn(2, 3, 16, 16, requires_grad=True)
+        with Marks(), Seen():
+            if checkpoint:
+                from torch.utils.checkpoint import checkpoint as checkpointed  # noqa: PLC0415
+                y = checkpointed(model, x, use_reentrant=False)
+            else:
+                y = model(x)
+            y.sum().backward()
+        return ({op for op, mark in seen if mark}, {op for op, mark in seen if "conv" in op and not mark},
+                state["metadata"])
+
+    def test_a_convolution_forward_and_backward_and_nothing_else(self) -> None:
+        import torch  # noqa: PLC0415
+        nn = torch.nn
+        for name, model, checkpoint in (
+                ("an in-place ReLU after it", nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(inplace=True),
+                                                            nn.Conv2d(4, 4, 3)), False),
+                ("batch norm after it", nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)), False),
+                ("checkpointed", nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU()), True)):
+            with self.subTest(name):
+                marked, unmarked, left = self.marked_ops(model, checkpoint=checkpoint)
+                self.assertEqual(marked - {"detach"}, {"convolution", "convolution_backward"})
+                self.assertEqual(unmarked, set())
+                self.assertEqual(left, "")
+
+
 if __name__ == "__main__":
     unittest.main()
