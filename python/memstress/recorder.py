@@ -15,7 +15,9 @@ line that holds the memory. The snapshot is written when the program runs out of
 out-of-memory observer: even if the OOM ends the program, the snapshot is there) and again at exit,
 and each time the ``memstress doctor`` command to run is printed on stderr. Out-of-memory errors that come
 in a burst (cuDNN's refused workspaces, which the program survives) write one snapshot, then one when a
-short pause ends, not one each (Note [OOMs that PyTorch survives]).
+short pause ends, not one each (Note [OOMs that PyTorch survives]). What ``torch.nn`` convolutions allocate is
+marked (PyTorch's per-allocation ``user_metadata``), so that ``memstress predict-batch`` knows the cuDNN
+workspaces PyTorch does without when refused (Note [Marking the convolutions], recorder_marks.py).
 
 Beside PyTorch's own keys the snapshot gets ``"memstress"``: the GPU's name and memory, the bytes free on
 it when the snapshot was written (``device_free``), ``CUDA_VISIBLE_DEVICES``, whether the device is a MIG
