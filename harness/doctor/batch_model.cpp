@@ -249,8 +249,7 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
                                  scratch_of_request[r].block,
                                  scratch_of_request[r].cap,
                                  scratch_of_request[r].blocks_per_sample,
-                                 fallback_of_request[r].has_value(),
-                                 fallback_of_request[r].value_or(0)});
+                                 fallback_of_request[r]});
     } else if (const auto it = resize_of_id.find(e.id); it != resize_of_id.end()) {
       m.resizes[it->second].lines.push_back(index);
     }
@@ -295,8 +294,8 @@ BatchTry replay_at(const BatchModel& model, std::uint64_t n, bool pessimistic,
   options.timeline_points = 1;
   options.stop_at_first_oom = true;
   for (const Resize& resize : model.resizes) {
-    if (resize.survivable) {
-      options.survivable.emplace(resize.alloc, pessimistic ? resize.fallback : 0);
+    if (resize.fallback) {
+      options.survivable.emplace(resize.alloc, pessimistic ? *resize.fallback : 0);
     }
   }
   const replay::ReplayTrace trace = trace_at(model, n, pessimistic);

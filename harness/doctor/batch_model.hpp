@@ -137,8 +137,9 @@ struct Resize {
   std::uint64_t block = 0;       // Note [A reduction's scratch stops growing]: 65536 g bytes (0: not one)
   std::uint64_t cap = 0;         // its size at one wave of blocks
   double blocks_per_sample = 0;  // in the run below the cap: its pace past the wave is a 16th of this
-  bool survivable = false;       // Note [A workspace PyTorch does without]
-  std::uint64_t fallback = 0;    // what the pessimistic model settles for when it is refused
+  // Note [A workspace PyTorch does without]: where its refusal is survived, what the pessimistic model
+  // settles for then (none: a refusal is an OOM).
+  std::optional<std::uint64_t> fallback;
 };
 
 // A is the template's run (the larger batch), B the other.

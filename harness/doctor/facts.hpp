@@ -45,7 +45,7 @@ struct SnapshotFacts {
   std::vector<OomFact> ooms;                     // the snapshot's oom entries, in order
   std::optional<std::string> alloc_conf;         // PYTORCH_CUDA_ALLOC_CONF as the program ran with it
   nlohmann::json recorder;                       // the recorder's notes (memstress.recorder), or null
-  // PyTorch's user_metadata of the allocations, where some have one (the recorder marks those made inside a
+  // The recorder's marks in PyTorch's user_metadata, where some allocation has one (those made inside a
   // convolution: python/memstress/recorder_marks.py): the values, and by allocation id an index into them
   // (-1: none).
   std::vector<std::string> marks;

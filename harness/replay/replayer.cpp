@@ -189,8 +189,8 @@ class Replayer {
         failed_.insert(e.id);  // it does without: its free is skipped
         return;
       }
-      asked.bytes =
-          std::min(settles->second, e.bytes);  // the allocator has given back its cache: asked again
+      // The allocator has given back its cache: the smaller request, asked again.
+      asked.bytes = std::min(settles->second, e.bytes);
       try {
         place(asked, stream);
         ++result_.counts.refusals_survived;

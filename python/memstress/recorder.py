@@ -534,17 +534,20 @@ def _predict(binary: str, search: _Search, a: int, b: int, max_batch: int, alloc
     return answer
 
 
+def _positive(value: Any) -> int | None:
+    """`value` where it is an integer above 0 (not a boolean)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def _estimate(prediction: dict[str, Any]) -> int | None:
-    """predict-batch's estimate, where it is a batch (an integer above 0, not a boolean)."""
-    estimate = prediction.get("estimate")
-    return estimate if isinstance(estimate, int) and not isinstance(estimate, bool) and estimate > 0 else None
+    """predict-batch's estimate, where it is a batch."""
+    return _positive(prediction.get("estimate"))
 
 
 def _estimate_refused(prediction: dict[str, Any]) -> bool:
     """Whether the estimate's replay went on past refused convolution workspaces (Note [The estimate is
     confirmed])."""
-    refused = (prediction.get("largest_fit") or {}).get("refusals_survived")
-    return isinstance(refused, int) and not isinstance(refused, bool) and refused > 0
+    return _positive((prediction.get("largest_fit") or {}).get("refusals_survived")) is not None
 
 
 def _safe_batch(prediction: dict[str, Any]) -> int | None:
