@@ -33,6 +33,19 @@ AtTheOom at_the_oom(const replay::ReplayTrace& trace, const replay::SweepSetting
           r.peak_reserved};
 }
 
+// The device's oom lines among the first `end` events: how many, and the largest request refused.
+SurvivedRefusals oom_lines(const replay::ReplayTrace& trace, std::uint32_t device, std::size_t end) {
+  SurvivedRefusals s;
+  for (std::size_t i = 0; i < std::min(end, trace.events.size()); ++i) {
+    const replay::Event& e = trace.events[i];
+    if (e.device == device && e.action == replay::Action::oom) {
+      ++s.count;
+      s.largest = std::max(s.largest, e.bytes);
+    }
+  }
+  return s;
+}
+
 bool same_setting(const replay::SweepSetting& a, const replay::SweepSetting& b) {
   return a.allocator == b.allocator && a.conf == b.conf;
 }
@@ -173,13 +186,7 @@ std::optional<SurvivedRefusals> survived_refusals(const replay::ReplayTrace& tra
   if (replay::fatal_oom(trace, device)) {
     return std::nullopt;
   }
-  SurvivedRefusals s;
-  for (const replay::Event& e : trace.events) {
-    if (e.device == device && e.action == replay::Action::oom) {
-      ++s.count;
-      s.largest = std::max(s.largest, e.bytes);
-    }
-  }
+  const SurvivedRefusals s = oom_lines(trace, device, trace.events.size());
   return s.count > 0 ? std::optional(s) : std::nullopt;
 }
 
@@ -195,15 +202,8 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
     return std::nullopt;
   }
   OomAnalysis a;
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const replay::Event& e = trace.events[i];
-    if (e.device == walk.device && e.action == replay::Action::oom) {
-      ++a.count;
-      if (i < *first) {
-        ++a.survived;
-      }
-    }
-  }
+  a.count = oom_lines(trace, walk.device, trace.events.size()).count;
+  a.survived = oom_lines(trace, walk.device, *first).count;
   const replay::Event& e = trace.events[*first];
   a.at = OomAt{event_number(walk, *first), e.seq, e.time_ns, e.bytes, -1};
   const std::string& label = trace.devices[walk.device];
