@@ -30,8 +30,8 @@ install(DIRECTORY python/memstress DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python F
         PATTERN "__pycache__" EXCLUDE)
 # The recorder on Python's own path too, where the prefix holds a directory of it (~/.local's user site, a virtual
 # environment, Debian's /usr/local dist-packages): `import memstress_torch` with no PYTHONPATH. There go
-# memstress_torch.py and the files of the package it imports (memstress/__init__.py, recorder.py and
-# recorder_marks.py), not the programs, which find results/schema/ beside python/ under share/memstress. Which
+# memstress_torch.py and the files of the package it imports (memstress/__init__.py, recorder.py, recorder_marks.py
+# and find_max.py), not the programs, which find results/schema/ beside python/ under share/memstress. Which
 # directory is decided at install time, for the prefix installed to (cmake/python_site_dir.py); where there is none,
 # PYTHONPATH=$(memstress --python-path) imports it, and the install says so.
 find_package(Python3 3.9 COMPONENTS Interpreter QUIET)
@@ -47,7 +47,8 @@ if(Python3_Interpreter_FOUND)
             file(INSTALL \"${PROJECT_SOURCE_DIR}/python/memstress_torch.py\" DESTINATION \"\${_ms_site}\")
             file(INSTALL \"${PROJECT_SOURCE_DIR}/python/memstress/__init__.py\"
                          \"${PROJECT_SOURCE_DIR}/python/memstress/recorder.py\"
-                         \"${PROJECT_SOURCE_DIR}/python/memstress/recorder_marks.py\" DESTINATION \"\${_ms_site}/memstress\")
+                         \"${PROJECT_SOURCE_DIR}/python/memstress/recorder_marks.py\"
+                         \"${PROJECT_SOURCE_DIR}/python/memstress/find_max.py\" DESTINATION \"\${_ms_site}/memstress\")
           else()
             message(STATUS \"memstress_torch.py: no directory of \${CMAKE_INSTALL_PREFIX} is on the path of \${_ms_python}: import it with PYTHONPATH=$(memstress --python-path)\")
           endif()")

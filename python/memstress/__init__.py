@@ -6,7 +6,8 @@
   a PyTorch memory snapshot or an RMM log into a memstress trace, with ``snapshot_sites`` naming each allocation's
   line of the user's program;
 - ``validate`` (``python3 -m memstress.validate``): results documents against results/schema/;
-- ``recorder``: the PyTorch recorder and ``find_max_batch``, which programs import as ``memstress_torch``;
+- ``recorder`` (with ``recorder_marks``, what convolutions allocate) and ``find_max``: the PyTorch recorder and
+  ``find_max_batch``, which programs import as ``memstress_torch``;
 - ``_json``, ``_output``, ``_pyenv``: what the programs share: JSON read with its nesting bounded, output files
   written whole, and the python a program runs under (the checkout's .venv first).
 

@@ -210,7 +210,8 @@ memstress_add_test(NAME compare_missing COMPARE {accept} missing.json)
         imported = run([str(python), "-c", "import memstress_torch; print(memstress_torch.__file__)"], cwd=self.cwd,
                        env=env)
         self.assertTrue((Path(site) / "memstress_torch.py").exists(), done.stdout[-1000:])
-        self.assertTrue((Path(site) / "memstress" / "recorder.py").exists(), done.stdout[-1000:])
+        for module in ("recorder.py", "recorder_marks.py", "find_max.py"):
+            self.assertTrue((Path(site) / "memstress" / module).exists(), done.stdout[-1000:])
         self.assertEqual(imported.returncode, 0, imported.stderr)
         self.assertIn(site, imported.stdout)
 

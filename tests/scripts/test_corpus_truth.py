@@ -76,7 +76,7 @@ FINDER_MISSES = {
 FINDER_FAULTS = {
     # It confirmed the estimate, 44, which went on past refused convolution workspaces, ran out, and confirmed the
     # safe end, 41 (5 trials). Since, such an estimate is not confirmed: the safe end is (Note [The estimate is
-    # confirmed], python/memstress/recorder.py); not yet run on a GPU.
+    # confirmed], python/memstress/find_max.py); not yet run on a GPU.
     "h200": {"unet_train": "5 trials, 1 OOM: the estimate 44 ran out, the safe end 41 ran"},
 }
 # The doctor decides at least this many of a corpus's OOMs (the rest "at the limit"): alone, of all 16; with the
