@@ -3,8 +3,8 @@
 - ``report`` (``python3 -m memstress.report``, and ``memstress report``, ``memstress doctor --format html``): results
   drawn into one HTML page; ``__main__.py`` owns the page, the inputs and the errors, a module per kind of section;
 - ``convert`` (``python3 -m memstress.convert``, run by ``memstress replay`` and ``memstress doctor`` on a snapshot):
-  a PyTorch memory snapshot or an RMM log into a memstress trace, with ``snapshot_sites`` naming each allocation's
-  line of the user's program;
+  a PyTorch memory snapshot (``torch_snapshot``) or an RMM log (``rmm_log``) into a memstress trace
+  (``trace_builder``), with ``snapshot_sites`` naming each allocation's line of the user's program;
 - ``validate`` (``python3 -m memstress.validate``): results documents against results/schema/;
 - ``recorder`` (with ``recorder_marks``, what convolutions allocate) and ``find_max``: the PyTorch recorder and
   ``find_max_batch``, which programs import as ``memstress_torch``;

@@ -67,6 +67,7 @@ sys.path.insert(0, str(HERE))
 import memstress_package  # noqa: E402
 import snapshot_fixtures as fx  # noqa: E402
 from memstress import convert as converter  # noqa: E402
+from memstress import torch_snapshot  # noqa: E402
 from trace_check import Trace, parse_trace  # noqa: E402
 from value_paths import paths_of  # noqa: E402
 
@@ -93,7 +94,7 @@ HUGE = (2**63 - 1, 2**63, U64, 2**64, -(2**63), -(2**63) - 1, 2**70, -(2**70), 1
 STREAMS = (0, fx.SIDE_STREAM, fx.DEV1_STREAM, -0x7E5700001000)
 WHERES = ("model.py", "train.py", "data/loader.py")
 ENTRY_KEYS = ("action", "addr", "size", "stream", "time_us", "device_free", "frames")
-ACTIONS = converter.ADDRESSED_ACTIONS + ("oom", "snapshot", "annotate", "")
+ACTIONS = torch_snapshot.ADDRESSED_ACTIONS + ("oom", "snapshot", "annotate", "")
 STATES = ("active_allocated", "active_pending_free", "active_awaiting_free", "inactive", "")
 
 
