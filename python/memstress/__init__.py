@@ -1,7 +1,8 @@
 """memstress's Python: what the memstress binary runs and what PyTorch programs import.
 
 - ``report`` (``python3 -m memstress.report``, and ``memstress report``, ``memstress doctor --format html``): results
-  drawn into one HTML page; ``__main__.py`` owns the page, the inputs and the errors, a module per kind of section;
+  drawn into one HTML page; ``__main__.py`` owns the page and its errors, ``inputs`` reads them, a module per
+  kind of section;
 - ``convert`` (``python3 -m memstress.convert``, run by ``memstress replay`` and ``memstress doctor`` on a snapshot):
   a PyTorch memory snapshot (``torch_snapshot``) or an RMM log (``rmm_log``) into a memstress trace
   (``trace_builder``), with ``snapshot_sites`` naming each allocation's line of the user's program;

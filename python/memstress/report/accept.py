@@ -1,7 +1,7 @@
 """The report's acceptance section: what `memstress accept` reported, read from its JUnit XML (`accept --junit
 FILE`, committed beside every accept run as results/*/accept-*.xml), as a table per file of check, PASS, FAIL
 or SKIP, measured value with its unit, bound and GPU, with the suite's counts. Imported by the report's __main__.py,
-which owns the page, the inputs and the errors.
+which owns the page and its errors.
 
 Note [The page shows accept's verdicts]
 ---------------------------------------

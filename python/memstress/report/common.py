@@ -1,6 +1,6 @@
 """What every section of the report shares: the rows of a run, numbers with their units, series colours
 and the embedded figure. Imported by the report's __main__.py and its section modules (accept.py, links.py,
-...); __main__.py owns the page, the inputs and the errors.
+...) and inputs.py; __main__.py owns the page and its errors, inputs.py reads the inputs.
 
 Note [Numbers on the page]
 --------------------------
@@ -328,3 +328,27 @@ def headline(row: dict) -> tuple[str, dict] | None:
     rates = [n for n, m in metrics.items() if m.get("better") == "higher" and "/s" in str(m.get("unit"))]
     first = rates[0] if rates else next(iter(metrics), None)
     return (first, metrics[first]) if first else None
+
+
+# Runs read from their JSON Lines stream (inputs.py, load_stream) -------------------------------------------
+
+STREAM_NOTE = "_report_stream"  # what load_stream saw, kept in the run document it makes
+
+
+def unfinished(doc: dict) -> bool:
+    stream = doc.get(STREAM_NOTE)
+    return bool(stream and not stream.get("finished")) or doc.get("status") == "running"
+
+
+def run_state(doc: dict) -> str:
+    """What the page says of a run that did not finish ("" for one that did)."""
+    stream = doc.get(STREAM_NOTE) or {}
+    rows = doc.get("rows") if isinstance(doc.get("rows"), list) else []
+    said = ""
+    if unfinished(doc):
+        said = (f"the run did not finish ({'its stream has no footer line' if stream else 'status running'}): "
+                f"the {len(rows)} row(s) it wrote are shown")
+    if stream.get("cut_short"):
+        said += ("; " if said else "") + "its last line was cut short (the run was killed while writing it) and is " \
+                                         "left out"
+    return said

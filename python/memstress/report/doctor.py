@@ -1,5 +1,5 @@
 """The report's section for `memstress doctor` documents (memstress.doctor/1): what `memstress doctor
---format html` draws. Imported by the report's __main__.py, which owns the page, the inputs and the errors.
+--format html` draws. Imported by the report's __main__.py, which owns the page and its errors.
 
 For each document: the figures of what the program needed; reserved and allocated bytes over time
 (the replay under the program's own setting) with the peak and the OOM marked; the sites holding the

@@ -1,5 +1,5 @@
 """The report's fleet page: what `memstress db` says of many GPUs. Imported by the report's __main__.py, which owns the
-page, the inputs and the errors.
+page and its errors.
 
 Inputs (told apart by their schema):
 - `memstress db outliers --format json --groups` (memstress.outliers/1 with groups[]): per judged group (a

@@ -1,5 +1,5 @@
 """The report's sections on the links between GPUs: collectives (NCCL, as nccl-tests reports them) and p2p (the
-peer copy matrix of a node). Imported by the report's __main__.py, which owns the page, the inputs and the errors.
+peer copy matrix of a node). Imported by the report's __main__.py, which owns the page and its errors.
 
 Collectives: per run, bus bandwidth against size, a line per collective (its colour by name, the same in every
 run's panel), dashed where another thread churned the allocator meanwhile; and a table with nccl-tests'

@@ -1,6 +1,6 @@
 """The report's sections on how an allocator uses device memory: fragmentation (five allocation patterns),
 leak (growth per epoch against the detector's threshold) and sizes (allocation churn by size distribution).
-Imported by the report's __main__.py, which owns the page, the inputs and the errors.
+Imported by the report's __main__.py, which owns the page and its errors.
 
 Each section draws one figure of grouped bars: a group per case (a pattern, a distribution), a bar per series
 (the allocator, and the run where several runs have such rows), coloured by the series' name

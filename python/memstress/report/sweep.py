@@ -1,6 +1,6 @@
 """The report's section for a bytes sweep (`memstress run WORKLOAD -b 4K -e 1G -f 4`, nccl-tests' grammar): each
 swept workload's headline metric (common.py: Note [Headline metrics]) against size. Imported by
-the report's __main__.py, which owns the page, the inputs and the errors.
+the report's __main__.py, which owns the page and its errors.
 
 A run was a sweep when its document's config records the sizes (`config.sizes`). Workloads whose own section
 already draws against size (transfers, collectives, p2p) are left to it. One panel per workload, a line per
