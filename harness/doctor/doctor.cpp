@@ -50,13 +50,15 @@ Needed needed_of(const replay::ReplayResult& run, const LiveWalk& walk, const re
 
 GrowthAnswer growth_of(const LiveWalk& walk, const replay::ReplayTrace& trace) {
   GrowthAnswer g;
-  // A leak large beside one step's swing widens the range the swing is a share of: narrower shares until
-  // the steps show (Note [Floors and growth]).
-  for (const double share : {0.25, 0.1, 0.04}) {
-    g.floors = find_floors(walk.live, share);
-    if (g.floors.size() >= 4) {
-      break;
-    }
+  // The steps are what repeats (Note [Steps are what repeats]): no period, no floors, growth not judged.
+  std::vector<StepToken> tokens;
+  tokens.reserve(walk.positions());
+  for (const std::uint64_t index : walk.event_index) {
+    tokens.push_back(StepToken{trace.events[index].action, trace.events[index].bytes});
+  }
+  g.step_events = step_period(walk.live, tokens);
+  if (g.step_events) {
+    g.floors = step_floors(walk.live, tokens, *g.step_events);
   }
   std::vector<std::int64_t> bytes;
   for (const Floor& f : g.floors) {

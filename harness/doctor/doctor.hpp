@@ -61,13 +61,15 @@ struct Needed {
 };
 
 struct GrowthAnswer {
-  std::vector<Floor> floors;
+  std::optional<std::size_t> step_events;  // events a step takes, where steps repeat (growth.hpp)
+  std::vector<Floor> floors;               // one a step, where they do
   std::vector<std::uint64_t> floor_times_ns;
   LineFit fit;
   double bytes_per_second = 0;  // the slope per step over the mean step time
   std::vector<SiteGrowth> sites;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's implicit move checks its invariant, an assert
 struct DoctorReport {
   std::string input;
   std::string source;

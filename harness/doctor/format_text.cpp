@@ -386,20 +386,22 @@ void settings(std::string& out, const DoctorReport& r) {
 void growth(std::string& out, const DoctorReport& r) {
   const GrowthAnswer& g = r.growth;
   out += "\n== Growth ==\n";
-  if (g.floors.size() < 4) {
-    out +=
-        fmt::format("-> {} floor(s) between peaks: too few steps to judge growth (at least 4 are needed).\n",
-                    g.floors.size());
+  if (!g.step_events || g.floors.size() < 4) {
+    out += fmt::format(
+        "-> Not judged: no step repeats in these {} events (at least four alike are needed: the same "
+        "requests "
+        "in the same order each step). Dips inside a step, between a forward pass's layers, are not steps. "
+        "To judge growth, record the loop for four or more whole steps at one batch shape.\n",
+        r.needed.events);
     return;
   }
   const std::int64_t change = g.floors.back().bytes - g.floors.front().bytes;
   out += fmt::format(
-      "floors between peaks: {}; from {} to {} ({}{}); slope {}/step (Theil-Sen, R^2 {:.2f}); higher than "
-      "the "
-      "step before in {} of {} steps\n",
-      g.floors.size(), bytes(g.floors.front().bytes), bytes(g.floors.back().bytes), change < 0 ? "-" : "+",
-      bytes(std::abs(change)), bytes(static_cast<std::int64_t>(g.fit.slope)), g.fit.r2, g.fit.rises,
-      g.floors.size() - 1);
+      "floors between steps: {}, a step every {} events; from {} to {} ({}{}); slope {}/step (Theil-Sen, "
+      "R^2 {:.2f}); higher than the step before in {} of {} steps\n",
+      g.floors.size(), *g.step_events, bytes(g.floors.front().bytes), bytes(g.floors.back().bytes),
+      change < 0 ? "-" : "+", bytes(std::abs(change)), bytes(static_cast<std::int64_t>(g.fit.slope)),
+      g.fit.r2, g.fit.rises, g.floors.size() - 1);
   if (!g.fit.growing()) {
     out += "-> No growth: the memory kept between steps does not rise from step to step.\n";
     return;

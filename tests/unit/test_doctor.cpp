@@ -97,7 +97,8 @@ TEST(DoctorGrowth, APlantedLeakOfOneLossPerStepIsFoundAndItsSiteNamed) {
   DoctorOptions options;
   options.capacities = {1ULL << 30};
   const DoctorReport r = diagnose(b.input(), options);
-  EXPECT_EQ(r.growth.floors.size(), 19U);  // between 20 peaks
+  EXPECT_EQ(r.growth.step_events, std::optional<std::size_t>(17));  // 9 allocations, 8 frees
+  EXPECT_EQ(r.growth.floors.size(), 19U);                           // between 20 steps
   EXPECT_TRUE(r.growth.fit.growing());
   EXPECT_DOUBLE_EQ(r.growth.fit.slope, 4.0);  // requested bytes: the program's own view
   ASSERT_EQ(r.growth.sites.size(), 1U);
@@ -129,6 +130,109 @@ TEST(DoctorGrowth, ALeakLargeBesideOneStepsSwingIsFoundToo) {
   EXPECT_DOUBLE_EQ(r.growth.fit.slope, static_cast<double>(10 * kMiB));
   ASSERT_FALSE(r.growth.sites.empty());
   EXPECT_EQ(r.site_name(r.growth.sites.front().site), "train.py:60 in step");
+}
+
+// A forward pass of `layers` alike layers: each keeps its activations and frees its temporaries, so the dips
+// between layers climb (Note [Steps are what repeats]). Without `backward` the step ends in an OOM there.
+void forward_pass(TraceBuilder& b, std::int32_t site, int layers, std::uint64_t width, bool backward) {
+  std::vector<std::uint64_t> kept;
+  for (int layer = 0; layer < layers; ++layer) {
+    kept.push_back(b.alloc(32 * width, site));
+    const std::uint64_t scratch = b.alloc(16 * width, site);
+    b.free(scratch, 16 * width);
+  }
+  if (!backward) {
+    b.oom(64 * width, 100ULL << 30);
+    return;
+  }
+  std::reverse(kept.begin(), kept.end());  // the backward pass frees the last layer's first
+  for (const std::uint64_t id : kept) {
+    b.free(id, 32 * width);
+  }
+}
+
+TEST(DoctorGrowth, ALayerByLayerForwardPassThatRunsOutIsNotALeak) {
+  // What an OOM snapshot of a CNN or a U-Net holds: a step, then the forward pass it died in. Its dips climb
+  // a layer's activations at a time; taken for steps they read as a leak.
+  TraceBuilder b;
+  const std::int32_t layer = b.site("model.py:42 in forward");
+  b.alloc(64 * kMiB, b.site("model.py:10 in __init__"));
+  forward_pass(b, layer, 12, kMiB, /*backward=*/true);
+  forward_pass(b, layer, 12, kMiB, /*backward=*/false);
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_FALSE(r.growth.step_events.has_value());
+  EXPECT_TRUE(r.growth.floors.empty());
+  EXPECT_FALSE(r.growth.fit.growing());
+  const std::string text = format_doctor(r);
+  EXPECT_NE(text.find("-> Not judged: no step repeats"), std::string::npos) << text;
+  EXPECT_EQ(text.find("-> Memory grows"), std::string::npos);
+}
+
+TEST(DoctorGrowth, TwoStepsOfAlikeLayersAreNotFourSteps) {
+  // Each layer repeats the last, but only within the forward pass: two steps are too few to judge.
+  TraceBuilder b;
+  const std::int32_t layer = b.site("model.py:42 in forward");
+  for (int step = 0; step < 2; ++step) {
+    forward_pass(b, layer, 24, kMiB, /*backward=*/true);
+  }
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_FALSE(r.growth.step_events.has_value());
+  EXPECT_FALSE(r.growth.fit.growing());
+}
+
+TEST(DoctorGrowth, AStepOfAlikeLayersIsOneStepAndItsLeakIsFound) {
+  TraceBuilder b;
+  const std::int32_t layer = b.site("model.py:42 in forward");
+  const std::int32_t loss = b.site("train.py:57 in <module>");
+  b.alloc(64 * kMiB, b.site("model.py:10 in __init__"));
+  for (int step = 0; step < 10; ++step) {
+    forward_pass(b, layer, 12, kMiB, /*backward=*/true);
+    b.alloc(4, loss);  // kept: losses.append(loss)
+  }
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_EQ(r.growth.step_events, std::optional<std::size_t>(12 * 4 + 1));  // not a layer's 4 events
+  EXPECT_TRUE(r.growth.fit.growing());
+  EXPECT_DOUBLE_EQ(r.growth.fit.slope, 4.0);
+  ASSERT_FALSE(r.growth.sites.empty());
+  EXPECT_EQ(r.site_name(r.growth.sites.front().site), "train.py:57 in <module>");
+}
+
+TEST(DoctorGrowth, StepsOfVaryingSizesAreNotJudged) {
+  // Batches of varying length: no two steps ask for the same sizes, so no period is found; the doctor says
+  // it does not judge rather than fit dips it cannot place.
+  TraceBuilder b;
+  const std::int32_t layer = b.site("model.py:42 in forward");
+  for (int step = 0; step < 10; ++step) {
+    forward_pass(b, layer, 6, kMiB + static_cast<std::uint64_t>(step) * 4096, /*backward=*/true);
+  }
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_FALSE(r.growth.step_events.has_value());
+  EXPECT_NE(format_doctor(r).find("-> Not judged"), std::string::npos);
+}
+
+TEST(DoctorGrowth, StepPeriodIsTheSmallestThatRepeatsOverTheWalk) {
+  // Steps of 3 events (alloc 8, alloc 4, free 8), a first step that differs, and dips a filter can find.
+  std::vector<std::int64_t> live;
+  std::vector<StepToken> tokens;
+  std::int64_t bytes = 0;
+  const auto event = [&](replay::Action action, std::uint64_t n) {
+    bytes += action == replay::Action::alloc ? static_cast<std::int64_t>(n) : -static_cast<std::int64_t>(n);
+    live.push_back(bytes);
+    tokens.push_back(StepToken{action, n});
+  };
+  event(replay::Action::alloc, 100);  // the first step's extra: optimizer state
+  for (int step = 0; step < 12; ++step) {
+    event(replay::Action::alloc, 8);
+    event(replay::Action::alloc, 4);
+    event(replay::Action::free, 8);
+  }
+  EXPECT_EQ(step_period(live, tokens), std::optional<std::size_t>(3));
+  const std::vector<Floor> floors = step_floors(live, tokens, 3);
+  ASSERT_EQ(floors.size(), 11U);                    // between the 12 steps
+  EXPECT_EQ(floors[2].bytes + 4, floors[3].bytes);  // each step keeps its 4 bytes
+  EXPECT_FALSE(step_period(std::vector<std::int64_t>(live.begin(), live.begin() + 10),
+                           std::vector<StepToken>(tokens.begin(), tokens.begin() + 10))
+                   .has_value());  // three steps: too few
 }
 
 TEST(DoctorGrowth, AOneTimeJumpIsNotGrowth) {

@@ -91,7 +91,7 @@ def _floors(doc: dict, figure_html: Callable[[Any, str], str]) -> str:
     fit = growth["fit"]
     ks = list(range(len(floors)))
     fig, ax = plt.subplots(figsize=(10, 3.2))
-    ax.plot(ks, [f["bytes"] / MIB for f in floors], marker="o", linestyle="", label="floor between peaks")
+    ax.plot(ks, [f["bytes"] / MIB for f in floors], marker="o", linestyle="", label="floor between steps")
     ax.plot(ks, [(fit["intercept"] + fit["slope_per_step"] * k) / MIB for k in ks], color="C3",
             label=f"Theil-Sen: {human(fit['slope_per_step'])}/step")
     ax.set_xlabel("step")
@@ -153,7 +153,12 @@ def section_doctor(doctors: list[tuple[str, dict]], figure_html: Callable[[Any, 
         growth = doc.get("growth") or {}
         fit = growth.get("fit") or {}
         verdict = "memory grows step after step" if fit.get("growing") else "no growth"
-        out += f"<h3>Growth</h3><p>{len(growth.get('floors') or [])} floors between peaks: {verdict}.</p>"
+        if "step_events" in growth and growth["step_events"] is None:  # harness/doctor/growth.hpp
+            out += ("<h3>Growth</h3><p>Not judged: no step repeats in the recording (four or more whole steps "
+                    "alike are needed).</p>")
+        else:
+            every = f", a step every {growth['step_events']} events" if growth.get("step_events") else ""
+            out += f"<h3>Growth</h3><p>{len(growth.get('floors') or [])} floors between steps{every}: {verdict}.</p>"
         out += _floors(doc, figure_html)
         growing = growth.get("sites") or []
         if growing:
