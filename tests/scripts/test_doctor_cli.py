@@ -257,6 +257,30 @@ class CommittedSnapshots(unittest.TestCase):
     def test_its_fix_does_not_grow(self) -> None:
         self.assertIn("-> No growth", self.doctor("fixed_train"))
 
+    def test_growth_is_not_claimed_of_a_program_that_does_not_leak(self) -> None:
+        # Each of these was called growing by the dip filter before Note [Steps are what repeats]
+        # (harness/doctor/growth.hpp): a step or two, most ending in an OOM inside a forward pass. None leaks.
+        corpus = ROOT / "results" / "h200" / "doctor-corpus-580.159.04" / "snapshots"
+        names = ["cnn_train-oom-2G-b201", "unet_train-oom-2G-b52", "varlen_train-oom-2G-b58", "lora_finetune-oom-2G-b30",
+                 "kv_generate-oom-2G-b596", "frag_split-oom-1992294400-b64", "gpt_checkpoint-2G-b10", "kv_generate-2G-b62"]
+        for name in names:
+            with self.subTest(name):
+                done = subprocess.run([str(BINARY), "doctor", str(corpus / f"{name}.pickle.gz"), "--format", "json"],
+                                      capture_output=True, text=True, check=False, timeout=300)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                growth = json.loads(done.stdout)["growth"]
+                self.assertIsNone(growth["step_events"])
+                self.assertFalse(growth["fit"]["growing"])
+
+    def test_the_loop_and_its_fix_repeat_every_step(self) -> None:
+        for name, events, grows in (("leak_train", 49, True), ("fixed_train", 51, False)):
+            with self.subTest(name):
+                done = subprocess.run([str(BINARY), "doctor", str(REAL / f"{name}.snapshot.pickle.gz"), "--format",
+                                       "json"], capture_output=True, text=True, check=False, timeout=300)
+                growth = json.loads(done.stdout)["growth"]
+                self.assertEqual(growth["step_events"], events)
+                self.assertEqual(growth["fit"]["growing"], grows)
+
     def test_the_oom_is_fragmentation_at_the_recorded_capacity(self) -> None:
         out = self.doctor("oom_infer_varying")
         oom = out.split("== The OOM ==")[1].split("== Settings")[0]
