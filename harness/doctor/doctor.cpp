@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
@@ -128,6 +129,31 @@ void recommend_only_what_grants(DoctorReport& r) {
   }
 }
 
+// Note [What grows with the batch]. What activation checkpointing and AMP shrink is the memory a step makes
+// and frees again, and a snapshot that ends in an OOM inside its first step has no floor between steps to
+// tell it from what is kept (Note [Steps are what repeats], growth.hpp). Two batch runs do tell it: the batch
+// model sizes every request at any batch, so the step's peak of live bytes at the OOM's batch less its peak
+// at batch 1 is what grows with the batch (activations, workspaces), and the rest is what does not (weights,
+// gradients, optimizer state, one sample's share aside).
+std::int64_t peak_live(const replay::ReplayTrace& trace) {
+  std::unordered_map<std::uint64_t, std::uint64_t> sizes;
+  std::int64_t live = 0;
+  std::int64_t peak = 0;
+  for (const replay::Event& e : trace.events) {
+    if (e.action == replay::Action::alloc) {
+      sizes[e.id] = e.bytes;
+      live += static_cast<std::int64_t>(e.bytes);
+      peak = std::max(peak, live);
+    } else if (e.action == replay::Action::free) {
+      if (const auto it = sizes.find(e.id); it != sizes.end()) {
+        live -= static_cast<std::int64_t>(it->second);
+        sizes.erase(it);
+      }
+    }
+  }
+  return peak;
+}
+
 // With two runs of the program (--batch-runs), the whole step at the OOM's batch is replayed (Note
 // [Fragmentation or exhaustion]): an OOM that only the one request decided is decided by the step, and an
 // exhaustion gets the largest batch that fits the limit, as predict-batch finds it.
@@ -151,6 +177,13 @@ void decide_by_the_batch_runs(DoctorReport& r, const BatchRuns& runs) {
     const BatchAnswer answer = search_batch(model, r.setting, limit, kMaxBatch);
     r.batch_advice = BatchAdvice{answer.safe_fit ? answer.safe_fit->batch : 0,
                                  answer.largest_fit ? answer.largest_fit->batch : 0};
+    if (r.recorded_batch && *r.recorded_batch > 1) {
+      // Note [What grows with the batch].
+      BatchAdvice& advice = *r.batch_advice;
+      advice.batch = *r.recorded_batch;
+      advice.peak_live = peak_live(trace_at(model, advice.batch));
+      advice.grows_with_batch = std::max<std::int64_t>(advice.peak_live - peak_live(trace_at(model, 1)), 0);
+    }
   }
 }
 

@@ -110,6 +110,15 @@ nlohmann::json oom_json(const OomAnalysis& o) {
           {"sites", sites}};
 }
 
+nlohmann::json batch_advice_json(const BatchAdvice& b) {
+  nlohmann::json j = {{"safe_batch", b.safe}, {"estimate", b.estimate}};
+  if (b.batch > 0) {
+    j["at_batch"] = {
+        {"batch", b.batch}, {"peak_live", b.peak_live}, {"grows_with_batch", b.grows_with_batch}};
+  }
+  return j;
+}
+
 nlohmann::json fit_json(const LineFit& f) {
   return {{"slope_per_step", f.slope}, {"intercept", f.intercept}, {"r2", f.r2},
           {"points", f.points},        {"rises", f.rises},         {"growing", f.growing()}};
@@ -186,9 +195,7 @@ nlohmann::json doctor_document(const DoctorReport& r) {
       {"refusals_survived",
        r.refusals ? nlohmann::json({{"count", r.refusals->count}, {"largest_request", r.refusals->largest}})
                   : nlohmann::json(nullptr)},
-      {"batch_advice", r.batch_advice ? nlohmann::json({{"safe_batch", r.batch_advice->safe},
-                                                        {"estimate", r.batch_advice->estimate}})
-                                      : nlohmann::json(nullptr)},
+      {"batch_advice", r.batch_advice ? batch_advice_json(*r.batch_advice) : nlohmann::json(nullptr)},
       {"settings", settings_json(r.settings)},
       {"peers", peers_json(r.peers)},
       {"growth",

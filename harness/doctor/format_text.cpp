@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
 
 #include "harness/core/text_table.hpp"
 #include "harness/core/units.hpp"
@@ -112,6 +113,13 @@ std::string limit_text(const Limit& l) {
   return bytes(static_cast<std::int64_t>(l.bytes));
 }
 
+constexpr std::string_view kShrinkActivations =
+    "In training, activation checkpointing (torch.utils.checkpoint) shrinks activations; mixed precision "
+    "(torch.autocast, bf16) shrinks them and caches alike.";
+constexpr std::string_view kShrinkKept =
+    "a smaller model, optimizer state kept off the GPU, or more GPUs (sharding) help more than "
+    "checkpointing.";
+
 // The advice for an OOM no setting avoids: what does help.
 void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysis& o) {
   const std::uint64_t limit = o.limit->bytes;
@@ -143,23 +151,33 @@ void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysi
         "{}\n",
         limit);
   }
-  if (o.floor && o.live > 0) {
+  if (const std::optional<BatchAdvice>& b = r.batch_advice; b && b->batch > 0 && b->peak_live > 0) {
+    // Note [What grows with the batch] (doctor.cpp).
+    const std::int64_t kept = b->peak_live - b->grows_with_batch;
+    out += 2 * b->grows_with_batch >= b->peak_live
+               ? fmt::format(
+                     "-> {} of the {} a step at batch {} holds at its peak ({}) grows with the batch, by "
+                     "the two batch runs: activations, caches and workspaces. {}\n",
+                     bytes(b->grows_with_batch), bytes(b->peak_live), b->batch,
+                     percent(static_cast<double>(b->grows_with_batch), static_cast<double>(b->peak_live)),
+                     kShrinkActivations)
+               : fmt::format(
+                     "-> Most of the {} a step at batch {} holds at its peak does not grow with the batch, "
+                     "by the two batch runs ({}: weights, gradients, optimizer state): {}\n",
+                     bytes(b->peak_live), b->batch, bytes(kept), kShrinkKept);
+  } else if (o.floor && o.live > 0) {
     const std::int64_t step = o.live - *o.floor;
-    if (2 * step >= o.live) {
-      out += fmt::format(
-          "-> {} of the {} live at the OOM ({}) was made by the step itself, above the {} kept between "
-          "steps (weights, gradients, optimizer state): activations. Activation checkpointing "
-          "(torch.utils.checkpoint) or mixed precision (torch.autocast, bf16) shrinks them.\n",
-          bytes(step), bytes(o.live), percent(static_cast<double>(step), static_cast<double>(o.live)),
-          bytes(*o.floor));
-    } else {
-      out += fmt::format(
-          "-> Most of the {} live at the OOM is kept between steps ({}: weights, gradients, optimizer "
-          "state): a "
-          "smaller model, optimizer state kept off the GPU, or more GPUs (sharding) help more than "
-          "checkpointing.\n",
-          bytes(o.live), bytes(*o.floor));
-    }
+    out +=
+        2 * step >= o.live
+            ? fmt::format(
+                  "-> {} of the {} live at the OOM ({}) was made by the step itself, above the {} kept "
+                  "between steps (weights, gradients, optimizer state): activations. {}\n",
+                  bytes(step), bytes(o.live), percent(static_cast<double>(step), static_cast<double>(o.live)),
+                  bytes(*o.floor), kShrinkActivations)
+            : fmt::format(
+                  "-> Most of the {} live at the OOM is kept between steps ({}: weights, gradients, "
+                  "optimizer state): {}\n",
+                  bytes(o.live), bytes(*o.floor), kShrinkKept);
   }
   if (!o.sites.empty()) {
     std::vector<std::string> names;

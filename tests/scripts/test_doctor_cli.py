@@ -45,6 +45,9 @@ class Doctor(unittest.TestCase):
         # 1 GiB refused while the device had 100 GiB free.
         fx.write_pickle(cls.tmp / "capped.pickle",
                         fx.training_snapshot(3, oom_request=1 << 30, device_free=100 << 30, recorder=False))
+        # The recorder's OOM snapshots at batch 32 and 8 (with its batch: what the two runs size).
+        fx.write_pickle(cls.tmp / "b32-oom.pickle", fx.training_snapshot(3, oom_request=1 << 30, batch=32))
+        fx.write_pickle(cls.tmp / "b8-oom.pickle", fx.training_snapshot(3, oom_request=1 << 30, batch=8))
         fx.write_pickle(cls.tmp / "b4.pickle", fx.training_snapshot(3, batch=4))
         fx.write_pickle(cls.tmp / "b8.pickle", fx.training_snapshot(3, batch=8))
 
@@ -112,6 +115,27 @@ class Doctor(unittest.TestCase):
         self.assertIn("-> Lower the batch", out)
         self.assertNotIn("Fragmentation", out)
         self.assertNotIn("Recommended", out)
+
+    def test_with_two_batch_runs_the_exhaustion_says_what_grows_with_the_batch(self) -> None:
+        # 64 MiB of weights, 6 MiB of activations a sample (Note [What grows with the batch], doctor.cpp): at
+        # batch 32 the step's peak is 256 MiB, of which 31 samples' 186 MiB grow with the batch; at batch 8,
+        # 42 of 112 MiB.
+        runs = ["--batch-runs", "b4.pickle,b8.pickle", "--batch", "4,8"]
+        for snapshot, capacity, grows, peak, said in (("b32-oom.pickle", "200M", 186, 256, "grows with the batch"),
+                                                      ("b8-oom.pickle", "100M", 42, 112, "does not grow")):
+            with self.subTest(snapshot):
+                doc = json.loads(self.run_ms("doctor", snapshot, "--capacity", capacity, *runs, "--format",
+                                             "json").stdout)
+                self.assertEqual(doc["oom"]["cause"], "exhaustion")
+                at = doc["batch_advice"]["at_batch"]
+                self.assertEqual(at["grows_with_batch"], grows << 20)
+                self.assertEqual(at["peak_live"] >> 20, peak)
+                out = self.run_ms("doctor", snapshot, "--capacity", capacity, *runs).stdout
+                self.assertIn(said, out)
+                self.assertEqual("checkpointing (torch.utils.checkpoint) shrinks" in out, said.startswith("grows"))
+        # Without the recorder's batch there is no batch to size: no such sentence.
+        doc = json.loads(self.run_ms("doctor", "capped.pickle", *runs, "--format", "json").stdout)
+        self.assertNotIn("at_batch", doc["batch_advice"])
 
     def test_with_two_batch_runs_the_exhaustion_names_the_batch_that_fits(self) -> None:
         done = self.run_ms("doctor", "capped.pickle", "--batch-runs", "b4.pickle,b8.pickle", "--batch", "4,8",
