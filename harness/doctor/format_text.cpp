@@ -363,6 +363,19 @@ void settings(std::string& out, const DoctorReport& r) {
     i = j;
   }
   out += render_table(t);
+  // A setting can fit a limit below its peak: say why, where one does.
+  const bool below_its_peak = std::any_of(a.rows.begin(), a.rows.end(), [](const SettingRow& row) {
+    return std::any_of(row.verdicts.begin(), row.verdicts.end(), [&](const CapacityVerdict& v) {
+      return v.fits && static_cast<std::uint64_t>(std::max<std::int64_t>(row.peak_reserved, 0)) > v.capacity;
+    });
+  });
+  if (below_its_peak) {
+    out +=
+        "   (PEAK RESERVED is replayed with no limit, where the cache is never emptied; under a limit the "
+        "allocator frees its cached blocks and retries before it runs out, as PyTorch's does, so a setting "
+        "can "
+        "fit a limit below that peak.)\n";
+  }
   if (r.oom && r.oom->cause) {
     settings_after_an_oom(out, *r.oom);
     return;

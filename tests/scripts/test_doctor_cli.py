@@ -296,6 +296,14 @@ class CommittedSnapshots(unittest.TestCase):
                 self.assertIsNone(growth["step_events"])
                 self.assertFalse(growth["fit"]["growing"])
 
+    def test_a_setting_that_fits_below_its_peak_is_explained(self) -> None:
+        corpus = ROOT / "results" / "h200" / "doctor-corpus-580.159.04" / "snapshots"
+        done = subprocess.run([str(BINARY), "doctor", str(corpus / "frag_kv_cat-oom-2556428288-b64.pickle.gz")],
+                              capture_output=True, text=True, check=False, timeout=300)
+        table = done.stdout.split("== Settings")[1].split("== Growth")[0]
+        self.assertRegex(table, r"max_split_size_mb:64  \(and 1 more alike\) +3\.03 GiB +0\.453 +fits")  # 2.38 GiB
+        self.assertIn("so a setting can fit a limit below that peak", table)
+
     def test_the_loop_and_its_fix_repeat_every_step(self) -> None:
         for name, events, grows in (("leak_train", 49, True), ("fixed_train", 51, False)):
             with self.subTest(name):
