@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_map>
+#include <utility>
 
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
@@ -51,16 +51,28 @@ Needed needed_of(const replay::ReplayResult& run, const LiveWalk& walk, const re
 
 GrowthAnswer growth_of(const LiveWalk& walk, const replay::ReplayTrace& trace) {
   GrowthAnswer g;
-  // The steps are what repeats (Note [Steps are what repeats]): no period, no floors, growth not judged.
+  // The steps are what repeats, request by request (Note [Steps are what repeats]): the program's allocs and
+  // frees, not the allocator's segments or completions, whose timing varies.
+  std::vector<std::size_t> requests;  // their positions in the walk
+  std::vector<std::int64_t> live;
   std::vector<StepToken> tokens;
-  tokens.reserve(walk.positions());
-  for (const std::uint64_t index : walk.event_index) {
-    tokens.push_back(StepToken{trace.events[index].action, trace.events[index].bytes});
+  for (std::size_t p = 0; p < walk.positions(); ++p) {
+    const replay::Event& e = trace.events[walk.event_index[p]];
+    if (e.action == replay::Action::alloc || e.action == replay::Action::free) {
+      requests.push_back(p);
+      live.push_back(walk.live[p]);
+      tokens.push_back(StepToken{e.action, e.bytes});
+    }
   }
-  g.step_events = step_period(walk.live, tokens);
-  if (g.step_events) {
-    g.floors = step_floors(walk.live, tokens, *g.step_events);
+  Steps steps = find_steps(live, tokens);
+  g.steps = steps.verdict;
+  g.step_requests = steps.period;
+  g.kept_per_step = steps.kept;
+  g.rise_per_step = steps.rise;
+  for (Floor& f : steps.floors) {
+    f.position = requests[f.position];
   }
+  g.floors = std::move(steps.floors);
   std::vector<std::int64_t> bytes;
   for (const Floor& f : g.floors) {
     bytes.push_back(f.bytes);
@@ -136,22 +148,8 @@ void recommend_only_what_grants(DoctorReport& r) {
 // at batch 1 is what grows with the batch (activations, workspaces), and the rest is what does not (weights,
 // gradients, optimizer state, one sample's share aside).
 std::int64_t peak_live(const replay::ReplayTrace& trace) {
-  std::unordered_map<std::uint64_t, std::uint64_t> sizes;
-  std::int64_t live = 0;
-  std::int64_t peak = 0;
-  for (const replay::Event& e : trace.events) {
-    if (e.action == replay::Action::alloc) {
-      sizes[e.id] = e.bytes;
-      live += static_cast<std::int64_t>(e.bytes);
-      peak = std::max(peak, live);
-    } else if (e.action == replay::Action::free) {
-      if (const auto it = sizes.find(e.id); it != sizes.end()) {
-        live -= static_cast<std::int64_t>(it->second);
-        sizes.erase(it);
-      }
-    }
-  }
-  return peak;
+  const LiveWalk walk = walk_live(trace, 0, SnapshotFacts{});  // the template holds one device's events
+  return walk.live.empty() ? 0 : walk.live[walk.peak];
 }
 
 // With two runs of the program (--batch-runs), the whole step at the OOM's batch is replayed (Note

@@ -66,8 +66,11 @@ struct Needed {
 };
 
 struct GrowthAnswer {
-  std::optional<std::size_t> step_events;  // events a step takes, where steps repeat (growth.hpp)
-  std::vector<Floor> floors;               // one a step, where they do
+  StepsVerdict steps = StepsVerdict::no_repeat;  // Note [Steps are what repeats] (growth.hpp)
+  std::size_t step_requests = 0;                 // allocs and frees a step takes (0: no_repeat)
+  double kept_per_step = 0;                      // medians, steps and keeps_most: what a step keeps
+  double rise_per_step = 0;                      // and its rise above the floor it began on
+  std::vector<Floor> floors;                     // between each two steps, where they are steps
   std::vector<std::uint64_t> floor_times_ns;
   LineFit fit;
   double bytes_per_second = 0;  // the slope per step over the mean step time

@@ -119,6 +119,18 @@ nlohmann::json batch_advice_json(const BatchAdvice& b) {
   return j;
 }
 
+const char* steps_name(StepsVerdict v) noexcept {
+  switch (v) {
+    case StepsVerdict::steps:
+      return "steps";
+    case StepsVerdict::keeps_most:
+      return "keeps_most";
+    case StepsVerdict::no_repeat:
+      return "no_repeat";
+  }
+  return "unknown";
+}
+
 nlohmann::json fit_json(const LineFit& f) {
   return {{"slope_per_step", f.slope}, {"intercept", f.intercept}, {"r2", f.r2},
           {"points", f.points},        {"rises", f.rises},         {"growing", f.growing()}};
@@ -199,8 +211,11 @@ nlohmann::json doctor_document(const DoctorReport& r) {
       {"settings", settings_json(r.settings)},
       {"peers", peers_json(r.peers)},
       {"growth",
-       {{"step_events",
-         r.growth.step_events ? nlohmann::json(*r.growth.step_events) : nlohmann::json(nullptr)},
+       {{"steps", steps_name(r.growth.steps)},
+        {"step_requests",
+         r.growth.step_requests > 0 ? nlohmann::json(r.growth.step_requests) : nlohmann::json(nullptr)},
+        {"kept_per_step", r.growth.kept_per_step},
+        {"rise_per_step", r.growth.rise_per_step},
         {"floors", floors},
         {"fit", fit_json(r.growth.fit)},
         {"bytes_per_second", r.growth.bytes_per_second},

@@ -417,20 +417,30 @@ void settings(std::string& out, const DoctorReport& r) {
 void growth(std::string& out, const DoctorReport& r) {
   const GrowthAnswer& g = r.growth;
   out += "\n== Growth ==\n";
-  if (!g.step_events || g.floors.size() < 4) {
-    out += fmt::format(
-        "-> Not judged: no step repeats in these {} events (at least four alike are needed: the same "
-        "requests "
-        "in the same order each step). Dips inside a step, between a forward pass's layers, are not steps. "
-        "To judge growth, record the loop for four or more whole steps at one batch shape.\n",
-        r.needed.events);
+  // Note [Steps are what repeats] (growth.hpp): judged only of a loop of steps.
+  if (g.steps != StepsVerdict::steps) {
+    out += g.steps == StepsVerdict::no_repeat
+               ? fmt::format(
+                     "-> Not judged: no loop of four or more alike steps (the same requests, in the same "
+                     "order and of the same sizes, every step) covers half of these {} events. Dips "
+                     "inside a step, between a forward pass's layers, are not steps. To judge growth, "
+                     "record the loop for four or more whole steps at one batch shape.\n",
+                     r.needed.events)
+               : fmt::format(
+                     "-> Not judged: the requests repeat every {} allocations and frees, but each repeat "
+                     "keeps most of what it takes ({} of its {} rise, at the median): either the layers "
+                     "of one pass, which its backward pass frees, or a leak of all a step makes (outputs "
+                     "kept with their graph, a loss summed without .item()). Record whole steps, each "
+                     "through its backward pass and optimizer step, to tell.\n",
+                     g.step_requests, bytes(static_cast<std::int64_t>(g.kept_per_step)),
+                     bytes(static_cast<std::int64_t>(g.rise_per_step)));
     return;
   }
   const std::int64_t change = g.floors.back().bytes - g.floors.front().bytes;
   out += fmt::format(
-      "floors between steps: {}, a step every {} events; from {} to {} ({}{}); slope {}/step (Theil-Sen, "
-      "R^2 {:.2f}); higher than the step before in {} of {} steps\n",
-      g.floors.size(), *g.step_events, bytes(g.floors.front().bytes), bytes(g.floors.back().bytes),
+      "floors between steps: {}, a step every {} allocations and frees; from {} to {} ({}{}); slope {}/step "
+      "(Theil-Sen, R^2 {:.2f}); higher than the step before in {} of {} steps\n",
+      g.floors.size(), g.step_requests, bytes(g.floors.front().bytes), bytes(g.floors.back().bytes),
       change < 0 ? "-" : "+", bytes(std::abs(change)), bytes(static_cast<std::int64_t>(g.fit.slope)),
       g.fit.r2, g.fit.rises, g.floors.size() - 1);
   if (!g.fit.growing()) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
+#include <utility>
 
 namespace memstress::doctor {
 namespace {
@@ -10,11 +12,13 @@ namespace {
 constexpr std::size_t kMinFloors = 4;
 constexpr double kRisingShare = 0.8;
 // Note [Steps are what repeats].
-constexpr double kRepeatShare = 0.9;    // of the walk's events from the second step on
-constexpr double kSampleSlack = 0.1;    // a sample this far below kRepeatShare rules a candidate out
-constexpr std::size_t kSample = 1024;   // events compared before the whole walk is
+constexpr double kRepeatShare = 0.9;    // of a loop's requests, repeated a period later
+constexpr double kLoopShare = 0.5;      // of the walk's requests, in the loop
+constexpr double kSampleShare = 0.4;    // a sample over the walk below this rules a period out
+constexpr std::size_t kSample = 1024;   // requests compared before the loop is sought
 constexpr std::size_t kDipsRead = 256;  // dips around the middle of the walk, per swing
 constexpr std::size_t kDipsApart = 64;  // distances between dips up to this many dips apart
+constexpr std::size_t kAnchors = 8;     // requests at 1/8 .. 7/8 of the walk, and the next ones alike
 constexpr double kGivenBack = 0.5;      // a step keeps at most this share of its rise (median)
 constexpr std::array kSwings{0.25, 0.1, 0.04, 0.01};
 
@@ -28,28 +32,83 @@ double median(std::vector<double>& values) {
   return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
 }
 
-// The share of the events i from the second step on that event i + period repeats, over `count` of them
-// spread over the walk (all of them where count is at least their number).
-double repeated_share(const std::vector<StepToken>& tokens, std::size_t period, std::size_t count) {
+// The share of `count` requests i, spread over the walk from the first period on, that request i + period
+// repeats.
+double sampled_share(const std::vector<StepToken>& tokens, std::size_t period, std::size_t count) {
   const std::size_t span = tokens.size() - 2 * period;
+  count = std::min(count, span);
   std::size_t same = 0;
-  if (count >= span) {
-    for (std::size_t i = period; i < period + span; ++i) {
-      same += tokens[i] == tokens[i + period] ? 1U : 0U;
-    }
-    return static_cast<double>(same) / static_cast<double>(span);
-  }
-  // Spread by a multiplicative step, not a fixed stride, which could fall on one phase of every step.
   for (std::size_t k = 0; k < count; ++k) {
-    const std::size_t i = period + static_cast<std::size_t>((k * 2654435761ULL) % span);
+    // Spread by a multiplicative step, not a fixed stride, which could fall on one phase of every step.
+    const std::size_t i =
+        count == span ? period + k : period + static_cast<std::size_t>((k * 2654435761ULL) % span);
     same += tokens[i] == tokens[i + period] ? 1U : 0U;
   }
-  return static_cast<double>(same) / static_cast<double>(count);
+  return count == 0 ? 0.0 : static_cast<double>(same) / static_cast<double>(count);
 }
 
-// Whether the steps give back most of what they take: the median step keeps at most half its median rise
-// above the floor it began on. A forward pass's layers keep their activations and fail it.
-bool gives_back(const std::vector<std::int64_t>& live, const std::vector<Floor>& floors) {
+struct Loop {
+  std::size_t begin = 0;  // [begin, end): requests
+  std::size_t end = 0;
+};
+
+// The loop at `period`: from the first request whose next `period` requests the period after repeats
+// (kRepeatShare of them) to the last such, and the period after it. None unless it spans kMinFloors + 1
+// periods and kLoopShare of the walk, and kRepeatShare of its requests are repeated a period later.
+std::optional<Loop> loop_at(const std::vector<StepToken>& tokens, std::size_t period) {
+  const std::size_t n = tokens.size();
+  std::vector<std::size_t> same(n - period + 1,
+                                0);  // same[i]: requests j < i that request j + period repeats
+  for (std::size_t i = 0; i + period < n; ++i) {
+    same[i + 1] = same[i] + (tokens[i] == tokens[i + period] ? 1U : 0U);
+  }
+  const auto share = [&](std::size_t from, std::size_t to) {
+    return static_cast<double>(same[to] - same[from]) / static_cast<double>(to - from);
+  };
+  std::size_t begin = 0;
+  while (begin + 2 * period <= n && share(begin, begin + period) < kRepeatShare) {
+    ++begin;
+  }
+  if (begin + 2 * period > n) {
+    return std::nullopt;
+  }
+  std::size_t last = n - 2 * period;
+  while (last > begin && share(last, last + period) < kRepeatShare) {
+    --last;
+  }
+  const Loop loop{begin, last + 2 * period};
+  const std::size_t length = loop.end - loop.begin;
+  if (length < (kMinFloors + 1) * period ||
+      static_cast<double>(length) < kLoopShare * static_cast<double>(n) ||
+      share(begin, last + period) < kRepeatShare) {
+    return std::nullopt;
+  }
+  return loop;
+}
+
+// One floor between each two steps of the loop: the lowest live bytes within half a period of the same phase
+// of every step, that of the loop's first lowest point.
+std::vector<Floor> floors_of(const std::vector<std::int64_t>& live, const Loop& loop, std::size_t period) {
+  const auto lowest = [&](std::size_t from, std::size_t to) {
+    return static_cast<std::size_t>(std::min_element(live.begin() + static_cast<std::ptrdiff_t>(from),
+                                                     live.begin() + static_cast<std::ptrdiff_t>(to)) -
+                                    live.begin());
+  };
+  std::vector<Floor> floors;
+  // Windows [centre - P/2, centre + P - P/2): they tile the loop, and only whole ones count.
+  for (std::size_t centre = lowest(loop.begin, loop.begin + period); centre + period - period / 2 <= loop.end;
+       centre += period) {
+    if (centre >= loop.begin + period / 2) {
+      const std::size_t at = lowest(centre - period / 2, centre + period - period / 2);
+      floors.push_back(Floor{at, live[at]});
+    }
+  }
+  return floors;
+}
+
+// The median of what a step keeps (floor to floor) and of its rise above the floor it began on.
+std::pair<double, double> kept_and_rise(const std::vector<std::int64_t>& live,
+                                        const std::vector<Floor>& floors) {
   std::vector<double> kept;
   std::vector<double> rise;
   for (std::size_t k = 0; k + 1 < floors.size(); ++k) {
@@ -58,19 +117,7 @@ bool gives_back(const std::vector<std::int64_t>& live, const std::vector<Floor>&
     kept.push_back(static_cast<double>(floors[k + 1].bytes - floors[k].bytes));
     rise.push_back(static_cast<double>(*std::max_element(from, to + 1) - floors[k].bytes));
   }
-  if (kept.empty()) {
-    return false;
-  }
-  const double median_rise = median(rise);
-  return median_rise > 0 && median(kept) <= kGivenBack * median_rise;
-}
-
-bool repeats(const std::vector<StepToken>& tokens, std::size_t period) {
-  if (period < 2 || tokens.size() < kMinFloors * period) {
-    return false;
-  }
-  return repeated_share(tokens, period, kSample) >= kRepeatShare - kSampleSlack &&
-         repeated_share(tokens, period, tokens.size()) >= kRepeatShare;
+  return kept.empty() ? std::pair(0.0, 0.0) : std::pair(median(kept), median(rise));
 }
 
 }  // namespace
@@ -112,10 +159,10 @@ std::vector<Floor> find_floors(const std::vector<std::int64_t>& live, double swi
   return floors;
 }
 
-std::optional<std::size_t> step_period(const std::vector<std::int64_t>& live,
-                                       const std::vector<StepToken>& tokens) {
-  if (tokens.size() != live.size()) {
-    return std::nullopt;
+Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepToken>& tokens) {
+  const std::size_t n = tokens.size();
+  if (live.size() != n) {
+    return {};
   }
   std::vector<std::size_t> candidates;
   for (const double swing : kSwings) {
@@ -128,60 +175,48 @@ std::optional<std::size_t> step_period(const std::vector<std::int64_t>& live,
       }
     }
   }
+  // And the distances from a few requests to the next ones alike: a period is one, whatever the range (a
+  // model's weights can make a step's swing a hair of it).
+  for (std::size_t anchor = 1; anchor < kAnchors; ++anchor) {
+    const std::size_t i = n * anchor / kAnchors;
+    std::size_t found = 0;
+    for (std::size_t j = i + 1; j < n && found < kDipsApart; ++j) {
+      if (tokens[j] == tokens[i]) {
+        candidates.push_back(j - i);
+        ++found;
+      }
+    }
+  }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  std::optional<Steps> keeping;  // the first period whose repeats keep most of what they take
   for (const std::size_t period : candidates) {
-    if (repeats(tokens, period) && gives_back(live, step_floors(live, tokens, period))) {
-      return period;
-    }
-  }
-  return std::nullopt;
-}
-
-std::vector<Floor> step_floors(const std::vector<std::int64_t>& live, const std::vector<StepToken>& tokens,
-                               std::size_t period) {
-  std::vector<Floor> floors;
-  const std::size_t n = live.size();
-  if (period == 0 || tokens.size() != n || n < 2 * period) {
-    return floors;
-  }
-  // The loop: from the first step whose events the next step repeats (kRepeatShare of them) to the last such
-  // step's successor. What comes before (building the model) and after it is no step.
-  std::vector<std::size_t> same(n - period + 1, 0);  // same[i]: events j < i that event j + period repeats
-  for (std::size_t i = 0; i + period < n; ++i) {
-    same[i + 1] = same[i] + (tokens[i] == tokens[i + period] ? 1U : 0U);
-  }
-  const auto alike = [&](std::size_t i) {
-    return static_cast<double>(same[i + period] - same[i]) >= kRepeatShare * static_cast<double>(period);
-  };
-  std::size_t begin = 0;
-  while (begin + 2 * period <= n && !alike(begin)) {
-    ++begin;
-  }
-  if (begin + 2 * period > n) {
-    return floors;
-  }
-  std::size_t last = n - 2 * period;
-  while (last > begin && !alike(last)) {
-    --last;
-  }
-  const std::size_t end = last + 2 * period;
-  const auto lowest = [&](std::size_t from, std::size_t to) {
-    return static_cast<std::size_t>(std::min_element(live.begin() + static_cast<std::ptrdiff_t>(from),
-                                                     live.begin() + static_cast<std::ptrdiff_t>(to)) -
-                                    live.begin());
-  };
-  // Windows [centre - P/2, centre + P - P/2) around the phase of the first step's lowest point: they tile the
-  // loop, and only whole ones count.
-  const std::size_t phase = lowest(begin, begin + period);
-  for (std::size_t centre = phase; centre + period - period / 2 <= end; centre += period) {
-    if (centre < begin + period / 2) {
+    if (period < 2) {
       continue;
     }
-    const std::size_t at = lowest(centre - period / 2, centre + period - period / 2);
-    floors.push_back(Floor{at, live[at]});
+    if ((kMinFloors + 1) * period > n) {
+      break;
+    }
+    if (sampled_share(tokens, period, kSample) < kSampleShare) {
+      continue;
+    }
+    const std::optional<Loop> loop = loop_at(tokens, period);
+    if (!loop) {
+      continue;
+    }
+    std::vector<Floor> floors = floors_of(live, *loop, period);
+    if (floors.size() < kMinFloors) {
+      continue;
+    }
+    const auto [kept, rise] = kept_and_rise(live, floors);
+    if (rise > 0 && kept <= kGivenBack * rise) {
+      return Steps{StepsVerdict::steps, period, std::move(floors), kept, rise};
+    }
+    if (!keeping) {
+      keeping = Steps{StepsVerdict::keeps_most, period, {}, kept, rise};
+    }
   }
-  return floors;
+  return keeping.value_or(Steps{});
 }
 
 LineFit fit_steps(const std::vector<std::int64_t>& values) {

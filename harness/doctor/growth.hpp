@@ -16,25 +16,28 @@
 // Note [Steps are what repeats]. Which dips are the floors between steps is the hard part. Live bytes dip
 // inside a step too, and there the dips rise: a forward pass keeps each layer's activations and frees its
 // temporaries, so the dips between layers climb until the backward pass frees them. Taken for steps, they
-// read as a leak of a layer's activations a "step": on the real PyTorch snapshots of results/, a dip-finding
-// filter (a zigzag whose swing is a share of the range) called 30 of 222 recordings growing, every one a step
-// or two of a program that does not leak (an OOM snapshot dies inside its last forward pass). What tells a
-// step from a layer is that a step repeats: a loop makes the same requests, in the same order and of the same
-// sizes, every step (a leak changes what is freed, not what is asked), while a layer's pattern gives way to
-// the next layer's, the backward pass and the optimizer. So the step is the smallest period P at which the
-// device's events (action and bytes) repeat, event i as event i + P, on at least 90% of the walk from the
-// second step on (the first makes the optimizer's state), at least four steps were recorded, and the steps
-// give back most of what they take (the median step keeps at most half its median rise: a layer keeps its
-// activations). The candidates for P are the distances between the dips the zigzag filter finds at a quarter,
-// a tenth, a twenty-fifth and a hundredth of the range (so a leak that widens the range is still seen); each
-// is checked on a sample of the walk first, then on all of it. The loop runs from the first step whose events
-// the next step repeats to the last (building the model before it and what follows it are no steps), and each
-// step's floor is its lowest point: the least live bytes within half a period of the same phase in every
-// step, that of the loop's first lowest point. A loop whose steps differ (batches of varying length, a
-// serving loop whose requests differ) has no period and its growth is not judged; the doctor says so and what
-// to record. On the 222 snapshots, one recording has a period and grows: the loop that keeps each step's loss
-// tensor (results/h100/doctor-580.159.04/snapshots/leak_train); its fix has a period and does not grow; no
-// other recording has four repeating steps.
+// read as a leak of a layer's activations a "step": on the 222 real PyTorch snapshots of results/, a
+// dip-finding filter (a zigzag whose swing is a share of the range) called 30 growing, every one a step or
+// two of a program that does not leak (an OOM snapshot dies inside its last forward pass). What tells a step
+// is that it repeats: a loop makes the same requests, in the same order and of the same sizes, every step (a
+// leak changes what is freed, not what is asked). So the program's requests (its allocs and frees; the
+// allocator's segments and completions, whose timing varies, are left out) are searched for a period P: the
+// smallest of the candidates (the distances between the dips the zigzag finds at a quarter, a tenth, a
+// twenty-fifth and a hundredth of the range, and between a few requests and the next ones alike, which a
+// model's weights that dwarf a step's swing do not hide) at which a loop of requests repeats, request i as
+// request i + P, on 90% of the loop. The loop runs from the first request whose next P requests the P after
+// repeat (90% of them) to the last such and the P after it, so building the model before it and what follows
+// it do not count; it must span four steps and more and half the requests at least. Each step's floor is its
+// lowest point: the least live bytes within half a period of the same phase in every step of the loop. Then
+// the steps must give back most of what they take, the median step keeping at most half its median rise above
+// the floor it began on. Requests that repeat but keep most of what they take are either the layers of one
+// pass or a leak of all a step makes (outputs kept with their graph); the two cannot be told apart from a
+// recording that ends inside a pass, and the doctor says so rather than fit them. A loop whose steps differ
+// (batches of varying length, a serving loop whose requests differ) has no period, and its growth is not
+// judged either. On the 222 snapshots: the loop that keeps each step's loss tensor
+// (results/h100/doctor-580.159.04/snapshots/leak_train) grows, its fix does not, 4 repeat but keep most (OOM
+// snapshots of an encoder inside its forward pass and of a chunked pipeline that keeps each chunk's result),
+// and 216 have no loop of repeating steps.
 
 #include <cstdint>
 #include <optional>
@@ -54,22 +57,30 @@ struct Floor {
 [[nodiscard]] std::vector<Floor> find_floors(const std::vector<std::int64_t>& live,
                                              double swing_fraction = 0.25);
 
-// What one event of the walk is to the step detector: its action and its bytes.
+// What one request of the walk (an alloc or a free) is to the step detector: which, and its bytes.
 struct StepToken {
   replay::Action action = replay::Action::alloc;
   std::uint64_t bytes = 0;
   friend bool operator==(const StepToken&, const StepToken&) = default;
 };
 
-// The number of events a step takes, where the walk's events repeat step after step for at least four
-// steps; empty where they do not (Note [Steps are what repeats]). `tokens` has one entry per position.
-[[nodiscard]] std::optional<std::size_t> step_period(const std::vector<std::int64_t>& live,
-                                                     const std::vector<StepToken>& tokens);
+enum class StepsVerdict {
+  no_repeat,   // no loop of repeating steps covers half the walk
+  keeps_most,  // the requests repeat, but each repeat keeps most of what it takes: layers, or a leak of it
+               // all
+  steps,       // a loop of steps that give back most of what they take
+};
 
-// One floor a step of the loop (where each step's events the next repeats): the lowest live bytes within half
-// a period of the same phase of every step.
-[[nodiscard]] std::vector<Floor> step_floors(const std::vector<std::int64_t>& live,
-                                             const std::vector<StepToken>& tokens, std::size_t period);
+struct Steps {
+  StepsVerdict verdict = StepsVerdict::no_repeat;
+  std::size_t period = 0;     // requests a step takes (0: no_repeat)
+  std::vector<Floor> floors;  // steps: between each two steps of the loop, positions into the sequence given
+  double kept = 0;            // the median a step keeps (floor to floor) and its median rise above its floor
+  double rise = 0;
+};
+
+// Note [Steps are what repeats]. `live` and `tokens` hold one entry per request, in order.
+[[nodiscard]] Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepToken>& tokens);
 
 struct LineFit {
   double slope = 0;  // per step

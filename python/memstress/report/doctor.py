@@ -153,11 +153,16 @@ def section_doctor(doctors: list[tuple[str, dict]], figure_html: Callable[[Any, 
         growth = doc.get("growth") or {}
         fit = growth.get("fit") or {}
         verdict = "memory grows step after step" if fit.get("growing") else "no growth"
-        if "step_events" in growth and growth["step_events"] is None:  # harness/doctor/growth.hpp
-            out += ("<h3>Growth</h3><p>Not judged: no step repeats in the recording (four or more whole steps "
-                    "alike are needed).</p>")
+        steps = growth.get("steps", "steps")  # Note [Steps are what repeats], harness/doctor/growth.hpp
+        if steps == "no_repeat":
+            out += ("<h3>Growth</h3><p>Not judged: no loop of four or more alike steps covers half the "
+                    "recording.</p>")
+        elif steps == "keeps_most":
+            out += (f"<h3>Growth</h3><p>Not judged: the requests repeat every {growth['step_requests']} allocations "
+                    "and frees, but each repeat keeps most of what it takes (the layers of one pass, or a leak of "
+                    "all a step makes).</p>")
         else:
-            every = f", a step every {growth['step_events']} events" if growth.get("step_events") else ""
+            every = f", a step every {growth['step_requests']} requests" if growth.get("step_requests") else ""
             out += f"<h3>Growth</h3><p>{len(growth.get('floors') or [])} floors between steps{every}: {verdict}.</p>"
         out += _floors(doc, figure_html)
         growing = growth.get("sites") or []
