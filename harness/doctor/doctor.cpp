@@ -69,6 +69,9 @@ GrowthAnswer growth_of(const LiveWalk& walk, const replay::ReplayTrace& trace) {
   g.step_requests = steps.period;
   g.kept_per_step = steps.kept;
   g.rise_per_step = steps.rise;
+  g.requests = requests.size();
+  g.ends_in_the_loop =
+      steps.verdict == StepsVerdict::steps && requests.size() - steps.loop_end < steps.period;
   for (Floor& f : steps.floors) {
     f.position = requests[f.position];
   }

@@ -70,6 +70,8 @@ struct GrowthAnswer {
   std::size_t step_requests = 0;                 // allocs and frees a step takes (0: no_repeat)
   double kept_per_step = 0;                      // medians, steps and keeps_most: what a step keeps
   double rise_per_step = 0;                      // and its rise above the floor it began on
+  std::size_t requests = 0;                      // the allocs and frees searched
+  bool ends_in_the_loop = false;                 // steps: the recording ends within a step of the loop's end
   std::vector<Floor> floors;                     // between each two steps, where they are steps
   std::vector<std::uint64_t> floor_times_ns;
   LineFit fit;

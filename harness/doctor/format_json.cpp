@@ -123,8 +123,8 @@ const char* steps_name(StepsVerdict v) noexcept {
   switch (v) {
     case StepsVerdict::steps:
       return "steps";
-    case StepsVerdict::keeps_most:
-      return "keeps_most";
+    case StepsVerdict::keeps_much:
+      return "keeps_much";
     case StepsVerdict::no_repeat:
       return "no_repeat";
   }
@@ -216,6 +216,7 @@ nlohmann::json doctor_document(const DoctorReport& r) {
          r.growth.step_requests > 0 ? nlohmann::json(r.growth.step_requests) : nlohmann::json(nullptr)},
         {"kept_per_step", r.growth.kept_per_step},
         {"rise_per_step", r.growth.rise_per_step},
+        {"ends_in_the_loop", r.growth.ends_in_the_loop},
         {"floors", floors},
         {"fit", fit_json(r.growth.fit)},
         {"bytes_per_second", r.growth.bytes_per_second},

@@ -421,17 +421,17 @@ void growth(std::string& out, const DoctorReport& r) {
   if (g.steps != StepsVerdict::steps) {
     out += g.steps == StepsVerdict::no_repeat
                ? fmt::format(
-                     "-> Not judged: no loop of four or more alike steps (the same requests, in the same "
-                     "order and of the same sizes, every step) covers half of these {} events. Dips "
-                     "inside a step, between a forward pass's layers, are not steps. To judge growth, "
-                     "record the loop for four or more whole steps at one batch shape.\n",
-                     r.needed.events)
+                     "-> Not judged: no loop of five or more alike steps (the same requests, in the same "
+                     "order and of the same sizes, every step) covers half of these {} allocations and "
+                     "frees. Dips inside a step, between a forward pass's layers, are not steps. To judge "
+                     "growth, record the loop for five or more whole steps at one batch shape.\n",
+                     g.requests)
                : fmt::format(
                      "-> Not judged: the requests repeat every {} allocations and frees, but each repeat "
-                     "keeps most of what it takes ({} of its {} rise, at the median): either the layers "
-                     "of one pass, which its backward pass frees, or a leak of all a step makes (outputs "
-                     "kept with their graph, a loss summed without .item()). Record whole steps, each "
-                     "through its backward pass and optimizer step, to tell.\n",
+                     "keeps {} of its {} rise (at the median), more than a step that gives back what it "
+                     "takes: either the layers of one pass, which its backward pass frees, or a leak of "
+                     "that much a step (outputs kept with their graph, a loss summed without .item()). "
+                     "Record whole steps, each through its backward pass and optimizer step, to tell.\n",
                      g.step_requests, bytes(static_cast<std::int64_t>(g.kept_per_step)),
                      bytes(static_cast<std::int64_t>(g.rise_per_step)));
     return;
@@ -452,6 +452,12 @@ void growth(std::string& out, const DoctorReport& r) {
       "another 10,000 steps.\n",
       bytes(static_cast<std::int64_t>(g.fit.slope)), bytes(static_cast<std::int64_t>(g.bytes_per_second)),
       bytes(static_cast<std::int64_t>(g.fit.slope * 10000)));
+  if (g.ends_in_the_loop) {
+    out +=
+        "   The recording ends inside the repeats: were they the layers of one pass that ran out of memory "
+        "rather than steps, this would be no leak. A recording past the loop's end tells (the memstress "
+        "recorder writes again at exit).\n";
+  }
   if (g.sites.empty()) {
     out += r.frames_recorded ? "   no single site's live bytes grow step after step.\n"
                              : "   record stack frames to see which line keeps the memory.\n";

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 
 namespace memstress::doctor {
@@ -14,12 +16,14 @@ constexpr double kRisingShare = 0.8;
 // Note [Steps are what repeats].
 constexpr double kRepeatShare = 0.9;    // of a loop's requests, repeated a period later
 constexpr double kLoopShare = 0.5;      // of the walk's requests, in the loop
-constexpr double kSampleShare = 0.4;    // a sample over the walk below this rules a period out
-constexpr std::size_t kSample = 1024;   // requests compared before the loop is sought
+constexpr double kSampleShare = 0.8;    // samples of both middle quarters below this rule a period out
+constexpr std::size_t kSample = 512;    // requests compared in each middle quarter before the loop is sought
 constexpr std::size_t kDipsRead = 256;  // dips around the middle of the walk, per swing
 constexpr std::size_t kDipsApart = 64;  // distances between dips up to this many dips apart
-constexpr std::size_t kAnchors = 8;     // requests at 1/8 .. 7/8 of the walk, and the next ones alike
-constexpr double kGivenBack = 0.5;      // a step keeps at most this share of its rise (median)
+constexpr std::size_t kAnchors =
+    8;                              // the rarest request near 1/8 .. 7/8 of the walk, and the next ones alike
+constexpr std::size_t kNear = 256;  // requests looked at for the rarest, from each anchor on
+constexpr double kGivenBack = 0.05;  // a step keeps at most this share of its rise (median)
 constexpr std::array kSwings{0.25, 0.1, 0.04, 0.01};
 
 double median(std::vector<double>& values) {
@@ -32,20 +36,35 @@ double median(std::vector<double>& values) {
   return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
 }
 
-// The share of `count` requests i, spread over the walk from the first period on, that request i + period
-// repeats.
-double sampled_share(const std::vector<StepToken>& tokens, std::size_t period, std::size_t count) {
-  const std::size_t span = tokens.size() - 2 * period;
+// The share of `count` requests i in [from, to), spread over it, that request i + period repeats.
+double sampled_share(const std::vector<StepToken>& tokens, std::size_t period, std::size_t from,
+                     std::size_t to, std::size_t count) {
+  const std::size_t span = to > from ? to - from : 0;
   count = std::min(count, span);
   std::size_t same = 0;
   for (std::size_t k = 0; k < count; ++k) {
     // Spread by a multiplicative step, not a fixed stride, which could fall on one phase of every step.
     const std::size_t i =
-        count == span ? period + k : period + static_cast<std::size_t>((k * 2654435761ULL) % span);
+        count == span ? from + k : from + static_cast<std::size_t>((k * 2654435761ULL) % span);
     same += tokens[i] == tokens[i + period] ? 1U : 0U;
   }
   return count == 0 ? 0.0 : static_cast<double>(same) / static_cast<double>(count);
 }
+
+// Whether a loop at `period` may be there: a loop of half the walk holds one of its two middle quarters
+// whole, so a sample of one of them repeats (as much as the loop must, less the sample's slack).
+bool may_repeat(const std::vector<StepToken>& tokens, std::size_t period) {
+  const std::size_t n = tokens.size();
+  const std::size_t last = n - period;  // the requests that have one a period later
+  return std::max(sampled_share(tokens, period, n / 4, std::min(n / 2, last), kSample),
+                  sampled_share(tokens, period, n / 2, std::min(3 * n / 4, last), kSample)) >= kSampleShare;
+}
+
+struct TokenHash {
+  std::size_t operator()(const StepToken& t) const noexcept {
+    return std::hash<std::uint64_t>{}(t.bytes * 4 + static_cast<std::uint64_t>(t.action));
+  }
+};
 
 struct Loop {
   std::size_t begin = 0;  // [begin, end): requests
@@ -175,10 +194,21 @@ Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepTo
       }
     }
   }
-  // And the distances from a few requests to the next ones alike: a period is one, whatever the range (a
-  // model's weights can make a step's swing a hair of it).
+  // And the distances from a few requests to the next ones alike, whatever the range (a model's weights can
+  // make a step's swing a hair of it): each the rarest near an anchor that is asked often enough for a loop,
+  // as a step's one request of its kind is, where a layer's are asked once a layer.
+  std::unordered_map<StepToken, std::size_t, TokenHash> asked;
+  for (const StepToken& t : tokens) {
+    ++asked[t];
+  }
   for (std::size_t anchor = 1; anchor < kAnchors; ++anchor) {
-    const std::size_t i = n * anchor / kAnchors;
+    std::size_t i = n;
+    for (std::size_t j = n * anchor / kAnchors; j < std::min(n, n * anchor / kAnchors + kNear); ++j) {
+      const std::size_t times = asked[tokens[j]];
+      if (times > kMinFloors && (i == n || times < asked[tokens[i]])) {
+        i = j;
+      }
+    }
     std::size_t found = 0;
     for (std::size_t j = i + 1; j < n && found < kDipsApart; ++j) {
       if (tokens[j] == tokens[i]) {
@@ -189,7 +219,7 @@ Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepTo
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-  std::optional<Steps> keeping;  // the first period whose repeats keep most of what they take
+  std::optional<Steps> keeping;  // the first period whose repeats keep too much of what they take
   for (const std::size_t period : candidates) {
     if (period < 2) {
       continue;
@@ -197,7 +227,7 @@ Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepTo
     if ((kMinFloors + 1) * period > n) {
       break;
     }
-    if (sampled_share(tokens, period, kSample) < kSampleShare) {
+    if (!may_repeat(tokens, period)) {
       continue;
     }
     const std::optional<Loop> loop = loop_at(tokens, period);
@@ -210,10 +240,10 @@ Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepTo
     }
     const auto [kept, rise] = kept_and_rise(live, floors);
     if (rise > 0 && kept <= kGivenBack * rise) {
-      return Steps{StepsVerdict::steps, period, std::move(floors), kept, rise};
+      return Steps{StepsVerdict::steps, period, std::move(floors), kept, rise, loop->end};
     }
     if (!keeping) {
-      keeping = Steps{StepsVerdict::keeps_most, period, {}, kept, rise};
+      keeping = Steps{StepsVerdict::keeps_much, period, {}, kept, rise, loop->end};
     }
   }
   return keeping.value_or(Steps{});

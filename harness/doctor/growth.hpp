@@ -21,21 +21,26 @@
 // two of a program that does not leak (an OOM snapshot dies inside its last forward pass). What tells a step
 // is that it repeats: a loop makes the same requests, in the same order and of the same sizes, every step (a
 // leak changes what is freed, not what is asked). So the program's requests (its allocs and frees; the
-// allocator's segments and completions, whose timing varies, are left out) are searched for a period P: the
-// smallest of the candidates (the distances between the dips the zigzag finds at a quarter, a tenth, a
-// twenty-fifth and a hundredth of the range, and between a few requests and the next ones alike, which a
-// model's weights that dwarf a step's swing do not hide) at which a loop of requests repeats, request i as
-// request i + P, on 90% of the loop. The loop runs from the first request whose next P requests the P after
-// repeat (90% of them) to the last such and the P after it, so building the model before it and what follows
-// it do not count; it must span four steps and more and half the requests at least. Each step's floor is its
-// lowest point: the least live bytes within half a period of the same phase in every step of the loop. Then
-// the steps must give back most of what they take, the median step keeping at most half its median rise above
-// the floor it began on. Requests that repeat but keep most of what they take are either the layers of one
-// pass or a leak of all a step makes (outputs kept with their graph); the two cannot be told apart from a
-// recording that ends inside a pass, and the doctor says so rather than fit them. A loop whose steps differ
+// allocator's segments and completions, whose timing varies, are left out) are searched for a period P among
+// candidates: the distances between the dips the zigzag finds at a quarter, a tenth, a twenty-fifth and a
+// hundredth of the range, and those from the rarest request near each eighth of the walk (asked five times at
+// least) to the next ones alike, which a step's one request of its kind gives even where a model's weights
+// make a step's swing a hair of the range and its layers ask every other request dozens of times. A candidate
+// is kept where a loop of requests repeats, request i as request i + P, on 90% of the loop: from the first
+// request whose next P requests the P after repeat (90% of them) to the last such and the P after it, so
+// building the model before it and what follows it do not count. The loop must span five steps and half the
+// requests at least, so one of the two middle quarters of the walk lies in it, and a sample of each (512
+// requests, 80% repeated) rules most candidates out before the loop is sought. Each step's floor is its
+// lowest point: the least live bytes within half a period of the same phase in every step of the loop. The
+// smallest P whose steps give back all but a little of what they take (the median step keeps at most 5% of
+// its median rise above the floor it began on) is the step. Where the requests repeat but keep more, they are
+// either the layers of one pass or a leak of that much a step (outputs kept with their graph); a recording
+// that ends inside a pass cannot tell them apart, and the doctor says so rather than fit them. A step that
+// keeps less can still be a layer that keeps little (a KV cache's share of a layer), so where the recording
+// ends within a step of the loop's end, a growth found is said with that caveat. A loop whose steps differ
 // (batches of varying length, a serving loop whose requests differ) has no period, and its growth is not
 // judged either. On the 222 snapshots: the loop that keeps each step's loss tensor
-// (results/h100/doctor-580.159.04/snapshots/leak_train) grows, its fix does not, 4 repeat but keep most (OOM
+// (results/h100/doctor-580.159.04/snapshots/leak_train) grows, its fix does not, 4 repeat but keep more (OOM
 // snapshots of an encoder inside its forward pass and of a chunked pipeline that keeps each chunk's result),
 // and 216 have no loop of repeating steps.
 
@@ -66,9 +71,9 @@ struct StepToken {
 
 enum class StepsVerdict {
   no_repeat,   // no loop of repeating steps covers half the walk
-  keeps_most,  // the requests repeat, but each repeat keeps most of what it takes: layers, or a leak of it
-               // all
-  steps,       // a loop of steps that give back most of what they take
+  keeps_much,  // the requests repeat, but each repeat keeps more than kGivenBack of its rise: layers, or a
+               // leak
+  steps,       // a loop of steps that give back all but a little of what they take
 };
 
 struct Steps {
@@ -77,6 +82,7 @@ struct Steps {
   std::vector<Floor> floors;  // steps: between each two steps of the loop, positions into the sequence given
   double kept = 0;            // the median a step keeps (floor to floor) and its median rise above its floor
   double rise = 0;
+  std::size_t loop_end = 0;  // steps: where the loop ends, into the sequence given
 };
 
 // Note [Steps are what repeats]. `live` and `tokens` hold one entry per request, in order.

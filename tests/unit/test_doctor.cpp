@@ -116,19 +116,21 @@ TEST(DoctorGrowth, TheSameLoopWithoutTheLeakDoesNotGrow) {
 }
 
 TEST(DoctorGrowth, ALeakLargeBesideOneStepsSwingIsFoundToo) {
-  // 100 MiB of activations a step, 10 MiB kept each time, 40 steps: the leak is four swings in all.
+  // 100 MiB of activations a step, 4 MiB kept each time, 200 steps: the leak is eight swings in all.
   TraceBuilder b;
   const std::int32_t kept = b.site("train.py:60 in step");
   const std::int32_t activations = b.site("model.py:42 in forward");
-  for (int step = 0; step < 40; ++step) {
+  for (int step = 0; step < 200; ++step) {
     const std::uint64_t a = b.alloc(100 * kMiB, activations);
-    b.alloc(10 * kMiB, kept);
+    b.alloc(4 * kMiB, kept);
     b.free(a, 100 * kMiB);
   }
   const DoctorReport r = diagnose(b.input(), {});
-  EXPECT_GE(r.growth.floors.size(), 30U);
+  EXPECT_GE(r.growth.floors.size(), 190U);
   EXPECT_TRUE(r.growth.fit.growing());
-  EXPECT_DOUBLE_EQ(r.growth.fit.slope, static_cast<double>(10 * kMiB));
+  EXPECT_DOUBLE_EQ(r.growth.fit.slope, static_cast<double>(4 * kMiB));
+  EXPECT_TRUE(r.growth.ends_in_the_loop);  // nothing after the loop
+  EXPECT_NE(format_doctor(r).find("The recording ends inside the repeats"), std::string::npos);
   ASSERT_FALSE(r.growth.sites.empty());
   EXPECT_EQ(r.site_name(r.growth.sites.front().site), "train.py:60 in step");
 }
@@ -162,13 +164,15 @@ TEST(DoctorGrowth, ALayerByLayerForwardPassThatRunsOutIsNotALeak) {
   forward_pass(b, layer, 12, kMiB, /*backward=*/false);
   const DoctorReport r = diagnose(b.input(), {});
   // The layers repeat, but each keeps what it took: not steps.
-  EXPECT_EQ(r.growth.steps, StepsVerdict::keeps_most);
+  EXPECT_EQ(r.growth.steps, StepsVerdict::keeps_much);
   EXPECT_EQ(r.growth.step_requests, 3U);
   EXPECT_DOUBLE_EQ(r.growth.kept_per_step, static_cast<double>(32 * kMiB));
   EXPECT_TRUE(r.growth.floors.empty());
   EXPECT_FALSE(r.growth.fit.growing());
   const std::string text = format_doctor(r);
-  EXPECT_NE(text.find("-> Not judged: the requests repeat every 3 allocations and frees"), std::string::npos)
+  EXPECT_NE(text.find("-> Not judged: the requests repeat every 3 allocations and frees, but each repeat "
+                      "keeps 32.00 MiB"),
+            std::string::npos)
       << text;
   EXPECT_EQ(text.find("-> Memory grows"), std::string::npos);
 }
@@ -217,8 +221,8 @@ TEST(DoctorGrowth, StepsOfVaryingSizesAreNotJudged) {
 }
 
 TEST(DoctorGrowth, StepsAreTheSmallestPeriodThatRepeatsOverTheLoop) {
-  // Steps of 3 requests (alloc 8, alloc 4, free 8) after a prelude that does not repeat (building the model,
-  // `prelude` allocations of distinct sizes), then a tail that does not either.
+  // Steps of 3 requests (alloc 100, alloc 4, free 100) after a prelude that does not repeat (building the
+  // model, `prelude` allocations of distinct sizes), then a tail that does not either.
   const auto walk = [](std::size_t prelude, std::size_t steps, std::size_t tail) {
     std::pair<std::vector<std::int64_t>, std::vector<StepToken>> w;
     std::int64_t bytes = 0;
@@ -231,9 +235,9 @@ TEST(DoctorGrowth, StepsAreTheSmallestPeriodThatRepeatsOverTheLoop) {
       request(replay::Action::alloc, 1000 + k);
     }
     for (std::size_t k = 0; k < steps; ++k) {
-      request(replay::Action::alloc, 8);
+      request(replay::Action::alloc, 100);
       request(replay::Action::alloc, 4);
-      request(replay::Action::free, 8);
+      request(replay::Action::free, 100);
     }
     for (std::size_t k = 0; k < tail; ++k) {
       request(replay::Action::alloc, 5000 + k);
@@ -253,6 +257,38 @@ TEST(DoctorGrowth, StepsAreTheSmallestPeriodThatRepeatsOverTheLoop) {
   EXPECT_EQ(find_steps(live, tokens).verdict, StepsVerdict::no_repeat);  // three steps: too few
   const auto [short_live, short_tokens] = walk(60, 12, 0);               // a loop of less than half the walk
   EXPECT_EQ(find_steps(short_live, short_tokens).verdict, StepsVerdict::no_repeat);
+}
+
+TEST(DoctorGrowth, ALeakInADeepModelsStepsIsFound) {
+  // 48 alike layers a step (each request asked 48 times a step), weights that dwarf a step's swing, a prelude
+  // and a tail: the step is found from its one request of a kind (the loss), and its 512-byte leak.
+  TraceBuilder b;
+  const std::int32_t layer = b.site("model.py:42 in forward");
+  const std::int32_t loss = b.site("train.py:57 in <module>");
+  const std::int32_t weights = b.site("model.py:10 in __init__");
+  for (std::uint64_t w = 0; w < 200; ++w) {
+    b.alloc(64 * kMiB + w * 4096, weights);
+  }
+  for (int step = 0; step < 10; ++step) {
+    std::vector<std::uint64_t> acts;
+    for (int k = 0; k < 48; ++k) {
+      acts.push_back(b.alloc(kMiB, layer));
+      b.free(b.alloc(kMiB / 2, layer), kMiB / 2);
+    }
+    b.alloc(512, loss);  // kept
+    for (const std::uint64_t a : acts) {
+      b.free(a, kMiB);
+    }
+  }
+  for (std::uint64_t k = 0; k < 200; ++k) {  // an evaluation after the loop, longer than a step
+    b.free(b.alloc(3 * kMiB + k, layer), 3 * kMiB + k);
+  }
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_EQ(r.growth.steps, StepsVerdict::steps);
+  EXPECT_EQ(r.growth.step_requests, 48U * 4 + 1);
+  EXPECT_TRUE(r.growth.fit.growing());
+  EXPECT_DOUBLE_EQ(r.growth.fit.slope, 512.0);
+  EXPECT_FALSE(r.growth.ends_in_the_loop);
 }
 
 TEST(DoctorGrowth, AnAllocatorsSegmentsBetweenStepsDoNotHideThem) {

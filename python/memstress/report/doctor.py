@@ -155,12 +155,12 @@ def section_doctor(doctors: list[tuple[str, dict]], figure_html: Callable[[Any, 
         verdict = "memory grows step after step" if fit.get("growing") else "no growth"
         steps = growth.get("steps", "steps")  # Note [Steps are what repeats], harness/doctor/growth.hpp
         if steps == "no_repeat":
-            out += ("<h3>Growth</h3><p>Not judged: no loop of four or more alike steps covers half the "
+            out += ("<h3>Growth</h3><p>Not judged: no loop of five or more alike steps covers half the "
                     "recording.</p>")
-        elif steps == "keeps_most":
+        elif steps == "keeps_much":
             out += (f"<h3>Growth</h3><p>Not judged: the requests repeat every {growth['step_requests']} allocations "
-                    "and frees, but each repeat keeps most of what it takes (the layers of one pass, or a leak of "
-                    "all a step makes).</p>")
+                    "and frees, but each repeat keeps much of what it takes (the layers of one pass, or a leak of "
+                    "that much a step).</p>")
         else:
             every = f", a step every {growth['step_requests']} requests" if growth.get("step_requests") else ""
             out += f"<h3>Growth</h3><p>{len(growth.get('floors') or [])} floors between steps{every}: {verdict}.</p>"
