@@ -82,6 +82,7 @@ GrowthAnswer growth_of(const LiveWalk& walk, const replay::ReplayTrace& trace) {
     g.floor_times_ns.push_back(trace.events[walk.event_index[f.position]].time_ns);
   }
   g.fit = fit_steps(bytes);
+  g.falls_back = g.fit.growing() && g.fit.slope < 0.5 * g.kept_per_step;
   if (g.floor_times_ns.size() >= 2 && g.floor_times_ns.back() > g.floor_times_ns.front()) {
     const double step_s = static_cast<double>(g.floor_times_ns.back() - g.floor_times_ns.front()) / 1e9 /
                           static_cast<double>(g.floor_times_ns.size() - 1);

@@ -72,11 +72,16 @@ struct GrowthAnswer {
   double rise_per_step = 0;                      // and its rise above the floor it began on
   std::size_t requests = 0;                      // the allocs and frees searched
   bool ends_in_the_loop = false;                 // steps: the recording ends within a step of the loop's end
-  std::vector<Floor> floors;                     // between each two steps, where they are steps
+  // steps: the floors rise within runs of steps but fall back between runs, so that all of them rise less
+  // than half what a step keeps (the layers of passes that end): no growth (Note [Steps are what repeats]).
+  bool falls_back = false;
+  std::vector<Floor> floors;  // between each two steps, where they are steps
   std::vector<std::uint64_t> floor_times_ns;
   LineFit fit;
   double bytes_per_second = 0;  // the slope per step over the mean step time
   std::vector<SiteGrowth> sites;
+
+  [[nodiscard]] bool grows() const noexcept { return fit.growing() && !falls_back; }
 };
 
 // NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's implicit move checks its invariant, an assert

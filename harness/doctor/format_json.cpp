@@ -217,6 +217,8 @@ nlohmann::json doctor_document(const DoctorReport& r) {
         {"kept_per_step", r.growth.kept_per_step},
         {"rise_per_step", r.growth.rise_per_step},
         {"ends_in_the_loop", r.growth.ends_in_the_loop},
+        {"falls_back", r.growth.falls_back},
+        {"grows", r.growth.grows()},
         {"floors", floors},
         {"fit", fit_json(r.growth.fit)},
         {"bytes_per_second", r.growth.bytes_per_second},

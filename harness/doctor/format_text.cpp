@@ -443,7 +443,15 @@ void growth(std::string& out, const DoctorReport& r) {
       g.floors.size(), g.step_requests, bytes(g.floors.front().bytes), bytes(g.floors.back().bytes),
       change < 0 ? "-" : "+", bytes(std::abs(change)), bytes(static_cast<std::int64_t>(g.fit.slope)),
       g.fit.r2, g.fit.rises, g.floors.size() - 1);
-  if (!g.fit.growing()) {
+  if (g.falls_back) {
+    out += fmt::format(
+        "-> No growth over the recording: a step keeps {} (at the median), but the floors fall back between "
+        "runs "
+        "of steps, {}/step over all of them: the layers of passes that end, not steps that keep.\n",
+        bytes(static_cast<std::int64_t>(g.kept_per_step)), bytes(static_cast<std::int64_t>(g.fit.slope)));
+    return;
+  }
+  if (!g.grows()) {
     out += "-> No growth: the memory kept between steps does not rise from step to step.\n";
     return;
   }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -20,10 +22,9 @@ constexpr double kSampleShare = 0.8;    // samples of both middle quarters below
 constexpr std::size_t kSample = 512;    // requests compared in each middle quarter before the loop is sought
 constexpr std::size_t kDipsRead = 256;  // dips around the middle of the walk, per swing
 constexpr std::size_t kDipsApart = 64;  // distances between dips up to this many dips apart
-constexpr std::size_t kAnchors =
-    8;                              // the rarest request near 1/8 .. 7/8 of the walk, and the next ones alike
-constexpr std::size_t kNear = 256;  // requests looked at for the rarest, from each anchor on
-constexpr double kGivenBack = 0.05;  // a step keeps at most this share of its rise (median)
+constexpr std::size_t kRarest = 8;      // the walk's rarest requests (asked a loop's times at least)
+constexpr std::size_t kApart = 4;       // distances between the times one is asked, up to this many apart
+constexpr double kGivenBack = 0.05;     // a step keeps at most this share of its rise (median, either way)
 constexpr std::array kSwings{0.25, 0.1, 0.04, 0.01};
 
 double median(std::vector<double>& values) {
@@ -194,26 +195,39 @@ Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepTo
       }
     }
   }
-  // And the distances from a few requests to the next ones alike, whatever the range (a model's weights can
-  // make a step's swing a hair of it): each the rarest near an anchor that is asked often enough for a loop,
-  // as a step's one request of its kind is, where a layer's are asked once a layer.
+  // And the distances between the next few times the walk's rarest requests are asked, whatever the range (a
+  // model's weights can make a step's swing a hair of it): a request a loop asks once a step (its loss, the
+  // optimizer's step) is among them, where a layer's are asked once a layer.
   std::unordered_map<StepToken, std::size_t, TokenHash> asked;
   for (const StepToken& t : tokens) {
     ++asked[t];
   }
-  for (std::size_t anchor = 1; anchor < kAnchors; ++anchor) {
-    std::size_t i = n;
-    for (std::size_t j = n * anchor / kAnchors; j < std::min(n, n * anchor / kAnchors + kNear); ++j) {
-      const std::size_t times = asked[tokens[j]];
-      if (times > kMinFloors && (i == n || times < asked[tokens[i]])) {
-        i = j;
-      }
+  std::vector<std::pair<std::size_t, StepToken>> rare;  // (times asked, the request), at least a loop's times
+  for (const auto& [token, times] : asked) {
+    if (times > kMinFloors) {
+      rare.emplace_back(times, token);
     }
-    std::size_t found = 0;
-    for (std::size_t j = i + 1; j < n && found < kDipsApart; ++j) {
-      if (tokens[j] == tokens[i]) {
-        candidates.push_back(j - i);
-        ++found;
+  }
+  const auto by_times = [](const auto& x, const auto& y) {
+    return std::tie(x.first, x.second.bytes, x.second.action) <
+           std::tie(y.first, y.second.bytes, y.second.action);
+  };
+  std::sort(rare.begin(), rare.end(), by_times);
+  rare.resize(std::min(rare.size(), kRarest));
+  std::unordered_map<StepToken, std::vector<std::size_t>, TokenHash> asked_at;
+  for (const auto& [times, token] : rare) {
+    asked_at[token].reserve(times);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (const auto it = asked_at.find(tokens[i]); it != asked_at.end()) {
+      it->second.push_back(i);
+    }
+  }
+  for (const auto& [token, at] : asked_at) {
+    const std::size_t from = at.size() > kDipsRead ? (at.size() - kDipsRead) / 2 : 0;
+    for (std::size_t a = from; a < std::min(at.size(), from + kDipsRead); ++a) {
+      for (std::size_t b = a + 1; b < std::min(at.size(), a + 1 + kApart); ++b) {
+        candidates.push_back(at[b] - at[a]);
       }
     }
   }
@@ -239,7 +253,7 @@ Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepTo
       continue;
     }
     const auto [kept, rise] = kept_and_rise(live, floors);
-    if (rise > 0 && kept <= kGivenBack * rise) {
+    if (rise > 0 && std::abs(kept) <= kGivenBack * rise) {
       return Steps{StepsVerdict::steps, period, std::move(floors), kept, rise, loop->end};
     }
     if (!keeping) {

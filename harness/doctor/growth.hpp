@@ -23,23 +23,26 @@
 // leak changes what is freed, not what is asked). So the program's requests (its allocs and frees; the
 // allocator's segments and completions, whose timing varies, are left out) are searched for a period P among
 // candidates: the distances between the dips the zigzag finds at a quarter, a tenth, a twenty-fifth and a
-// hundredth of the range, and those from the rarest request near each eighth of the walk (asked five times at
-// least) to the next ones alike, which a step's one request of its kind gives even where a model's weights
-// make a step's swing a hair of the range and its layers ask every other request dozens of times. A candidate
-// is kept where a loop of requests repeats, request i as request i + P, on 90% of the loop: from the first
+// hundredth of the range, and between the next few times each of the walk's eight rarest requests (asked five
+// times at least) is asked, which gives P where a loop asks one of them once a step (its loss, the
+// optimizer's step), even where a model's weights make a step's swing a hair of the range. A candidate is
+// kept where a loop of requests repeats, request i as request i + P, on 90% of the loop: from the first
 // request whose next P requests the P after repeat (90% of them) to the last such and the P after it, so
 // building the model before it and what follows it do not count. The loop must span five steps and half the
-// requests at least, so one of the two middle quarters of the walk lies in it, and a sample of each (512
-// requests, 80% repeated) rules most candidates out before the loop is sought. Each step's floor is its
-// lowest point: the least live bytes within half a period of the same phase in every step of the loop. The
-// smallest P whose steps give back all but a little of what they take (the median step keeps at most 5% of
-// its median rise above the floor it began on) is the step. Where the requests repeat but keep more, they are
-// either the layers of one pass or a leak of that much a step (outputs kept with their graph); a recording
-// that ends inside a pass cannot tell them apart, and the doctor says so rather than fit them. A step that
-// keeps less can still be a layer that keeps little (a KV cache's share of a layer), so where the recording
-// ends within a step of the loop's end, a growth found is said with that caveat. A loop whose steps differ
-// (batches of varying length, a serving loop whose requests differ) has no period, and its growth is not
-// judged either. On the 222 snapshots: the loop that keeps each step's loss tensor
+// requests at least, so one of the two middle quarters of the walk lies in it; a sample of each (512
+// requests, 80% repeated in one of them) rules most candidates out before the loop is sought, at the cost of
+// missing some loops of five or six steps that repeat barely 90%. Each step's floor is its lowest point: the
+// least live bytes within half a period of the same phase in every step of the loop. The smallest P whose
+// steps give back all but a little of what they take (the median step keeps, or frees, at most 5% of its
+// median rise above the floor it began on) is the step. Requests that repeat but keep more are either the
+// layers of one pass or a leak of that much a step (outputs kept with their graph); a recording that ends
+// inside a pass cannot tell them apart, and the doctor says so rather than fit them: a real leak of more than
+// 5% of a step is not judged. A layer can keep less (a KV cache's share of an attention layer): its floors
+// then rise within each pass and fall back at its end, so all of them rise less than half what one keeps, and
+// the doctor says there is no growth over the recording; and where the recording ends within a step of the
+// loop's end, a growth found says it may be a pass's layers. A loop whose steps differ (batches of varying
+// length, a serving loop whose requests differ) has no period, and its growth is not judged either. On the
+// 222 snapshots: the loop that keeps each step's loss tensor
 // (results/h100/doctor-580.159.04/snapshots/leak_train) grows, its fix does not, 4 repeat but keep more (OOM
 // snapshots of an encoder inside its forward pass and of a chunked pipeline that keeps each chunk's result),
 // and 216 have no loop of repeating steps.

@@ -311,6 +311,58 @@ TEST(DoctorGrowth, AnAllocatorsSegmentsBetweenStepsDoNotHideThem) {
   EXPECT_DOUBLE_EQ(r.growth.fit.slope, static_cast<double>(kMiB));
 }
 
+TEST(DoctorGrowth, PassesWhoseLayersKeepALittleAreNoGrowth) {
+  // 8 inference passes of 60 alike layers, each layer keeping 1 MiB (its KV cache) of its 40 MiB rise and
+  // freeing 8 temporaries, the cache freed when the pass ends: the layers repeat over 90% of the loop and
+  // keep under 5% of their rise, so they pass for steps, but their floors fall back every pass.
+  TraceBuilder b;
+  const std::int32_t layer = b.site("model.py:42 in forward");
+  b.alloc(64 * kMiB, b.site("model.py:10 in __init__"));
+  for (int pass = 0; pass < 8; ++pass) {
+    std::vector<std::uint64_t> cache;
+    for (int k = 0; k < 60; ++k) {
+      cache.push_back(b.alloc(kMiB, layer));
+      for (int t = 0; t < 8; ++t) {
+        b.free(b.alloc(39 * kMiB, layer), 39 * kMiB);
+      }
+    }
+    for (const std::uint64_t c : cache) {
+      b.free(c, kMiB);
+    }
+  }
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_FALSE(r.growth.grows());
+  EXPECT_EQ(format_doctor(r).find("-> Memory grows"), std::string::npos) << format_doctor(r);
+  EXPECT_EQ(r.growth.steps, StepsVerdict::steps);
+  EXPECT_EQ(r.growth.step_requests, 17U);  // a layer's
+  EXPECT_TRUE(r.growth.falls_back);
+  EXPECT_NE(format_doctor(r).find("-> No growth over the recording"), std::string::npos);
+}
+
+TEST(DoctorGrowth, AStepThatGivesBackMoreThanItTookIsNoStep) {
+  // Forward layers that keep 8 MiB and a backward pass that frees it: a period over a forward layer and a
+  // backward one keeps -8 MiB or +8 MiB, never a step's little (Note [Steps are what repeats]).
+  std::vector<std::int64_t> live;
+  std::vector<StepToken> tokens;
+  std::int64_t bytes = 0;
+  const auto request = [&](replay::Action action, std::uint64_t n) {
+    bytes += action == replay::Action::alloc ? static_cast<std::int64_t>(n) : -static_cast<std::int64_t>(n);
+    live.push_back(bytes);
+    tokens.push_back(StepToken{action, n});
+  };
+  for (int step = 0; step < 12; ++step) {
+    for (int k = 0; k < 6; ++k) {
+      request(replay::Action::alloc, 8 * kMiB);
+    }
+    for (int k = 0; k < 6; ++k) {
+      request(replay::Action::free, 8 * kMiB);
+    }
+  }
+  const Steps steps = find_steps(live, tokens);
+  EXPECT_EQ(steps.period, 12U);
+  EXPECT_EQ(steps.verdict, StepsVerdict::steps);
+}
+
 TEST(DoctorGrowth, AOneTimeJumpIsNotGrowth) {
   // Optimizer state appears after the first step and stays: Theil-Sen's slope is 0.
   const LineFit fit = fit_steps({100, 200, 200, 200, 200, 200, 200});

@@ -152,7 +152,7 @@ def section_doctor(doctors: list[tuple[str, dict]], figure_html: Callable[[Any, 
                                              *[f"at {human(c)}" for c in caps]], rows)
         growth = doc.get("growth") or {}
         fit = growth.get("fit") or {}
-        verdict = "memory grows step after step" if fit.get("growing") else "no growth"
+        verdict = "memory grows step after step" if growth.get("grows", fit.get("growing")) else "no growth"
         steps = growth.get("steps", "steps")  # Note [Steps are what repeats], harness/doctor/growth.hpp
         if steps == "no_repeat":
             out += ("<h3>Growth</h3><p>Not judged: no loop of five or more alike steps covers half the "
