@@ -20,7 +20,7 @@ constexpr double kRepeatShare = 0.9;    // of a loop's requests, repeated a peri
 constexpr double kLoopShare = 0.5;      // of the walk's requests, in the loop
 constexpr double kSampleShare = 0.8;    // samples of both middle quarters below this rule a period out
 constexpr std::size_t kSample = 512;    // requests compared in each middle quarter before the loop is sought
-constexpr std::size_t kDipsRead = 256;  // dips around the middle of the walk, per swing
+constexpr std::size_t kDipsRead = 256;  // dips (or times a request is asked) around the middle of the walk
 constexpr std::size_t kDipsApart = 64;  // distances between dips up to this many dips apart
 constexpr std::size_t kRarest = 8;      // the walk's rarest requests (asked a loop's times at least)
 constexpr std::size_t kApart = 4;       // distances between the times one is asked, up to this many apart
@@ -59,6 +59,18 @@ bool may_repeat(const std::vector<StepToken>& tokens, std::size_t period) {
   const std::size_t last = n - period;  // the requests that have one a period later
   return std::max(sampled_share(tokens, period, n / 4, std::min(n / 2, last), kSample),
                   sampled_share(tokens, period, n / 2, std::min(3 * n / 4, last), kSample)) >= kSampleShare;
+}
+
+// The distances from each of the kDipsRead positions around the middle of `at` (ascending) to the next
+// `apart` ones, within the window or past it: candidates for a step's length.
+void add_distances(const std::vector<std::size_t>& at, std::size_t apart, std::vector<std::size_t>& out) {
+  const std::size_t from = at.size() > kDipsRead ? (at.size() - kDipsRead) / 2 : 0;
+  const std::size_t to = std::min(at.size(), from + kDipsRead);
+  for (std::size_t a = from; a < to; ++a) {
+    for (std::size_t b = a + 1; b < std::min(at.size(), a + 1 + apart); ++b) {
+      out.push_back(at[b] - at[a]);
+    }
+  }
 }
 
 struct TokenHash {
@@ -186,14 +198,11 @@ Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepTo
   }
   std::vector<std::size_t> candidates;
   for (const double swing : kSwings) {
-    const std::vector<Floor> dips = find_floors(live, swing);
-    const std::size_t from = dips.size() > kDipsRead ? (dips.size() - kDipsRead) / 2 : 0;
-    const std::size_t to = std::min(dips.size(), from + kDipsRead);
-    for (std::size_t a = from; a < to; ++a) {
-      for (std::size_t b = a + 1; b < std::min(to, a + 1 + kDipsApart); ++b) {
-        candidates.push_back(dips[b].position - dips[a].position);
-      }
+    std::vector<std::size_t> dips;
+    for (const Floor& f : find_floors(live, swing)) {
+      dips.push_back(f.position);
     }
+    add_distances(dips, kDipsApart, candidates);
   }
   // And the distances between the next few times the walk's rarest requests are asked, whatever the range (a
   // model's weights can make a step's swing a hair of it): a request a loop asks once a step (its loss, the
@@ -224,12 +233,7 @@ Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepTo
     }
   }
   for (const auto& [token, at] : asked_at) {
-    const std::size_t from = at.size() > kDipsRead ? (at.size() - kDipsRead) / 2 : 0;
-    for (std::size_t a = from; a < std::min(at.size(), from + kDipsRead); ++a) {
-      for (std::size_t b = a + 1; b < std::min(at.size(), a + 1 + kApart); ++b) {
-        candidates.push_back(at[b] - at[a]);
-      }
-    }
+    add_distances(at, kApart, candidates);
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
