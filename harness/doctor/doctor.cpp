@@ -70,8 +70,12 @@ GrowthAnswer growth_of(const LiveWalk& walk, const replay::ReplayTrace& trace) {
   g.kept_per_step = steps.kept;
   g.rise_per_step = steps.rise;
   g.requests = requests.size();
-  g.ends_in_the_loop =
-      steps.verdict == StepsVerdict::steps && requests.size() - steps.loop_end < steps.period;
+  g.ends_at_oom = replay::fatal_oom(trace, walk.device).has_value();
+  g.ends_in_the_loop = steps.verdict == StepsVerdict::steps && g.ends_at_oom &&
+                       requests.size() - steps.loop_end < steps.period;
+  if (!g.judged()) {
+    steps.floors.clear();  // a pass that ran out cannot be told from steps that keep
+  }
   for (Floor& f : steps.floors) {
     f.position = requests[f.position];
   }

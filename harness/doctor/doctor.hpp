@@ -71,7 +71,8 @@ struct GrowthAnswer {
   double kept_per_step = 0;                      // medians, steps and keeps_most: what a step keeps
   double rise_per_step = 0;                      // and its rise above the floor it began on
   std::size_t requests = 0;                      // the allocs and frees searched
-  bool ends_in_the_loop = false;                 // steps: the recording ends within a step of the loop's end
+  bool ends_at_oom = false;       // the recording ends in the OOM the program died of (replay::fatal_oom)
+  bool ends_in_the_loop = false;  // steps, ends_at_oom: the recording ends within a step of the loop's end
   // steps: the floors rise within runs of steps but fall back between runs, so that all of them rise less
   // than half what a step keeps (the layers of passes that end): no growth (Note [Steps are what repeats]).
   bool falls_back = false;
@@ -81,7 +82,12 @@ struct GrowthAnswer {
   double bytes_per_second = 0;  // the slope per step over the mean step time
   std::vector<SiteGrowth> sites;
 
-  [[nodiscard]] bool grows() const noexcept { return fit.growing() && !falls_back; }
+  // Steps, or repeats that keep much in a recording that does not end in an OOM (Note [Steps are what
+  // repeats]): the floors are fitted.
+  [[nodiscard]] bool judged() const noexcept {
+    return steps == StepsVerdict::steps || (steps == StepsVerdict::keeps_much && !ends_at_oom);
+  }
+  [[nodiscard]] bool grows() const noexcept { return judged() && fit.growing() && !falls_back; }
 };
 
 // NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's implicit move checks its invariant, an assert

@@ -418,7 +418,7 @@ void growth(std::string& out, const DoctorReport& r) {
   const GrowthAnswer& g = r.growth;
   out += "\n== Growth ==\n";
   // Note [Steps are what repeats] (growth.hpp): judged only of a loop of steps.
-  if (g.steps != StepsVerdict::steps) {
+  if (!g.judged()) {
     out += g.steps == StepsVerdict::no_repeat
                ? fmt::format(
                      "-> Not judged: no loop of five or more alike steps (the same requests, in the same "
@@ -429,9 +429,10 @@ void growth(std::string& out, const DoctorReport& r) {
                : fmt::format(
                      "-> Not judged: the requests repeat every {} allocations and frees, but each repeat "
                      "keeps {} of its {} rise (at the median), more than a step that gives back what it "
-                     "takes: either the layers of one pass, which its backward pass frees, or a leak of "
-                     "that much a step (outputs kept with their graph, a loss summed without .item()). "
-                     "Record whole steps, each through its backward pass and optimizer step, to tell.\n",
+                     "takes, and the recording ends in the OOM: either the layers of the pass that ran out, "
+                     "which its backward pass would have freed, or a leak of that much a step (outputs kept "
+                     "with their graph, a loss summed without .item()). Record whole steps, each through its "
+                     "backward pass and optimizer step, to tell.\n",
                      g.step_requests, bytes(static_cast<std::int64_t>(g.kept_per_step)),
                      bytes(static_cast<std::int64_t>(g.rise_per_step)));
     return;
@@ -460,6 +461,13 @@ void growth(std::string& out, const DoctorReport& r) {
       "another 10,000 steps.\n",
       bytes(static_cast<std::int64_t>(g.fit.slope)), bytes(static_cast<std::int64_t>(g.bytes_per_second)),
       bytes(static_cast<std::int64_t>(g.fit.slope * 10000)));
+  if (g.steps == StepsVerdict::keeps_much) {
+    out += fmt::format(
+        "   Each step keeps {} of the {} it takes (at the median), and the recording goes on past them: a "
+        "leak (outputs or losses kept with their graph or on the GPU), or memory kept on purpose (a cache "
+        "that fills, results gathered on the GPU).\n",
+        bytes(static_cast<std::int64_t>(g.kept_per_step)), bytes(static_cast<std::int64_t>(g.rise_per_step)));
+  }
   if (g.ends_in_the_loop) {
     out +=
         "   The recording ends inside the repeats: were they the layers of one pass that ran out of memory "

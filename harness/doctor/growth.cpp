@@ -261,7 +261,7 @@ Steps find_steps(const std::vector<std::int64_t>& live, const std::vector<StepTo
       return Steps{StepsVerdict::steps, period, std::move(floors), kept, rise, loop->end};
     }
     if (!keeping) {
-      keeping = Steps{StepsVerdict::keeps_much, period, {}, kept, rise, loop->end};
+      keeping = Steps{StepsVerdict::keeps_much, period, std::move(floors), kept, rise, loop->end};
     }
   }
   return keeping.value_or(Steps{});

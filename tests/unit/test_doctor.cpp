@@ -115,24 +115,62 @@ TEST(DoctorGrowth, TheSameLoopWithoutTheLeakDoesNotGrow) {
   EXPECT_NE(format_doctor(r).find("-> No growth"), std::string::npos);
 }
 
-TEST(DoctorGrowth, ALeakLargeBesideOneStepsSwingIsFoundToo) {
-  // 100 MiB of activations a step, 4 MiB kept each time, 200 steps: the leak is eight swings in all.
+// `steps` steps of 100 MiB of activations that keep `kept` each, and an OOM after them where `oom`.
+TraceBuilder keeping_loop(int steps, std::uint64_t kept, bool oom) {
   TraceBuilder b;
-  const std::int32_t kept = b.site("train.py:60 in step");
+  const std::int32_t keeps = b.site("train.py:60 in step");
   const std::int32_t activations = b.site("model.py:42 in forward");
-  for (int step = 0; step < 200; ++step) {
+  for (int step = 0; step < steps; ++step) {
     const std::uint64_t a = b.alloc(100 * kMiB, activations);
-    b.alloc(4 * kMiB, kept);
+    b.alloc(kept, keeps);
     b.free(a, 100 * kMiB);
   }
-  const DoctorReport r = diagnose(b.input(), {});
+  if (oom) {
+    b.oom(100 * kMiB, 100ULL << 30);
+  }
+  return b;
+}
+
+TEST(DoctorGrowth, ALeakLargeBesideOneStepsSwingIsFoundToo) {
+  // 100 MiB of activations a step, 4 MiB kept each time, 200 steps: the leak is eight swings in all.
+  const DoctorReport r = diagnose(keeping_loop(200, 4 * kMiB, /*oom=*/false).input(), {});
   EXPECT_GE(r.growth.floors.size(), 190U);
   EXPECT_TRUE(r.growth.fit.growing());
   EXPECT_DOUBLE_EQ(r.growth.fit.slope, static_cast<double>(4 * kMiB));
-  EXPECT_TRUE(r.growth.ends_in_the_loop);  // nothing after the loop
-  EXPECT_NE(format_doctor(r).find("The recording ends inside the repeats"), std::string::npos);
+  EXPECT_FALSE(r.growth.ends_in_the_loop);  // written at exit: no pass was cut short
+  EXPECT_EQ(format_doctor(r).find("The recording ends inside the repeats"), std::string::npos);
   ASSERT_FALSE(r.growth.sites.empty());
   EXPECT_EQ(r.site_name(r.growth.sites.front().site), "train.py:60 in step");
+}
+
+TEST(DoctorGrowth, AGrowthThatEndsInAnOomInsideTheLoopMayBeAPassesLayers) {
+  const DoctorReport r = diagnose(keeping_loop(200, 4 * kMiB, /*oom=*/true).input(), {});
+  EXPECT_TRUE(r.growth.ends_at_oom);
+  EXPECT_TRUE(r.growth.ends_in_the_loop);
+  EXPECT_TRUE(r.growth.grows());
+  EXPECT_NE(format_doctor(r).find("The recording ends inside the repeats"), std::string::npos);
+}
+
+TEST(DoctorGrowth, StepsThatKeepMuchInARecordingThatGoesOnGrow) {
+  // A step keeps 30 MiB of the 130 MiB it takes (a step's outputs kept on the GPU): more than a step gives
+  // back, but no pass was cut short by an OOM, so its floors are fitted.
+  const DoctorReport r = diagnose(keeping_loop(40, 30 * kMiB, /*oom=*/false).input(), {});
+  EXPECT_EQ(r.growth.steps, StepsVerdict::keeps_much);
+  EXPECT_TRUE(r.growth.judged());
+  EXPECT_TRUE(r.growth.grows());
+  EXPECT_DOUBLE_EQ(r.growth.fit.slope, static_cast<double>(30 * kMiB));
+  const std::string text = format_doctor(r);
+  EXPECT_NE(text.find("-> Memory grows: about 30.00 MiB more is kept after every step"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Each step keeps 30.00 MiB of the"), std::string::npos) << text;
+  // The same loop that ends in an OOM is not judged: it may be the layers of the pass that ran out.
+  const DoctorReport cut = diagnose(keeping_loop(40, 30 * kMiB, /*oom=*/true).input(), {});
+  EXPECT_EQ(cut.growth.steps, StepsVerdict::keeps_much);
+  EXPECT_FALSE(cut.growth.judged());
+  EXPECT_FALSE(cut.growth.grows());
+  EXPECT_TRUE(cut.growth.floors.empty());
+  EXPECT_NE(format_doctor(cut).find("-> Not judged: the requests repeat every 3 allocations and frees"),
+            std::string::npos);
 }
 
 // A forward pass of `layers` alike layers: each keeps its activations and frees its temporaries, so the dips

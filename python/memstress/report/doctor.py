@@ -157,10 +157,10 @@ def section_doctor(doctors: list[tuple[str, dict]], figure_html: Callable[[Any, 
         if steps == "no_repeat":
             out += ("<h3>Growth</h3><p>Not judged: no loop of five or more alike steps covers half the "
                     "recording.</p>")
-        elif steps == "keeps_much":
+        elif steps == "keeps_much" and not growth.get("judged", False):
             out += (f"<h3>Growth</h3><p>Not judged: the requests repeat every {growth['step_requests']} allocations "
-                    "and frees, but each repeat keeps much of what it takes (the layers of one pass, or a leak of "
-                    "that much a step).</p>")
+                    "and frees, but each repeat keeps much of what it takes, and the recording ends in the OOM "
+                    "(the layers of the pass that ran out, or a leak of that much a step).</p>")
         else:
             every = f", a step every {growth['step_requests']} requests" if growth.get("step_requests") else ""
             out += f"<h3>Growth</h3><p>{len(growth.get('floors') or [])} floors between steps{every}: {verdict}.</p>"
