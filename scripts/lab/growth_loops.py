@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/lab/growth_loops.py OUTDIR --memstress BIN [--jobs N]: `memstress doctor`'s growth verdict held to
+"""scripts/lab/growth_loops.py OUTDIR --memstress BIN [--jobs N] [--stacks python|none] [--doctor-only]: `memstress doctor`'s growth verdict held to
 training and inference loops whose leaks are known, recorded with PyTorch on a GPU.
 
 Each loop runs in a process of its own, with no cap, recorded from its first allocation by the memstress recorder
@@ -8,7 +8,10 @@ their own (a ResNet, an encoder with bf16 autocast, a checkpointed GPT, a ViT, i
 the MLP loop that keeps its loss tensor and its fix), and three loops of a GPT-like decoder (d 512, 8 layers,
 sequence 256) written here: one that keeps nothing, one that keeps each step's predictions on the GPU
 (preds.append(logits.argmax(-1)): 16 KiB a step at batch 8) and one that keeps each step's logits (64 MiB).
-Then `memstress doctor SNAPSHOT --format json` on each snapshot.
+Then `memstress doctor SNAPSHOT --format json` on each snapshot. --stacks none records no stack frames (the
+snapshots are a tenth of the size; the doctor then names no line); --doctor-only asks the doctor again about the
+snapshots OUTDIR holds, on any machine. Each snapshot is kept gzip-compressed, the paths of the machine that
+recorded it taken out of the command line it stores.
 
 Writes OUTDIR/snapshots/NAME.pickle.gz, OUTDIR/doctor/NAME.json, OUTDIR/growth.json (schema
 memstress.growth-loops/1: per loop the bytes it truly keeps a step and the doctor's growth section) and prints the
@@ -19,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import gzip
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +44,7 @@ LOOPS: dict[str, tuple[str, int, int, int]] = {
     "transformer_amp": ("transformer_amp", 16, 30, 0),
     "gpt_checkpoint": ("gpt_checkpoint", 8, 30, 0),
     "vit_train": ("vit_train", 16, 30, 0),
-    "kv_generate": ("kv_generate", 16, 12, 0),
+    "kv_generate": ("kv_generate", 16, 8, 0),
     "fixed_train": ("fixed_train", 4096, 60, 0),
     "leak_train": ("leak_train", 4096, 60, 4),  # a float32 scalar, in a block of 512 bytes
     "gpt_plain": ("gpt_plain", GPT_BATCH, 30, 0),
@@ -49,7 +54,7 @@ LOOPS: dict[str, tuple[str, int, int, int]] = {
 OWN = ("gpt_plain", "gpt_keeps_preds", "gpt_keeps_logits")
 
 
-def run_own(name: str, batch: int, steps: int, snapshot: str) -> int:
+def run_own(name: str, batch: int, steps: int, snapshot: str, stacks: str) -> int:
     """One of this script's loops, recorded: a GPT-like decoder's training steps, keeping what `name` says."""
     import torch
 
@@ -60,7 +65,7 @@ def run_own(name: str, batch: int, steps: int, snapshot: str) -> int:
     import memstress_torch
 
     torch.manual_seed(1234)
-    recorder = memstress_torch.record(snapshot, batch=batch)
+    recorder = memstress_torch.record(snapshot, batch=batch, stacks=stacks)
     model = dp.gpt(torch, "cuda", d=512, heads=8, layers=8, vocab=GPT_VOCAB)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     kept: list[Any] = []
@@ -78,16 +83,46 @@ def run_own(name: str, batch: int, steps: int, snapshot: str) -> int:
     return 0
 
 
-def record(name: str, outdir: Path) -> dict[str, Any]:
+def record(name: str, outdir: Path, stacks: str) -> dict[str, Any]:
     program, batch, steps, _ = LOOPS[name]
     snapshot = outdir / "snapshots" / f"{name}.pickle.gz"
     if name in OWN:
-        cmd = [sys.executable, __file__, "--one", name, str(snapshot)]
+        cmd = [sys.executable, __file__, "--one", name, str(snapshot), stacks]
     else:
         cmd = [sys.executable, str(ROOT / "scripts" / "lab" / "doctor_programs.py"), program, "--batch", str(batch),
-               "--steps", str(steps), "--record", str(snapshot), "--out", str(outdir / "runs" / f"{name}.json")]
+               "--steps", str(steps), "--record", str(snapshot), "--stacks", stacks, "--out", str(outdir / "runs" / f"{name}.json")]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=1200)
     return {"rc": done.returncode, "stderr": done.stderr[-2000:], "snapshot": snapshot}
+
+
+def portable(path: str) -> str:
+    """An argument naming a file, as the repository names it: the checkout's files relative to it, the output
+    folder's from its snapshots/ or runs/ on."""
+    if not path.startswith("/"):
+        return path
+    if path.startswith(f"{ROOT}/"):
+        return path[len(str(ROOT)) + 1:]
+    for room in ("/snapshots/", "/runs/"):
+        if room in path:
+            return path[path.index(room) + 1:]
+    return Path(path).name
+
+
+def keep(snapshot: Path) -> None:
+    """The recorder's snapshot gzip-compressed in place (if it is not yet), the recording machine's paths taken
+    out of the command line it stored."""
+    with open(snapshot, "rb") as f:
+        if f.read(2) == b"\x1f\x8b":
+            return
+    with open(snapshot, "rb") as f:
+        data = pickle.load(f)  # the recorder's own output: plain data
+    meta = data.get("memstress")
+    if isinstance(meta, dict) and isinstance(meta.get("argv"), list):
+        meta["argv"] = [portable(str(a)) for a in meta["argv"]]
+    tmp = snapshot.with_suffix(".tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as g:
+        pickle.dump(data, g)
+    tmp.replace(snapshot)
 
 
 def doctor(memstress: Path, snapshot: Path, out: Path) -> dict[str, Any] | None:
@@ -101,18 +136,23 @@ def doctor(memstress: Path, snapshot: Path, out: Path) -> dict[str, Any] | None:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--one"]:
-        name, snapshot = argv[1], argv[2]
+        name, snapshot, stacks = argv[1:4]
         _, batch, steps, _ = LOOPS[name]
-        return run_own(name, batch, steps, snapshot)
+        return run_own(name, batch, steps, snapshot, stacks)
     parser = argparse.ArgumentParser(prog="growth_loops.py")
     parser.add_argument("outdir", type=Path)
     parser.add_argument("--memstress", type=Path, required=True)
     parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--stacks", default="python", choices=("python", "none"))
+    parser.add_argument("--doctor-only", action="store_true", help="only ask the doctor about OUTDIR's snapshots")
     args = parser.parse_args(argv)
     for sub in ("snapshots", "doctor", "runs"):
         (args.outdir / sub).mkdir(parents=True, exist_ok=True)
-    with cf.ThreadPoolExecutor(args.jobs) as pool:
-        runs = dict(zip(LOOPS, pool.map(lambda n: record(n, args.outdir), LOOPS)))
+    if args.doctor_only:
+        runs = {n: {"rc": 0, "stderr": "", "snapshot": args.outdir / "snapshots" / f"{n}.pickle.gz"} for n in LOOPS}
+    else:
+        with cf.ThreadPoolExecutor(args.jobs) as pool:
+            runs = dict(zip(LOOPS, pool.map(lambda n: record(n, args.outdir, args.stacks), LOOPS)))
     failed = 0
     loops = []
     for name, (program, batch, steps, keeps) in LOOPS.items():
@@ -122,6 +162,8 @@ def main(argv: list[str]) -> int:
         if run["rc"] == 3:
             print(run["stderr"], file=sys.stderr)
             return 3
+        if run["rc"] == 0:
+            keep(run["snapshot"])
         report = doctor(args.memstress, run["snapshot"], args.outdir / "doctor" / f"{name}.json") \
             if run["rc"] == 0 else None
         if report is None:
@@ -130,9 +172,14 @@ def main(argv: list[str]) -> int:
         else:
             entry["growth"] = report.get("growth")
         loops.append(entry)
-    import torch
+    if args.doctor_only:  # the recording's environment, as it was written
+        recorded = json.loads((args.outdir / "growth.json").read_text())
+        env = {"gpu": recorded["gpu"], "torch": recorded["torch"], "stacks": recorded["stacks"]}
+    else:
+        import torch
 
-    doc = {"schema": SCHEMA, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "loops": loops}
+        env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "stacks": args.stacks}
+    doc = {"schema": SCHEMA, **env, "loops": loops}
     (args.outdir / "growth.json").write_text(json.dumps(doc, indent=1) + "\n")
     print("| loop | steps | keeps a step | doctor: steps | requests a step | kept a step | grows |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

@@ -297,6 +297,27 @@ class CommittedSnapshots(unittest.TestCase):
                 self.assertEqual(growth["floors"], [])
                 self.assertFalse(growth["fit"]["growing"])
 
+    def test_loops_whose_leaks_are_known_grow_by_what_they_keep(self) -> None:
+        # scripts/lab/growth_loops.py on an H200: loops of many steps, written at exit; three keep something every
+        # step (4 bytes, 16 KiB, 64 MiB: the last more than 5% of its step's rise), seven keep nothing.
+        loops = ROOT / "results" / "h200" / "growth-loops-580.159.04"
+        recorded = json.loads((loops / "growth.json").read_text())["loops"]
+        self.assertEqual(len(recorded), 10)
+        for loop in recorded:
+            with self.subTest(loop["loop"]):
+                done = subprocess.run([str(BINARY), "doctor", str(loops / "snapshots" / f"{loop['loop']}.pickle.gz"),
+                                       "--format", "json"], capture_output=True, text=True, check=False, timeout=300)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                growth = json.loads(done.stdout)["growth"]
+                self.assertTrue(growth["judged"])
+                self.assertFalse(growth["ends_at_oom"])
+                keeps = loop["keeps_per_step"]
+                self.assertEqual(growth["grows"], keeps > 0)
+                self.assertEqual(growth["steps"], "keeps_much" if keeps > 40 << 20 else "steps")
+                if keeps:
+                    self.assertAlmostEqual(growth["fit"]["slope_per_step"], keeps, delta=0.01 * keeps)
+                    self.assertAlmostEqual(growth["kept_per_step"], keeps, delta=0.01 * keeps)
+
     def test_a_setting_that_fits_below_its_peak_is_explained(self) -> None:
         corpus = ROOT / "results" / "h200" / "doctor-corpus-580.159.04" / "snapshots"
         done = subprocess.run([str(BINARY), "doctor", str(corpus / "frag_kv_cat-oom-2556428288-b64.pickle.gz")],
