@@ -93,4 +93,21 @@ with open(f"{out}/record.json", "w") as f:
 for s in steps:
     print(f"{'ok  ' if s['ok'] else 'FAIL'} {s['step']}: exit {s['exit_code']} in {s['seconds']} s")
 EOF
+  steps_portable "$out"
+}
+
+# steps_portable OUT: the scratch directories of this machine (the steps' own, mktemp's memstress-*.XXXXXX
+# under $TMPDIR) named as $TMPDIR/memstress-NAME.XXXXXX in every file of OUT, so that a record names no path
+# of the machine it came from.
+steps_portable() {
+  python3 - "$1" "${TMPDIR:-/tmp}" <<'EOF_PY'
+import pathlib, re, sys
+out, tmp = pathlib.Path(sys.argv[1]), sys.argv[2].rstrip("/")
+scratch = re.compile(rf"(?:{re.escape(tmp)}|/tmp)/(memstress-[A-Za-z-]+[.-])[A-Za-z0-9]{{6}}")
+for path in sorted(p for p in out.iterdir() if p.is_file()):
+    text = path.read_text(errors="surrogateescape")
+    portable = scratch.sub(r"$TMPDIR/\1XXXXXX", text)
+    if portable != text:
+        path.write_text(portable, errors="surrogateescape")
+EOF_PY
 }
