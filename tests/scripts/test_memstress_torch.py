@@ -7,6 +7,7 @@ stand-in memstress binary that prints canned predict-batch JSON and logs how it 
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -404,6 +405,18 @@ class Metadata(unittest.TestCase):
             rec.dump()
             rec.stop()
             return pickle.loads(path.read_bytes())["memstress"]
+
+    def test_a_name_ending_in_gz_is_written_gzip_compressed(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp, redirect_stderr(io.StringIO()):
+            plain, packed = Path(tmp) / "run.pickle", Path(tmp) / "run.pickle.gz"
+            for path in (plain, packed):
+                rec = mt.Recorder(str(path), batch=16, torch=FakeTorch())
+                rec.dump()
+                rec.stop()
+            self.assertEqual(packed.read_bytes()[:2], b"\x1f\x8b")
+            self.assertNotEqual(plain.read_bytes()[:2], b"\x1f\x8b")
+            self.assertEqual(pickle.loads(gzip.decompress(packed.read_bytes()))["memstress"]["batch"], 16)
+            self.assertEqual(pickle.loads(plain.read_bytes())["memstress"]["batch"], 16)
 
     def test_the_device_is_the_limit_without_a_fraction_or_a_capacity(self) -> None:
         meta = self.dump(FakeTorch())
