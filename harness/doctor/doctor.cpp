@@ -70,7 +70,9 @@ GrowthAnswer growth_of(const LiveWalk& walk, const replay::ReplayTrace& trace) {
   g.kept_per_step = steps.kept;
   g.rise_per_step = steps.rise;
   g.requests = requests.size();
-  g.ends_at_oom = replay::fatal_oom(trace, walk.device).has_value();
+  for (std::uint32_t d = 0; d < trace.devices.size() && !g.ends_at_oom; ++d) {
+    g.ends_at_oom = replay::fatal_oom(trace, d).has_value();  // any device's: one process, one end
+  }
   g.ends_in_the_loop = steps.verdict == StepsVerdict::steps && g.ends_at_oom &&
                        requests.size() - steps.loop_end < steps.period;
   if (!g.judged()) {

@@ -71,7 +71,7 @@ struct GrowthAnswer {
   double kept_per_step = 0;                      // medians, steps and keeps_most: what a step keeps
   double rise_per_step = 0;                      // and its rise above the floor it began on
   std::size_t requests = 0;                      // the allocs and frees searched
-  bool ends_at_oom = false;       // the recording ends in the OOM the program died of (replay::fatal_oom)
+  bool ends_at_oom = false;  // the recording ends in an OOM the program died of, on any device (fatal_oom)
   bool ends_in_the_loop = false;  // steps, ends_at_oom: the recording ends within a step of the loop's end
   // steps: the floors rise within runs of steps but fall back between runs, so that all of them rise less
   // than half what a step keeps (the layers of passes that end): no growth (Note [Steps are what repeats]).
@@ -82,10 +82,11 @@ struct GrowthAnswer {
   double bytes_per_second = 0;  // the slope per step over the mean step time
   std::vector<SiteGrowth> sites;
 
-  // Steps, or repeats that keep much in a recording that does not end in an OOM (Note [Steps are what
-  // repeats]): the floors are fitted.
+  // Steps, or repeats that keep much but give back most of their rise in a recording that does not end in an
+  // OOM (Note [Steps are what repeats]): the floors are fitted.
   [[nodiscard]] bool judged() const noexcept {
-    return steps == StepsVerdict::steps || (steps == StepsVerdict::keeps_much && !ends_at_oom);
+    return steps == StepsVerdict::steps || (steps == StepsVerdict::keeps_much && !ends_at_oom &&
+                                            kept_per_step <= kStepsKeepAtMost * rise_per_step);
   }
   [[nodiscard]] bool grows() const noexcept { return judged() && fit.growing() && !falls_back; }
 };

@@ -417,24 +417,27 @@ void settings(std::string& out, const DoctorReport& r) {
 void growth(std::string& out, const DoctorReport& r) {
   const GrowthAnswer& g = r.growth;
   out += "\n== Growth ==\n";
-  // Note [Steps are what repeats] (growth.hpp): judged only of a loop of steps.
+  // Note [Steps are what repeats] (growth.hpp): judged only of a loop of steps, or of repeats that give back
+  // most of what they take in a recording that ends in no OOM.
   if (!g.judged()) {
-    out += g.steps == StepsVerdict::no_repeat
-               ? fmt::format(
-                     "-> Not judged: no loop of five or more alike steps (the same requests, in the same "
-                     "order and of the same sizes, every step) covers half of these {} allocations and "
-                     "frees. Dips inside a step, between a forward pass's layers, are not steps. To judge "
-                     "growth, record the loop for five or more whole steps at one batch shape.\n",
-                     g.requests)
-               : fmt::format(
-                     "-> Not judged: the requests repeat every {} allocations and frees, but each repeat "
-                     "keeps {} of its {} rise (at the median), more than a step that gives back what it "
-                     "takes, and the recording ends in the OOM: either the layers of the pass that ran out, "
-                     "which its backward pass would have freed, or a leak of that much a step (outputs kept "
-                     "with their graph, a loss summed without .item()). Record whole steps, each through its "
-                     "backward pass and optimizer step, to tell.\n",
-                     g.step_requests, bytes(static_cast<std::int64_t>(g.kept_per_step)),
-                     bytes(static_cast<std::int64_t>(g.rise_per_step)));
+    out +=
+        g.steps == StepsVerdict::no_repeat
+            ? fmt::format(
+                  "-> Not judged: no loop of five or more alike steps (the same requests, in the same "
+                  "order and of the same sizes, every step) covers half of these {} allocations and "
+                  "frees. Dips inside a step, between a forward pass's layers, are not steps. To judge "
+                  "growth, record the loop for five or more whole steps at one batch shape.\n",
+                  g.requests)
+            : fmt::format(
+                  "-> Not judged: the requests repeat every {} allocations and frees, but each repeat "
+                  "keeps {} of its {} rise (at the median), more than a step that gives back what it "
+                  "takes{}: either the layers of one pass, which its backward pass frees, or a leak of "
+                  "that much a step (outputs kept with their graph, a loss summed without .item()). "
+                  "Record whole steps, each through its backward pass and optimizer step, to tell.\n",
+                  g.step_requests, bytes(static_cast<std::int64_t>(g.kept_per_step)),
+                  bytes(static_cast<std::int64_t>(g.rise_per_step)),
+                  g.ends_at_oom ? ", and the recording ends in an OOM, perhaps inside the pass that ran out"
+                                : ", most of it");
     return;
   }
   const std::int64_t change = g.floors.back().bytes - g.floors.front().bytes;
@@ -463,9 +466,9 @@ void growth(std::string& out, const DoctorReport& r) {
       bytes(static_cast<std::int64_t>(g.fit.slope * 10000)));
   if (g.steps == StepsVerdict::keeps_much) {
     out += fmt::format(
-        "   Each step keeps {} of the {} it takes (at the median), and the recording goes on past them: a "
-        "leak (outputs or losses kept with their graph or on the GPU), or memory kept on purpose (a cache "
-        "that fills, results gathered on the GPU).\n",
+        "   Each step keeps {} of the {} it takes (at the median) and gives back the rest, and the recording "
+        "ends in no OOM: a leak (outputs or losses kept with their graph or on the GPU), or memory kept on "
+        "purpose (a cache that fills, results gathered on the GPU).\n",
         bytes(static_cast<std::int64_t>(g.kept_per_step)), bytes(static_cast<std::int64_t>(g.rise_per_step)));
   }
   if (g.ends_in_the_loop) {

@@ -35,17 +35,21 @@
 // least live bytes within half a period of the same phase in every step of the loop. The smallest P whose
 // steps give back all but a little of what they take (the median step keeps, or frees, at most 5% of its
 // median rise above the floor it began on) is the step. Requests that repeat but keep more are either the
-// layers of one pass or a leak of that much a step (outputs kept with their graph). Only a recording that
-// ends in the OOM the program died of (replay::fatal_oom) can end inside a pass: there the two cannot be told
-// apart, and the doctor says so rather than fit them. A recording that goes on (written at exit, or by hand
-// between steps) holds every pass to its backward, whose frees break a layer's repeats, so a loop that keeps
-// more there is steps that keep: its floors are fitted as a step's are (a real GPT loop that keeps each
-// step's logits keeps 64 MiB of its 793 MiB rise, results/h200/growth-loops-580.159.04/). A layer can keep
-// less (a KV cache's share of an attention layer): its floors then rise within each pass and fall back at its
-// end, so all of them rise less than half what one keeps, and the doctor says there is no growth over the
-// recording; and where a recording that ends in an OOM ends within a step of the loop's end, a growth found
-// says it may be a pass's layers. A loop whose steps differ (batches of varying length, a serving loop whose
-// requests differ) has no period, and its growth is not judged either. On the 222 snapshots: the loop that
+// layers of one pass or a leak of that much a step (outputs kept with their graph). A layer of a training
+// pass keeps most of what it takes (its activations, for the backward; 93% for the encoder's OOM snapshot
+// below), a step gives most of it back (its backward and optimizer), and a recording that ends in an OOM the
+// program died of (replay::fatal_oom, on any device) can end inside the pass that ran out. So repeats that
+// keep more than 5% are fitted as steps only where they keep at most half of their rise (kStepsKeepAtMost)
+// and the recording ends in no OOM (a real GPT loop that keeps each step's logits keeps 64 MiB of its 793 MiB
+// rise, results/h200/growth-loops-580.159.04/); elsewhere the doctor says it cannot tell them apart rather
+// than fit them: a leak of more than 5% a step that ends in the OOM it caused is not judged, and a snapshot
+// dumped by hand inside a forward pass whose layers keep half or less of what they take would be taken for
+// steps (a limit: the recorder writes at OOMs and at exit). A layer can keep less (a KV cache's share of an
+// attention layer): its floors then rise within each pass and fall back at its end, so all of them rise less
+// than half what one keeps, and the doctor says there is no growth over the recording; and where a
+// recording that ends in an OOM ends within a step of the loop's end, a growth found says it may be a pass's
+// layers. A loop whose steps differ (batches of varying length, a serving loop whose requests differ) has no
+// period, and its growth is not judged either. On the 222 snapshots: the loop that
 // keeps each step's loss tensor (results/h100/doctor-580.159.04/snapshots/leak_train) grows, its fix does
 // not, 4 repeat but keep more (OOM snapshots of an encoder inside its forward pass and of a chunked pipeline
 // that keeps each chunk's result), and 216 have no loop of repeating steps. On ten loops recorded for many
@@ -76,6 +80,12 @@ struct StepToken {
   std::uint64_t bytes = 0;
   friend bool operator==(const StepToken&, const StepToken&) = default;
 };
+
+// Repeats that keep more than kGivenBack (growth.cpp) of their rise are fitted as steps only where they keep
+// at most this share of it (a step's backward and optimizer give back most of what its forward took; a layer
+// of a training pass keeps most of what it takes) and the recording ends in no OOM (Note [Steps are what
+// repeats]).
+inline constexpr double kStepsKeepAtMost = 0.5;
 
 enum class StepsVerdict {
   no_repeat,   // no loop of repeating steps covers half the walk

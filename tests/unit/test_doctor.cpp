@@ -49,6 +49,15 @@ class TraceBuilder {
     push(replay::Action::oom, 0, bytes);
     input_.facts.ooms.push_back(OomFact{"cuda:0", bytes, device_free, -1});
   }
+  // An OOM the program died of on a second device, cuda:1.
+  void oom_on_second_device(std::uint64_t bytes) {
+    if (input_.trace.devices.size() < 2) {
+      input_.trace.devices.emplace_back("cuda:1");
+    }
+    push(replay::Action::oom, 0, bytes);
+    input_.trace.events.back().device = 1;
+    input_.facts.ooms.push_back(OomFact{"cuda:1", bytes, 0, -1});
+  }
   [[nodiscard]] const DoctorInput& input() const noexcept { return input_; }
 
  private:
@@ -213,6 +222,66 @@ TEST(DoctorGrowth, ALayerByLayerForwardPassThatRunsOutIsNotALeak) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("-> Memory grows"), std::string::npos);
+}
+
+// Layers of a forward pass that each keep 32 of the 48 MiB they take, and no OOM.
+TraceBuilder layers_kept(int layers) {
+  TraceBuilder b;
+  const std::int32_t layer = b.site("model.py:42 in forward");
+  b.alloc(64 * kMiB, b.site("model.py:10 in __init__"));
+  for (int k = 0; k < layers; ++k) {
+    b.alloc(32 * kMiB, layer);
+    b.free(b.alloc(16 * kMiB, layer), 16 * kMiB);
+  }
+  return b;
+}
+
+TEST(DoctorGrowth, AForwardPassWrittenBeforeItsBackwardIsNotJudged) {
+  // A snapshot dumped after model(x) and before backward(): no OOM, but each repeat keeps most of its rise.
+  const DoctorReport r = diagnose(layers_kept(24).input(), {});
+  EXPECT_EQ(r.growth.steps, StepsVerdict::keeps_much);
+  EXPECT_FALSE(r.growth.ends_at_oom);
+  EXPECT_FALSE(r.growth.judged());
+  EXPECT_FALSE(r.growth.grows());
+  EXPECT_NE(format_doctor(r).find("more than a step that gives back what it takes, most of it"),
+            std::string::npos);
+}
+
+TEST(DoctorGrowth, APassThatRanOutAndWasSurvivedIsNotJudged) {
+  TraceBuilder b = layers_kept(24);
+  b.oom(256 * kMiB, 100ULL << 30);  // refused, survived
+  b.alloc(512);
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_FALSE(r.growth.ends_at_oom);
+  EXPECT_FALSE(r.growth.grows());
+}
+
+TEST(DoctorGrowth, AnOomOnAnotherDeviceEndsTheRecordingToo) {
+  TraceBuilder b = keeping_loop(40, 30 * kMiB, /*oom=*/false);
+  b.oom_on_second_device(kMiB);
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_TRUE(r.growth.ends_at_oom);
+  EXPECT_EQ(r.growth.steps, StepsVerdict::keeps_much);
+  EXPECT_FALSE(r.growth.judged());
+  EXPECT_NE(format_doctor(r).find("and the recording ends in an OOM, perhaps inside the pass that ran out"),
+            std::string::npos);
+}
+
+TEST(DoctorGrowth, BuildingAModelIsNoStep) {
+  // 48 alike layers' weights, each kept whole, then one forward pass without grad, written at exit.
+  TraceBuilder b;
+  const std::int32_t weights = b.site("model.py:10 in __init__");
+  for (int k = 0; k < 48; ++k) {
+    b.alloc(4 * kMiB, weights);
+    b.alloc(4 * kMiB, weights);
+  }
+  const std::int32_t forward = b.site("model.py:42 in forward");
+  for (int k = 0; k < 48; ++k) {
+    b.free(b.alloc(kMiB, forward), kMiB);
+  }
+  const DoctorReport r = diagnose(b.input(), {});
+  EXPECT_FALSE(r.growth.grows());
+  EXPECT_TRUE(r.growth.floors.empty());
 }
 
 TEST(DoctorGrowth, TwoStepsOfAlikeLayersAreNotFourSteps) {

@@ -158,12 +158,20 @@ def section_doctor(doctors: list[tuple[str, dict]], figure_html: Callable[[Any, 
             out += ("<h3>Growth</h3><p>Not judged: no loop of five or more alike steps covers half the "
                     "recording.</p>")
         elif steps == "keeps_much" and not growth.get("judged", False):
+            why = "the recording ends in an OOM" if growth.get("ends_at_oom") else "most of it"
             out += (f"<h3>Growth</h3><p>Not judged: the requests repeat every {growth['step_requests']} allocations "
-                    "and frees, but each repeat keeps much of what it takes, and the recording ends in the OOM "
-                    "(the layers of the pass that ran out, or a leak of that much a step).</p>")
+                    f"and frees, but each repeat keeps much of what it takes ({why}): the layers of one pass, or a "
+                    "leak of that much a step.</p>")
         else:
             every = f", a step every {growth['step_requests']} requests" if growth.get("step_requests") else ""
             out += f"<h3>Growth</h3><p>{len(growth.get('floors') or [])} floors between steps{every}: {verdict}.</p>"
+            if steps == "keeps_much":
+                out += (f"<p>Each step keeps {human(growth['kept_per_step'])} of the {human(growth['rise_per_step'])} "
+                        "it takes and gives back the rest, and the recording ends in no OOM: a leak, or memory kept "
+                        "on purpose (a cache that fills, results gathered on the GPU).</p>")
+            if growth.get("ends_in_the_loop") and growth.get("grows"):
+                out += ("<p>The recording ends in an OOM inside the repeats: were they the layers of the pass that ran "
+                        "out rather than steps, this would be no leak.</p>")
         out += _floors(doc, figure_html)
         growing = growth.get("sites") or []
         if growing:
