@@ -27,7 +27,9 @@ import json
 import pickle
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +41,7 @@ KiB, MiB = 1 << 10, 1 << 20
 GPT_BATCH, GPT_SEQ, GPT_VOCAB = 8, 256, 8192
 
 # name: (program, batch, steps, the bytes the loop truly keeps each step)
-LOOPS: dict[str, tuple[str, int, int, int]] = {
+LOOPS: Mapping[str, tuple[str, int, int, int]] = MappingProxyType({
     "cnn_train": ("cnn_train", 32, 30, 0),
     "transformer_amp": ("transformer_amp", 16, 30, 0),
     "gpt_checkpoint": ("gpt_checkpoint", 8, 30, 0),
@@ -50,7 +52,7 @@ LOOPS: dict[str, tuple[str, int, int, int]] = {
     "gpt_plain": ("gpt_plain", GPT_BATCH, 30, 0),
     "gpt_keeps_preds": ("gpt_keeps_preds", GPT_BATCH, 30, GPT_BATCH * GPT_SEQ * 8),
     "gpt_keeps_logits": ("gpt_keeps_logits", GPT_BATCH, 30, GPT_BATCH * GPT_SEQ * GPT_VOCAB * 4),
-}
+})
 OWN = ("gpt_plain", "gpt_keeps_preds", "gpt_keeps_logits")
 
 
@@ -109,16 +111,18 @@ def portable(path: str) -> str:
 
 
 def keep(snapshot: Path) -> None:
-    """The recorder's snapshot gzip-compressed in place (if it is not yet), the recording machine's paths taken
-    out of the command line it stored."""
+    """The recorder's snapshot gzip-compressed in place, the recording machine's paths taken out of the command line
+    it stored; left as it is where it is both already."""
     with open(snapshot, "rb") as f:
-        if f.read(2) == b"\x1f\x8b":
-            return
-    with open(snapshot, "rb") as f:
+        packed = f.read(2) == b"\x1f\x8b"
+    with (gzip.open(snapshot, "rb") if packed else open(snapshot, "rb")) as f:
         data = pickle.load(f)  # the recorder's own output: plain data
     meta = data.get("memstress")
-    if isinstance(meta, dict) and isinstance(meta.get("argv"), list):
-        meta["argv"] = [portable(str(a)) for a in meta["argv"]]
+    argv = meta.get("argv") if isinstance(meta, dict) else None
+    if isinstance(argv, list):
+        meta["argv"] = [portable(str(a)) for a in argv]
+    if packed and meta is not None and meta.get("argv") == argv:
+        return
     tmp = snapshot.with_suffix(".tmp")
     with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as g:
         pickle.dump(data, g)
