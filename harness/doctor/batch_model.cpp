@@ -157,6 +157,17 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
     throw InputError(fmt::format("--batch {},{}: two different batch sizes above 0, one per snapshot",
                                  batch_first, batch_second));
   }
+  // The recorder notes the batch it was told (memstress_torch.record(batch=...)): a --batch that says
+  // otherwise has the files in the other order, or names the wrong runs.
+  for (const auto& [input, given] : {std::pair{&first, batch_first}, std::pair{&second, batch_second}}) {
+    const std::optional<std::uint64_t> noted = input->facts.recorded_number("batch");
+    if (noted && *noted != given) {
+      throw InputError(fmt::format(
+          "--batch {},{}: {} was recorded at batch {} (the recorder's note), not {}; give the batch sizes in "
+          "the order of the snapshots",
+          batch_first, batch_second, input->trace.name, *noted, given));
+    }
+  }
   const bool swapped = batch_second > batch_first;  // the larger batch's run is the template
   const DoctorInput& a = swapped ? second : first;
   const DoctorInput& b = swapped ? first : second;

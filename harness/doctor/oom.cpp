@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "harness/core/error.hpp"
 #include "harness/core/parallel.hpp"
 #include "harness/core/units.hpp"
 
@@ -220,6 +221,14 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
   const AtTheOom unconstrained = at_the_oom(trace, recorded, kUnconstrained, *first, base, &plan, false);
   a.recorded_reserved = unconstrained.oom.recorded_reserved;
   a.recorded_peak_reserved = unconstrained.trace_peak_reserved;
+  if (hint.given && a.recorded_reserved && static_cast<std::int64_t>(*hint.given) < *a.recorded_reserved) {
+    throw InputError(fmt::format(
+        "--capacity {}: below the {} PyTorch had reserved when the program of {} ran out, so not the limit "
+        "it "
+        "ran under; give that limit first (the capacities after it are asked only whether the program fits "
+        "them), or leave --capacity out to judge it against the limit the snapshot tells",
+        human_bytes(*hint.given), human_bytes(static_cast<std::uint64_t>(*a.recorded_reserved)), trace.name));
+  }
   a.limit = limit_in_force(hint, a, unconstrained.peak_reserved);
   if (!a.limit) {
     a.reserved = unconstrained.oom.reserved;

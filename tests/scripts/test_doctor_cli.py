@@ -119,10 +119,10 @@ class Doctor(unittest.TestCase):
     def test_with_two_batch_runs_the_exhaustion_says_what_grows_with_the_batch(self) -> None:
         # 64 MiB of weights, 6 MiB of activations a sample (Note [What grows with the batch], doctor.cpp): at
         # batch 32 the step's peak is 256 MiB, of which 31 samples' 186 MiB grow with the batch; at batch 8,
-        # 42 of 112 MiB.
+        # 42 of 112 MiB. Each capacity is above what the run had reserved when it ran out (258 and 114 MiB).
         runs = ["--batch-runs", "b4.pickle,b8.pickle", "--batch", "4,8"]
-        for snapshot, capacity, grows, peak, said in (("b32-oom.pickle", "200M", 186, 256, "grows with the batch"),
-                                                      ("b8-oom.pickle", "100M", 42, 112, "does not grow")):
+        for snapshot, capacity, grows, peak, said in (("b32-oom.pickle", "280M", 186, 256, "grows with the batch"),
+                                                      ("b8-oom.pickle", "140M", 42, 112, "does not grow")):
             with self.subTest(snapshot):
                 doc = json.loads(self.run_ms("doctor", snapshot, "--capacity", capacity, *runs, "--format",
                                              "json").stdout)
@@ -194,6 +194,12 @@ class Doctor(unittest.TestCase):
                             (["doctor", "fixed.pickle", "--trace-device", "cuda:7"], "cuda:7"),
                             (["predict-batch", "b4.pickle", "b8.pickle", "--batch", "4"], "--batch"),
                             (["predict-batch", "b4.pickle", "b8.pickle", "--batch", "4,4"], "--batch"),
+                            # the files say they were recorded at 4 and 8
+                            (["predict-batch", "b4.pickle", "b8.pickle", "--batch", "8,4"], "b4.pickle"),
+                            (["doctor", "b32-oom.pickle", "--batch-runs", "b4.pickle,b8.pickle", "--batch", "4,16"],
+                             "b8.pickle"),
+                            # below what PyTorch had reserved when it ran out: not the limit it ran under
+                            (["doctor", "b32-oom.pickle", "--capacity", "1M"], "--capacity"),
                             (["predict-batch", "b4.pickle", "notes.txt", "--batch", "4,8"], "notes.txt"),
                             (["doctor", "fixed.pickle", "--capacity", "20T"], "--capacity"),
                             (["predict-batch", "b4.pickle", "b8.pickle", "--batch", "4,8", "--capacity", "300000T"],
