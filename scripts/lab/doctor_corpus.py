@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import datetime
-import gzip
 import json
 import math
 import os
@@ -60,6 +59,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts" / "lab"))
 import doctor_programs as dp  # noqa: E402 - only its table of programs: torch is imported by the runs
+from memstress.recorder import write_pickle  # noqa: E402 - on the path doctor_programs puts python/ on
 
 SCHEMA = "memstress.doctor-corpus/1"
 SETTINGS = ["", "expandable_segments:True", "max_split_size_mb:64", "max_split_size_mb:128", "max_split_size_mb:512",
@@ -380,8 +380,7 @@ class Lab:
         if isinstance(meta, dict) and isinstance(meta.get("argv"), list):
             meta["argv"] = [self.clean(str(a)) for a in meta["argv"]]
         rel = f"snapshots/{name}.pickle.gz"
-        with open(self.out / rel, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as g:
-            pickle.dump(data, g)
+        write_pickle(str(self.out / rel), data)  # gzip-compressed: the name ends in .gz
         snapshot.unlink()
         return rel
 

@@ -35,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts" / "lab"))
 sys.path.insert(0, str(ROOT / "python"))
+from memstress.recorder import write_pickle  # noqa: E402 - torch-free
 
 SCHEMA = "memstress.growth-loops/1"
 KiB, MiB = 1 << 10, 1 << 20
@@ -123,10 +124,7 @@ def keep(snapshot: Path) -> None:
         meta["argv"] = [portable(str(a)) for a in argv]
     if packed and meta is not None and meta.get("argv") == argv:
         return
-    tmp = snapshot.with_suffix(".tmp")
-    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as g:
-        pickle.dump(data, g)
-    tmp.replace(snapshot)
+    write_pickle(str(snapshot), data)  # the recorder's own writer: gzip for a .gz name, atomically
 
 
 def doctor(memstress: Path, snapshot: Path, out: Path) -> dict[str, Any] | None:
