@@ -64,5 +64,6 @@ Subcommand add_replay(CLI::App& app);
 Subcommand add_report(CLI::App& app);
 Subcommand add_run(CLI::App& app, std::vector<std::string> argv);
 Subcommand add_accept(CLI::App& app, std::vector<std::string> argv);
+Subcommand add_burn(CLI::App& app, std::vector<std::string> argv);
 
 }  // namespace memstress::app

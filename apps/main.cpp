@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
       memstress::app::add_list(app),
       memstress::app::add_run(app, std::vector<std::string>(argv, argv + argc)),
       memstress::app::add_accept(app, std::vector<std::string>(argv, argv + argc)),
+      memstress::app::add_burn(app, std::vector<std::string>(argv, argv + argc)),
       memstress::app::add_compare(app),
       memstress::app::add_replay(app),
       memstress::app::add_doctor(app),

@@ -37,6 +37,13 @@ cudaError_t launch_scale(float* out, const float* x, float a, std::uint64_t n, u
 cudaError_t launch_axpy(float* out, float a, const float* x, const float* y, std::uint64_t n, unsigned grid,
                         cudaStream_t stream);
 cudaError_t launch_relu(float* out, const float* x, std::uint64_t n, unsigned grid, cudaStream_t stream);
+// The burn's canary (canary.cu): fixed GEMM inputs and the order-free hash of a result.
+cudaError_t launch_init_bf16(std::uint16_t* x, std::uint64_t n, std::uint64_t seed, unsigned grid,
+                             cudaStream_t stream);
+cudaError_t launch_init_f64(double* x, std::uint64_t n, std::uint64_t seed, unsigned grid,
+                            cudaStream_t stream);
+cudaError_t launch_hash(const void* src, std::uint64_t words, unsigned long long* out, unsigned grid,
+                        cudaStream_t stream);
 // bf16 is carried as its 16-bit pattern.
 cudaError_t launch_to_bf16(std::uint16_t* out, const float* x, std::uint64_t n, unsigned grid,
                            cudaStream_t stream);

@@ -67,6 +67,33 @@ RefusedPeer refused_peer(const std::vector<std::string_view>& f, std::string_vie
           static_cast<int>(number(f[2], kMostDevice, item, "TO"))};
 }
 
+TimedFault timed_fault(const std::vector<std::string_view>& f, std::string_view item) {
+  const bool xid = f.size() >= 3 && f[2] == "xid";
+  if (f.size() != (xid ? 4U : 3U)) {
+    throw InputError(
+        fmt::format("{} item '{}': expected after:SECONDS:flip|slow|throttle|xid:CODE", kVariable, item));
+  }
+  constexpr std::uint64_t kWeek = 7ULL * 24 * 3600;
+  TimedFault t;
+  t.after_s = static_cast<double>(number(f[1], kWeek, item, "SECONDS"));
+  if (f[2] == "flip") {
+    t.kind = TimedFault::Kind::flip;
+  } else if (f[2] == "slow") {
+    t.kind = TimedFault::Kind::slow;
+  } else if (f[2] == "throttle") {
+    t.kind = TimedFault::Kind::throttle;
+  } else if (xid) {
+    t.kind = TimedFault::Kind::xid;
+    constexpr std::uint64_t kMostXid = 65535;
+    t.xid = number(f[3], kMostXid, item, "CODE");
+  } else {
+    throw InputError(
+        fmt::format("{} item '{}': unknown burn fault '{}'; expected flip, slow, throttle or xid:CODE",
+                    kVariable, item, f[2]));
+  }
+  return t;
+}
+
 }  // namespace
 
 bool PlantedFaults::refuses(int from, int to) const noexcept {
@@ -86,10 +113,12 @@ PlantedFaults parse_planted_faults(std::string_view text) {
       out.pageable_host = true;
     } else if (f[0] == "nopeer") {
       out.refused_peers.push_back(refused_peer(f, item));
+    } else if (f[0] == "after") {
+      out.timed.push_back(timed_fault(f, item));
     } else {
       throw InputError(
-          fmt::format("{} item '{}': unknown fault; expected stuck:WORD:BIT:VALUE, flip:WORD:BIT, pageable "
-                      "or nopeer:FROM:TO",
+          fmt::format("{} item '{}': unknown fault; expected stuck:WORD:BIT:VALUE, flip:WORD:BIT, pageable, "
+                      "nopeer:FROM:TO or after:SECONDS:KIND",
                       kVariable, item));
     }
   }
@@ -108,6 +137,11 @@ PlantedFaults planted_faults() {
   if (!fault_hooks_built()) {
     return {};
   }
+  const char* text = variable_text();
+  return text == nullptr ? PlantedFaults{} : parse_planted_faults(text);
+}
+
+PlantedFaults simulated_device_faults() {
   const char* text = variable_text();
   return text == nullptr ? PlantedFaults{} : parse_planted_faults(text);
 }

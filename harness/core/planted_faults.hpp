@@ -15,7 +15,11 @@
 //                         second read of the integrity check does not see (transient);
 //   pageable              the run's pinned host cache hands out ordinary pageable memory;
 //   nopeer:FROM:TO        CUDA device FROM is refused peer access to device TO (as cudaDeviceCanAccessPeer
-//                         answers on a node whose link or driver refuses it), the other pairs as they are.
+//                         answers on a node whose link or driver refuses it), the other pairs as they are;
+//   after:SECONDS:KIND    from SECONDS into a burn (`memstress burn`) on: KIND `flip` (a bit of the memory
+//                         stress's buffer flipped after each fill), `slow` (the stress does half its work: a
+//                         throughput drop), `throttle` (the GPU reads as slowed for heat, HW thermal), or
+//                         `xid:CODE` (an XID event of that code, once).
 // and, in the same builds, MEMSTRESS_INJECT_HEALTH on a real GPU overlays its figures on NVML's readings
 // (ECC, remapped rows, XID, NVLink errors: harness/env/health.hpp). scripts/lab/gpu-faults uses both.
 //
@@ -43,12 +47,22 @@ struct RefusedPeer {
   bool operator==(const RefusedPeer&) const = default;
 };
 
+// A burn's fault that begins SECONDS into the burn (after:SECONDS:KIND).
+struct TimedFault {
+  enum class Kind : std::uint8_t { flip, slow, throttle, xid };
+  Kind kind = Kind::flip;
+  double after_s = 0;
+  unsigned long long xid = 0;  // Kind::xid: the event's code
+  bool operator==(const TimedFault&) const = default;
+};
+
 struct PlantedFaults {
   std::vector<BitFault> bits;
+  std::vector<TimedFault> timed;
   bool pageable_host = false;
   std::vector<RefusedPeer> refused_peers;
   [[nodiscard]] bool empty() const noexcept {
-    return bits.empty() && !pageable_host && refused_peers.empty();
+    return bits.empty() && timed.empty() && !pageable_host && refused_peers.empty();
   }
   [[nodiscard]] bool refuses(int from, int to) const noexcept;
 };
@@ -61,6 +75,10 @@ struct PlantedFaults {
 
 // The faults MEMSTRESS_PLANT_FAULT asks for in a fault-hook build; empty in every other build.
 [[nodiscard]] PlantedFaults planted_faults();
+
+// The faults a burn on the simulated device plants: MEMSTRESS_PLANT_FAULT's in any build, since the simulated
+// device's verdict accepts no GPU (tests run whole burns with faults there); empty where it is not set.
+[[nodiscard]] PlantedFaults simulated_device_faults();
 
 // What a run should say of them on stderr before it starts: in a fault-hook build, that it is one (its
 // results are for tests, never for accepting a GPU); in any other, that MEMSTRESS_PLANT_FAULT is set and

@@ -47,19 +47,6 @@ std::optional<nvmlDevice_t> find_device(const NvmlApi& api, const GpuFacts& gpu)
   return std::nullopt;
 }
 
-std::optional<int> temperature_c(const NvmlApi& api, nvmlDevice_t device) {
-  if (api.device_get_temperature_v != nullptr) {
-    nvmlTemperature_t reading{};
-    // nvmlTemperature_v1, spelled out: NVML_STRUCT_VERSION uses a C cast.
-    reading.version = static_cast<unsigned>(sizeof(nvmlTemperature_v1_t)) | (1U << 24U);
-    reading.sensorType = NVML_TEMPERATURE_GPU;
-    if (api.device_get_temperature_v(device, &reading) == NVML_SUCCESS) {
-      return reading.temperature;
-    }
-  }
-  return as_int(query_unsigned(api.device_get_temperature, device, NVML_TEMPERATURE_GPU));
-}
-
 template <typename T>
 void set_if_known(std::optional<T>& field, std::optional<T> value) {
   if (value) {
@@ -75,6 +62,19 @@ std::optional<bool> enable_state(nvmlReturn_t result, nvmlEnableState_t state) {
 }
 
 }  // namespace
+
+std::optional<int> nvml_gpu_temperature(const NvmlApi& api, nvmlDevice_t device) {
+  if (api.device_get_temperature_v != nullptr) {
+    nvmlTemperature_t reading{};
+    // nvmlTemperature_v1, spelled out: NVML_STRUCT_VERSION uses a C cast.
+    reading.version = static_cast<unsigned>(sizeof(nvmlTemperature_v1_t)) | (1U << 24U);
+    reading.sensorType = NVML_TEMPERATURE_GPU;
+    if (api.device_get_temperature_v(device, &reading) == NVML_SUCCESS) {
+      return reading.temperature;
+    }
+  }
+  return as_int(query_unsigned(api.device_get_temperature, device, NVML_TEMPERATURE_GPU));
+}
 
 bool add_nvml_facts(const NvmlLibrary& nvml, GpuFacts& gpu) {
   if (!nvml.usable()) {
@@ -99,7 +99,7 @@ bool add_nvml_facts(const NvmlLibrary& nvml, GpuFacts& gpu) {
   if (const auto milliwatts = query_unsigned(api.device_get_enforced_power_limit, device)) {
     gpu.power_limit_w = static_cast<double>(*milliwatts) / 1000.0;
   }
-  set_if_known(gpu.temperature_c, temperature_c(api, device));
+  set_if_known(gpu.temperature_c, nvml_gpu_temperature(api, device));
 
   if (api.device_get_persistence_mode != nullptr) {
     nvmlEnableState_t mode{};

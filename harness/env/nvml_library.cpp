@@ -54,6 +54,8 @@ std::string_view resolve_all(void* handle, NvmlApi& api) noexcept {
   resolve(handle, "nvmlDeviceGetVbiosVersion", api.device_get_vbios_version);
   resolve(handle, "nvmlDeviceGetSerial", api.device_get_serial);
   resolve(handle, "nvmlDeviceGetEccMode", api.device_get_ecc_mode);
+  resolve(handle, "nvmlDeviceGetPowerUsage", api.device_get_power_usage);
+  resolve(handle, "nvmlDeviceGetPcieReplayCounter", api.device_get_pcie_replay_counter);
   resolve(handle, "nvmlDeviceGetTotalEccErrors", api.device_get_total_ecc_errors);
   resolve(handle, "nvmlDeviceGetRetiredPages", api.device_get_retired_pages);
   resolve(handle, "nvmlDeviceGetRetiredPagesPendingStatus", api.device_get_retired_pages_pending_status);

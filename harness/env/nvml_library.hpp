@@ -54,6 +54,9 @@ struct NvmlApi {
   nvmlReturn_t (*device_get_violation_status)(nvmlDevice_t, nvmlPerfPolicyType_t,
                                               nvmlViolationTime_t*) = nullptr;
   decltype(&::nvmlDeviceGetFieldValues) device_get_field_values = nullptr;
+  // Telemetry (harness/env/telemetry.hpp): sampled every second during a burn.
+  decltype(&::nvmlDeviceGetPowerUsage) device_get_power_usage = nullptr;
+  decltype(&::nvmlDeviceGetPcieReplayCounter) device_get_pcie_replay_counter = nullptr;
   decltype(&::nvmlEventSetCreate) event_set_create = nullptr;
   decltype(&::nvmlDeviceRegisterEvents) device_register_events = nullptr;
   decltype(&::nvmlEventSetWait_v2) event_set_wait_v2 = nullptr;

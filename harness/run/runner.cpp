@@ -31,12 +31,6 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t hash) noexcept {
   return hash;
 }
 
-DeviceRef device_ref(const DeviceBackend& backend) {
-  const DeviceInfo& info = backend.info();
-  return DeviceRef{
-      info.label(), info.kind == BackendKind::cuda ? "cuda" : "sim", info.ordinal, info.name, info.uuid, {}};
-}
-
 std::optional<std::string> skip_reason(const Workload& w, const DeviceBackend& backend, int world_size) {
   const Requirements req = w.requirements();
   if (req.real_gpu && !backend.has_memory()) {
@@ -119,6 +113,12 @@ int turns_per_node(World& world, const std::vector<PlannedCase>& cases) {
 }
 
 }  // namespace
+
+DeviceRef device_ref(const DeviceBackend& backend) {
+  const DeviceInfo& info = backend.info();
+  return DeviceRef{
+      info.label(), info.kind == BackendKind::cuda ? "cuda" : "sim", info.ordinal, info.name, info.uuid, {}};
+}
 
 std::uint64_t case_seed(std::uint64_t run_seed, const PlannedCase& planned) noexcept {
   std::uint64_t h = fnv1a(planned.workload->name(), 0xcbf29ce484222325ULL ^ run_seed);

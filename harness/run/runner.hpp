@@ -67,6 +67,11 @@ class Runner {
   PinnedHostAllocator* host_;
 };
 
+// The device as a row names it (its node left to the caller).
+struct DeviceRef;
+class DeviceBackend;
+DeviceRef device_ref(const DeviceBackend& backend);
+
 // The seed a case runs with: a hash of the run seed, the workload and the case's parameters.
 std::uint64_t case_seed(std::uint64_t run_seed, const PlannedCase& planned) noexcept;
 

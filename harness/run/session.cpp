@@ -124,4 +124,17 @@ int Session::run(const std::function<void(const Allocator&)>& after_each) {
   return failures;
 }
 
+void Session::run_loop(const std::function<void(SessionParts&)>& loop) {
+  try {
+    const AllocatorSpec spec = options_.allocators.empty() ? AllocatorSpec{} : options_.allocators.front();
+    const std::unique_ptr<Allocator> allocator = make_allocator(spec, *backend_);
+    SessionParts parts{*backend_, world_, health_.get(), host_.get(), *sink_, *allocator};
+    loop(parts);
+  } catch (const std::exception& e) {
+    sink_->finish(RunStatus::aborted, e.what());
+    throw;
+  }
+  sink_->finish(RunStatus::complete);
+}
+
 }  // namespace memstress

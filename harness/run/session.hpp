@@ -29,6 +29,7 @@
 
 namespace memstress {
 
+class Allocator;
 class DeviceBackend;
 class HealthWatch;
 class NcclComm;
@@ -54,6 +55,18 @@ struct SessionOptions {
   std::function<void(const RunRecord& record, int signal, const std::string& why)> interrupted;
 };
 
+// What a loop that is not a plan of cases (memstress burn) runs with: the session's parts, alive while it
+// runs. Rank 0's sink is the run's results; the other ranks' sinks write nothing (rows reach rank 0 through
+// gather_rows, harness/run/case_sync.hpp).
+struct SessionParts {
+  DeviceBackend& backend;
+  World& world;
+  HealthWatch* health;  // the GPU's health since the session began; null: none (the simulated device)
+  PinnedHostAllocator* host;
+  ResultSink& sink;
+  Allocator& allocator;  // the options' first allocator, one for the whole loop
+};
+
 // The rank's device (--device as rank_device reads it). With `require_gpu`, a missing GPU names the flag.
 std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool require_gpu,
                                                 const World& world);
@@ -73,6 +86,10 @@ class Session {
   // finishes the results: complete, or aborted with the error, which is then rethrown (what finished is
   // kept). Returns the number of failed rows (fail or error).
   int run(const std::function<void(const Allocator&)>& after_each = {});
+
+  // Runs `loop` with the session's parts and then finishes the results as run() does: complete, or aborted
+  // with the error, which is rethrown (what the loop appended is kept).
+  void run_loop(const std::function<void(SessionParts&)>& loop);
 
   [[nodiscard]] bool writer() const noexcept;  // rank 0: the one results file, the table, the JUnit file
   [[nodiscard]] const DeviceBackend& backend() const noexcept { return *backend_; }
