@@ -384,10 +384,11 @@ std::vector<std::string> BurnJudge::gpu_lines() const {
                               : fmt::format("{:.3g}{}", g[key].get<double>() * scale, unit);
     };
     out.push_back(fmt::format(
-        "{}  rank {}, {} {}: {} interval(s), {} failure(s); memory {} GB/s, bf16 {} TFLOP/s, fp64 {} TFLOP/s "
+        "{}  rank {}, {}{}: {} interval(s), {} failure(s); memory {} GB/s, bf16 {} TFLOP/s, fp64 {} TFLOP/s "
         "(steady medians); power up to {} of the limit ({}), GPU {} HBM {} at most, slope GPU {} HBM {} /min",
         g["failures"].empty() ? "ok  " : "FAIL", g["rank"].get<int>(), g["device"].get<std::string>(),
-        g["uuid"].get<std::string>(), g["intervals"].get<std::size_t>(), g["failures"].size(),
+        g["uuid"].get<std::string>().empty() ? std::string() : " " + g["uuid"].get<std::string>(),
+        g["intervals"].get<std::size_t>(), g["failures"].size(),
         g["steady_state_median"]["memory.GB/s"].is_null()
             ? std::string("n/a")
             : number(g["steady_state_median"]["memory.GB/s"].get<double>()),

@@ -89,7 +89,7 @@ void run_burn(const BurnSetup& setup, SessionParts& parts, BurnJudge& judge) {
     in.health_read = parts.health != nullptr;
     in.health_now = parts.health != nullptr ? parts.health->read() : GpuHealth{};
     in.gemm_library = engine->gemm_library();
-    if (xid_at >= 0 && seconds_since(began) >= xid_at) {
+    if (xid_at >= 0 && xid_at < plan.seconds * (k + 1)) {  // the planned interval its time falls in, or later
       in.planted_xids = 1;  // counted from its interval on, as NVML's count since the watch began
       if (!xid_planted) {
         in.planted_notes.push_back(xid_note(fault_xid(setup.faults)));

@@ -92,8 +92,9 @@ class SimBurnEngine final : public BurnEngine {
                              reinterpret_cast<std::uintptr_t>(&words_[first])));
     }
     copies(work, seed);
-    if (active(TimedFault::Kind::slow, elapsed_s)) {  // half the work in the same time: wait as long again
-      std::this_thread::sleep_for(std::chrono::steady_clock::now() - began);
+    if (active(TimedFault::Kind::slow,
+               elapsed_s)) {  // a quarter of the work in the same time: wait 3x as long
+      std::this_thread::sleep_for(3 * (std::chrono::steady_clock::now() - began));
     }
     note_hash(work.bf16_hashes, hash_of(gemm<float>(kGemmN)));
     note_hash(work.fp64_hashes, hash_of(gemm<double>(kGemmN)));
