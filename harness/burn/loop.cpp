@@ -63,7 +63,7 @@ void run_burn(const BurnSetup& setup, SessionParts& parts, BurnJudge& judge) {
   const auto period = std::chrono::milliseconds(std::max<long long>(1, std::llround(setup.sample_s * 1000)));
   Sampler sampler(setup.make_telemetry ? setup.make_telemetry(parts) : nullptr, period, began,
                   fault_time(setup.faults, TimedFault::Kind::throttle));
-  static_cast<void>(sampler.take());  // the samples before the first interval are not its
+
   const double xid_at = fault_time(setup.faults, TimedFault::Kind::xid);
   bool xid_planted = false;
   for (int k = 0; k < plan.count; ++k) {
@@ -82,7 +82,7 @@ void run_burn(const BurnSetup& setup, SessionParts& parts, BurnJudge& judge) {
       error = e.what();
     }
     in.seconds = seconds_since(start);
-    in.samples = sampler.take();
+    in.samples = sampler.take(plan.seconds * (k + 1));
     in.telemetry_unavailable = sampler.unavailable();
     in.allowed_clock_reasons = setup.profile.allowed_clock_reasons;
     in.health_start = health_start;

@@ -1,5 +1,8 @@
 #include "harness/burn/sampler.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 namespace memstress {
 
 Sampler::Sampler(std::unique_ptr<Telemetry> telemetry, std::chrono::milliseconds period,
@@ -44,11 +47,14 @@ void Sampler::run(const std::stop_token& stop) {
   }
 }
 
-std::vector<TimedSample> Sampler::take() {
+std::vector<TimedSample> Sampler::take(double until_s) {
   std::vector<TimedSample> out;
   {
     std::lock_guard lock(mutex_);
-    out.swap(samples_);
+    const auto later =
+        std::find_if(samples_.begin(), samples_.end(), [&](const TimedSample& s) { return s.at_s >= until_s; });
+    out.assign(std::make_move_iterator(samples_.begin()), std::make_move_iterator(later));
+    samples_.erase(samples_.begin(), later);
   }
   if (out.empty()) {  // an interval shorter than the period: one reading of its own
     out.push_back(read_now());
