@@ -292,7 +292,9 @@ std::vector<BurnFinding> BurnJudge::judge_interval(std::vector<Row>& rows) {
     judge_row(gpu, row, interval, out);
   }
   vote(present, interval, out);
-  lag(rows, interval, out);
+  if (interval >= profile_.warmup_intervals) {  // held to the node once the warm-up has settled clocks
+    lag(rows, interval, out);
+  }
   for (Row& row : rows) {
     std::vector<std::string> why;
     for (const BurnFinding& f : out) {
