@@ -146,11 +146,17 @@ PlantedFaults simulated_device_faults() {
   return text == nullptr ? PlantedFaults{} : parse_planted_faults(text);
 }
 
-std::string fault_hooks_note() {
+std::string fault_hooks_note(bool simulated_device) {
   if (fault_hooks_built()) {
     return "a fault-hook build (MEMSTRESS_FAULT_HOOKS=ON): faults are planted on request "
            "(MEMSTRESS_PLANT_FAULT, "
            "MEMSTRESS_INJECT_HEALTH); its results are for tests, never for accepting a GPU";
+  }
+  if (variable_text() != nullptr && simulated_device) {
+    return fmt::format(
+        "{} is set: on the simulated device a burn plants its timed faults (after:SECONDS:KIND); the others "
+        "need a fault-hook build (MEMSTRESS_FAULT_HOOKS=ON, the faults preset) and are ignored",
+        kVariable);
   }
   return variable_text() == nullptr ? std::string()
                                     : fmt::format(

@@ -83,6 +83,7 @@ struct PlantedFaults {
 // What a run should say of them on stderr before it starts: in a fault-hook build, that it is one (its
 // results are for tests, never for accepting a GPU); in any other, that MEMSTRESS_PLANT_FAULT is set and
 // ignored, where it is. "" when there is nothing to say.
-[[nodiscard]] std::string fault_hooks_note();
+// `simulated_device`: the run is on the simulated device, where a burn plants the timed faults in any build.
+[[nodiscard]] std::string fault_hooks_note(bool simulated_device = false);
 
 }  // namespace memstress

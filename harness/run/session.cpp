@@ -38,7 +38,8 @@ std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool re
 Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend, World& world,
                  InterruptWatch& interrupts)
     : world_(world), options_(std::move(options)), backend_(std::move(backend)) {
-  if (const std::string faults = fault_hooks_note(); !faults.empty() && world_.rank() == 0) {
+  if (const std::string faults = fault_hooks_note(backend_->info().kind == BackendKind::sim);
+      !faults.empty() && world_.rank() == 0) {
     note("{}", faults);
   }
   const DeviceInfo& device = backend_->info();
