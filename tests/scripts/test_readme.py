@@ -66,6 +66,7 @@ CPU = {
     "memstress doctor run.snapshot.pickle --format html -o doctor.html": 0,
     "memstress predict-batch run8.snapshot.pickle run16.snapshot.pickle --batch 8,16 --capacity 40G": 0,
     "memstress run oom leak -d sim -q": 0,
+    "memstress burn -d sim --duration 10s --interval 1": 3,
     "memstress run alloc-smoke fragmentation --device sim --allocator "
     "plugin:build/cpu/examples/allocator-plugin/libmemstress_caching_plugin.so": 0,
     # the fleet store: each ingest before its outliers (they read what it wrote)
@@ -111,6 +112,12 @@ GPU_MULTI = [
 ]
 # Not run as written, and why.
 NOT_RUN = {
+    "memstress burn --profile h100-burn --out burn.json --verdict burn-verdict.json":
+        "15 minutes of a GPU; scripts/lab/gpu-burn runs the same command with a shorter --duration (its records "
+        "are under results/)",
+    "memstress burn --profile h100-burn --out burn.json --verdict burn-verdict.json   # 15 minutes; --duration 2h":
+        "the README's form of the same command",
+    "mpirun -np 8 memstress burn --profile h200-burn --duration 2h": "a node of 8 GPUs for two hours",
     "NCCL_NVLS_ENABLE=0 mpirun -np 2 --allow-run-as-root -x NCCL_NVLS_ENABLE build/gpu/apps/memstress run "
     "collectives --full": "the full sweep takes over 10 minutes on 2 H200s; its quick form above is run",
     "mpirun -np 16 -H node1:8,node2:8 build/gpu/apps/memstress run --out run.json":
