@@ -129,6 +129,7 @@ void health(Row& row, const IntervalInputs& in) {
     state("remapped_rows.pending", "remapped_rows.pending");
     state("remapped_rows.failed", "remapped_rows.failed");
     state("nvlink.errors", "nvlink.errors");
+    state("processes.others", "processes.others");
     for (const std::string& note : in.health_now.notes) {
       row.notes.push_back(note);
     }

@@ -110,7 +110,7 @@ void BurnJudge::judge_row(Gpu& gpu, const Row& row, int interval, std::vector<Bu
   // Health: counters judged when they grow; states when first seen.
   for (const char* name :
        {"ecc.uncorrected.new", "remapped_rows.uncorrectable.new", "retired_pages.double_bit.new",
-        "remapped_rows.pending", "remapped_rows.failed", "nvlink.errors", "xid.events"}) {
+        "remapped_rows.pending", "remapped_rows.failed", "nvlink.errors", "xid.events", "processes.others"}) {
     const MetricResult* m = row.metric(name);
     if (m == nullptr || m->samples.empty()) {
       continue;
@@ -118,7 +118,9 @@ void BurnJudge::judge_row(Gpu& gpu, const Row& row, int interval, std::vector<Bu
     const double v = m->samples.front();
     double& before = gpu.last_count[name];
     if (v > before) {
-      std::string why = fmt::format("{} {} during the burn", name, number(v));
+      std::string why = std::string_view(name) == "processes.others"
+                            ? fmt::format("{} other process(es) hold a context on this GPU", number(v))
+                            : fmt::format("{} {} during the burn", name, number(v));
       if (std::string_view(name) == "xid.events") {
         const std::string xid = note_after(row, "xid.events: ");
         why = xid.empty() ? why : xid;

@@ -9,7 +9,8 @@
 //   first result), and the first hashes of the GPUs of one model and GEMM library must agree: a GPU outside a
 //   strict majority FAILs, and where there is none (two GPUs that differ) every GPU of the tie FAILs;
 // - health: a new uncorrectable ECC error, a new uncorrectable row remap, a remap pending or failed, an XID
-//   event, an NVLink error, or health that could not be read FAILs;
+//   event, an NVLink error, another process holding a context on the GPU, or health that could not be read
+//   FAILs;
 // - clocks: a sample whose clock event reasons include one the profile does not allow FAILs;
 // - throughput (memory, copies both ways, both GEMMs, by wall clock over the interval): below the profile's
 //   factor x golden ("measured bad"), more than drift_pct below the median of the GPU's own steady intervals

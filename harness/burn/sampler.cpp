@@ -51,8 +51,8 @@ std::vector<TimedSample> Sampler::take(double until_s) {
   std::vector<TimedSample> out;
   {
     std::lock_guard lock(mutex_);
-    const auto later =
-        std::find_if(samples_.begin(), samples_.end(), [&](const TimedSample& s) { return s.at_s >= until_s; });
+    const auto later = std::find_if(samples_.begin(), samples_.end(),
+                                    [&](const TimedSample& s) { return s.at_s >= until_s; });
     out.assign(std::make_move_iterator(samples_.begin()), std::make_move_iterator(later));
     samples_.erase(samples_.begin(), later);
   }

@@ -34,9 +34,9 @@ class Sampler {
   Sampler(Sampler&&) = delete;
   Sampler& operator=(Sampler&&) = delete;
 
-  // The samples taken before `until_s` (seconds since the burn began) and not yet taken, oldest first (at most
-  // kMaxSamples: the newest are kept); later ones stay for the next interval. Where there are none, a reading of
-  // its own.
+  // The samples taken before `until_s` (seconds since the burn began) and not yet taken, oldest first (at
+  // most kMaxSamples: the newest are kept); later ones stay for the next interval. Where there are none, a
+  // reading of its own.
   [[nodiscard]] std::vector<TimedSample> take(double until_s);
   // Why nothing real is read ("simulated device", NVML's reason), or "".
   [[nodiscard]] const std::string& unavailable() const noexcept { return unavailable_; }
