@@ -18,6 +18,7 @@
 #include "harness/core/error.hpp"
 #include "harness/core/json_text.hpp"
 #include "harness/core/subprocess.hpp"
+#include "harness/core/text_table.hpp"
 #include "harness/core/units.hpp"
 #include "harness/doctor/doctor.hpp"
 #include "harness/doctor/format.hpp"
@@ -118,8 +119,9 @@ int doctor_command(const DoctorFlags& f) {
   if (!f.out.empty()) {
     write_file_atomically(f.out, json_text(doc, 2) + "\n", "--out");
   }
-  const std::string text = f.format == "json" ? json_text(doc, 2) + "\n" : doctor::format_doctor(report);
-  std::fputs(text.c_str(), stdout);
+  // The text quotes the program's file names and frames: printed so that none of their bytes reach the
+  // terminal as control characters (JSON escapes them by its own rules).
+  print_all(f.format == "json" ? json_text(doc, 2) + "\n" : terminal_lines(doctor::format_doctor(report)));
   return 0;
 }
 

@@ -104,8 +104,7 @@ int predict_command(const PredictFlags& f) {
   if (!f.out.empty()) {
     write_file_atomically(f.out, json_text(doc, 2) + "\n", "--out");
   }
-  const std::string out = f.format == "json" ? json_text(doc, 2) + "\n" : doctor::format_batch(report);
-  std::fputs(out.c_str(), stdout);
+  print_all(f.format == "json" ? json_text(doc, 2) + "\n" : terminal_lines(doctor::format_batch(report)));
   return 0;
 }
 

@@ -56,7 +56,8 @@ int replay_command(const ReplayFlags& f) {
     converted.emplace(f.trace);
   }
   const replay::ReplayTrace trace =
-      replay::read_replay_trace(converted ? converted->trace() : std::filesystem::path(f.trace));
+      converted ? replay::read_replay_trace(converted->trace(), f.trace + " (as converted to a trace)")
+                : replay::read_replay_trace(f.trace);
   if (trace.events.empty()) {
     throw InputError(fmt::format("trace '{}': no allocation events: nothing to replay", f.trace));
   }

@@ -5,9 +5,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string_view>
+#include <system_error>
 
 #include "apps/commands.hpp"
 #include "harness/core/data_dir.hpp"
@@ -78,13 +81,32 @@ int main(int argc, char** argv) {
     return to_int(ExitCode::bad_input);
   }
 
+  // Note [Output that could not be written]: stdout on a full disk (or /dev/full) loses what the command
+  // printed; fmt::print throws where a write fails, and what the C library buffered fails at the flush.
+  // Either is said in one line, exit 3 (the environment lacks room for the output), never exit 0 with a file
+  // cut short.
+  const auto cannot_write = [](const std::string& why) {
+    fmt::print(stderr, "{}error: cannot write the output to standard output: {}\n", memstress::note_prefix(),
+               why);
+    return to_int(ExitCode::env_missing);
+  };
   try {
     for (const auto& command : commands) {
       if (command.app->parsed()) {
-        return command.run();
+        const int rc = command.run();
+        if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+          return cannot_write(std::error_code(errno, std::generic_category()).message());
+        }
+        return rc;
       }
     }
     return to_int(ExitCode::bad_input);
+  } catch (const std::system_error& e) {  // fmt's failed write to stdout
+    if (std::ferror(stdout) != 0) {
+      return cannot_write(e.code().message());
+    }
+    fmt::print(stderr, "{}internal error: {}\n", memstress::note_prefix(), e.what());
+    return to_int(ExitCode::check_failed);
   } catch (const memstress::Error& e) {
     fmt::print(stderr, "{}error: {}\n", memstress::note_prefix(), e.what());
     return to_int(e.exit_code());

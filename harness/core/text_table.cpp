@@ -113,6 +113,21 @@ std::string terminal_text(std::string_view text) {
   return out;
 }
 
+std::string terminal_lines(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    out += terminal_text(text.substr(0, end));
+    if (end == std::string_view::npos) {
+      break;
+    }
+    out += '\n';
+    text.remove_prefix(end + 1);
+  }
+  return out;
+}
+
 std::string printable(std::string_view text, std::size_t width) {
   return fit_text(terminal_text(text), width);
 }

@@ -23,6 +23,11 @@ std::string fit_text(const std::string& text, std::size_t width);
 // rules.
 std::string terminal_text(std::string_view text);
 
+// A whole text of many lines as it may reach a terminal: terminal_text of each line, the line breaks kept.
+// For reports that quote file names and frames (the doctor's): none of their bytes can move the cursor, clear
+// the screen, set a window title or end the output early (a NUL).
+std::string terminal_lines(std::string_view text);
+
 // terminal_text cut to at most `width` bytes (fit_text): a value quoted in a one-line message.
 std::string printable(std::string_view text, std::size_t width);
 

@@ -9,6 +9,7 @@
 #include "harness/trace/trace_event.hpp"
 #include "harness/trace/trace_fields.hpp"
 #include "harness/trace/trace_lines.hpp"
+#include "harness/trace/trace_reader.hpp"
 
 namespace memstress::replay {
 namespace {
@@ -110,6 +111,16 @@ class Parser {
       fail("an oom line has no id (found '{}')", f[3]);
     }
     e.bytes = number(f[4], "bytes");
+    if (e.bytes > kMaxTraceBytes) {
+      fail("column 'bytes': {} is more memory than any device has (at most {} bytes, 256 TiB)", e.bytes,
+           kMaxTraceBytes);
+    }
+    // What the trace asks for in all bounds what can be live at once: kept under 2^63, no sum of live bytes
+    // (signed or not) can wrap.
+    asked_ += e.action == Action::oom ? 0 : e.bytes;
+    if (asked_ > kMaxAsked) {
+      fail("the events so far ask for {} bytes in all, more than a sum of memory may hold", asked_);
+    }
     e.stream = number(f[5], "stream");
     if (f[6].empty()) {
       fail("column 'device' is empty");
@@ -136,6 +147,8 @@ class Parser {
   std::size_t columns_ = 7;
   bool any_ = false;
   std::uint64_t last_seq_ = 0;
+  static constexpr std::uint64_t kMaxAsked = 1ULL << 62U;
+  std::uint64_t asked_ = 0;
 };
 
 }  // namespace
@@ -205,8 +218,12 @@ std::string format_replay_trace(const ReplayTrace& trace, std::string_view comme
 }
 
 ReplayTrace read_replay_trace(const std::filesystem::path& path) {
+  return read_replay_trace(path, path.string());
+}
+
+ReplayTrace read_replay_trace(const std::filesystem::path& path, const std::string& name) {
   TraceLines lines(path, "trace");  // read as decompressed, never whole
-  return Parser(path.string()).parse(lines);
+  return Parser(name).parse(lines);
 }
 
 }  // namespace memstress::replay

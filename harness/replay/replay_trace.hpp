@@ -65,6 +65,8 @@ struct ReplayTrace {
 
 // Throws InputError "<name>:<line>: <what>" (or naming the file) on anything that is not a trace.
 [[nodiscard]] ReplayTrace read_replay_trace(const std::filesystem::path& path);
+// The same, its messages naming `name` (a snapshot converted to the trace at `path`: the user's file).
+[[nodiscard]] ReplayTrace read_replay_trace(const std::filesystem::path& path, const std::string& name);
 [[nodiscard]] ReplayTrace parse_replay_trace(std::string_view text, std::string_view name);
 // The trace as a memstress trace file's text (what parse_replay_trace reads back), `comment` as its
 // first comment line; skipped actions are not kept.

@@ -127,6 +127,10 @@ class Parser {
       event.id = number(f[3], 3);
     }
     event.bytes = number(f[4], 4);
+    if (event.bytes > kMaxTraceBytes) {
+      fail("column 'bytes': {} is more memory than any device has (at most {} bytes, 256 TiB)", event.bytes,
+           kMaxTraceBytes);
+    }
     event.stream = number(f[5], 5);
     if (f[6].empty()) {
       fail("column 'device' is empty");
@@ -146,6 +150,11 @@ class Parser {
       if (!inserted) {
         fail("alloc of id {}, which is already live (allocated on line {})", *event.id, it->second.line);
       }
+      live_bytes_ += event.bytes;  // each at most kMaxTraceBytes, and their sum kept under it: cannot wrap
+      if (live_bytes_ > kMaxTraceBytes) {
+        fail("{} bytes live at once, more memory than any device has (at most {} bytes, 256 TiB)",
+             live_bytes_, kMaxTraceBytes);
+      }
     } else if (event.action == TraceAction::free) {
       const auto it = live_.find(*event.id);
       if (it == live_.end()) {
@@ -155,6 +164,7 @@ class Parser {
         fail("free of id {} names {} bytes; it was allocated with {} on line {}", *event.id, event.bytes,
              it->second.bytes, it->second.line);
       }
+      live_bytes_ -= it->second.bytes;
       live_.erase(it);
     }
   }
@@ -170,6 +180,7 @@ class Parser {
   bool any_seq_ = false;
   std::uint64_t last_seq_ = 0;
   std::unordered_map<std::uint64_t, Live> live_;
+  std::uint64_t live_bytes_ = 0;
   Trace trace_;
 };
 

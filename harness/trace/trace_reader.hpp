@@ -22,6 +22,10 @@
 
 namespace memstress {
 
+// The most bytes an event may name, and the most live at once: 256 TiB, beyond any device (a size of 2^63
+// would wrap the sums of what is live, and a doctor would say "needed 0 bytes"). Larger is refused.
+inline constexpr std::uint64_t kMaxTraceBytes = 1ULL << 48U;
+
 struct Trace {
   std::vector<TraceEvent> events;  // the v1 events, in file order
   // Lines skipped because v1 does not know their action: action name -> number of lines.

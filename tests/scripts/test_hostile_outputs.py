@@ -1,0 +1,100 @@
+"""What memstress prints and writes when its inputs are hostile or its output cannot be written.
+
+    test_hostile_outputs.py MEMSTRESS_BINARY
+
+* the doctor's and predict-batch's text never passes a frame's control characters (ESC, an OSC title, BEL)
+  to the terminal, and a NUL never cuts the output short;
+* a snapshot whose sizes no device can have (2^63 bytes, 2^63 - 1) is refused in one line naming it, exit 2,
+  never "needed 0 bytes" with every setting fitting;
+* a command whose standard output cannot be written (/dev/full) says so in one line and exits 3, never 0.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+import snapshot_fixtures as fx  # noqa: E402
+
+BINARY = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
+HOSTILE = "model\x1b[2J\x1b]0;pwned\x07\x00tail.py"
+
+
+def hostile_snapshot(batch: int) -> dict:
+    snapshot = fx.training_snapshot(3, batch=batch)
+    for trace in snapshot["device_traces"]:
+        for entry in trace:
+            for frame in entry.get("frames") or []:
+                if frame["filename"].endswith("model.py"):
+                    frame["filename"] = f"project/{HOSTILE}"
+    return snapshot
+
+
+@unittest.skipIf(BINARY is None, "usage: test_hostile_outputs.py MEMSTRESS_BINARY")
+class HostileOutputs(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.tmp = Path(tempfile.mkdtemp(prefix="memstress-hostile-"))
+        fx.write_pickle(cls.tmp / "b4.pickle", hostile_snapshot(4))
+        fx.write_pickle(cls.tmp / "b8.pickle", hostile_snapshot(8))
+        for name, size in {"2p63": 1 << 63, "2p63m1": (1 << 63) - 1}.items():
+            fake = fx.FakeCachingAllocator()
+            fake.recording = True
+            fake.malloc(0, size)
+            fx.write_pickle(cls.tmp / f"{name}.pickle", fake.snapshot())
+
+    def run_ms(self, *args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([str(BINARY), *args], cwd=self.tmp, stdout=stdout, stderr=subprocess.PIPE,
+                              check=False, timeout=300)
+
+    def assert_terminal_safe(self, out: bytes) -> None:
+        controls = sorted({b for b in out if (b < 0x20 and b not in (0x0A,)) or b == 0x7F})
+        self.assertEqual(controls, [], f"control bytes reach the terminal: {controls}")
+        self.assertIn(b"\\x1b[2J", out, "the escape is shown, escaped")
+
+    def test_the_doctor_escapes_every_line_and_a_nul_does_not_cut_it(self) -> None:
+        r = self.run_ms("doctor", "b4.pickle")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_terminal_safe(r.stdout)
+        self.assertIn(b"holds the most", r.stdout)
+        self.assertIn(b"\\x00tail.py", r.stdout, "the text goes on past the NUL")
+
+    def test_predict_batch_escapes_too(self) -> None:
+        r = self.run_ms("predict-batch", "b4.pickle", "b8.pickle", "--batch", "4,8", "--capacity", "40G")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        controls = sorted({b for b in r.stdout if (b < 0x20 and b != 0x0A) or b == 0x7F})
+        self.assertEqual(controls, [])
+
+    def test_sizes_no_device_has_are_refused(self) -> None:
+        for name in ("2p63", "2p63m1"):
+            for command in (["doctor", f"{name}.pickle"], ["replay", f"{name}.pickle", "--device", "sim:80G"]):
+                with self.subTest(name=name, command=command[0]):
+                    r = self.run_ms(*command)
+                    self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                    self.assertIn(f"{name}.pickle".encode(), r.stderr)
+                    self.assertIn(b"more memory than any device has", r.stderr)
+                    self.assertNotIn(b"needed 0 bytes", r.stdout)
+
+    def test_output_that_cannot_be_written_is_an_error(self) -> None:
+        commands = [
+            ["list"],
+            ["run", "oom", "-d", "sim", "-q", "--format", "openmetrics"],
+            ["compare", str(ROOT / "tests/data/compare/base.json"), str(ROOT / "tests/data/compare/slower.json")],
+            ["doctor", "b4.pickle"],
+            ["doctor", "b4.pickle", "--format", "json"],
+        ]
+        for command in commands:
+            with self.subTest(command=command[:2]), open("/dev/full", "wb") as full:
+                r = self.run_ms(*command, stdout=full.fileno())
+                self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertIn(b"cannot write the output to standard output", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
