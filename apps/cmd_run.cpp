@@ -163,7 +163,7 @@ nlohmann::json config_json(const RunFlags& f, const PlanRequest& request) {
 
 void write_junit(const RunFlags& f, const RunRecord& record) {
   if (!f.junit.empty()) {
-    write_file_atomically(f.junit, format_junit(record), "--junit");
+    write_file_atomically(f.junit, format_junit(record, f.fail_on_skip), "--junit");
   }
 }
 
@@ -209,7 +209,18 @@ struct RunInput {
 
 // Runs the planned cases on this rank; rank 0 writes the results and prints them.
 int run_ranks(const RunFlags& f, const RunInput& in, World& world, InterruptWatch& interrupts) {
-  Session session(in.session, open_rank_device(resolved_device(f), f.require_gpu, world), world, interrupts);
+  std::unique_ptr<DeviceBackend> device;
+  try {
+    device = open_rank_device(resolved_device(f), f.require_gpu, world);
+  } catch (const EnvironmentError& e) {
+    // No GPU where one was required: CI gets a failed test naming why, not a missing report.
+    if (!f.junit.empty() && world.rank() == 0) {
+      write_file_atomically(f.junit, format_junit_not_run("memstress.run", "the run started", e.what()),
+                            "--junit");
+    }
+    throw;
+  }
+  Session session(in.session, std::move(device), world, interrupts);
   const auto report = [&] {
     if (!session.writer()) {
       return;

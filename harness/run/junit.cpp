@@ -43,7 +43,7 @@ std::string escape(std::string_view text) {
   return out;
 }
 
-std::string testcase(const Row& row, bool several_places) {
+std::string testcase(const Row& row, bool several_places, bool skips_fail) {
   std::string name = fmt::format("{} [{}]", row.case_label(), row.allocator);
   if (several_places) {
     name += fmt::format(" rank {} {}", row.rank, row.device.label);
@@ -60,7 +60,11 @@ std::string testcase(const Row& row, bool several_places) {
       body = fmt::format("<error message=\"{}\">{}</error>", reason, reason);
       break;
     case Verdict::skip:
-      body = fmt::format("<skipped message=\"{}\"/>", reason);
+      body =
+          skips_fail
+              ? fmt::format("<failure message=\"skipped, and --fail-on-skip fails a skip: {}\">{}</failure>",
+                            reason, reason)
+              : fmt::format("<skipped message=\"{}\"/>", reason);
       break;
   }
   return fmt::format("    <testcase classname=\"memstress.{}\" name=\"{}\" time=\"{:.3f}\">{}</testcase>\n",
@@ -69,7 +73,7 @@ std::string testcase(const Row& row, bool several_places) {
 
 }  // namespace
 
-std::string format_junit(const RunRecord& run) {
+std::string format_junit(const RunRecord& run, bool skips_fail) {
   std::map<std::string, std::vector<const Row*>> by_workload;  // sorted: stable output
   bool several_places = false;
   for (const Row& row : run.rows) {
@@ -85,11 +89,12 @@ std::string format_junit(const RunRecord& run) {
     double seconds = 0;
     std::string cases;
     for (const Row* row : rows) {
-      failures += row->verdict == Verdict::fail ? 1 : 0;
+      const bool skip = row->verdict == Verdict::skip;
+      failures += row->verdict == Verdict::fail || (skip && skips_fail) ? 1 : 0;
       errors += row->verdict == Verdict::error ? 1 : 0;
-      skipped += row->verdict == Verdict::skip ? 1 : 0;
+      skipped += skip && !skips_fail ? 1 : 0;
       seconds += row->seconds;
-      cases += testcase(*row, several_places);
+      cases += testcase(*row, several_places, skips_fail);
     }
     out += fmt::format(
         "  <testsuite name=\"memstress.{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
@@ -107,6 +112,17 @@ std::string format_junit(const RunRecord& run) {
   }
   out += "</testsuites>\n";
   return out;
+}
+
+std::string format_junit_not_run(const std::string& suite, const std::string& name,
+                                 const std::string& reason) {
+  const std::string why = escape(reason);
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memstress\">\n"
+      "  <testsuite name=\"{}\" tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\">\n"
+      "    <testcase classname=\"{}\" name=\"{}\"><failure message=\"{}\">{}</failure></testcase>\n"
+      "  </testsuite>\n</testsuites>\n",
+      escape(suite), escape(suite), escape(name), why, why);
 }
 
 }  // namespace memstress

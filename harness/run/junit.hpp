@@ -11,6 +11,12 @@
 
 namespace memstress {
 
-[[nodiscard]] std::string format_junit(const RunRecord& run);
+// `skips_fail` (run --fail-on-skip): a skipped case is a <failure> saying so, as the exit code says.
+[[nodiscard]] std::string format_junit(const RunRecord& run, bool skips_fail = false);
+
+// A run that could not start (no GPU where one was required): one failing testcase `name` of suite `suite`
+// with `reason`, so that CI shows a failed test rather than a missing report.
+[[nodiscard]] std::string format_junit_not_run(const std::string& suite, const std::string& name,
+                                               const std::string& reason);
 
 }  // namespace memstress
