@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <compare>
 #include <limits>
 #include <map>
@@ -216,6 +218,44 @@ std::vector<EnvironmentDifference> environment_differences(const std::vector<Fac
   return out;
 }
 
+namespace {
+
+// The options a run was given, without the program, the workloads' outputs and their values (where the
+// results went is not how they were measured): "--host-memory pageable -n 5".
+std::string measuring_options(const std::vector<std::string>& argv) {
+  static const std::array<std::string_view, 8> kOutputs = {"--out",    "-o",         "--junit",       "--csv",
+                                                           "--format", "--progress", "--alloc-trace", "-q"};
+  std::vector<std::string> kept;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string_view a = argv[i];
+    const auto output = std::find_if(kOutputs.begin(), kOutputs.end(), [&](std::string_view o) {
+      return a == o || (a.starts_with(o) && a.size() > o.size() && a[o.size()] == '=');
+    });
+    if (output != kOutputs.end()) {
+      i += a == *output && a != "-q" ? 1 : 0;  // its value too
+      continue;
+    }
+    kept.emplace_back(a);
+  }
+  return fmt::format("{}", fmt::join(kept, " "));
+}
+
+}  // namespace
+
+std::optional<EnvironmentDifference> option_differences(const std::vector<std::string>& base,
+                                                        const std::vector<std::string>& next) {
+  if (base.empty() || next.empty()) {
+    return std::nullopt;  // a file that does not say (Google Benchmark JSON)
+  }
+  const std::string a = measuring_options(base);
+  const std::string b = measuring_options(next);
+  if (a == b) {
+    return std::nullopt;
+  }
+  return EnvironmentDifference{"options", a.empty() ? std::string("(none)") : a,
+                               b.empty() ? std::string("(none)") : b};
+}
+
 Comparison compare_results(const Results& base, const Results& next, const CompareOptions& options) {
   if (base.kind != next.kind) {
     throw InputError(fmt::format("BASE '{}' is {} but NEW '{}' is {}: compare two files of one kind",
@@ -228,6 +268,9 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
   c.options = options;
   c.environment =
       environment_differences(base.environment, next.environment, base.kind == ResultsKind::memstress);
+  if (const std::optional<EnvironmentDifference> options_differ = option_differences(base.argv, next.argv)) {
+    c.environment.push_back(*options_differ);
+  }
 
   std::map<MatchKey, std::vector<std::size_t>> candidates;
   for (std::size_t j = 0; j < next.rows.size(); ++j) {
@@ -254,9 +297,13 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
     ++c.rows_matched;
     c.rows_regressed += c.rows.back().verdict_change == Outcome::worse ? 1 : 0;
     c.rows_improved += c.rows.back().verdict_change == Outcome::better ? 1 : 0;
+    bool worse = c.rows.back().verdict_change == Outcome::worse;
     for (const MetricComparison& m : c.rows.back().metrics) {
       c.metrics.add(m.outcome);
+      worse = worse || m.outcome == Outcome::worse;
+      c.metrics_with_values += std::isnan(m.base_median) || std::isnan(m.new_median) ? 0 : 1;
     }
+    c.rows_worse += worse ? 1 : 0;
   }
   for (std::size_t j = 0; j < next.rows.size(); ++j) {
     if (!used[j]) {
@@ -276,6 +323,13 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
   }
   if (c.rows_matched == 0 && !base.rows.empty() && !next.rows.empty()) {
     c.nothing_compared = "no rows matched: " + why_nothing_matched(base, next, options);
+  } else if (c.rows_matched > 0 && c.metrics_with_values == 0 &&
+             c.metrics.same + c.metrics.better + c.metrics.worse + c.metrics.unsure + c.metrics.not_judged >
+                 0) {
+    // Every metric of every matched row lacks a value on one side (a file of null medians): nothing was
+    // measured to compare, which is not "no regression".
+    c.nothing_compared =
+        "no metric of the matched rows has a value on both sides (null medians: not measured)";
   } else if (options.match_any_gpu && c.rows_matched > 0 &&
              distinct(base.rows, &ResultRow::device) != distinct(next.rows, &ResultRow::device)) {
     c.notes.push_back(

@@ -56,7 +56,9 @@ struct Comparison {
   std::vector<RowComparison> rows;                 // BASE's order, then rows only in NEW
   std::vector<std::string> notes;
   OutcomeCounts metrics;  // the metrics of matched rows (one on one side only: not judged)
-  int rows_matched = 0, rows_regressed = 0, rows_improved = 0, base_only = 0, new_only = 0;
+  // rows_regressed: from pass to fail or error; rows_worse: matched rows with a metric WORSE or so regressed.
+  int rows_matched = 0, rows_regressed = 0, rows_improved = 0, base_only = 0, new_only = 0, rows_worse = 0;
+  int metrics_with_values = 0;  // metrics of matched rows with a median on both sides
 
   // Set when BASE or NEW has no rows (a run that ended before its first case, a document whose rows are
   // empty): nothing was compared, which is not "no regression". Says which side.
@@ -66,6 +68,11 @@ struct Comparison {
   // The command's verdict: a regression, or nothing compared (exit 1 either way).
   [[nodiscard]] bool failed() const noexcept { return regressed() || !nothing_compared.empty(); }
 };
+
+// The options two runs were given, where they differ (besides where their results went): a difference of how
+// they measured, listed with the environment's.
+[[nodiscard]] std::optional<EnvironmentDifference> option_differences(const std::vector<std::string>& base,
+                                                                      const std::vector<std::string>& next);
 
 // Throws InputError when the two are of different kinds.
 Comparison compare_results(const Results& base, const Results& next, const CompareOptions& options);

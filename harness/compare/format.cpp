@@ -251,9 +251,11 @@ std::string format_table(const Comparison& c) {
   out += fmt::format(
       "threshold {}%; two-sided Mann-Whitney U test at alpha {}, at least {} samples a side\n"
       "metrics: {} SAME, {} BETTER, {} WORSE, {} UNSURE, {} not judged\n"
-      "rows: {} matched, {} regressed, {} improved, {} only in BASE, {} only in NEW\n",
+      "rows: {} matched, {} regressed ({} from pass to fail or error), {} improved, {} only in BASE, {} only "
+      "in "
+      "NEW\n",
       c.options.threshold_pct, c.options.alpha, c.options.min_samples, m.same, m.better, m.worse, m.unsure,
-      m.not_judged, c.rows_matched, c.rows_regressed, c.rows_improved, c.base_only, c.new_only);
+      m.not_judged, c.rows_matched, c.rows_worse, c.rows_regressed, c.rows_improved, c.base_only, c.new_only);
   if (!c.nothing_compared.empty() && !c.regressed()) {
     return out + fmt::format("result: NOTHING COMPARED ({})\n", terminal_text(c.nothing_compared));
   }
@@ -301,7 +303,8 @@ nlohmann::json comparison_json(const Comparison& c) {
               {"not_judged", m.not_judged}}},
             {"rows",
              {{"matched", c.rows_matched},
-              {"regressed", c.rows_regressed},
+              {"regressed", c.rows_worse},
+              {"from_pass_to_fail", c.rows_regressed},
               {"improved", c.rows_improved},
               {"base_only", c.base_only},
               {"new_only", c.new_only}}}}},

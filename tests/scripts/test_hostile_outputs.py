@@ -6,11 +6,14 @@
   to the terminal, and a NUL never cuts the output short;
 * a snapshot whose sizes no device can have (2^63 bytes, 2^63 - 1) is refused in one line naming it, exit 2,
   never "needed 0 bytes" with every setting fitting;
-* a command whose standard output cannot be written (/dev/full) says so in one line and exits 3, never 0.
+* a command whose standard output cannot be written (/dev/full) says so in one line and exits 3, never 0;
+* compare of a NEW file whose medians are all null compares nothing (exit 1), never "no regression"; runs
+  given other options differ in their environment, named.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -94,6 +97,47 @@ class HostileOutputs(unittest.TestCase):
                 r = self.run_ms(*command, stdout=full.fileno())
                 self.assertEqual(r.returncode, 3, r.stderr)
                 self.assertIn(b"cannot write the output to standard output", r.stderr)
+
+
+class CompareFailsClosed(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="memstress-compare-"))
+        self.base = ROOT / "tests/data/compare/base.json"
+
+    def variant(self, name: str, change) -> Path:
+        doc = json.loads(self.base.read_text())
+        change(doc)
+        path = self.tmp / name
+        path.write_text(json.dumps(doc))
+        return path
+
+    def compare(self, new: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(BINARY), "compare", str(self.base), str(new)], capture_output=True, text=True,
+                              check=False, timeout=120)
+
+    @unittest.skipIf(BINARY is None, "usage: test_hostile_outputs.py MEMSTRESS_BINARY")
+    def test_null_medians_compare_nothing(self) -> None:
+        def nulls(doc: dict) -> None:
+            for row in doc["rows"]:
+                for m in row["metrics"].values():
+                    m["samples"] = [None] * len(m["samples"])
+                    for k in ("cv", "max", "mean", "median", "min", "p10", "p90", "p99", "stddev"):
+                        m[k] = None
+
+        r = self.compare(self.variant("nulls.json", nulls))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("result: NOTHING COMPARED (no metric of the matched rows has a value on both sides", r.stdout)
+        self.assertNotIn("no regression", r.stdout)
+
+    @unittest.skipIf(BINARY is None, "usage: test_hostile_outputs.py MEMSTRESS_BINARY")
+    def test_other_options_are_a_difference_and_rows_regressed_agree_with_the_result(self) -> None:
+        r = self.compare(self.variant("opts.json", lambda d: d["argv"].extend(["--host-memory", "pageable"])))
+        self.assertNotIn("environment: identical", r.stdout)
+        self.assertRegex(r.stdout, r"options +run \(synthetic fixture\) +run \(synthetic fixture\) --host-memory pageable")
+        slower = subprocess.run([str(BINARY), "compare", str(self.base), str(ROOT / "tests/data/compare/slower.json")],
+                                capture_output=True, text=True, check=False, timeout=120)
+        self.assertIn("rows: 3 matched, 1 regressed (0 from pass to fail or error)", slower.stdout)
+        self.assertIn("result: REGRESSION (1 metric WORSE)", slower.stdout)
 
 
 if __name__ == "__main__":
