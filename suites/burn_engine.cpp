@@ -1,6 +1,9 @@
 // The burn's stress on a CUDA GPU (burn_engine.hpp).
 //
-// Note [The burn's step]. One step keeps four streams busy at once and waits for all of them:
+// Note [The burn's step]. One step keeps the copy engines busy throughout and the SMs with the memory stress
+// and then the canary, and waits for all of them. Memory stress and GEMMs run one after the other, not side
+// by side: side by side on an H100 they shared the SMs and drew 79% of the power limit (550 W of 700), where
+// each alone draws it all (the pattern fill held 696 W). The parts:
 // - memory: every block of the pattern stress filled with the step's pattern and seed, every fourth step
 //   given memtest's moving inversions, then every block checked on the device (a bad block is checked again
 //   alone, to name the address of its first wrong word);
@@ -8,7 +11,7 @@
 //   other pinned buffer, written the step before, is copied to a second device buffer (H2D), four times each,
 //   by the copy engines; the landed buffer is checked on the device, and the two host buffers swap roles, so
 //   every byte that crossed the bus either way is checked;
-// - canary: tensor-core BF16 GEMMs (8192^3, fp32 accumulate and output) and FP64 GEMMs (4096^3) on fixed
+// - canary: 16 tensor-core BF16 GEMMs (8192^3, fp32 accumulate and output) and 4 FP64 GEMMs (4096^3) on fixed
 //   inputs, cuBLAS with atomics not allowed, one stream and a fixed workspace (so its algorithm and order of
 //   reduction are fixed: the same bits every time), each result hashed on the device.
 // Its work is counted only once the step has ended, so the interval's throughput is work over wall time.
@@ -51,8 +54,8 @@ constexpr std::size_t kCopyBytes = 256ULL << 20U;
 constexpr int kCopies = 4;
 constexpr int kBf16N = 8192;
 constexpr int kFp64N = 4096;
-constexpr int kBf16Gemms = 8;
-constexpr int kFp64Gemms = 2;
+constexpr int kBf16Gemms = 16;
+constexpr int kFp64Gemms = 4;
 constexpr int kInvertEvery = 4;
 constexpr std::size_t kWorkspace = 32ULL << 20U;
 
@@ -192,7 +195,6 @@ class CudaBurnEngine final : public BurnEngine {
                                          cudaMemcpyHostToDevice, copy_in_.get()));
     }
     copies_.enqueue(stage_dst_.get(), kCopyBytes, kernels::Pattern::random, seed_, copy_in_.get());
-    canary_.enqueue(kBf16Gemms, kFp64Gemms);
     // The memory stress.
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
       kernels::fill(blocks_[b].get(), blocks_[b].size(), pattern, step_seed + b, memory_.get());
@@ -216,6 +218,10 @@ class CudaBurnEngine final : public BurnEngine {
     if (active(TimedFault::Kind::slow, elapsed_s) && last_step_ns_ > 0) {
       kernels::spin(last_step_ns_, memory_.get());  // as long again: half the throughput
     }
+    // The canary after the memory stress, each with the SMs to itself (Note [The burn's step]).
+    MEMSTRESS_CUDA_TRY(cudaEventRecord(memory_done_.get(), memory_.get()));
+    MEMSTRESS_CUDA_TRY(cudaStreamWaitEvent(gemm_.get(), memory_done_.get(), 0));
+    canary_.enqueue(kBf16Gemms, kFp64Gemms);
     memory_.synchronize();
     copy_out_.synchronize();
     copy_in_.synchronize();
@@ -301,6 +307,7 @@ class CudaBurnEngine final : public BurnEngine {
   cuda::Stream copy_out_;
   cuda::Stream copy_in_;
   cuda::Stream gemm_;
+  cuda::Event memory_done_{cuda::Event::Timing::disabled};
   Canary canary_;
   DeviceBlock stage_src_;
   DeviceBlock stage_dst_;
