@@ -48,11 +48,33 @@ std::filesystem::path resolve_target(const std::filesystem::path& path, std::str
   return path;
 }
 
+// `path` as the file it will be: absolute, every symbolic link followed, a dangling one too (to the file a
+// write through it would create), `.` and `..` resolved. At most 40 links deep, as the kernel allows.
+std::filesystem::path followed(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  constexpr int kMaxLinks = 40;
+  for (int hop = 0; hop < kMaxLinks; ++hop) {
+    const std::filesystem::path parent = std::filesystem::weakly_canonical(p.parent_path(), ec);
+    p = (ec ? p.parent_path() : parent) / p.filename();
+    if (std::filesystem::symlink_status(p, ec).type() != std::filesystem::file_type::symlink) {
+      break;
+    }
+    const std::filesystem::path to = std::filesystem::read_symlink(p, ec);
+    if (ec) {
+      break;
+    }
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(p, ec);
+  return ec ? p.lexically_normal() : canonical;
+}
+
 }  // namespace
 
 void check_distinct_outputs(const std::vector<NamedOutput>& outputs) {
-  // Each path as the file it will be: absolute, `.` and `..` resolved, symbolic links followed as far as
-  // they exist (weakly_canonical); hard links are caught by comparing existing files themselves.
+  // Each path as the file it will be (followed: dangling links too); hard links are caught by comparing
+  // existing files themselves.
   std::vector<std::filesystem::path> resolved;
   resolved.reserve(outputs.size());
   for (const NamedOutput& o : outputs) {
@@ -60,10 +82,7 @@ void check_distinct_outputs(const std::vector<NamedOutput>& outputs) {
       resolved.emplace_back();  // not asked for (check_output_path refuses an empty one that was)
       continue;
     }
-    std::error_code ec;
-    const std::filesystem::path absolute = std::filesystem::absolute(o.path, ec);
-    std::filesystem::path p = std::filesystem::weakly_canonical(absolute, ec);
-    resolved.push_back(ec ? absolute.lexically_normal() : std::move(p));
+    resolved.push_back(followed(o.path));
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     for (std::size_t j = 0; j < i && !outputs[i].path.empty(); ++j) {
