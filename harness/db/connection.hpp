@@ -105,10 +105,13 @@ class Transaction {
 //
 // Note [Reading a store]
 // ~~~~~~~~~~~~~~~~~~~~~~
-// A query opens an SQLite store with SQLITE_OPEN_READONLY: it never creates the file, never turns an empty
-// file into a store (the schema is checked, not migrated: Store), never makes a -journal. A store in WAL
-// mode (every store ingest made) has readers share a lock file beside it (its -shm), which SQLite makes
-// where the directory can be written; where it cannot (a read-only file system, a read-only snapshot of
+// A query never creates the file, never turns an empty file into a store (the schema is checked, not
+// migrated: Store), never writes (PRAGMA query_only). A store in WAL mode (every store ingest made) has
+// readers share a lock file beside it (its -shm) and a -wal, which SQLite makes where the directory can be
+// written; a connection that could write removes them as the last to close, so a store that can be written
+// is read through one (query_only: it cannot write all the same), and a query leaves no -shm or -wal behind.
+// A store that cannot be written is opened SQLITE_OPEN_READONLY; where the directory cannot (a read-only
+// file system, a read-only snapshot of
 // the store) the store is opened immutable (SQLite's `immutable=1`): read without locks, as the files are.
 // Nothing can write there, so nothing changes under the reader; a -wal left by a writer that crashed is not
 // read there (the commits in it are missing until an ingest where the directory is writable replays it).

@@ -231,16 +231,28 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   // around each call (it did, on every column of every row: a tenth of a fleet query's time).
   int flags = SQLITE_OPEN_NOMUTEX;
   std::string filename = url;
+  const std::filesystem::path dir = std::filesystem::absolute(url).parent_path();
+  const bool dir_writable = in_memory || ::access(dir.c_str(), W_OK) == 0;
+  const bool file_writable = in_memory || ::access(url.c_str(), W_OK) == 0;
+  if (mode == OpenMode::create && (!dir_writable || (std::filesystem::exists(url) && !file_writable))) {
+    // SQLite would open it read-only and fail on the first write as "not a database".
+    throw InputError(fmt::format("--db '{}': cannot be written ({}): an ingest writes the store", url,
+                                 std::error_code(errno, std::generic_category()).message()));
+  }
+  bool query_only = false;
   if (mode == OpenMode::create) {
     flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  } else if (dir_writable && file_writable && !in_memory) {
+    // Note [Reading a store]: a store that can be written is read through a connection that may not write
+    // (query_only), so that as the last to close it removes the WAL files it shares with other readers.
+    flags |= SQLITE_OPEN_READWRITE;
+    query_only = true;
   } else {
     // Note [Reading a store]: read-only, so that a query never creates, converts or journals anything; where
     // the directory cannot be written (a read-only file system), immutable, since SQLite could not make the
     // lock file a WAL store's readers share (its -shm) there.
-    const std::filesystem::path dir = std::filesystem::absolute(url).parent_path();
-    const bool writable = ::access(dir.c_str(), W_OK) == 0;
     flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
-    filename = sqlite_uri(url, writable ? "mode=ro" : "mode=ro&immutable=1");
+    filename = sqlite_uri(url, dir_writable ? "mode=ro" : "mode=ro&immutable=1");
   }
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(filename.c_str(), &raw, flags, nullptr);
@@ -255,6 +267,9 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   auto connection = std::make_unique<SqliteConnection>(std::move(db), url, mode == OpenMode::read_only);
   // Not SQL the other backend needs: PostgreSQL always enforces foreign keys.
   connection->exec("PRAGMA foreign_keys = ON");
+  if (query_only) {
+    connection->exec("PRAGMA query_only = ON");
+  }
   // A file that is not SQLite fails here, on its first read, rather than midway through an ingest.
   try {
     connection->exec("SELECT count(*) FROM sqlite_master");

@@ -304,3 +304,11 @@ set_tests_properties(cli.db_train_two_drivers cli.db_train_unknown_driver cli.db
                      FIXTURES_REQUIRED fleet_history)
 memstress_cli_test(db_train_bad_k --match "--k" 2 -- ${_ms} db train --db ${_fleet_db} --profile h100 --k 0 --write
                    ${CMAKE_CURRENT_BINARY_DIR}/never.yaml)
+
+# A query leaves nothing beside the store: no -wal or -shm (Note [Reading a store]).
+add_test(NAME cli.db_query_leaves_no_wal_files
+         COMMAND sh -c "d=\"$1\"; rm -rf \"$d\"; mkdir -p \"$d\" && \"$0\" db ingest \"$2\" --db \"$d/s.sqlite\" >/dev/null && \
+\"$0\" db outliers --db \"$d/s.sqlite\" >/dev/null; \"$0\" db history --db \"$d/s.sqlite\" --gpu GPU-x >/dev/null 2>&1; \
+test ! -e \"$d/s.sqlite-wal\" && test ! -e \"$d/s.sqlite-shm\""
+                 ${_ms} ${CMAKE_CURRENT_BINARY_DIR}/db-no-wal ${PROJECT_SOURCE_DIR}/tests/data/fleet/node01.json)
+set_tests_properties(cli.db_query_leaves_no_wal_files PROPERTIES LABELS cpu TIMEOUT 60)
