@@ -459,6 +459,207 @@ class SeriesColours(unittest.TestCase):
         self.assertEqual(len(set(panels[0].values())), 6)  # six collectives, six colours
 
 
+BURN = ROOT / "tests" / "data" / "burn"
+GPU0, GPU1 = "GPU-00000000-0000-0000-0000-0000000000b0", "GPU-00000000-0000-0000-0000-0000000000b1"
+
+
+def burn_metric(unit: str, better: str, samples: list[float]) -> dict:
+    """A metric as a burn writes it (memstress-run-1's metric: its statistics and its samples)."""
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:  # linear between the closest ranks, as the harness's percentiles
+        k = q * (len(ordered) - 1)
+        low = int(k)
+        return ordered[low] + (ordered[min(low + 1, len(ordered) - 1)] - ordered[low]) * (k - low)
+
+    mean = sum(samples) / len(samples)
+    stddev = (sum((x - mean) ** 2 for x in samples) / len(samples)) ** 0.5
+    return {"unit": unit, "better": better, "n": len(samples), "median": at(0.5), "p10": at(0.1), "p90": at(0.9),
+            "p99": at(0.99), "min": ordered[0], "max": ordered[-1], "mean": mean, "stddev": stddev,
+            "cv": stddev / mean if mean else 0.0, "samples": samples}
+
+
+def gpu_burn(path: Path) -> Path:
+    """A burn of two H100s of one node, as `mpirun -np 2 memstress burn --interval 2` writes it on real GPUs: six
+    intervals of 2 s, two NVML samples each. GPU 1 has no HBM sensor, and its interval 3 FAILs (a thermal slowdown:
+    power, clocks and throughput drop, the temperature climbs)."""
+    base = json.loads((BURN / "sim-flip.json").read_text())
+    rows = []
+    for k in range(6):
+        for rank, uuid in ((0, GPU0), (1, GPU1)):
+            hot = rank == 1 and k == 3
+            metrics = {
+                "memory.GB/s": burn_metric("GB/s", "higher", [1900.0 if hot else 2950.0 + k]),
+                "h2d.GB/s": burn_metric("GB/s", "higher", [54.0]),
+                "d2h.GB/s": burn_metric("GB/s", "higher", [55.0]),
+                "gemm.bf16.TFLOP/s": burn_metric("TFLOP/s", "higher", [450.0 if hot else 690.0]),
+                "gemm.fp64.TFLOP/s": burn_metric("TFLOP/s", "higher", [51.0]),
+                "steps": burn_metric("count", "none", [40.0]),
+                "at.s": burn_metric("s", "none", [2.0 * k]),
+                "power.W": burn_metric("W", "none", [430.0, 440.0] if hot else [680.0, 690.0]),
+                "power.share": burn_metric("share", "none", [430.0 / 700, 440.0 / 700] if hot else
+                                           [680.0 / 700, 690.0 / 700]),
+                "temp.gpu.C": burn_metric("C", "lower", [88.0, 90.0] if hot else [60.0 + k, 61.0 + k]),
+                "clock.sm.MHz": burn_metric("MHz", "none", [1200.0, 1150.0] if hot else [1980.0, 1980.0]),
+                "clock.mem.MHz": burn_metric("MHz", "none", [2619.0, 2619.0]),
+            }
+            notes = []
+            if rank == 0:
+                metrics["temp.hbm.C"] = burn_metric("C", "lower", [70.0 + k, 71.0 + k])
+            else:
+                notes.append("not measured: temp.hbm.C (NVML does not give it on this GPU)")
+            reason = ("clocks: hw_thermal_slowdown in 2 of 2 samples; golden: memory.GB/s 1,900 GB/s is below "
+                      "0.75 x golden 2,900 GB/s") if hot else ""
+            rows.append({
+                "workload": "burn", "case": f"interval={k}", "params": {"interval": str(k)}, "allocator": "caching",
+                "rank": rank, "device": {"label": f"cuda:{rank}", "kind": "cuda", "ordinal": rank,
+                                         "name": "NVIDIA H100 80GB HBM3", "uuid": uuid, "node": "node01"},
+                "verdict": "fail" if hot else "pass", "reason": reason,
+                "verification": {"checked": 1 << 30, "errors": 0}, "metrics": metrics, "notes": notes,
+                "allocator_stats": {}, "started_at": "2026-12-07T11:00:00Z", "seconds": 2.0,
+            })
+    base["rows"] = rows
+    base["config"].update({"device": "cuda", "device_label": "cuda:0", "duration_s": 12.0, "interval_s": 2.0,
+                           "intervals": 6, "ranks": 2, "profile": "h100-burn"})
+    base["summary"] = {"rows": len(rows), "pass": len(rows) - 1, "fail": 1, "skip": 0, "error": 0}
+    path.write_text(json.dumps(base))
+    return path
+
+
+class BurnSeries(unittest.TestCase):
+    """The report's burns.py, Note [A burn against time]: where an interval's samples are put, and a long burn drawn
+    as each interval's median and band."""
+
+    def gpu(self):
+        from memstress.report import burns
+
+        doc = json.loads((BURN / "sim-flip.json").read_text())
+        rows = [{**r, "seconds": 2.0, "metrics": {**r["metrics"], "at.s": burn_metric("s", "none", [2.0 * k]),
+                                                  "power.W": burn_metric("W", "none", [600.0, 650.0, 700.0])}}
+                for k, r in enumerate(doc["rows"])]
+        return burns, burns.Gpu("sim-flip", rows)
+
+    def test_an_intervals_samples_are_spread_evenly_over_it(self) -> None:
+        _, gpu = self.gpu()
+        xs, ys, band = gpu.series("power.W")
+        self.assertIsNone(band)
+        self.assertEqual(ys[:3], [600.0, 650.0, 700.0])
+        for got, want in zip(xs[3:6], (2 + 1 / 3, 3.0, 4 - 1 / 3)):  # interval 1: [2 s, 4 s], three samples
+            self.assertAlmostEqual(got, want)
+        self.assertAlmostEqual(gpu.series("memory.GB/s")[0][2], 5.0)  # one sample: the interval's middle
+        self.assertEqual([i.failed for i in gpu.intervals], [False, False, True, True])
+
+    def test_a_long_burn_draws_each_intervals_median_and_band(self) -> None:
+        burns, gpu = self.gpu()
+        kept, burns.MAX_POINTS = burns.MAX_POINTS, 5
+        try:
+            xs, ys, band = gpu.series("power.W")
+        finally:
+            burns.MAX_POINTS = kept
+        self.assertEqual(xs, [1.0, 3.0, 5.0, 7.0])
+        self.assertEqual(ys, [650.0] * 4)
+        self.assertEqual(band, ([600.0] * 4, [700.0] * 4))
+
+
+@unittest.skipUnless(matplotlib_reachable(), "needs matplotlib (requirements.txt)")
+class BurnSection(unittest.TestCase):
+    """A burn's section: per GPU, power, temperatures, clocks and throughput against time, failed intervals listed."""
+
+    def test_each_gpu_has_its_figures_and_the_failed_interval_is_listed(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            page = render(tmp, gpu_burn(Path(tmp) / "burn-h100x2.json"))
+        found = section_of(page, "Burn")
+        self.assertIn("<h3>burn-h100x2: 2 GPU(s), 6 interval(s) over 12.0 s, 1 failed</h3>", found)
+        for rank, uuid in ((0, GPU0), (1, GPU1)):
+            self.assertIn(f"<h4>rank {rank}, cuda:{rank}: NVIDIA H100 80GB HBM3 ({uuid}), host node01</h4>", found)
+            for what in ("power", "temperature", "clocks", "throughput"):
+                self.assertEqual(found.count(f'<img alt="burn {what}: rank {rank}, cuda:{rank} ({uuid})"'), 1,
+                                 (what, rank))
+        self.assertEqual(found.count("<img "), 8)
+        self.assertIn(f"<p>Not measured on rank 1, cuda:1 ({GPU1}), so not drawn: HBM temperature: NVML does not "
+                      "give it on this GPU.</p>", found)
+        self.assertIn("<th>GPU</th><th>interval</th><th>seconds since the burn began</th><th>verdict</th>"
+                      "<th>findings</th>", found)
+        self.assertIn(f"<tr class='fail'><td>rank 1, cuda:1 ({GPU1})</td><td>3</td><td>6.00-8.00</td><td>fail</td>"
+                      "<td>clocks: hw_thermal_slowdown in 2 of 2 samples; golden: memory.GB/s 1,900 GB/s is below "
+                      "0.75 x golden 2,900 GB/s</td></tr>", found)
+        self.assertEqual(found.count("<tr class='fail'>"), 1)
+        # A burn names its profile as an accept run does: it is no accept run. Its rows are still in the table.
+        self.assertNotIn("<h2>Acceptance</h2>", page)
+        self.assertIn("<td>burn</td><td>interval=3</td>", section_of(page, "Every row"))
+
+    def test_a_simulated_burn_draws_throughput_and_says_the_telemetry_was_not_measured(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            found = section_of(render(tmp, BURN / "sim-flip.json"), "Burn")
+        self.assertIn("<h3>sim-flip: 1 GPU(s), 4 interval(s) over ", found)
+        self.assertIn("<h4>rank 0, sim:80G: simulated (80G)</h4>", found)
+        self.assertIn('<img alt="burn throughput: rank 0, sim:80G"', found)
+        self.assertEqual(found.count("<img "), 1)  # no power, temperature or clocks
+        self.assertIn("<p>Not measured on rank 0, sim:80G, so not drawn: power, GPU and HBM temperature, SM and "
+                      "memory clocks: the simulated device has no telemetry.</p>", found)
+        self.assertIn("<p>2 failed interval(s), shaded red above, with the judge's findings:</p>", found)
+        self.assertRegex(found, r"<tr class='fail'><td>rank 0, sim:80G</td><td>2</td><td>2\.\d\d-3\.\d\d</td>"
+                                r"<td>fail</td><td>data: \d+ wrong word\(s\) of \d+ checked; ")
+        self.assertRegex(found, r"<tr class='fail'><td>rank 0, sim:80G</td><td>3</td>")
+
+    def test_the_page_leaves_the_burn_section_out_without_a_burn(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            page = render(tmp, small_run(tmp, ROOT / "tests" / "data" / "compare" / "base.json", lambda r: True))
+        self.assertNotIn("<h2>Burn</h2>", page)
+
+
+@unittest.skipUnless(importlib.util.find_spec("matplotlib"), "needs matplotlib (requirements.txt)")
+class BurnFigures(unittest.TestCase):
+    """What the burn's figures hold: the power limit on the power panel, the failed interval shaded on each panel."""
+
+    def test_power_shows_its_limit_and_failed_intervals_are_shaded(self) -> None:
+        import matplotlib
+        import matplotlib.pyplot as plt
+        from memstress.report import burns
+        from memstress.report.common import Colours
+
+        matplotlib.use("Agg")
+        drawn: dict[str, list[tuple[list[str], str]]] = {}
+
+        def keep(fig, alt: str) -> str:
+            drawn[alt] = [(ax.get_legend_handles_labels()[1], ax.get_ylabel()) for ax in fig.axes if ax.get_legend()]
+            plt.close(fig)
+            return ""
+
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = json.loads(gpu_burn(Path(tmp) / "burn.json").read_text())
+        kept, burns.figure_html = burns.figure_html, keep
+        try:
+            burns.section_burn([("burn.json", doc)], Colours())
+        finally:
+            burns.figure_html = kept
+        self.assertEqual(drawn[f"burn power: rank 0, cuda:0 ({GPU0})"], [(["power", "power limit (700 W)"], "W")])
+        self.assertEqual(drawn[f"burn power: rank 1, cuda:1 ({GPU1})"],
+                         [(["power", "power limit (700 W)", "failed interval"], "W")])
+        self.assertEqual(drawn[f"burn temperature: rank 0, cuda:0 ({GPU0})"], [(["GPU", "HBM"], "°C")])
+        self.assertEqual(drawn[f"burn temperature: rank 1, cuda:1 ({GPU1})"], [(["GPU", "failed interval"], "°C")])
+        self.assertEqual(drawn[f"burn clocks: rank 1, cuda:1 ({GPU1})"], [(["SM", "memory", "failed interval"], "MHz")])
+        self.assertEqual([labels for labels, _ in drawn[f"burn throughput: rank 1, cuda:1 ({GPU1})"]],
+                         [["memory", "failed interval"], ["H2D", "D2H", "failed interval"],
+                          ["BF16", "failed interval"], ["FP64", "failed interval"]])
+
+
+class BurnValidates(unittest.TestCase):
+    """python3 -m memstress.validate accepts a burn's documents: the simulated burn as memstress burn wrote it, and
+    the two-GPU burn these tests draw."""
+
+    def test_burn_documents_are_valid(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            gpu = gpu_burn(Path(tmp) / "burn-h100x2.json")
+            result = subprocess.run(memstress_package.command("memstress.validate", BURN / "sim-flip.json", gpu),
+                                    capture_output=True, text=True, check=False, env=memstress_package.environment())
+        if result.returncode == 77 and not SCHEMAS_REQUIRED:
+            self.skipTest("needs jsonschema (requirements.txt)")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("sim-flip.json: ok (4 rows)", result.stdout)
+        self.assertIn("burn-h100x2.json: ok (12 rows from 2 ranks)", result.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()
 

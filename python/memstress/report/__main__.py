@@ -19,6 +19,10 @@ apart by its content, and draws what they hold, in this order:
   SKIP, with the measured value and unit, the bound and the GPU, and the suite's counts; an accept run document
   given without its JUnit file is named with where its verdicts are, and nothing is judged again
   (accept.py: Note [The page shows accept's verdicts]);
+- burn (a `memstress burn` run): per GPU against the time since the burn began, power with its share of the
+  limit, GPU and HBM temperature, SM and memory clocks, and each interval's throughput, the failed intervals
+  shaded and listed with the judge's findings; telemetry the device did not give is named, not drawn (burns.py:
+  Note [A burn against time]);
 - transfers: GB/s against size, a panel per direction, a line per run, host memory and engine (runs.py);
 - p2p: the peer copy matrix (GB/s from each GPU to each other) per engine and access at the largest size,
   the peer load latency matrix, and the slowest pair's GB/s against size (links.py);
@@ -122,6 +126,7 @@ def build(inputs: list[tuple[str, str, Any]]) -> str:
     from .accept import section_acceptance
     from .allocators import section_allocator_table, section_allocators_documents
     from .benchmarks import section_allocators
+    from .burns import is_burn, section_burn
     from .compare import section_compare
     from .doctor import section_doctor
     from .fleet import section_fleet_history, section_fleet_outliers
@@ -137,7 +142,9 @@ def build(inputs: list[tuple[str, str, Any]]) -> str:
     sections: list[tuple[str, Callable[[list[tuple[str, dict]]], str]]] = [
         ("doctor", lambda docs: section_doctor(docs, figure_html)),
         ("devices", section_machines),
-        ("run", lambda docs: section_acceptance(junits, docs)),
+        # A burn's config names its profile as an accept run's does: it is not one (its verdicts are its rows').
+        ("run", lambda docs: section_acceptance(junits, [(n, d) for n, d in docs if not is_burn(d)])),
+        ("run", lambda docs: section_burn(docs, colours)),
         ("run", lambda docs: section_transfers(docs, colours)),
         ("run", lambda docs: section_p2p(docs, colours)),
         ("run", lambda docs: section_collectives(docs, colours)),
