@@ -111,7 +111,7 @@ int burn_on_rank(const BurnFlags& f, const BurnProfile& profile, const std::vect
   setup.on_interval = [&](int k, int n, const std::vector<BurnFinding>& found) {
     print_findings(found);
     if (!f.quiet && k < n) {
-      note("interval {}/{}: {}", k + 1, n,
+      note("interval {} ({} of {}): {}", k, k + 1, n,
            found.empty() ? std::string("ok") : fmt::format("{} FAIL", found.size()));
     }
   };

@@ -161,7 +161,7 @@ void BurnJudge::judge_row(Gpu& gpu, const Row& row, int interval, std::vector<Bu
     }
     std::vector<double> steady;
     for (const Interval& before : gpu.intervals) {
-      if (before.index >= profile_.warmup_intervals && before.values.contains(name)) {
+      if (before.index >= profile_.warmup_intervals && !before.failed && before.values.contains(name)) {
         steady.push_back(before.values.at(name));
       }
     }
@@ -297,6 +297,11 @@ std::vector<BurnFinding> BurnJudge::judge_interval(std::vector<Row>& rows) {
   if (interval >= profile_.warmup_intervals) {  // held to the node once the warm-up has settled clocks
     lag(rows, interval, out);
   }
+  for (const BurnFinding& f : out) {
+    if (const auto it = gpus_.find(f.rank); it != gpus_.end() && !it->second.intervals.empty()) {
+      it->second.intervals.back().failed = true;
+    }
+  }
   for (Row& row : rows) {
     std::vector<std::string> why;
     for (const BurnFinding& f : out) {
@@ -339,7 +344,7 @@ nlohmann::json BurnJudge::verdict_json(const std::string& overall) const {
     for (const char* name : kThroughput) {
       std::vector<double> v;
       for (const Interval& i : gpu.intervals) {
-        if (i.index >= profile_.warmup_intervals && i.values.contains(name)) {
+        if (i.index >= profile_.warmup_intervals && !i.failed && i.values.contains(name)) {
           v.push_back(i.values.at(name));
         }
       }

@@ -14,7 +14,8 @@
 // - clocks: a sample whose clock event reasons include one the profile does not allow FAILs;
 // - throughput (memory, copies both ways, both GEMMs, by wall clock over the interval): below the profile's
 //   factor x golden ("measured bad"), more than drift_pct below the median of the GPU's own steady intervals
-//   so far (those after the warm-up), or more than lag_pct below the median of its node's GPUs in the same
+//   so far (those after the warm-up that FAILed nothing: a drop that lasts is judged against the steady state
+//   before it, all the while), or more than lag_pct below the median of its node's GPUs in the same
 //   interval (with 2 GPUs or more on the node).
 // Reported, not judged: the power reached as a share of the limit, GPU and HBM temperatures, and the thermal
 // slope (degrees C a minute over the last five minutes, a linear fit of the intervals' medians): near 0 once
@@ -60,6 +61,7 @@ class BurnJudge {
     int index = 0;
     double at_s = 0;
     std::map<std::string, double> values;  // throughput metrics, temperatures, power share (medians)
+    bool failed = false;                   // a finding of this GPU in it: never part of the steady state
   };
   struct Gpu {
     int rank = 0;

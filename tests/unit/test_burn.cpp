@@ -144,6 +144,16 @@ TEST(BurnJudge, DriftFromTheSteadyStateAndLagBehindTheNodeFail) {
   }
 }
 
+TEST(BurnJudge, ADropThatLastsFailsEveryIntervalAgainstTheSteadyStateBeforeIt) {
+  BurnJudge judge(default_burn_profile(), 1);
+  for (int k = 0; k < 10; ++k) {
+    std::vector<Row> rows{row_of(0, k, k < 3 ? 2900 : 820)};
+    const auto found = judge.judge_interval(rows);
+    EXPECT_EQ(checks(found).size(), k < 3 ? 0U : 1U) << k;
+  }
+  EXPECT_EQ(judge.verdict_json("FAIL")["gpus"][0]["steady_state_median"]["memory.GB/s"], 2900);
+}
+
 TEST(BurnJudge, BelowGoldenIsMeasuredBadAndDataErrorsNameTheAddress) {
   BurnProfile p = default_burn_profile();
   p.golden.push_back({"memory.GB/s", 3000, 0.9});
