@@ -220,9 +220,9 @@ std::vector<EnvironmentDifference> environment_differences(const std::vector<Fac
 
 namespace {
 
-// The options a run was given, without the program, the workloads' outputs and their values (where the
-// results went is not how they were measured): "--host-memory pageable -n 5".
-std::string measuring_options(const std::vector<std::string>& argv) {
+// The options a run was given, without the program, the outputs and their values (where the results went is
+// not how they were measured): {"transfers", "-n", "20", "--host-memory", "pageable"}.
+std::vector<std::string> measuring_options(const std::vector<std::string>& argv) {
   static const std::array<std::string_view, 8> kOutputs = {"--out",    "-o",         "--junit",       "--csv",
                                                            "--format", "--progress", "--alloc-trace", "-q"};
   std::vector<std::string> kept;
@@ -237,7 +237,21 @@ std::string measuring_options(const std::vector<std::string>& argv) {
     }
     kept.emplace_back(a);
   }
-  return fmt::format("{}", fmt::join(kept, " "));
+  return kept;
+}
+
+// The words of `a` that `b` lacks, in a's order: "--host-memory pageable", or "-" where there are none.
+std::string only_in(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  std::multiset<std::string> left(b.begin(), b.end());
+  for (const std::string& word : a) {
+    if (const auto it = left.find(word); it != left.end()) {
+      left.erase(it);
+    } else {
+      out.push_back(word);
+    }
+  }
+  return out.empty() ? std::string("-") : fmt::format("{}", fmt::join(out, " "));
 }
 
 }  // namespace
@@ -247,13 +261,14 @@ std::optional<EnvironmentDifference> option_differences(const std::vector<std::s
   if (base.empty() || next.empty()) {
     return std::nullopt;  // a file that does not say (Google Benchmark JSON)
   }
-  const std::string a = measuring_options(base);
-  const std::string b = measuring_options(next);
-  if (a == b) {
-    return std::nullopt;
+  const std::vector<std::string> a = measuring_options(base);
+  const std::vector<std::string> b = measuring_options(next);
+  const std::string base_only = only_in(a, b);
+  const std::string next_only = only_in(b, a);
+  if (base_only == "-" && next_only == "-") {
+    return std::nullopt;  // the same options, perhaps in another order
   }
-  return EnvironmentDifference{"options", a.empty() ? std::string("(none)") : a,
-                               b.empty() ? std::string("(none)") : b};
+  return EnvironmentDifference{"options (only here)", base_only, next_only};
 }
 
 Comparison compare_results(const Results& base, const Results& next, const CompareOptions& options) {
