@@ -427,3 +427,61 @@ TEST(AcceptProfile, ARowThatErroredBeforeMeasuringFailsTheCheckNamingItsGpu) {
 
 }  // namespace
 }  // namespace memstress
+
+namespace memstress {
+namespace {
+
+// Note [Bounds that mean something]: refused at load, naming the file, the check, the key and its line.
+TEST(AcceptBounds, DegenerateBoundsAreRefusedAtLoad) {
+  const auto error_of = [](const std::string& bounds) {
+    try {
+      static_cast<void>(
+          parse_profile(fmt::format("name: x\ngpu: y\nruns: []\nchecks:\n  - {{name: c, workload: "
+                                    "w, metric: m, {}}}\n",
+                                    bounds),
+                        "p.yaml"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(
+      error_of("golden: 1e-320"),
+      "p.yaml: checks[0] (c): golden must be a number from 1e-09 to 1e+18, not 1e-320 (line 5) (train it: "
+      "--train)");
+  EXPECT_EQ(
+      error_of("golden: 1e300"),
+      "p.yaml: checks[0] (c): golden must be a number from 1e-09 to 1e+18, not 1e+300 (line 5) (train it: "
+      "--train)");
+  EXPECT_EQ(
+      error_of("golden: 50, factor: 1e-300"),
+      "p.yaml: checks[0] (c): factor must be in [0.01, 1] (the share of golden that passes), not 1e-300 "
+      "(line 5)");
+  EXPECT_NE(error_of("golden: 50, factor: 0.001").find("factor must be in [0.01, 1]"), std::string::npos);
+  EXPECT_NE(error_of("golden: 50, factor: 1.5").find("factor must be in [0.01, 1]"), std::string::npos);
+  EXPECT_EQ(
+      error_of("min: -1"),
+      "p.yaml: checks[0] (c): min must be 0 or more (no figure a check judges is below 0), not -1 (line 5)");
+  EXPECT_NE(error_of("max: -0.5").find("(c): max must be 0 or more"), std::string::npos);
+  EXPECT_NE(error_of("min: 1e-320").find("(c): min must be 0 or a normal number, not 1e-320"),
+            std::string::npos);
+  EXPECT_NE(error_of("max: 1e300").find("(c): max must be at most 1e+18, not 1e+300"), std::string::npos);
+  EXPECT_NE(error_of("min: .inf").find("`min` must be a finite number"), std::string::npos);
+  EXPECT_EQ(error_of("min: 5, max: 3"),
+            "p.yaml: checks[0] (c): min 5 is above max 3: nothing could pass (line 5)");
+  for (const char* fine : {"golden: 1e-3", "golden: 2.5e12, factor: 0.01", "min: 0", "max: 0",
+                           "min: 0, max: 0", "min: 0.999, max: 1", "golden: 55.0253, factor: 1"}) {
+    EXPECT_EQ(error_of(fine), "no error") << fine;
+  }
+}
+
+TEST(AcceptBounds, TheShippedProfilesLoad) {
+  for (const char* name : {"h100", "h200", "h200-quick"}) {
+    EXPECT_NO_THROW(
+        static_cast<void>(load_profile(fmt::format("{}/profiles/{}.yaml", MEMSTRESS_SOURCE_DIR, name))))
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace memstress
