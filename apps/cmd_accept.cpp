@@ -30,6 +30,7 @@
 #include "harness/memory/device_spec.hpp"
 #include "harness/results/read.hpp"
 #include "harness/results/sink.hpp"
+#include "harness/run/fault.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/session.hpp"
 #include "suites/registry.hpp"
@@ -48,6 +49,7 @@ struct AcceptFlags {
   bool any_gpu = false;
   bool quiet = false;
   double timeout_s = 300;
+  std::string inject_fault;  // tests of a rank lost mid-profile only (run --inject-fault's grammar)
 };
 
 std::vector<std::string> split(const std::string& values) {
@@ -77,11 +79,18 @@ AcceptInput runs_from(const std::vector<std::string>& files) {
   return input;
 }
 
+// This rank's part of a live run: on rank 0, the job's run as a results file would give it back (every
+// rank's rows, the job's ranks, how it ended); `aborted` where the session ended early (a lost rank, a
+// device that failed outside any case) and its finished rows are judged.
+struct LiveRun {
+  AcceptInput input;
+  bool aborted = false;
+};
+
 // Runs the profile on this rank (under mpirun: on every rank, one GPU each, as `run` does) and returns
-// the job's run on rank 0 as a results file would give it back (every rank's rows, the job's ranks, how it
-// ended); nothing on the other ranks.
-AcceptInput run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv,
-                        InterruptWatch& interrupts, World& world) {
+// the job's run on rank 0 (nothing on the other ranks).
+LiveRun run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv,
+                    InterruptWatch& interrupts, World& world) {
   const Registry registry = suites::builtin_registry();
   std::vector<PlannedCase> cases;
   std::vector<std::string> in_turn;  // workloads run one rank at a time
@@ -141,13 +150,27 @@ AcceptInput run_profile(const AcceptFlags& f, const Profile& profile, std::vecto
   options.cases = std::move(cases);
   options.allocators = {AllocatorSpec{}};  // caching
   options.run.quiet = f.quiet;
+  if (!f.inject_fault.empty()) {
+    options.run.fault = FaultInjection::parse(f.inject_fault);
+  }
   options.interrupted = [&f](const RunRecord& /*record*/, int signal, const std::string& /*why*/) {
     note("interrupted by {}: nothing judged{}", signal_name(signal),
          f.out.empty() ? std::string() : fmt::format("; the rows so far are in {}", f.out));
   };
   Session session(std::move(options), std::move(backend), world, interrupts);
-  session.run();
-  AcceptInput input;
+  LiveRun live;
+  try {
+    session.run();
+  } catch (const Error& e) {
+    // A rank lost (DistError), a device failed outside any case (ApiError): the session has finished its
+    // results as aborted with the reason, keeping the rows that finished, and rank 0 judges them (Note [What
+    // a run promised]): the lost rank's checks FAIL naming it. Anything else, and the other ranks, end as
+    // before.
+    if (e.exit_code() != ExitCode::check_failed || !session.writer()) {
+      throw;
+    }
+    live.aborted = true;
+  }
   if (session.writer()) {
     const RunRecord& record = session.sink().record();
     std::vector<ResultRow> rows;
@@ -156,9 +179,9 @@ AcceptInput run_profile(const AcceptFlags& f, const Profile& profile, std::vecto
       rows.push_back(result_row(row));
     }
     // Read back as a results file is (the job's ranks, its status, every rank's host and GPU).
-    add_run(input, memstress_results(header_json(record), std::move(rows)), "this run");
+    add_run(live.input, memstress_results(header_json(record), std::move(rows)), "this run");
   }
-  return input;
+  return live;
 }
 
 std::string junit_of(const Profile& profile,
@@ -293,8 +316,15 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
   // Under mpirun every rank runs the profile on its GPU; rank 0 judges all ranks' rows.
   InterruptWatch interrupts;  // before MPI, CUDA or any thread exists
   return run_as_job(f.timeout_s, "--timeout", [&](World& world) {
-    const AcceptInput input = run_profile(f, profile, argv, interrupts, world);
-    return world.rank() == 0 ? judge(f, profile, input) : 0;
+    const LiveRun live = run_profile(f, profile, argv, interrupts, world);
+    if (world.rank() != 0) {
+      return 0;
+    }
+    const int code = judge(f, profile, live.input);
+    if (live.aborted) {
+      throw EndJob(static_cast<ExitCode>(code));  // a rank may be dead or hung: no waiting for it at the end
+    }
+    return code;
   });
 }
 
@@ -322,6 +352,8 @@ Subcommand add_accept(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--timeout", flags->timeout_s,
                   "Under mpirun: seconds to wait for a late rank before the job is aborted")
       ->capture_default_str();
+  // For the tests of a rank lost mid-profile only: RANK:CASE_INDEX:exit|hang|throw, as run takes it (hidden).
+  sub->add_option("--inject-fault", flags->inject_fault, "")->group("");
   return {sub, [flags, write, argv = std::move(argv)] {
             if (write->count() > 0 && !flags->train) {
               throw InputError(fmt::format("--write {}: writes the trained profile, so it goes with --train",
