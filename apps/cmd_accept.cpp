@@ -11,9 +11,12 @@
 
 #include "apps/commands.hpp"
 #include "apps/shipped_profile.hpp"
+#include "harness/accept/input.hpp"
 #include "harness/accept/judge.hpp"
 #include "harness/accept/profile.hpp"
+#include "harness/accept/run_checks.hpp"
 #include "harness/accept/train.hpp"
+#include "harness/accept/verdict.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
@@ -27,6 +30,7 @@
 #include "harness/memory/device_spec.hpp"
 #include "harness/results/read.hpp"
 #include "harness/results/sink.hpp"
+#include "harness/run/fault.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/session.hpp"
 #include "suites/registry.hpp"
@@ -45,6 +49,7 @@ struct AcceptFlags {
   bool any_gpu = false;
   bool quiet = false;
   double timeout_s = 300;
+  std::string inject_fault;  // tests of a rank lost mid-profile only (run --inject-fault's grammar)
 };
 
 std::vector<std::string> split(const std::string& values) {
@@ -56,16 +61,11 @@ std::vector<std::string> split(const std::string& values) {
   return out;
 }
 
-// The rows of results files (memstress.run/1 documents or `.jsonl` streams), read by compare's loader:
-// every field's type is checked and a bad one named with its file and row (exit 2).
-struct RowsFrom {
-  AcceptRows rows;
-  std::string gpu;  // the first row's device name
-  int ranks = 1;    // how many ranks produced them
-};
-
-RowsFrom rows_from(const std::vector<std::string>& files) {
-  RowsFrom out;
+// The runs of results files (memstress.run/1 documents or `.jsonl` streams), each with what its header
+// promised, read by compare's loader: every field's type is checked and a bad one named with its file and row
+// (exit 2).
+AcceptInput runs_from(const std::vector<std::string>& files) {
+  AcceptInput input;
   for (const std::string& file : files) {
     Results results = load_results(file, "--from");
     if (results.kind != ResultsKind::memstress) {
@@ -74,21 +74,23 @@ RowsFrom rows_from(const std::vector<std::string>& files) {
                       "memstress run or accept",
                       file, to_string(results.kind), kSchemaId));
     }
-    for (ResultRow& row : results.rows) {
-      if (out.gpu.empty()) {
-        out.gpu = row.device;
-      }
-      out.ranks = std::max(out.ranks, row.rank.value_or(0) + 1);
-      out.rows.push_back(std::move(row));
-    }
+    add_run(input, std::move(results), fmt::format("'{}'", file));
   }
-  return out;
+  return input;
 }
 
+// This rank's part of a live run: on rank 0, the job's run as a results file would give it back (every
+// rank's rows, the job's ranks, how it ended); `aborted` where the session ended early (a lost rank, a
+// device that failed outside any case) and its finished rows are judged.
+struct LiveRun {
+  AcceptInput input;
+  bool aborted = false;
+};
+
 // Runs the profile on this rank (under mpirun: on every rank, one GPU each, as `run` does) and returns
-// every rank's rows on rank 0 (none on the other ranks).
-AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv,
-                       InterruptWatch& interrupts, World& world) {
+// the job's run on rank 0 (nothing on the other ranks).
+LiveRun run_profile(const AcceptFlags& f, const Profile& profile, std::vector<std::string> argv,
+                    InterruptWatch& interrupts, World& world) {
   const Registry registry = suites::builtin_registry();
   std::vector<PlannedCase> cases;
   std::vector<std::string> in_turn;  // workloads run one rank at a time
@@ -148,26 +150,44 @@ AcceptRows run_profile(const AcceptFlags& f, const Profile& profile, std::vector
   options.cases = std::move(cases);
   options.allocators = {AllocatorSpec{}};  // caching
   options.run.quiet = f.quiet;
+  if (!f.inject_fault.empty()) {
+    options.run.fault = FaultInjection::parse(f.inject_fault);
+  }
   options.interrupted = [&f](const RunRecord& /*record*/, int signal, const std::string& /*why*/) {
     note("interrupted by {}: nothing judged{}", signal_name(signal),
          f.out.empty() ? std::string() : fmt::format("; the rows so far are in {}", f.out));
   };
   Session session(std::move(options), std::move(backend), world, interrupts);
-  session.run();
-  AcceptRows rows;
+  LiveRun live;
+  try {
+    session.run();
+  } catch (const Error& e) {
+    // A rank lost (DistError), a device failed outside any case (ApiError): the session has finished its
+    // results as aborted with the reason, keeping the rows that finished, and rank 0 judges them (Note [What
+    // a run promised]): the lost rank's checks FAIL naming it. Anything else, and the other ranks, end as
+    // before.
+    if (e.exit_code() != ExitCode::check_failed || !session.writer()) {
+      throw;
+    }
+    live.aborted = true;
+  }
   if (session.writer()) {
-    for (const Row& row : session.sink().record().rows) {
+    const RunRecord& record = session.sink().record();
+    std::vector<ResultRow> rows;
+    rows.reserve(record.rows.size());
+    for (const Row& row : record.rows) {
       rows.push_back(result_row(row));
     }
-    // The host and PCI bus id of every rank's GPU.
-    add_gpu_identity(rows, session.sink().record().environment);
+    // Read back as a results file is (the job's ranks, its status, every rank's host and GPU).
+    add_run(live.input, memstress_results(header_json(record), std::move(rows)), "this run");
   }
-  return rows;
+  return live;
 }
 
 std::string junit_of(const Profile& profile,
-                     const std::vector<std::pair<const AcceptCheck*, CheckOutcome>>& results) {
-  int failures = 0;
+                     const std::vector<std::pair<const AcceptCheck*, CheckOutcome>>& results,
+                     const std::vector<RunCheckFailure>& run_failures) {
+  int failures = static_cast<int>(run_failures.size());
   int skipped = 0;
   std::string cases;
   const auto esc = [](const std::string& s) {
@@ -197,6 +217,7 @@ std::string junit_of(const Profile& profile,
     property("unit", outcome.unit);
     property("bound", outcome.bound);
     property("gpu", outcome.where);
+    property("failure", std::string(to_string(outcome.failure)));
     const std::string body = outcome.skipped ? fmt::format("<skipped message=\"{}\"/>", esc(outcome.detail))
                              : outcome.pass  ? fmt::format("<system-out>{}</system-out>", esc(outcome.detail))
                                              : fmt::format("<failure message=\"{}\"/>", esc(outcome.detail));
@@ -205,18 +226,38 @@ std::string junit_of(const Profile& profile,
         "</properties>\n      {}\n    </testcase>\n",
         esc(profile.name), esc(check->name), properties, body);
   }
+  for (const RunCheckFailure& failure : run_failures) {
+    cases += fmt::format(
+        "    <testcase classname=\"memstress.accept.{}\" name=\"{}\">\n      <failure message=\"{}\"/>\n    "
+        "</testcase>\n",
+        esc(profile.name), esc(failure.name), esc(failure.detail));
+  }
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memstress\">\n  <testsuite "
       "name=\"memstress.accept.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  "
       "</testsuite>\n"
       "</testsuites>\n",
-      esc(profile.name), results.size(), failures, skipped, cases);
+      esc(profile.name), results.size() + run_failures.size(), failures, skipped, cases);
 }
 
-// Judges (or trains from) `rows`, produced by `ranks` ranks; prints a line per check and the verdict.
-int judge(const AcceptFlags& f, Profile& profile, const AcceptRows& rows, int ranks) {
+// Judges (or trains from) `input`; prints a line per check, a line per failed check of the run itself, and
+// the verdict (Note [Nothing judged is not a pass] in harness/accept/verdict.hpp).
+int judge(const AcceptFlags& f, Profile& profile, const AcceptInput& input) {
+  const std::vector<RunCheckFailure> run_failures = check_runs(input, /*one_model=*/!f.any_gpu);
+  const auto print_run_failures = [&] {
+    for (const RunCheckFailure& failure : run_failures) {
+      fmt::print("FAIL  {}: {}\n", failure.name, failure.detail);
+    }
+  };
   if (f.train) {
-    const std::vector<Untrained> untrained = train(profile, rows);
+    if (!run_failures.empty()) {
+      // Golden values come from a healthy run that finished: none are taken from one that did not.
+      print_run_failures();
+      fmt::print("not trained: the run failed its own checks (above); {} is left as it was\n",
+                 f.write.empty() ? f.profile : f.write);
+      return to_int(ExitCode::check_failed);
+    }
+    const std::vector<Untrained> untrained = train(profile, input.rows);
     const std::string target = f.write.empty() ? f.profile : f.write;
     write_file_atomically(target, to_yaml(profile), "--write");
     fmt::print("trained the golden values of {} profile {} into {}\n", profile.name, profile.gpu, target);
@@ -226,46 +267,23 @@ int judge(const AcceptFlags& f, Profile& profile, const AcceptRows& rows, int ra
     return 0;
   }
   std::vector<std::pair<const AcceptCheck*, CheckOutcome>> results;
-  int passed = 0;
-  int skipped = 0;
-  int not_run = 0;  // skipped because their cases were (no real GPU, too few GPUs)
+  std::vector<CheckOutcome> outcomes;
   for (const AcceptCheck& check : profile.checks) {
-    results.emplace_back(&check, evaluate(check, rows, ranks));
+    results.emplace_back(&check, evaluate(check, input));
     const CheckOutcome& o = results.back().second;
-    passed += o.pass ? 1 : 0;
-    skipped += o.skipped ? 1 : 0;
-    not_run += o.not_run ? 1 : 0;
+    outcomes.push_back(o);
     fmt::print("{}  {}: {}\n", o.skipped ? "SKIP" : o.pass ? "PASS" : "FAIL", check.name, o.detail);
   }
-  const int judged = static_cast<int>(results.size()) - skipped;
+  print_run_failures();
+  const int ranks = input.ranks();
   const std::string about =
       fmt::format("profile {}, {}, {} rank{}", profile.name, profile.gpu, ranks, ranks == 1 ? "" : "s");
   if (!f.junit.empty()) {
-    write_file_atomically(f.junit, junit_of(profile, results), "--junit");
+    write_file_atomically(f.junit, junit_of(profile, results, run_failures), "--junit");
   }
-  // Note [Nothing judged is not a pass]: a pass needs at least one check judged and none that could not be
-  // judged for want of hardware; exit 1 when there is nothing to judge, 3 when the environment lacked it.
-  if (results.empty()) {
-    fmt::print("verdict: NOT JUDGED (the profile has no checks: nothing to judge; {})\n", about);
-    return to_int(ExitCode::check_failed);
-  }
-  if (passed < judged) {
-    fmt::print("verdict: FAIL ({} of {} checks passed{}; {})\n", passed, judged,
-               skipped > 0 ? fmt::format(", {} skipped", skipped) : std::string(), about);
-    return to_int(ExitCode::check_failed);
-  }
-  if (judged == 0 || not_run > 0) {
-    fmt::print(
-        "verdict: NOT JUDGED ({} of {} checks judged, {} skipped{}: this device or job lacks what they "
-        "need; {})\n",
-        judged, results.size(), skipped,
-        not_run > 0 ? fmt::format(", {} of them because their cases were skipped", not_run) : std::string(),
-        about);
-    return to_int(ExitCode::env_missing);
-  }
-  fmt::print("verdict: PASS ({} of {} checks passed{}; {})\n", passed, judged,
-             skipped > 0 ? fmt::format(", {} skipped", skipped) : std::string(), about);
-  return to_int(ExitCode::ok);
+  const AcceptVerdict verdict = verdict_of(outcomes, run_failures.size(), about);
+  fmt::print("{}\n", verdict.line);
+  return to_int(verdict.code);
 }
 
 int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
@@ -274,7 +292,7 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
   }
   Profile profile = load_profile(f.profile);
   if (!f.from.empty()) {
-    const RowsFrom from = rows_from(f.from);
+    const AcceptInput from = runs_from(f.from);
     if (from.rows.empty() && !f.train) {
       // A run that ended before its first case: nothing was measured, which is not a pass.
       fmt::print(stderr,
@@ -283,20 +301,30 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
                  fmt::join(f.from, ", "));
       return to_int(ExitCode::check_failed);
     }
-    if (!f.any_gpu && from.gpu != profile.gpu) {
-      throw InputError(
-          fmt::format("--profile {}: its thresholds are for {}, and the results are from {} (--any-gpu "
-                      "to judge them anyway)",
-                      f.profile, profile.gpu,
-                      from.gpu.empty() ? std::string("an unknown GPU (they name none)") : from.gpu));
+    // Results of one other model are refused; of several models (in any order), FAILed by the run's own
+    // check "inputs: one GPU model", naming each model and its file.
+    const std::vector<GpuModel> models = gpu_models(from);
+    if (!f.any_gpu && models.size() == 1 && models.front().name != profile.gpu) {
+      const std::string& gpu = models.front().name;
+      throw InputError(fmt::format(
+          "--profile {}: its thresholds are for {}, and the results are from {} (--any-gpu "
+          "to judge them anyway)",
+          f.profile, profile.gpu, gpu.empty() ? std::string("an unknown GPU (they name none)") : gpu));
     }
-    return judge(f, profile, from.rows, from.ranks);
+    return judge(f, profile, from);
   }
   // Under mpirun every rank runs the profile on its GPU; rank 0 judges all ranks' rows.
   InterruptWatch interrupts;  // before MPI, CUDA or any thread exists
   return run_as_job(f.timeout_s, "--timeout", [&](World& world) {
-    const AcceptRows rows = run_profile(f, profile, argv, interrupts, world);
-    return world.rank() == 0 ? judge(f, profile, rows, world.size()) : 0;
+    const LiveRun live = run_profile(f, profile, argv, interrupts, world);
+    if (world.rank() != 0) {
+      return 0;
+    }
+    const int code = judge(f, profile, live.input);
+    if (live.aborted) {
+      throw EndJob(static_cast<ExitCode>(code));  // a rank may be dead or hung: no waiting for it at the end
+    }
+    return code;
   });
 }
 
@@ -324,6 +352,8 @@ Subcommand add_accept(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--timeout", flags->timeout_s,
                   "Under mpirun: seconds to wait for a late rank before the job is aborted")
       ->capture_default_str();
+  // For the tests of a rank lost mid-profile only: RANK:CASE_INDEX:exit|hang|throw, as run takes it (hidden).
+  sub->add_option("--inject-fault", flags->inject_fault, "")->group("");
   return {sub, [flags, write, argv = std::move(argv)] {
             if (write->count() > 0 && !flags->train) {
               throw InputError(fmt::format("--write {}: writes the trained profile, so it goes with --train",

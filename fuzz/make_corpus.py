@@ -175,9 +175,61 @@ STORE = {
     "not-a-store": b"1\nthis is not an SQLite file\n",
 }
 
+def judge_seeds() -> dict[str, bytes]:
+    """accept's judge: a profile, the line `#%results`, and results (fuzz/judge.cpp). The committed healthy H100
+    record cut to its three copies (no samples, no allocator statistics, each rank's environment its host and
+    device), as a run of one rank and of two, whole and with one promise broken each as tests/cli/make_bad_results.py
+    breaks them."""
+    doc = json.loads(whole("results/h100/faults-580.159.04/accept-healthy-1.json"))
+    doc["environment"]["ranks"] = [{k: r[k] for k in ("rank", "host", "device")} for r in doc["environment"]["ranks"]]
+    doc["environment"]["ranks"][0]["host"] = {"name": "vm"}
+    doc["rows"] = [r for r in doc["rows"] if r["workload"] == "transfers"]
+    for row in doc["rows"]:
+        row.pop("allocator_stats", None)
+        row["metrics"] = {k: {f: v for f, v in m.items() if f != "samples"} for k, m in row["metrics"].items()
+                          if k in ("GB/s", "page_locked", "vs_ref")}
+    doc.pop("summary", None)
+    two = json.loads(json.dumps(doc))
+    second = json.loads(json.dumps(two["environment"]["ranks"][0]))
+    second.update(rank=1, device={"label": "cuda:1", "uuid": "GPU-1", "pci_bus_id": "0000:00:07.0"})
+    two["environment"]["ranks"].append(second)
+    two["config"]["ranks"] = 2
+    two["rows"] = [dict(r, rank=rank, device=dict(r["device"], label=f"cuda:{rank}", ordinal=rank,
+                                                 uuid=r["device"]["uuid"] if rank == 0 else "GPU-1"))
+                   for r in doc["rows"] for rank in (0, 1)]
+    profile = whole("tests/data/accept/h100-two-ranks.yaml") + b"#%results\n"
+    one_rank = b"name: t\ngpu: NVIDIA H100 80GB HBM3\nruns: []\nchecks:\n" \
+        b"  - {name: h2d, workload: transfers, where: {direction: h2d}, metric: GB/s, golden: 55, factor: 0.75}\n" \
+        b"  - {name: locked, workload: transfers, metric: page_locked, min: 1}\n" \
+        b"  - {name: verdict, workload: transfers, metric: verdict, max: 0}\n#%results\n"
+
+    def changed(base: dict, change) -> bytes:
+        out = json.loads(json.dumps(base))
+        change(out)
+        return json.dumps(out).encode()
+
+    def rank1_h2d(d: dict) -> dict:
+        return next(r for r in d["rows"] if r["rank"] == 1 and r["params"]["direction"] == "h2d")
+
+    stream = [dict({k: v for k, v in doc.items() if k != "rows"}, type="header")] + \
+        [dict(r, type="row") for r in doc["rows"]]
+    return {
+        "two-ranks.txt": profile + changed(two, lambda d: None),
+        "null-figure.txt": profile + changed(two, lambda d: rank1_h2d(d)["metrics"]["GB/s"].update(median=None)),
+        "no-row.txt": profile + changed(two, lambda d: d["rows"].remove(rank1_h2d(d))),
+        "silent-rank.txt": profile + changed(two, lambda d: d.update(rows=[r for r in d["rows"] if r["rank"] == 0])),
+        "rank-7.txt": profile + changed(two, lambda d: d["rows"].append(dict(rank1_h2d(d), rank=7))),
+        "errored-row.txt": one_rank + changed(doc, lambda d: d["rows"][0].update(verdict="error",
+                                                                                reason="cudaErrorIllegalAddress")),
+        "aborted.txt": one_rank + changed(doc, lambda d: d.update(status="aborted", abort_reason="XID 79")),
+        "two-models.txt": one_rank + changed(doc, lambda d: d["rows"][1]["device"].update(name="NVIDIA H200")),
+        "running.txt": one_rank + b"\n".join(json.dumps(line).encode() for line in stream) + b"\n",
+    }
+
+
 TARGETS = {"results": RESULTS, "ingest": INGEST, "store": STORE, "json_input": JSON, "profile": PROFILE, "replay_trace": REPLAY_TRACE,
            "alloc_conf": ALLOC_CONF, "bytes": BYTES, "params": PARAMS, "trace_file": TRACE_FILE,
-           "snapshot_facts": snapshot_facts()}
+           "snapshot_facts": snapshot_facts(), "judge": judge_seeds()}
 
 
 def main() -> None:

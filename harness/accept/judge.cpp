@@ -9,10 +9,23 @@
 #include <optional>
 #include <vector>
 
+#include "harness/accept/missing.hpp"
 #include "harness/core/units.hpp"
 #include "harness/stats/summary.hpp"
 
 namespace memstress {
+
+std::string_view to_string(Failure failure) noexcept {
+  switch (failure) {
+    case Failure::measured_bad:
+      return "measured bad";
+    case Failure::missing:
+      return "missing";
+    case Failure::none:
+      break;
+  }
+  return "";
+}
 
 std::string with_unit(double v, const std::string& unit, int digits) {
   if (v == 1 && (unit == "data errors" || unit == "rows not passed")) {
@@ -69,8 +82,8 @@ std::vector<Bound> bounds_of(const AcceptCheck& check, const Measured& m) {
     const double median = median_of(m.values);
     const double share = *check.spread / 100;
     const std::string from =
-        fmt::format("{}% {} the median of {} rows, {}", *check.spread, m.higher_better ? "below" : "above",
-                    m.values.size(), with_unit(median, m.unit));
+        fmt::format("{}% {} the median of {} row{}, {}", *check.spread, m.higher_better ? "below" : "above",
+                    m.values.size(), m.values.size() == 1 ? "" : "s", with_unit(median, m.unit));
     out.push_back(m.higher_better ? Bound{true, median * (1 - share), from}
                                   : Bound{false, median * (1 + share), from});
   }
@@ -80,23 +93,6 @@ std::vector<Bound> bounds_of(const AcceptCheck& check, const Measured& m) {
 bool meets(double v, const std::vector<Bound>& bounds) {
   return std::all_of(bounds.begin(), bounds.end(),
                      [&](const Bound& b) { return b.at_least ? v >= b.value : v <= b.value; });
-}
-
-// Why a matched row could not measure the check's metric ("nvlink.errors (no NVLink is active on this GPU)"),
-// from its kNotMeasured note; nullopt when no matched row says so.
-std::optional<std::string> not_measured(const AcceptCheck& check, const AcceptRows& rows) {
-  const std::string prefix = fmt::format("{}{} ", kNotMeasured, check.metric);
-  for (const ResultRow& row : rows) {
-    if (!matches(row, check)) {
-      continue;
-    }
-    for (const std::string& note : row.notes) {
-      if (note.rfind(prefix, 0) == 0) {
-        return note.substr(kNotMeasured.size());
-      }
-    }
-  }
-  return std::nullopt;
 }
 
 bool on_one_gpu(const ResultRow& a, const ResultRow& b) {
@@ -134,11 +130,13 @@ std::vector<RowValue> named_rows(const Measured& m, const std::vector<Bound>& bo
   return out;
 }
 
-// The rows a check matched, and those of them the harness skipped.
+// The rows a check matched, those of them the harness skipped, and those whose GPU does not give the figure.
 struct Matched {
   std::size_t rows = 0;
   std::size_t skipped = 0;
   const ResultRow* first_skipped = nullptr;
+  std::size_t not_measured = 0;
+  std::string first_not_measured;  // why ("nvlink.errors (no NVLink is active on this GPU)")
 };
 
 // AcceptCheck::per_host: the rows without the skipped ones of a case that another rank of the same (named)
@@ -158,15 +156,29 @@ AcceptRows without_measured_elsewhere(const AcceptCheck& check, const AcceptRows
   return kept;
 }
 
+// A row that passed without the figure, saying its GPU does not give it (Note [What a check expects]).
+bool gpu_lacks_figure(const AcceptCheck& check, const ResultRow& row) {
+  if (row.verdict != Verdict::pass || check.metric == "verdict" || check.metric == "verification.errors") {
+    return false;
+  }
+  const MetricResult* metric = row.metric(check.metric);
+  return (metric == nullptr || !std::isfinite(metric->summary.median)) && not_measured_on(row, check);
+}
+
 Matched count_matched(const AcceptCheck& check, const AcceptRows& rows) {
   Matched out;
   for (const ResultRow& row : rows) {
-    if (matches(row, check)) {
-      ++out.rows;
-      if (row.verdict == Verdict::skip) {
-        out.skipped += 1;
-        out.first_skipped = out.first_skipped != nullptr ? out.first_skipped : &row;
-      }
+    if (!matches(row, check)) {
+      continue;
+    }
+    ++out.rows;
+    if (row.verdict == Verdict::skip) {
+      out.skipped += 1;
+      out.first_skipped = out.first_skipped != nullptr ? out.first_skipped : &row;
+    } else if (gpu_lacks_figure(check, row)) {
+      out.first_not_measured =
+          out.not_measured == 0 ? not_measured_on(row, check).value_or("") : out.first_not_measured;
+      out.not_measured += 1;
     }
   }
   return out;
@@ -195,14 +207,16 @@ CheckOutcome all_skipped(const Matched& matched) {
   return out;
 }
 
-// No matched row gave a value: a figure this GPU does not give is skipped; anything else fails.
-CheckOutcome unmeasured(const AcceptCheck& check, const AcceptRows& rows) {
+// No matched row gave a value: a figure this GPU does not give is skipped; anything else is missing (the
+// line's "missing: " is the caller's).
+CheckOutcome unmeasured(const AcceptCheck& check, const AcceptRows& rows, const Matched& matched) {
   CheckOutcome out;
-  if (const std::optional<std::string> why = not_measured(check, rows)) {
+  if (matched.not_measured > 0) {
     out.skipped = true;  // this GPU does not give the figure (no NVLink, a query NVML lacks): not its fault
-    out.detail = fmt::format("not measured on this GPU: {}", *why);
+    out.detail = fmt::format("not measured on this GPU: {}", matched.first_not_measured);
     return out;
   }
+  out.failure = Failure::missing;
   const bool workload_ran = std::any_of(rows.begin(), rows.end(),
                                         [&](const ResultRow& row) { return row.workload == check.workload; });
   out.detail = workload_ran ? fmt::format("no {} row with metric {} matched", check.workload, check.metric)
@@ -269,8 +283,13 @@ std::string failing_notes(const AcceptCheck& check, const std::vector<RowValue>&
   return about.empty() ? std::string() : fmt::format("; {}", fmt::join(about, "; "));
 }
 
-// The measured value held to the check's bounds.
-CheckOutcome judge_one(const AcceptCheck& check, const Measured& m) {
+// A judged value's line: "measured V (...)" on a pass, "measured bad: V (...)" on a fail.
+std::string judged_text(bool pass, const std::string& body) {
+  return fmt::format("{} {}", pass ? "measured" : "measured bad:", body);
+}
+
+// The measured value held to the check's bounds; `body`: the line without its first words (judged_text).
+CheckOutcome judge_one(const AcceptCheck& check, const Measured& m, std::string* body = nullptr) {
   CheckOutcome out;
   out.measured = m.value;
   out.unit = m.unit;
@@ -284,10 +303,15 @@ CheckOutcome judge_one(const AcceptCheck& check, const Measured& m) {
   });
   out.where = where_text(m, named, one_gpu);
   const std::string on = one_gpu ? "on" : out.pass ? "worst:" : "failing:";
-  out.detail = fmt::format("measured {} ({}), needs {}; {} {}", measured_text(m, bounds, out.pass),
-                           which_rows(m), out.bound, on, out.where);
+  std::string text = fmt::format("{} ({}), needs {}; {} {}", measured_text(m, bounds, out.pass),
+                                 which_rows(m), out.bound, on, out.where);
   if (!out.pass) {
-    out.detail += failing_notes(check, named);
+    text += failing_notes(check, named);
+    out.failure = Failure::measured_bad;
+  }
+  out.detail = judged_text(out.pass, text);
+  if (body != nullptr) {
+    *body = std::move(text);
   }
   return out;
 }
@@ -334,12 +358,13 @@ constexpr std::size_t kNodeRows = 3;
 // first one's value and bound; a pass the node whose worst row lags its median most.
 CheckOutcome judge_nodes(const AcceptCheck& check, const std::vector<Measured>& nodes) {
   std::vector<CheckOutcome> each;
+  std::vector<std::string> bodies(nodes.size());
   std::vector<double> lags;
   each.reserve(nodes.size());
   lags.reserve(nodes.size());
-  for (const Measured& node : nodes) {
-    each.push_back(judge_one(check, node));
-    lags.push_back(lag(node));
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    each.push_back(judge_one(check, nodes[i], &bodies[i]));
+    lags.push_back(lag(nodes[i]));
   }
   CheckOutcome out;
   std::vector<std::string> where;
@@ -349,7 +374,7 @@ CheckOutcome judge_nodes(const AcceptCheck& check, const std::vector<Measured>& 
     if (!each[i].pass) {
       shown = shown ? shown : i;
       where.push_back(each[i].where);
-      detail.push_back(fmt::format("node {}: {}", node_name(nodes[i]), each[i].detail));
+      detail.push_back(fmt::format("node {}: {}", node_name(nodes[i]), bodies[i]));
     }
   }
   out.pass = !shown;
@@ -363,8 +388,9 @@ CheckOutcome judge_nodes(const AcceptCheck& check, const std::vector<Measured>& 
   out.unit = each[*shown].unit;
   out.bound = fmt::format("{}; each of {} nodes held to its own median", each[*shown].bound, nodes.size());
   out.where = fmt::format("{}", fmt::join(where, "; "));
-  out.detail =
-      fmt::format("{} nodes, each held to its own median: {}", nodes.size(), fmt::join(detail, "; "));
+  out.failure = out.pass ? Failure::none : Failure::measured_bad;
+  out.detail = fmt::format("{}{} nodes, each held to its own median: {}",
+                           out.pass ? "" : "measured bad: ", nodes.size(), fmt::join(detail, "; "));
   return out;
 }
 
@@ -380,58 +406,74 @@ CheckOutcome judge(const AcceptCheck& check, const Measured& m) {
   return judge_one(check, m);
 }
 
-// Some of its rows were skipped (one GPU's case could not run): a pass of the others does not judge every
-// GPU.
+// Some of its rows were skipped (one GPU's case could not run), or say their GPU does not give the figure:
+// a pass of the others does not judge every GPU.
 void not_judged_everywhere(CheckOutcome& out, const Matched& matched) {
   out.pass = false;
   out.skipped = true;
   out.not_run = true;
-  out.detail = fmt::format("not judged on every GPU: {} of its {} rows were skipped ({}); the others: {}",
-                           matched.skipped, matched.rows, skip_reason(matched), out.detail);
+  const std::string what = matched.skipped > 0
+                               ? fmt::format("{} of its {} rows were skipped ({})", matched.skipped,
+                                             matched.rows, skip_reason(matched))
+                               : fmt::format("{} of its {} rows were not measured on their GPU: {}",
+                                             matched.not_measured, matched.rows, matched.first_not_measured);
+  out.detail = fmt::format("not judged on every GPU: {}; the others: {}", what, out.detail);
 }
 
-// A matched row that failed or errored before it measured the check's metric is a GPU left unmeasured: the
-// check FAILs naming it, whatever the other rows measured (fail closed).
-void fail_unfinished(CheckOutcome& out, const AcceptCheck& check, const AcceptRows& rows, const Measured& m) {
-  std::vector<std::string> gpus;
-  for (const ResultRow& row : rows) {
-    const bool gave =
-        std::any_of(m.values.begin(), m.values.end(), [&](const RowValue& v) { return v.row == &row; });
-    if (matches(row, check) && !gave && (row.verdict == Verdict::error || row.verdict == Verdict::fail)) {
-      gpus.push_back(fmt::format("{} ({} {}: {})", describe(row.gpu, row.rank), row.workload, row.case_label,
-                                 row.reason.substr(0, row.reason.find('\n'))));
-    }
-  }
-  if (gpus.empty()) {
+// Values the check was owed and lacks: it FAILs naming each GPU, whatever the others measured (fail closed).
+// A check whose judged values fail says so first.
+void with_missing(CheckOutcome& out, const NamedList& missing) {
+  if (missing.empty()) {
     return;
   }
+  const bool measured_bad = out.failure == Failure::measured_bad;
   out.pass = false;
-  out.detail = fmt::format("not measured where its row{} failed: {}; the others: {}",
-                           gpus.size() == 1 ? "" : "s", fmt::join(gpus, "; "), out.detail);
+  out.skipped = false;
+  out.not_run = false;
+  if (measured_bad) {
+    out.detail += fmt::format("; missing: {}", missing.text());
+  } else {
+    out.failure = Failure::missing;
+    out.detail = fmt::format("missing: {}; the others: {}", missing.text(), out.detail);
+  }
 }
 
 }  // namespace
 
-CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int ranks) {
-  if (check.min_ranks > ranks) {
-    return too_few_ranks(check, ranks);
+CheckOutcome evaluate(const AcceptCheck& check, const AcceptInput& input) {
+  if (check.min_ranks > input.ranks()) {
+    return too_few_ranks(check, input.ranks());
   }
-  const AcceptRows kept = check.per_host ? without_measured_elsewhere(check, rows) : AcceptRows();
-  const AcceptRows& judged = check.per_host ? kept : rows;
+  const NamedList missing = missing_values(check, input);
+  const AcceptRows kept = check.per_host ? without_measured_elsewhere(check, input.rows) : AcceptRows();
+  const AcceptRows& judged = check.per_host ? kept : input.rows;
   const Matched matched = count_matched(check, judged);
   if (matched.rows > 0 && matched.skipped == matched.rows) {
-    return all_skipped(matched);
+    CheckOutcome out = all_skipped(matched);
+    with_missing(out, missing);  // "the others: not judged: ..."
+    return out;
   }
   const std::optional<Measured> m = measure(check, judged);
   if (!m) {
-    return unmeasured(check, judged);
+    CheckOutcome out = unmeasured(check, judged, matched);
+    if (out.skipped) {
+      with_missing(out, missing);  // "the others: not measured on this GPU: ..."
+    } else {
+      out.detail = missing.empty() ? fmt::format("missing: {}", out.detail)
+                                   : fmt::format("missing: {}; {}", missing.text(), out.detail);
+    }
+    return out;
   }
   CheckOutcome out = judge(check, *m);
-  fail_unfinished(out, check, judged, *m);
-  if (out.pass && matched.skipped > 0) {
+  if (out.pass && (matched.skipped > 0 || matched.not_measured > 0)) {
     not_judged_everywhere(out, matched);
   }
+  with_missing(out, missing);
   return out;
+}
+
+CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int ranks) {
+  return evaluate(check, complete_run(rows, ranks));
 }
 
 }  // namespace memstress

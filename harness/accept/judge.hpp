@@ -6,20 +6,33 @@
 // where higher is better, the highest otherwise). With a golden value, a higher-is-better metric passes at
 // >= factor x golden and a lower-is-better one at <= golden / factor; `min` and `max` are absolute bounds
 // and may stand alone or beside a golden value. `verification.errors` is the sum of the rows' data errors
-// and `verdict` the number of rows that did not pass; both want `max: 0`. A check that matches no row
-// fails: a profile whose run did not produce what it checks is not a pass. A check whose matched rows were
-// all skipped (their cases need a real GPU, more GPUs) is skipped, not judged. `accept` passes only when
-// it judged something and all it judged passed: a profile with no checks exits 1, and one where a check
-// could not be judged for want of ranks or hardware (every check skipped, or one whose cases were
-// skipped) exits 3.
+// and `verdict` the number of rows that did not pass; both want `max: 0`.
+//
+// A check fails closed, in one of two ways, each its own words at the start of the line:
+// - `measured bad:` a value it judged is outside its bound ("FAIL  h2d: measured bad: 26.85 GB/s (lowest of
+//   4 rows), needs >= 40 GB/s ...; failing: 26.85 GB/s on host b, rank 2, ...");
+// - `missing:` a value it was owed is not there (Note [What a check expects] in missing.hpp): a promised
+//   rank without the row, a row that failed or errored, a null figure, or no row at all ("FAIL  h2d:
+//   missing: host b, rank 1, cuda:1 (...) has no row of transfers direction=h2d ...; the others: measured
+//   ..."). A check with both says both, the bad values first.
+// A check whose matched rows were all skipped (their cases need a real GPU, more GPUs) is skipped, not
+// judged, unless a promised rank has no row at all: that is missing. `accept` passes only when it judged
+// something and all it judged passed, and the run itself passed its own checks (run_checks.hpp); the
+// verdict and exit codes: verdict.hpp.
 
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "harness/accept/input.hpp"
 #include "harness/accept/measure.hpp"
 #include "harness/accept/profile.hpp"
 
 namespace memstress {
+
+// How a check failed: a value outside its bound, or a value it was owed and lacks.
+enum class Failure { none, measured_bad, missing };
+[[nodiscard]] std::string_view to_string(Failure failure) noexcept;  // "", "measured bad", "missing"
 
 struct CheckOutcome {
   bool pass = false;
@@ -27,6 +40,7 @@ struct CheckOutcome {
   // was skipped by the harness (its case needs a real GPU, more GPUs: the environment lacked it).
   bool skipped = false;
   bool not_run = false;
+  Failure failure = Failure::none;  // when neither passed nor skipped
   std::optional<double> measured;
   std::string unit;    // the metric's ("GB/s"); "data errors" and "rows not passed" for the two counts
   std::string bound;   // ">= 41.27 GB/s (0.75 x golden 55.03 GB/s)", "<= 0 data errors"
@@ -38,9 +52,11 @@ struct CheckOutcome {
 // "0 data errors", "0.9369" (a ratio or share); `digits` significant digits. `db train` words its floors so.
 [[nodiscard]] std::string with_unit(double v, const std::string& unit, int digits = 4);
 
-// `rows`: from this run or from results files; `ranks`: how many ranks produced them (a check with a
-// larger min_ranks is skipped). Rows of every rank count: a check takes the worst matched row, so one
-// slow GPU fails it.
+// `input`: this run's or results files' rows, with what each run promised (a check needing more ranks than
+// any run had is skipped). Rows of every rank count: a check takes the worst matched row, so one slow GPU
+// fails it, and one GPU without its value fails it too.
+[[nodiscard]] CheckOutcome evaluate(const AcceptCheck& check, const AcceptInput& input);
+// The same on the rows of one complete run of `ranks` ranks.
 [[nodiscard]] CheckOutcome evaluate(const AcceptCheck& check, const AcceptRows& rows, int ranks = 1);
 
 }  // namespace memstress

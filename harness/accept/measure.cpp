@@ -30,12 +30,13 @@ bool matches(const ResultRow& row, const AcceptCheck& check) {
 
 std::optional<Measured> measure(const AcceptCheck& check, const AcceptRows& rows) {
   Measured m;
+  const bool count = check.metric == "verification.errors" || check.metric == "verdict";
   for (const ResultRow& row : rows) {
     if (!matches(row, check)) {
       continue;
     }
-    ++m.rows;
-    if (check.metric == "verification.errors" || check.metric == "verdict") {
+    if (count) {
+      ++m.rows;
       m.higher_better = false;
       m.is_sum = true;
       const bool errors = check.metric == "verification.errors";
@@ -43,17 +44,21 @@ std::optional<Measured> measure(const AcceptCheck& check, const AcceptRows& rows
       const double v = errors ? static_cast<double>(row.errors) : (row.verdict == Verdict::pass ? 0.0 : 1.0);
       m.value += v;
       m.values.push_back({&row, v});
-    } else if (const MetricResult* metric = row.metric(check.metric)) {
-      if (std::isnan(metric->summary.median)) {  // written as null: not measured
-        continue;
-      }
-      const double v = metric->summary.median;
-      const bool higher = metric->better != Better::lower;
-      m.value = m.values.empty() ? v : (higher ? std::min(m.value, v) : std::max(m.value, v));
-      m.higher_better = higher;
-      m.unit = shown_unit(check.metric, metric->unit);
-      m.values.push_back({&row, v});
+      continue;
     }
+    const MetricResult* metric = row.metric(check.metric);
+    // Only a row that passed is judged on its figures (Note [What a check expects] in missing.hpp); null
+    // is "not measured".
+    if (row.verdict != Verdict::pass || metric == nullptr || !std::isfinite(metric->summary.median)) {
+      continue;
+    }
+    const double v = metric->summary.median;
+    const bool higher = metric->better != Better::lower;
+    m.value = m.values.empty() ? v : (higher ? std::min(m.value, v) : std::max(m.value, v));
+    m.higher_better = higher;
+    m.unit = shown_unit(check.metric, metric->unit);
+    m.values.push_back({&row, v});
+    ++m.rows;
   }
   return m.values.empty() ? std::nullopt : std::optional<Measured>(m);
 }

@@ -29,13 +29,15 @@ struct Measured {
   bool higher_better = true;
   bool is_sum = false;  // verification.errors and verdict add their rows up
   std::string unit;
-  std::size_t rows = 0;
+  std::size_t rows = 0;          // the rows it is of: every matched row of a count, else those with a value
   std::vector<RowValue> values;  // the rows that gave a value
 };
 
 // Whether `row` is of the check's workload and has every parameter its `where` names.
 [[nodiscard]] bool matches(const ResultRow& row, const AcceptCheck& check);
-// The check's value over the matched rows; nullopt where no matched row gave one.
+// The check's value over the matched rows; nullopt where no matched row gave one. A metric's value is taken
+// from rows that passed alone (a failed or errored row's figures are not judged); `verdict` and
+// `verification.errors` count every matched row.
 [[nodiscard]] std::optional<Measured> measure(const AcceptCheck& check, const AcceptRows& rows);
 
 }  // namespace memstress

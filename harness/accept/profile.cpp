@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "harness/accept/bounds.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/json_text.hpp"
 
@@ -242,13 +243,10 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
       check.min_ranks = min_ranks(c, what);
       check.per_host = flag(c, "per_host", what);
       check.source = scalar(c, "source", what).value_or("");
-      if (!(check.factor > 0 && check.factor <= 1)) {
-        throw InputError(fmt::format("{} ({}): factor must be in (0, 1]", what, check.name));
-      }
-      // A golden value of 0 (or below) passes everything higher-is-better and nothing lower-is-better.
-      if (check.golden && !(*check.golden > 0)) {
-        throw InputError(fmt::format("{} ({}): golden must be a number above 0, not {}{} (train it: --train)",
-                                     what, check.name, *check.golden, line_of(c["golden"])));
+      // Note [Bounds that mean something] (bounds.hpp).
+      if (const std::optional<BoundProblem> problem = bound_problem(check)) {
+        throw InputError(fmt::format("{} ({}): {}{}{}", what, check.name, problem->why,
+                                     line_of(c[problem->key]), problem->hint));
       }
       if (!check.golden && !check.min && !check.max && !check.spread &&
           !(c["golden"] && c["golden"].IsNull())) {

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <optional>
+
+#include "harness/accept/bounds.hpp"
 
 namespace memstress {
 
@@ -16,10 +17,10 @@ std::vector<Untrained> train(Profile& profile, const AcceptRows& rows) {
     const std::optional<Measured> m = measure(check, rows);
     if (!m) {
       untrained.push_back({check.name, "no matching row in these results"});
-    } else if (!(m->value > 0) || !std::isfinite(m->value)) {
-      untrained.push_back({check.name, fmt::format("measured {}: a golden value must be above 0 (give the "
-                                                   "check a min or max instead)",
-                                                   m->value)});
+    } else if (const std::optional<std::string> why = golden_problem(m->value)) {
+      // Note [Bounds that mean something]: the trained profile must read back.
+      untrained.push_back(
+          {check.name, fmt::format("measured {}: {} (give the check a min or max instead)", m->value, *why)});
     } else {
       check.golden = m->value;
     }

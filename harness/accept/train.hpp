@@ -14,12 +14,13 @@ namespace memstress {
 // A check train() left as it was, and why.
 struct Untrained {
   std::string check;
-  std::string why;  // "no matching row in these results", "measured 0: a golden value must be above 0"
+  std::string why;  // "no matching row in these results", "measured 0: golden must be a number above 0, ..."
 };
 
 // Sets every check's golden value to what `rows` measured (checks with no golden value and only absolute
 // bounds are left alone). Returns the checks that matched no row, or measured a value that cannot be a
-// golden value (0 or less: the profile would not load again): they keep what they had.
+// golden value (Note [Bounds that mean something]: the profile would not load again): they keep what they
+// had.
 [[nodiscard]] std::vector<Untrained> train(Profile& profile, const AcceptRows& rows);
 
 }  // namespace memstress

@@ -40,10 +40,16 @@ int run_as_job(double timeout_s, const char* flag, const std::function<int(World
   const Job job(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(timeout_s)));
   if (job.world().size() == 1) {
-    return body(job.world());
+    try {
+      return body(job.world());
+    } catch (const EndJob& end) {
+      return to_int(end.code());
+    }
   }
   try {
     return body(job.world());
+  } catch (const EndJob& end) {
+    job.abort(to_int(end.code()));
   } catch (const Error& e) {
     fmt::print(stderr, "{}error: {}\n", note_prefix(), e.what());
     job.abort(to_int(e.exit_code()));

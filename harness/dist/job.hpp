@@ -4,9 +4,11 @@
 // a SoloWorld otherwise. Owns both; the World goes before MPI is finalized.
 
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 
+#include "harness/core/exit_code.hpp"
 #include "harness/core/launcher.hpp"
 #include "harness/dist/world.hpp"
 
@@ -33,6 +35,20 @@ class Job {
  private:
   std::unique_ptr<MpiSession> session_;  // declared first: destroyed last
   std::unique_ptr<World> world_;
+};
+
+// Thrown by a job's body on a rank that has said all it had to say about a failure (accept's verdict on a run
+// that lost a rank) to end the job with `code`: run_as_job prints nothing more. With several ranks it ends
+// every rank at once (Job::abort: a peer may be dead or hung, so finalizing could wait for ever); in a world
+// of one it is the body's return value.
+class EndJob : public std::exception {
+ public:
+  explicit EndJob(ExitCode code) noexcept : code_(code) {}
+  [[nodiscard]] ExitCode code() const noexcept { return code_; }
+  [[nodiscard]] const char* what() const noexcept override { return "the job ends"; }
+
+ private:
+  ExitCode code_;
 };
 
 // Runs `body` on this process's rank of a job (a Job whose collectives wait `timeout_s` seconds for a late

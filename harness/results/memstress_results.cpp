@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 
 #include "harness/core/error.hpp"
@@ -29,8 +30,8 @@ std::string text(const nlohmann::json& v) {
 enum class Shown { plain, bytes, mhz, watts };
 
 struct FactSpec {
-  const char* label;
-  const char* pointer;  // JSON pointer into the rank's (or a GPU's) object
+  const char* label = nullptr;
+  const char* pointer = nullptr;  // JSON pointer into the rank's (or a GPU's) object
   Shown shown = Shown::plain;
 };
 
@@ -101,6 +102,8 @@ RankIdentity rank_identity(const JsonField& rank) {
   id.cuda_runtime = string_at(j, "/cuda_runtime/version");
   id.nccl = string_at(j, "/nccl/version");
   id.device_uuid = string_at(j, "/device/uuid");
+  id.device_label = string_at(j, "/device/label");
+  id.device_pci_bus_id = string_at(j, "/device/pci_bus_id");
   if (j.contains("gpus") && j.at("gpus").is_array()) {
     for (const nlohmann::json& gpu : j.at("gpus")) {
       id.gpus.push_back({string_at(gpu, "/uuid"), string_at(gpu, "/name"), string_at(gpu, "/pci_bus_id"),
@@ -108,6 +111,17 @@ RankIdentity rank_identity(const JsonField& rank) {
     }
   }
   return id;
+}
+
+// config.ranks where it is a whole number of ranks (read leniently, as the config is descriptive: a header
+// without it still says its ranks by its environment); 1 otherwise.
+int job_ranks(const nlohmann::json& header) {
+  const nlohmann::json::json_pointer at("/config/ranks");
+  if (!header.contains(at) || !header.at(at).is_number_integer()) {
+    return 1;
+  }
+  const auto n = header.at(at).get<std::int64_t>();
+  return n >= 1 && n <= kMaxRank + 1 ? static_cast<int>(n) : 1;
 }
 
 ResultRow read_row(const JsonField& j) {
@@ -194,9 +208,11 @@ Results memstress_results(const nlohmann::json& header, std::vector<ResultRow> r
   r.environment.emplace_back("memstress git sha", tool["git_sha"].string());
   const std::vector<JsonField> ranks = fields["environment"]["ranks"].elements();
   r.environment.emplace_back("ranks", std::to_string(ranks.size()));
+  r.ranks = std::max(job_ranks(header), static_cast<int>(std::min<std::size_t>(ranks.size(), kMaxRank + 1)));
   for (const JsonField& rank : ranks) {
     // Rank 0 unprefixed, so that a run on one rank and a run on several compare rank 0 with rank 0.
     const std::int64_t number = rank["rank"].integer(0, kMaxRank);
+    r.ranks = std::max(r.ranks, static_cast<int>(number) + 1);
     const std::string prefix = number == 0 ? std::string() : fmt::format("rank {} ", number);
     for (Fact& f : rank_facts(rank.json(), prefix)) {
       r.environment.push_back(std::move(f));
@@ -219,9 +235,9 @@ Results memstress_results(const nlohmann::json& header, std::vector<ResultRow> r
   }
   const std::string status = fields["status"].string();
   r.status = status;
+  r.abort_reason = fields.string_or("abort_reason", std::string());
   if (status == "aborted") {
-    r.notes.push_back(
-        fmt::format("the run was aborted: {}", fields.string_or("abort_reason", std::string())));
+    r.notes.push_back(fmt::format("the run was aborted: {}", r.abort_reason));
   } else if (status == "running") {
     r.notes.emplace_back("the run did not finish (status running): comparing the rows it has");
   }

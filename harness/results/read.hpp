@@ -81,8 +81,10 @@ struct RankIdentity {
   std::string cuda_driver;
   std::string cuda_runtime;
   std::string nccl;
-  std::string device_uuid;    // the GPU this rank drove
-  std::vector<SeenGpu> gpus;  // every GPU the rank saw
+  std::string device_uuid;        // the GPU this rank drove
+  std::string device_label;       // as the rank saw it, "cuda:1"
+  std::string device_pci_bus_id;  // that GPU's PCI bus id
+  std::vector<SeenGpu> gpus;      // every GPU the rank saw
 };
 
 struct Results {
@@ -95,6 +97,10 @@ struct Results {
   std::vector<std::string> argv;         // the command line of the run (memstress results)
   std::vector<std::string> in_turn;      // workloads its ranks ran one at a time (run --in-turn)
   std::string status;                    // "complete", "aborted", "running" ("" for Google Benchmark)
+  std::string abort_reason;              // why an aborted run ended ("" where it did not say)
+  // The ranks of the job as its header says: config.ranks, or the ranks its environment lists, whichever
+  // is more (a header that names rank 5 alone promises ranks 0 to 5). 1 for Google Benchmark JSON.
+  int ranks = 1;
   std::vector<ResultRow> rows;
   std::vector<std::string> notes;  // worth saying before the comparison (an aborted run, ...)
 };

@@ -134,7 +134,8 @@ memstress_cli_test(audit_accept_write_without_train
                    --match "--write [^ ]*never-written.yaml: writes the trained profile, so it goes with --train" 2 --
                    ${_ms} accept --profile h100 --from ${_audit_h100} --write ${_never_written})
 
-# 12. compare with a side of no rows: nothing compared is not "no regression"; accept --from an unfinished run.
+# 12. compare with a side of no rows: nothing compared is not "no regression"; accept --from an unfinished run
+# fails.
 memstress_audit_file_test(audit_compare_new_without_rows
                           --stdout-match "^result: NOTHING COMPARED \\(NEW '[^']*no-rows.jsonl' has no rows" 1 -- ${_ms}
                           compare ${_audit_data}/compare/base.json ${_audit_files}/no-rows.jsonl)
@@ -144,8 +145,11 @@ memstress_audit_file_test(audit_compare_base_without_rows
 memstress_audit_file_test(audit_compare_json_without_rows
                           --stdout-match "\"nothing_compared\": \"NEW '[^']*no-rows.json' has no rows" 1 -- ${_ms}
                           compare ${_audit_data}/compare/base.json ${_audit_files}/no-rows.json --format json)
-memstress_audit_file_test(audit_accept_from_unfinished_run --stdout-match "^verdict: PASS \\(28 of 28 checks passed, 5 skipped"
-                          0 -- ${_ms} accept --profile h100 --from ${_audit_files}/unfinished.jsonl)
+# A run that never finished fails closed: every check it has rows for passes, and the run's own check fails.
+memstress_audit_file_test(
+  audit_accept_from_unfinished_run --stdout-match "^FAIL  run: complete: '[^']*unfinished.jsonl' did not finish \\(status running"
+  --stdout-match "^verdict: FAIL \\(28 of 28 checks passed, 5 skipped, 1 run check failed" 1 -- ${_ms} accept --profile h100
+  --from ${_audit_files}/unfinished.jsonl)
 memstress_audit_file_test(audit_accept_from_no_rows --match "--from [^ ]*no-rows.jsonl: no rows" 1 -- ${_ms} accept
                           --profile h100 --from ${_audit_files}/no-rows.jsonl)
 

@@ -270,7 +270,7 @@ set_tests_properties(cli.db_train PROPERTIES FIXTURES_REQUIRED fleet_db FIXTURES
 memstress_cli_test(
   db_train_floor_fails_the_slow_gpu
   --stdout-match
-  "^FAIL  pinned H2D 256 MiB: measured 50.32 GB/s \\(1 row\\), needs >= 53.14 GB/s \\(fleet: median 54.78 GB/s - 3 x 0.5478 GB/s \\(scaled MAD\\) over 6 GPUs, driver 580.159.04\\)"
+  "^FAIL  pinned H2D 256 MiB: measured bad: 50.32 GB/s \\(1 row\\), needs >= 53.14 GB/s \\(fleet: median 54.78 GB/s - 3 x 0.5478 GB/s \\(scaled MAD\\) over 6 GPUs, driver 580.159.04\\)"
   1
   --
   ${_ms}

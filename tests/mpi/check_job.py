@@ -15,7 +15,9 @@ hangs in its turn; rank 0's row of that case is kept), rank0_exit (rank 0 exits 
 lets the job run on: rank 1 gives up after one --timeout and a short grace, not two timeouts), two_nodes (four
 ranks as two nodes of two on one host, through MEMSTRESS_NODE: local ranks and nodes in the environment,
 `--in-turn` turns by local rank, one rank of each node at a time, a straggler named with its node, and a node
-name too long for MPI refused by every rank at once, exit 2).
+name too long for MPI refused by every rank at once, exit 2), accept_exit (`memstress accept` under mpirun: rank 1
+exits during the profile's second case; rank 0 notices by the timeout and judges what finished: FAIL lines naming
+rank 1 and why the run ended, exit 1, never "internal error" nor NOT JUDGED, the finished rows kept).
 Exit codes: 0 pass, 1 fail, 77 skipped
 (no mpiexec; for nccl_hang, fewer than two GPUs).
 """
@@ -267,6 +269,39 @@ def two_nodes(args, work: Path) -> None:
     check("MEMSTRESS_NODE: 300 characters; a node name has at most" in done.stderr, "the long name is named")
 
 
+def accept_exit(args, work: Path, env_extra: dict[str, str]) -> None:
+    out = work / "accept-exit.json"
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+               **env_extra)
+    # sim-ranks.yaml runs two cases: alloc-smoke, then leak (case index 1), where rank 1 exits.
+    command = [args.mpiexec, "-np", "2", args.memstress, "accept", "--profile",
+               str(ROOT / "tests" / "data" / "accept" / "sim-ranks.yaml"), "-d", "sim:8G", "-q", "--timeout", "4",
+               "--inject-fault", "1:1:exit", "--out", str(out)]
+    print("$", " ".join(command), flush=True)
+    start = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    seconds = time.monotonic() - start
+    print(f"--- exit code {done.returncode} after {seconds:.1f} s\n--- stdout:\n{done.stdout}\n--- stderr:\n{done.stderr}")
+    check(done.returncode == 1, f"exit code {done.returncode}, expected 1 (a check failed)")
+    check(seconds < 45, f"the job ended after {seconds:.0f} s, within the timeout and some margin")
+    check("internal error" not in done.stderr + done.stdout, "no internal error")
+    lines = done.stdout.splitlines()
+    check("PASS  alloc-smoke passes: measured 0 rows not passed (total of 2 rows)" in done.stdout,
+          "the case both ranks finished is judged on both")
+    leak = [line for line in lines if line.startswith("FAIL  leak passes on every rank: missing: ")]
+    check(len(leak) == 1 and "rank 1, sim:8G has no row of leak" in leak[0], f"the leak check names rank 1: {leak}")
+    ended = [line for line in lines if line.startswith("FAIL  run: complete: this run was aborted: ")]
+    check(len(ended) == 1 and "rank 1" in ended[0] and "[2/2] leak" in ended[0],
+          f"the run's own check says it was aborted, naming rank 1 and the case: {ended}")
+    check(lines[-1:] == ["verdict: FAIL (1 of 3 checks passed, 1 run check failed; profile sim-ranks, simulated "
+                         "(8G), 2 ranks)"], f"the verdict: {lines[-1:]}")
+    doc = load(out)
+    check(doc["status"] == "aborted" and "rank 1" in doc["abort_reason"], f"the document: {doc['status']}")
+    kept = sorted((r["workload"], r["rank"]) for r in doc["rows"])
+    check(kept == [("alloc-smoke", 0), ("alloc-smoke", 1), ("leak", 0)], f"the finished rows are kept: {kept}")
+
+
 def gpu_count(args) -> int:
     done = subprocess.run([args.memstress, "devices", "--format", "json"], capture_output=True, text=True)
     if done.returncode != 0:
@@ -296,7 +331,7 @@ def nccl_hung(args, work: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=["merged", "throw", "exit", "exit_default", "hang", "nccl_hang", "in_turn",
-                                             "in_turn_hang", "rank0_exit", "two_nodes"])
+                                             "in_turn_hang", "rank0_exit", "two_nodes", "accept_exit"])
     parser.add_argument("--mpiexec", default="")
     parser.add_argument("--memstress", required=True)
     parser.add_argument("--workdir", type=Path, required=True)
@@ -325,6 +360,8 @@ def main() -> int:
             in_turn(args, args.workdir)
         elif args.scenario == "two_nodes":
             two_nodes(args, args.workdir)
+        elif args.scenario == "accept_exit":
+            accept_exit(args, args.workdir, survive)
         elif args.scenario == "rank0_exit":
             rank0_exit(args, args.workdir, survive)
         elif args.scenario == "in_turn_hang":

@@ -74,6 +74,29 @@ TEST(LoadResults, MemstressDocument) {
   EXPECT_TRUE(r.notes.empty());
 }
 
+// What accept's verdict rests on (Note [What a run promised] in harness/accept/input.hpp): the job's ranks as
+// its header says them, whatever rows there are, each rank's GPU, and why an aborted run ended.
+TEST(LoadResults, TheHeaderSaysTheJobsRanksAndWhyItWasAborted) {
+  nlohmann::json doc = nlohmann::json::parse(slurp(kFixtures / "base.json"));
+  EXPECT_EQ(parse_results(doc.dump()).ranks, 1);  // no config.ranks: one rank in the environment
+  doc["config"]["ranks"] = 2;
+  doc["status"] = "aborted";
+  doc["abort_reason"] = "XID 79 during the run";
+  Results r = parse_results(doc.dump());
+  EXPECT_EQ(r.ranks, 2);
+  EXPECT_EQ(r.abort_reason, "XID 79 during the run");
+  doc["config"]["ranks"] = "two";  // the config is read leniently: the environment's ranks stand
+  nlohmann::json fifth = doc["environment"]["ranks"][0];
+  fifth["rank"] = 4;
+  fifth["device"] = {{"label", "cuda:4"}, {"uuid", "GPU-4"}, {"pci_bus_id", "0000:04:00.0"}};
+  doc["environment"]["ranks"].push_back(fifth);
+  r = parse_results(doc.dump());
+  EXPECT_EQ(r.ranks, 5);  // a header that names rank 4 promises ranks 0 to 4
+  ASSERT_EQ(r.identities.size(), 2U);
+  EXPECT_EQ(r.identities[1].device_label, "cuda:4");
+  EXPECT_EQ(r.identities[1].device_pci_bus_id, "0000:04:00.0");
+}
+
 TEST(LoadResults, StreamReadsAsTheDocument) {
   const Results doc = load_results(kFixtures / "base.json", "BASE");
   const Results stream = load_results(kFixtures / "base.jsonl", "NEW");
@@ -90,8 +113,8 @@ TEST(LoadResults, StreamReadsAsTheDocument) {
 TEST(LoadResults, CrashedStreamKeepsItsRows) {
   const TempDir dir;
   std::string text = slurp(kFixtures / "base.jsonl");
-  text = text.substr(0, text.rfind('\n', text.size() - 2) + 1);            // the footer, the last line, gone
-  write(dir.file("crashed.jsonl"), text + "{\"type\": \"row\", \"workl");  // a row cut short
+  text = text.substr(0, text.rfind('\n', text.size() - 2) + 1);          // the footer, the last line, gone
+  write(dir.file("crashed.jsonl"), text + R"({"type": "row", "workl)");  // a row cut short
   const Results r = load_results(dir.file("crashed.jsonl"), "NEW");
   EXPECT_EQ(r.rows.size(), 3U);
   ASSERT_EQ(r.notes.size(), 2U);

@@ -60,6 +60,13 @@ TEST(Job, WithoutMpiIsAWorldOfOneThatKeepsTheTimeout) {
   EXPECT_EQ(SoloWorld().timeout(), std::chrono::minutes(5));
 }
 
+// A body that has said what it had to of a failure (accept's verdict on a run that lost a rank) ends the job
+// with its code; in a world of one that is run_as_job's return value.
+TEST(Job, ABodyThatEndsTheJobGivesItsCodeInAWorldOfOne) {
+  EXPECT_EQ(run_as_job(5, "--timeout", [](World&) -> int { throw EndJob(ExitCode::check_failed); }), 1);
+  EXPECT_EQ(run_as_job(5, "--timeout", [](World& world) { return world.size() == 1 ? 0 : 2; }), 0);
+}
+
 Row sample_row(int rank) {
   Row row;
   row.workload = "sizes";
