@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "apps/commands.hpp"
@@ -31,6 +32,7 @@
 #include "harness/results/read.hpp"
 #include "harness/results/sink.hpp"
 #include "harness/run/fault.hpp"
+#include "harness/run/junit.hpp"
 #include "harness/run/plan.hpp"
 #include "harness/run/session.hpp"
 #include "suites/registry.hpp"
@@ -295,10 +297,16 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
     const AcceptInput from = runs_from(f.from);
     if (from.rows.empty() && !f.train) {
       // A run that ended before its first case: nothing was measured, which is not a pass.
-      fmt::print(stderr,
-                 "memstress: --from {}: no rows (a run that ended before its first case?): nothing to "
-                 "judge\n",
-                 fmt::join(f.from, ", "));
+      const std::string why =
+          fmt::format("--from {}: no rows (a run that ended before its first case?): nothing to judge",
+                      fmt::join(f.from, ", "));
+      fmt::print(stderr, "memstress: {}\n", why);
+      if (!f.junit.empty()) {
+        write_file_atomically(
+            f.junit,
+            format_junit_not_run(fmt::format("memstress.accept.{}", profile.name), "the results judged", why),
+            "--junit");
+      }
       return to_int(ExitCode::check_failed);
     }
     // Results of one other model are refused; of several models (in any order), FAILed by the run's own
@@ -316,7 +324,20 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
   // Under mpirun every rank runs the profile on its GPU; rank 0 judges all ranks' rows.
   InterruptWatch interrupts;  // before MPI, CUDA or any thread exists
   return run_as_job(f.timeout_s, "--timeout", [&](World& world) {
-    const LiveRun live = run_profile(f, profile, argv, interrupts, world);
+    std::optional<LiveRun> run;
+    try {
+      run.emplace(run_profile(f, profile, argv, interrupts, world));
+    } catch (const EnvironmentError& e) {
+      // No GPU where the profile needs one (exit 3): CI gets a failed test naming why, not a missing report.
+      if (!f.junit.empty() && world.rank() == 0) {
+        write_file_atomically(f.junit,
+                              format_junit_not_run(fmt::format("memstress.accept.{}", profile.name),
+                                                   "the profile ran", e.what()),
+                              "--junit");
+      }
+      throw;
+    }
+    const LiveRun& live = *run;
     if (world.rank() != 0) {
       return 0;
     }

@@ -33,8 +33,8 @@ std::vector<std::string> shipped_names(const fs::path& dir) {
 
 ProfileChoice choose_profile(const std::string& arg) {
   std::error_code ec;
-  if (fs::is_regular_file(arg, ec) || arg.find('/') != std::string::npos) {
-    return {arg, false};  // a path: load_profile names it if it cannot be read
+  if (fs::exists(fs::symlink_status(arg, ec)) || arg.find('/') != std::string::npos) {
+    return {arg, false};  // a path (whatever it is: a FIFO too): load_profile names it if it cannot be read
   }
   const std::optional<fs::path> data = data_dir();
   if (!data) {

@@ -34,7 +34,9 @@ std::string with_unit(double v, const std::string& unit, int digits) {
   if ((unit == "bytes" || unit == "bytes/epoch") && v >= 0 && v < 1.8e19) {
     return human_bytes(static_cast<std::uint64_t>(v)) + (unit == "bytes" ? "" : "/epoch");
   }
-  const std::string number = std::abs(v) >= 1e9   ? fmt::format("{:.{}g}G", v / 1e9, digits)
+  // Beyond a million G a suffix helps nobody ("1e+299G"): the number as it is.
+  const std::string number = std::abs(v) >= 1e15  ? fmt::format("{:.{}g}", v, digits)
+                             : std::abs(v) >= 1e9 ? fmt::format("{:.{}g}G", v / 1e9, digits)
                              : std::abs(v) >= 1e6 ? fmt::format("{:.{}g}M", v / 1e6, digits)
                              : std::abs(v) >= 1e5 ? fmt::format("{:.{}g}k", v / 1e3, digits)
                                                   : fmt::format("{:.{}g}", v, digits);

@@ -7,12 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 
 #include "harness/accept/bounds.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/input_file.hpp"
 #include "harness/core/json_text.hpp"
 
 namespace memstress {
@@ -262,13 +261,15 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
 }
 
 Profile load_profile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) {
-    throw InputError(fmt::format("--profile {}: cannot be read", path.string()));
+  // A regular file of at most kMaxProfileBytes, opened without blocking (Note [Inputs that cannot hang or
+  // exhaust]): a FIFO, /dev/zero or a sparse file of gigabytes is refused in one line, never read.
+  std::string text;
+  try {
+    text = read_input_file(path, kMaxProfileBytes, "an acceptance profile");
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--profile {}: {}", path.string(), e.what()));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_profile(text.str(), path.string());
+  return parse_profile(text, path.string());
 }
 
 }  // namespace memstress

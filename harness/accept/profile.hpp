@@ -20,6 +20,7 @@
 //
 // How a check is judged: judge.hpp; how its golden value is trained: train.hpp.
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -66,6 +67,9 @@ struct Profile {
   std::vector<ProfileRun> runs;
   std::vector<AcceptCheck> checks;
 };
+
+// The largest profile read (docs/limits.md): the shipped ones are under 20 KiB.
+inline constexpr std::uint64_t kMaxProfileBytes = std::uint64_t{1} << 20U;
 
 // Throws InputError naming the file (and what is wrong) for anything that is not a valid profile.
 [[nodiscard]] Profile load_profile(const std::filesystem::path& path);

@@ -8,12 +8,15 @@
   never "needed 0 bytes" with every setting fitting;
 * a command whose standard output cannot be written (/dev/full) says so in one line and exits 3, never 0;
 * compare of a NEW file whose medians are all null compares nothing (exit 1), never "no regression"; runs
-  given other options differ in their environment, named.
+  given other options differ in their environment, named;
+* accept --profile on a FIFO (by name, in the working directory, too), /dev/zero or a sparse file of 6 GB is
+  refused in one line, exit 2, at once; accept --junit F without a GPU writes F with one failing test (exit 3).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -138,6 +141,41 @@ class CompareFailsClosed(unittest.TestCase):
                                 capture_output=True, text=True, check=False, timeout=120)
         self.assertIn("rows: 3 matched, 1 regressed (0 from pass to fail or error)", slower.stdout)
         self.assertIn("result: REGRESSION (1 metric WORSE)", slower.stdout)
+
+
+@unittest.skipIf(BINARY is None, "usage: test_hostile_outputs.py MEMSTRESS_BINARY")
+class AcceptInputs(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="memstress-accept-"))
+
+    def accept(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(BINARY), "accept", *args], cwd=self.tmp, capture_output=True, text=True,
+                              check=False, timeout=30)
+
+    def test_a_profile_that_is_no_regular_file_is_refused_at_once(self) -> None:
+        os.mkfifo(self.tmp / "fifo")
+        sparse = self.tmp / "sparse.yaml"
+        with open(sparse, "wb") as f:
+            f.truncate(6 << 30)
+        results = str(ROOT / "tests/data/compare/base.json")
+        for profile, what in (("fifo", "a FIFO"), (str(self.tmp / "fifo"), "a FIFO"),
+                              ("/dev/zero", "a character device"), (str(sparse), "larger than")):
+            with self.subTest(profile=profile):
+                r = self.accept("--profile", profile, "--from", results)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(f"--profile {profile}: ", r.stderr)
+                self.assertIn(what, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_junit_is_written_when_no_gpu_is_there(self) -> None:
+        if Path("/dev/nvidiactl").exists():
+            self.skipTest("a GPU is here: the profile runs")
+        junit = self.tmp / "accept.xml"
+        r = self.accept("--profile", "h100", "--junit", str(junit), "-q")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        xml = junit.read_text()
+        self.assertIn('failures="1"', xml)
+        self.assertIn("no CUDA device was found", xml)
 
 
 if __name__ == "__main__":
