@@ -16,6 +16,8 @@ find_package(ZLIB 1.2.11 REQUIRED) # gzip-compressed traces (harness/trace/trace
 # Host memory placed on each GPU's NUMA node (harness/memory/numa.hpp); a build without hwloc places nothing
 # and says so in its results.
 find_package(HWLOC 2.0)
+# .xz results files (harness/results/compressed.cpp); a build without liblzma refuses them, saying why.
+find_package(LibLZMA)
 include(FleetStore) # SQLite and libcrypto, when the fleet store (memstress db) is built
 include(Rmm) # librmm, when the rmm-* allocator peers are built
 if(MEMSTRESS_BUILD_TESTS)

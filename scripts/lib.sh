@@ -43,11 +43,12 @@ ms_die() {
 MS_APT_PACKAGES=(cmake ninja-build g++ libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev
   libyaml-cpp-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev)
 
-# Wanted, not needed: without them everything but `memstress db` (the fleet store; libpq-dev: on PostgreSQL) builds
+# Wanted, not needed: without them everything but `memstress db` (the fleet store; libpq-dev: on PostgreSQL) and the
+# reading of .xz results (liblzma-dev) builds
 # (cmake/FleetStore.cmake). Installed with the others where apt can run; where it cannot (not root, or
 # an offline GPU node whose apt-get update fails) setup warns and goes on, so that the first scripts/run
 # there still builds. CI (ms_ci) requires them.
-MS_APT_OPTIONAL_PACKAGES=(libsqlite3-dev libssl-dev libpq-dev)
+MS_APT_OPTIONAL_PACKAGES=(libsqlite3-dev libssl-dev libpq-dev liblzma-dev)
 
 # CI's only: the PostgreSQL server that the store's PostgreSQL tests start and stop themselves
 # (tests/db/postgresql_server.sh), never installed on a user's machine: it is a service; and ccache, which

@@ -13,6 +13,7 @@
 #include "harness/core/json_field.hpp"
 #include "harness/core/json_input.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/results/compressed.hpp"
 #include "harness/results/lenient_json.hpp"
 
 namespace memstress {
@@ -193,7 +194,8 @@ Results read_document(std::string_view text) {
 }  // namespace
 
 std::string read_results_file(const std::filesystem::path& path) {
-  return read_input_file(path, kMaxResultsFileBytes, "a results file");
+  // Compressed (.xz, .gz: told by their first bytes) or not, the text is held to one bound.
+  return decompressed(read_input_file(path, kMaxResultsFileBytes, "a results file"), kMaxResultsFileBytes);
 }
 
 std::string_view to_string(ResultsKind kind) noexcept {

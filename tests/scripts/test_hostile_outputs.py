@@ -10,12 +10,15 @@
 * compare of a NEW file whose medians are all null compares nothing (exit 1), never "no regression"; runs
   given other options differ in their environment, named;
 * accept --profile on a FIFO (by name, in the working directory, too), /dev/zero or a sparse file of 6 GB is
-  refused in one line, exit 2, at once; accept --junit F without a GPU writes F with one failing test (exit 3).
+  refused in one line, exit 2, at once; accept --junit F without a GPU writes F with one failing test (exit 3);
+* the project's own .xz results are read by compare, accept --from and db ingest; an xz that inflates past the
+  256 MiB a results file may be is refused at once, exit 2.
 """
 
 from __future__ import annotations
 
 import json
+import lzma
 import os
 import subprocess
 import sys
@@ -176,6 +179,41 @@ class AcceptInputs(unittest.TestCase):
         xml = junit.read_text()
         self.assertIn('failures="1"', xml)
         self.assertIn("no CUDA device was found", xml)
+
+
+@unittest.skipIf(BINARY is None, "usage: test_hostile_outputs.py MEMSTRESS_BINARY")
+class CompressedResults(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="memstress-xz-"))
+
+    def run_ms(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(BINARY), *args], cwd=self.tmp, capture_output=True, text=True, check=False,
+                              timeout=120)
+
+    def test_committed_xz_results_are_read(self) -> None:
+        doc = ROOT / "results/h200x4/nccl-tests-580.159.04/memstress-collectives-ncclmem.json.xz"
+        r = self.run_ms("compare", str(doc), str(doc))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("rows: 1728 matched", r.stdout)
+        r = self.run_ms("accept", "--profile", "h200", "--from", str(doc))
+        self.assertIn("profile h200, NVIDIA H200, 4 ranks", r.stdout, r.stderr)
+        plain = ROOT / "tests/data/compare/base.json"
+        (self.tmp / "base.json.xz").write_bytes(lzma.compress(plain.read_bytes()))
+        r = self.run_ms("compare", str(plain), "base.json.xz")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        if "db" in self.run_ms("--help").stdout:
+            r = self.run_ms("db", "ingest", "base.json.xz", "--db", "x.sqlite")
+            self.assertIn(r.returncode, (0, 3), r.stdout + r.stderr)
+            self.assertNotIn("not JSON", r.stdout + r.stderr)
+
+    def test_an_xz_bomb_is_refused(self) -> None:
+        z = lzma.LZMACompressor()
+        parts = [z.compress(b" " * (1 << 20)) for _ in range(300)]
+        (self.tmp / "bomb.json.xz").write_bytes(b"".join(parts) + z.flush())
+        self.assertLess((self.tmp / "bomb.json.xz").stat().st_size, 1 << 20)
+        r = self.run_ms("compare", "bomb.json.xz", "bomb.json.xz")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("decompresses to more than the 256.00 MiB a results file may be", r.stderr)
 
 
 if __name__ == "__main__":
