@@ -6,10 +6,19 @@ recurses once a level and raises RecursionError deep down (and jsonschema, walki
 recurse again), so the depth is counted first, in one scan that skips strings.
 
     from memstress import _json
-    text = _json.read_text(path)   # raises Unreadable (a ValueError): cannot be read, not UTF-8
+    data = _json.read_bytes(path)  # raises Unreadable (a ValueError): not a regular file, too large, unreadable
+    text = _json.read_text(path)   # the same, then UTF-8 (Unreadable: not UTF-8)
     _json.check_depth(text)        # raises TooDeep (a ValueError) with the line and column
     doc = _json.loads(text)        # check_depth, then json.loads(text, **kwargs)
+    doc = _json.strict_loads(text) # memstress's own rules (Refused, a ValueError: a key twice, NaN, 1e999)
     _json.first_line(text)         # the first non-blank line, parsed (None: not JSON): is it a stream's header?
+
+read_bytes and strict_loads are the rules of memstress's own readers (docs/limits.md, "Files read whole";
+harness/core/input_file.cpp, harness/core/json_input.hpp), so that a Python reader (the validator, the report)
+accepts what memstress accepts and nothing else: only regular files, opened without blocking (a FIFO with no
+writer is refused at once, not waited on), at most MAX_RESULTS_BYTES (256 MiB) by their size before a byte is
+read and while they are read; JSON nested at most 128 levels, no key twice in one object, no NaN or Infinity
+(Google Benchmark JSON may hold them: allow_constants) and no number beyond a double (1e999, read as inf).
 
 Messages do not name the file: the caller, which knows how it was named, prefixes it.
 """
@@ -18,11 +27,15 @@ from __future__ import annotations
 
 import json
 import lzma
+import math
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 MAX_DEPTH = 128
+MAX_RESULTS_BYTES = 256 << 20  # kMaxResultsFileBytes, harness/results/read.hpp
 
 # A whole string (escapes included; one left open runs to the end of its line: a JSON string never holds a
 # raw newline, so each line of a stream is scanned as if alone), or a bracket.
@@ -47,13 +60,61 @@ class Unreadable(ValueError):
     """The file cannot be read, or is not UTF-8 text (JSON is UTF-8: RFC 8259)."""
 
 
-def read_text(path: Path | str) -> str:
-    """The file's text, or Unreadable saying why not (a directory, missing, not UTF-8 and where)."""
+class Refused(ValueError):
+    """JSON that memstress's own readers refuse: NaN or Infinity, a number beyond a double (not JSON to them, so
+    a stream's last line that holds one is cut short, as a line that does not parse), or a key twice."""
+
+
+class KeyTwice(Refused):
+    """An object holds a key twice: refused wherever it is, a stream's last line too (Note [Duplicate keys],
+    harness/core/json_input.hpp)."""
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.2f} MiB"
+
+
+def _kind(mode: int) -> str:
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+def read_bytes(path: Path | str, limit: int = MAX_RESULTS_BYTES, what: str = "a results file") -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them, or Unreadable saying why not (as
+    read_input_file, harness/core/input_file.cpp): missing, a FIFO, a device, a directory or a socket (opened
+    without blocking, so a FIFO with no writer is refused at once), larger than `limit` (by its size, before a
+    byte is read) or grown past it while read."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        data = Path(path).read_bytes()
+        fd = os.open(path, flags)
     except OSError as e:
         raise Unreadable(f"cannot be read: {e.strerror or e}") from None
-    return decode(data)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable(f"cannot be read: {_kind(st.st_mode)}, not a regular file; {what} is read from a "
+                             "regular file only")
+        if st.st_size > limit:
+            raise Unreadable(f"{_size(st.st_size)}, larger than the {_size(limit)} {what} may be (docs/limits.md)")
+        os.set_blocking(fd, True)  # a regular file never blocks: reads wait for the disk as usual
+        chunks, total = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise Unreadable(f"grew past the {_size(limit)} {what} may be while it was read (docs/limits.md)")
+    except OSError as e:
+        raise Unreadable(f"cannot be read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_text(path: Path | str, limit: int = MAX_RESULTS_BYTES, what: str = "a results file") -> str:
+    """The file's text (read_bytes, then UTF-8), or Unreadable saying why not (a directory, missing, a FIFO, too
+    large, not UTF-8 and where)."""
+    return decode(read_bytes(path, limit, what))
 
 
 def decode(data: bytes) -> str:
@@ -85,6 +146,72 @@ def loads(text: str, **kwargs: Any) -> Any:
     """json.loads(text, **kwargs) on a text whose depth is checked first (TooDeep, a ValueError)."""
     check_depth(text)
     return json.loads(text, **kwargs)
+
+
+def _no_key_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                shown = json.dumps(key[:80])
+                raise KeyTwice(f"key {shown} twice in one object: refused (memstress reads no object with a key twice)")
+            seen.add(key)
+    return doc
+
+
+# A whole string (as _TOKEN) or the word that follows: where a bare constant or a number is, outside strings.
+_STRING_OR = r'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"?|(?<![\w.+-])({})(?![\w.+-])'
+_CONSTANT = re.compile(_STRING_OR.format(r"-?Infinity|NaN"))
+
+
+def _where(text: str, pattern: re.Pattern[str]) -> str | None:
+    """The first match of `pattern`'s group outside strings, with its line and column ("NaN (line 3, column
+    17)"), None where there is none."""
+    for match in pattern.finditer(text):
+        if match.group(1):
+            start = match.start(1)
+            line = text.count("\n", 0, start) + 1
+            column = start - (text.rfind("\n", 0, start) + 1) + 1
+            word = match.group(1) if len(match.group(1)) <= 40 else match.group(1)[:40] + "..."
+            return f"{word} (line {line}, column {column})"
+    return None
+
+
+def first_constant(text: str) -> str | None:
+    """Where the first bare NaN or Infinity of `text` is ("NaN (line 3, column 17)"), None where it has none."""
+    return _where(text, _CONSTANT)
+
+
+def strict_loads(text: str, allow_constants: bool = False) -> Any:
+    """One JSON value by memstress's own rules (harness/core/json_input.hpp): nested at most MAX_DEPTH levels
+    (TooDeep), no key twice in one object, no number beyond a double (1e999), and no NaN or Infinity unless
+    `allow_constants` (Google Benchmark writes them bare); Refused saying which and where. Not JSON at all:
+    json.JSONDecodeError (a ValueError) as json.loads raises it."""
+    def constant(name: str) -> float:
+        if not allow_constants:
+            where = first_constant(text) or name
+            raise Refused(f"{where}: not JSON (memstress results hold no NaN or Infinity; a value not measured "
+                          "is null)")
+        return float(name)
+
+    def too_large(number: str) -> Refused:
+        where = _where(text, re.compile(_STRING_OR.format(re.escape(number)))) or number[:40]
+        return Refused(f"{where}: a number too large for a double: refused (memstress reads numbers as doubles)")
+
+    def finite_float(number: str) -> float:
+        value = float(number)
+        if math.isinf(value):
+            raise too_large(number)
+        return value
+
+    def bounded_int(number: str) -> int:
+        if len(number) > 309 and math.isinf(float(number)):  # 10^308: no double is larger
+            raise too_large(number)
+        return int(number)
+
+    return loads(text, object_pairs_hook=_no_key_twice, parse_float=finite_float, parse_int=bounded_int,
+                 parse_constant=constant)
 
 
 def first_line(text: str) -> Any:

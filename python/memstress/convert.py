@@ -18,8 +18,11 @@ trace v1 (``harness/trace/trace_format.md``, whose section "Converted traces" is
 script keeps); a name ending in ``.gz`` is written gzip-compressed. A summary goes to stderr.
 Exit codes: 0 converted; 2 bad usage or input (the message names the file), never a traceback. Bad input
 includes a corrupt gzip, a field of the wrong type (``host_traces`` that is not a list, say), times that are
-not finite or beyond 2^53 microseconds, sizes and streams beyond 64 bits, and an output (``-o``, ``--facts``)
-that exists and is not a regular file (_output.py: ``-o /dev/null`` is refused, not replaced).
+not finite or beyond 2^53 microseconds, sizes and streams beyond 64 bits, a pickle whose lists, shared by its
+memo, reach more trace entries and blocks than its size allows (one per 16 bytes, at most 2^25: Note [Snapshots
+that expand], torch_snapshot.py), a recorder's note of more than 8 TiB of GPU memory (Note [The recorder's
+capacity]), and an output (``-o``, ``--facts``) that exists and is not a regular file (_output.py: ``-o
+/dev/null`` is refused, not replaced). An input refused writes nothing.
 Strings the snapshot holds that UTF-8 cannot encode (a file name's stray bytes in a frame) are written as
 U+FFFD; a ``--device`` label with such bytes is refused.
 
@@ -148,7 +151,16 @@ def read_input(path: Path) -> bytes | bytearray:
                              "may be (docs/limits.md)")
         os.set_blocking(fd, True)
         try:
-            data = f.read(MAX_SNAPSHOT_BYTES + 1)
+            # As much as its size says, and the byte that finds its end (a read of the limit would reserve 1 GiB
+            # however small the file); one that grows while read is read on, up to the limit and one byte.
+            data: bytes | bytearray = f.read(st.st_size + 1)
+            if len(data) > st.st_size:
+                data = bytearray(data)
+                while len(data) <= MAX_SNAPSHOT_BYTES:
+                    more = f.read(min(1 << 20, MAX_SNAPSHOT_BYTES + 1 - len(data)))
+                    if not more:
+                        break
+                    data += more
         except OSError as e:
             raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     if len(data) > MAX_SNAPSHOT_BYTES:
@@ -230,7 +242,7 @@ def convert(source: Path, target: Path, device: str | None = None, facts: Path |
         if device is not None:
             raise InputError(f"--device applies to RMM logs; {source} is not one (PyTorch snapshots "
                              "name their devices)")
-        builder = convert_snapshot(load_pickle(data, source), source, summary)
+        builder = convert_snapshot(load_pickle(data, source), source, summary, pickle_bytes=len(data))
 
     name = _output.clean_text(source.name)  # a name's stray bytes as U+FFFD: the trace is UTF-8
     comments = [f"converted from {summary.source_kind} {name} by scripts/torch_snapshot_to_trace.py "

@@ -1,6 +1,27 @@
 """A PyTorch memory snapshot (``torch.cuda.memory._dump_snapshot``) read into a TraceBuilder: every device's
 trace entries merged by time, then the blocks and segments the snapshot lists as live (convert.py's docstring
-says what each becomes). Every field is checked as it is read: bad input is an InputError naming the entry."""
+says what each becomes). Every field is checked as it is read: bad input is an InputError naming the entry.
+
+Note [Snapshots that expand]. A pickle stores an object once and refers to it again by its memo: one list of
+10,000 entries put 10,000 times into device_traces is a file of 40 KB that reaches 100,000,000 entries, and
+walking them took minutes and gigabytes before this check (a MemoryError at 1e8). So before any entry is
+walked, the entries and blocks the snapshot reaches are counted, each list as often as it is referred to (the
+sum of the lengths of the lists device_traces and each segment's blocks refer to: a cost of one step a list,
+not one an entry), and a snapshot that reaches more than item_budget(its pickle's bytes) is refused. Without a
+shared list every entry or block reached costs the pickle at least a byte, and PyTorch writes each with its
+address, size, stream and time: 52 bytes or more in every real snapshot of results/ (kv_generate, 170,690
+entries in 8.9 MB). The budget is one for every 16 bytes of the pickle (4,096 however small it is), and never
+more than 2^25 = 33,554,432, what the 1 GiB a snapshot may be (MAX_SNAPSHOT_BYTES, convert.py) holds at 32
+bytes an item. Frames are not counted so: real snapshots share one list of frames among the entries of one
+stack, and each list is classified once however many entries share it (SiteTable.site_of, by identity), so
+what frames cost is bounded by the file's size, not by how often they are referred to.
+
+Note [The recorder's capacity]. The recorder's note (the snapshot's "memstress" key, recorder.py) says how
+much memory the GPU had; memstress doctor and predict-batch replay on a simulated device of that capacity and
+twice it. A note saying more than MAX_RECORDED_BYTES (8 TiB, the most `memstress doctor --capacity` takes:
+the simulated device holds at most 16 TiB) is no GPU's, and it is refused here naming the note: left to the
+replay, the message named a --device flag the user never gave.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +44,22 @@ from .trace_builder import (
     TraceBuilder,
     show,
 )
+
+# Note [Snapshots that expand]: entries and blocks a snapshot may reach, each time it is reached.
+BYTES_PER_ITEM = 16
+MIN_ITEMS = 4096
+MAX_ITEMS = 1 << 25
+
+# Note [The recorder's capacity]: the recorder's figures of the GPU's memory, in bytes, and their bound.
+RECORDED_BYTES_KEYS = ("allocator_capacity", "device_total", "device_free", "used_outside_allocator")
+MAX_RECORDED_BYTES = 8 << 40
+
+
+def item_budget(pickle_bytes: int) -> int:
+    """The entries and blocks a snapshot whose pickle has `pickle_bytes` bytes may reach (Note [Snapshots that
+    expand])."""
+    return min(MAX_ITEMS, max(MIN_ITEMS, pickle_bytes // BYTES_PER_ITEM))
+
 
 # Trace entry actions whose entries carry an address and a size.
 ADDRESSED_ACTIONS = (
@@ -98,7 +135,47 @@ def _device_entries(trace: list, device: int, path: Path, summary: Summary) -> l
     return result
 
 
-def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilder:
+def _check_expansion(traces: list, segments: list, path: Path, pickle_bytes: int) -> None:
+    """Refuses a snapshot that reaches more entries and blocks than its size allows (Note [Snapshots that
+    expand]): counted from the lists' lengths, before any entry is walked."""
+    budget = item_budget(pickle_bytes)
+    entries = sum(len(trace) for trace in traces)
+    blocks = sum(len(s["blocks"]) for s in segments if isinstance(s, dict) and isinstance(s.get("blocks"), list))
+    if entries + blocks > budget:
+        raise InputError(
+            f"{path}: reaches {entries:,} trace entries and {blocks:,} blocks (lists the pickle shares counted each "
+            f"time they are referred to), more than the {budget:,} a snapshot of {pickle_bytes:,} bytes may hold "
+            f"(one per {BYTES_PER_ITEM} bytes, at most {MAX_ITEMS:,}: docs/limits.md): refused")
+
+
+def _recorder_notes(recorder: Any, path: Path) -> dict[str, Any] | None:
+    """The recorder's notes the facts keep: flat, scalars only; a figure of the GPU's memory beyond
+    MAX_RECORDED_BYTES is refused naming the note (Note [The recorder's capacity])."""
+    if not isinstance(recorder, dict):
+        return None
+    notes = {k: v for k, v in recorder.items()
+             if isinstance(k, str) and (v is None or isinstance(v, (str, bool))
+                                        or (_is_int(v) and I64_MIN <= v <= U64)
+                                        or (isinstance(v, float) and math.isfinite(v)))}
+    limit = recorder.get("limit")
+    figures = [(key, notes.get(key)) for key in RECORDED_BYTES_KEYS]
+    if isinstance(limit, dict):
+        figures.append(("limit.bytes", limit.get("bytes")))
+    for key, value in figures:
+        if _is_int(value) and value > MAX_RECORDED_BYTES:
+            raise InputError(
+                f"{path}: the recorder's note (the snapshot's 'memstress' key) says {key} is {_tib(value)} "
+                f"({show(value)} bytes), more than the {_tib(MAX_RECORDED_BYTES)} of GPU memory memstress replays "
+                "(docs/limits.md): a damaged or edited note, refused")
+    return notes
+
+
+def _tib(n: int) -> str:
+    return f"{n / (1 << 40):.2f} TiB" if n < 1 << 80 else show(n)
+
+
+def convert_snapshot(snapshot: Any, path: Path, summary: Summary, *, pickle_bytes: int) -> TraceBuilder:
+    """`pickle_bytes`: the size of the pickle it was loaded from (Note [Snapshots that expand])."""
     summary.source_kind = "PyTorch memory snapshot"
     if isinstance(snapshot, list):
         raise InputError(
@@ -124,6 +201,8 @@ def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilde
             raise InputError(f"{path}: '{key}' is {type(value).__name__} {show(value)}, not a list")
         if value:
             summary.skipped[f"{key} (pinned host memory)"] += len(value)
+    _check_expansion(traces, segments, path, pickle_bytes)
+    recorder = _recorder_notes(snapshot.get("memstress"), path)  # before the walk: a bad note is refused at once
 
     per_device = [_device_entries(trace, d, path, summary) for d, trace in enumerate(traces)]
     timed = [e.time_us for entries in per_device for e in entries]
@@ -133,12 +212,7 @@ def convert_snapshot(snapshot: Any, path: Path, summary: Summary) -> TraceBuilde
         _apply_entry(builder, item, t0, path, summary)
     _apply_segments(builder, segments, path)
     builder.metadata["alloc_conf"] = alloc_conf_of(snapshot.get("allocator_settings"))
-    recorder = snapshot.get("memstress")  # the recorder's notes: flat, and only scalars are kept
-    builder.metadata["recorder"] = {k: v for k, v in recorder.items()
-                                    if isinstance(k, str) and (v is None or isinstance(v, (str, bool))
-                                                               or (_is_int(v) and I64_MIN <= v <= U64)
-                                                               or (isinstance(v, float) and math.isfinite(v)))} \
-        if isinstance(recorder, dict) else None
+    builder.metadata["recorder"] = recorder
     return builder
 
 

@@ -15,11 +15,15 @@ summary must count the rows' verdicts, no row may have more errors than checked 
 and a document's rank_summary (runs of several ranks) must be what its rows give: recomputed here, case by
 case, stragglers included.
 
+Files are read by memstress's own rules (docs/limits.md, "Files read whole"; _json.py): a regular file only (a
+FIFO, /dev/zero, a directory is refused at once, naming what it is), at most 256 MiB, JSON with no key twice in
+one object, no NaN or Infinity and no number beyond a double (1e999), nested at most 128 levels.
+
 Prints one line per file, "FILE: ok (N rows)", or "FILE: invalid" followed by the first errors, each
-with its JSON path. Exit codes: 0 all valid; 1 some file invalid; 2 some file unreadable (missing, a
-directory, not UTF-8), not JSON, not a JSON object, or nested more than 128 levels deep (_json.py)
-(or the schemas themselves); 77 the jsonschema package is missing (CTest: SKIP_RETURN_CODE 77). What UTF-8
-cannot encode in a file's name is printed escaped (as \\udcff).
+with its JSON path. Exit codes: 0 all valid; 1 some file invalid; 2 some file unreadable (missing, not a
+regular file, larger than 256 MiB, not UTF-8), not JSON (by those rules), not a JSON object, or nested more
+than 128 levels deep (or the schemas themselves); 77 the jsonschema package is missing (CTest:
+SKIP_RETURN_CODE 77). What UTF-8 cannot encode in a file's name is printed escaped (as \\udcff).
 The only dependency is jsonschema (>= 4.18, requirements.txt); the script runs under the project's
 .venv when it exists, whatever python started it (_pyenv.py).
 """
@@ -61,20 +65,21 @@ class Unreadable(Exception):
     """The file cannot be read or is not JSON: exit 2."""
 
 
-def reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+class NotJSON(Unreadable):
+    """A text that does not parse (NaN and 1e999 included): a stream's last line so is cut short, not damage."""
 
 
 def parse_json(text: str, where: str) -> Any:
-    """One JSON value, its nesting bounded first (_json: deeper than 128 levels is refused, exit 2)."""
+    """One JSON value by memstress's own rules (_json.strict_loads: nested at most 128 levels, no key twice, no
+    NaN or Infinity, no number beyond a double), else Unreadable (exit 2); NotJSON where it does not parse."""
     try:
-        _json.check_depth(text)
-    except _json.TooDeep as e:
+        return _json.strict_loads(text)
+    except (_json.TooDeep, _json.KeyTwice) as e:
         raise Unreadable(f"{where}{e}") from None
-    try:
-        return json.loads(text, parse_constant=reject_constant)
+    except _json.Refused as e:
+        raise NotJSON(f"{where}{e}") from None
     except ValueError as e:  # json.JSONDecodeError is a ValueError
-        raise Unreadable(f"{where}not JSON: {e}") from None
+        raise NotJSON(f"{where}not JSON: {e}") from None
 
 
 def load_schemas(jsonschema, referencing, schema_dir: Path):
@@ -224,6 +229,8 @@ JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool
 
 
 def read_text(path: Path) -> str:
+    """The file's text as memstress reads a results file (_json.read_text: a regular file only, opened without
+    blocking, at most 256 MiB, UTF-8), else Unreadable."""
     try:
         return _json.read_text(path)
     except _json.Unreadable as e:
@@ -241,7 +248,7 @@ def readable(path: Path) -> None:
                 continue  # an empty line is invalid, not unreadable (check_stream says so with the schema)
             try:
                 parse_json(line, f"line {number}: ")
-            except Unreadable:
+            except NotJSON:
                 if number == len(lines) > 1:
                     continue  # a run killed while writing its last row: read without it, as check_stream does
                 raise
@@ -313,7 +320,7 @@ def check_stream(path: Path, line_validator, text: str) -> tuple[list[str], str]
             continue
         try:
             item = parse_json(text, where)
-        except Unreadable:
+        except NotJSON:
             # A run killed while writing a row leaves its last line cut short (memstress compare reads the rest).
             if number == len(lines) > 1 and footer is None:
                 cut_short = True

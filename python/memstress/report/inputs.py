@@ -57,9 +57,11 @@ def load(path: Path) -> tuple[str, Any]:
 
     name = _output.clean_text(str(path))
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise BadInput(f"{name}: cannot be read: {e.strerror or e}") from None
+        # memstress's own rules (docs/limits.md, "Files read whole"): a regular file only, opened without
+        # blocking (a FIFO with no writer is refused at once), at most 256 MiB
+        data = _json.read_bytes(path, what="a report's input")
+    except _json.Unreadable as e:
+        raise BadInput(f"{name}: {e}") from None
     if accept.is_xml(data):  # JSON never starts with '<'
         try:
             return "junit", accept.read_junit(data)
@@ -74,10 +76,18 @@ def load(path: Path) -> tuple[str, Any]:
     if _json.is_stream(text):
         return "run", encodable(load_stream(name, text))
     try:
-        # Google Benchmark writes NaN and Infinity bare; Python's json reads them.
-        doc = json.loads(text)
+        # memstress's own rules (_json.strict_loads): no key twice, no number beyond a double. Google Benchmark
+        # writes NaN and Infinity bare, so they are read here and refused below in any other document.
+        doc = _json.strict_loads(text, allow_constants=True)
     except json.JSONDecodeError as e:
         raise BadInput(f"{name}: not JSON ({e.msg}: line {e.lineno}, column {e.colno})") from None
+    except _json.Refused as e:
+        raise BadInput(f"{name}: {e}") from None
+    if isinstance(doc, dict) and ("schema" in doc or not ("benchmarks" in doc and "context" in doc)):
+        where = _json.first_constant(text)  # memstress writes null for a value it has not
+        if where is not None:
+            raise BadInput(f"{name}: {where}: memstress results hold no NaN or Infinity (a value not measured is "
+                           "null); a damaged file")
     if not isinstance(doc, dict):
         raise BadInput(f"{name}: not a memstress, compare, replay or Google Benchmark document "
                        f"(a JSON {JSON_TYPES.get(type(doc), 'value')}, not an object)")
@@ -126,12 +136,14 @@ def load_stream(path: str, text: str) -> dict:
             continue
         where = f"line {i + 1}: "
         try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
+            item = _json.strict_loads(line)  # memstress's own rules, as `memstress compare` reads a stream
+        except _json.KeyTwice as e:
+            raise BadInput(f"{path}: {where}{e}") from None
+        except ValueError as e:  # json.JSONDecodeError; _json.Refused: NaN, 1e999 (not JSON to memstress)
             if i == last and footer is None:
                 cut_short = True  # the run was killed while writing it
                 continue
-            raise BadInput(f"{path}: {where}not JSON ({e.msg})") from None
+            raise BadInput(f"{path}: {where}not JSON ({e.msg if isinstance(e, json.JSONDecodeError) else e})") from None
         kind = item.get("type") if isinstance(item, dict) else None
         if not (kind == "header" and header is None or kind in ("row", "footer") and header is not None):
             expected = "a header" if header is None else "a row or footer"
