@@ -9,7 +9,9 @@ in all): libFuzzer's inputs grow no longer than its largest seed, and short inpu
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 import shutil
 import subprocess
 import sys
@@ -35,6 +37,9 @@ def whole(path: str) -> bytes:
 
 RESULTS = {
     "document.json": whole("tests/data/compare/base.json"),
+    # compressed as committed results are (.xz, .gz): read_results_file decompresses them first
+    "document.json.xz": lzma.compress(whole("tests/data/compare/base.json")),
+    "document.json.gz": gzip.compress(whole("tests/data/compare/base.json"), mtime=0),
     "verdict-fail.json": whole("tests/data/compare/verdict-fail.json"),
     "unknown-schema.json": whole("tests/data/compare/unknown-schema.json"),
     "stream.jsonl": whole("tests/data/compare/base.jsonl"),

@@ -78,6 +78,12 @@ class AtomicFile:
         self.path = Path(path)
         self.flag = flag
         check_target(self.path, flag)
+        if self.path.is_symlink():
+            # As memstress's own outputs (docs/limits.md): through a link, the file it names is replaced and the
+            # link kept; a link to nothing is refused.
+            if not self.path.exists():
+                raise OutputError(f"{flag} {_show(self.path)}: a symbolic link to nothing; name a file")
+            self.path = Path(os.path.realpath(self.path))
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
         except OSError as e:

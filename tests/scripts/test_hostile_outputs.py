@@ -216,5 +216,25 @@ class CompressedResults(unittest.TestCase):
         self.assertIn("decompresses to more than the 256.00 MiB a results file may be", r.stderr)
 
 
+@unittest.skipIf(BINARY is None, "usage: test_hostile_outputs.py MEMSTRESS_BINARY")
+class ConverterOutputThroughALink(unittest.TestCase):
+    def test_the_converter_replaces_the_file_a_link_names_and_keeps_the_link(self) -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="memstress-convert-link-"))
+        fx.write_pickle(tmp / "run.pickle", fx.training_snapshot(2))
+        (tmp / "real.csv").write_text("old\n")
+        (tmp / "out.csv").symlink_to("real.csv")
+        (tmp / "nothing.csv").symlink_to("missing.csv")
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+        run = [sys.executable, "-m", "memstress.convert", "run.pickle", "-o"]
+        r = subprocess.run([*run, "out.csv"], cwd=tmp, env=env, capture_output=True, text=True, check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue((tmp / "out.csv").is_symlink())
+        self.assertIn("memstress-trace v1", (tmp / "real.csv").read_text())
+        r = subprocess.run([*run, "nothing.csv"], cwd=tmp, env=env, capture_output=True, text=True, check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("a symbolic link to nothing", r.stderr)
+        self.assertFalse((tmp / "missing.csv").exists())
+
+
 if __name__ == "__main__":
     unittest.main()
