@@ -312,3 +312,11 @@ add_test(NAME cli.db_query_leaves_no_wal_files
 test ! -e \"$d/s.sqlite-wal\" && test ! -e \"$d/s.sqlite-shm\""
                  ${_ms} ${CMAKE_CURRENT_BINARY_DIR}/db-no-wal ${PROJECT_SOURCE_DIR}/tests/data/fleet/node01.json)
 set_tests_properties(cli.db_query_leaves_no_wal_files PROPERTIES LABELS cpu TIMEOUT 60)
+
+# Output that cannot be written (a full disk) is an error, never exit 0 with a cut-short export.
+add_test(NAME cli.db_export_to_a_full_disk_fails
+         COMMAND sh -c "d=\"$1\"; rm -rf \"$d\"; mkdir -p \"$d\" && \"$0\" db ingest \"$2\" --db \"$d/s.sqlite\" >/dev/null && \
+\"$0\" db export --db \"$d/s.sqlite\" --format openmetrics >/dev/full 2>\"$d/err\"; test $? = 3 && \
+grep -q 'cannot write the output to standard output' \"$d/err\""
+                 ${_ms} ${CMAKE_CURRENT_BINARY_DIR}/db-full ${PROJECT_SOURCE_DIR}/tests/data/fleet/node01.json)
+set_tests_properties(cli.db_export_to_a_full_disk_fails PROPERTIES LABELS cpu TIMEOUT 60)
