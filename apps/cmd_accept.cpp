@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -324,6 +325,7 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
   // Under mpirun every rank runs the profile on its GPU; rank 0 judges all ranks' rows.
   InterruptWatch interrupts;  // before MPI, CUDA or any thread exists
   return run_as_job(f.timeout_s, "--timeout", [&](World& world) {
+    const auto began = std::chrono::steady_clock::now();
     std::optional<LiveRun> run;
     try {
       run.emplace(run_profile(f, profile, argv, interrupts, world));
@@ -342,6 +344,10 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
       return 0;
     }
     const int code = judge(f, profile, live.input);
+    // What the profile cost the node: a pre-job check must stay short, a full one says how long it took.
+    note("took {:.0f} s to run the profile on {} rank{}",
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(), world.size(),
+         world.size() == 1 ? "" : "s");
     if (live.aborted) {
       throw EndJob(static_cast<ExitCode>(code));  // a rank may be dead or hung: no waiting for it at the end
     }
