@@ -56,17 +56,12 @@ constexpr std::array kFields = {
 class NvmlHealth final : public HealthWatch {
  public:
   NvmlHealth(const std::string& pci_bus_id, const std::string& uuid) {
-    if (!nvml_.usable()) {
-      why_ = fmt::format("NVML: {}", nvml_.status());
+    const NvmlDeviceLookup found = find_nvml_device(nvml_, pci_bus_id, uuid);
+    if (!found.why.empty()) {
+      why_ = found.why;
       return;
     }
-    const NvmlApi& api = nvml_.api();
-    if (!(!pci_bus_id.empty() &&
-          api.device_get_handle_by_pci_bus_id_v2(pci_bus_id.c_str(), &device_) == NVML_SUCCESS) &&
-        !(!uuid.empty() && api.device_get_handle_by_uuid(uuid.c_str(), &device_) == NVML_SUCCESS)) {
-      why_ = fmt::format("NVML has no GPU of PCI bus id '{}' or UUID '{}'", pci_bus_id, uuid);
-      return;
-    }
+    device_ = found.device;
     start_events();
     const NvLinks start = nvlinks();
     nvlink_errors_at_start_ = start.errors;

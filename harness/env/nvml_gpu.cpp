@@ -85,7 +85,7 @@ bool add_nvml_facts(const NvmlLibrary& nvml, GpuFacts& gpu) {
   if (!found) {
     return false;
   }
-  const nvmlDevice_t device = *found;
+  nvmlDevice_t device = *found;  // a handle: the pointer is NVML's
 
   set_if_known(gpu.sm_clock_mhz, as_int(query_unsigned(api.device_get_clock_info, device, NVML_CLOCK_SM)));
   set_if_known(gpu.sm_clock_max_mhz,

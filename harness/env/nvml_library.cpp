@@ -145,7 +145,24 @@ std::string NvmlLibrary::driver_version() const {
   if (api_.system_get_driver_version(buffer.data(), static_cast<unsigned>(buffer.size())) != NVML_SUCCESS) {
     return {};
   }
-  return std::string(buffer.data());
+  return {buffer.data()};
+}
+
+NvmlDeviceLookup find_nvml_device(const NvmlLibrary& nvml, const std::string& pci_bus_id,
+                                  const std::string& uuid) {
+  NvmlDeviceLookup out;
+  if (!nvml.usable()) {
+    out.why = fmt::format("NVML: {}", nvml.status());
+    return out;
+  }
+  const NvmlApi& api = nvml.api();
+  const bool by_bus = !pci_bus_id.empty() &&
+                      api.device_get_handle_by_pci_bus_id_v2(pci_bus_id.c_str(), &out.device) == NVML_SUCCESS;
+  if (!by_bus &&
+      !(!uuid.empty() && api.device_get_handle_by_uuid(uuid.c_str(), &out.device) == NVML_SUCCESS)) {
+    out.why = fmt::format("NVML has no GPU of PCI bus id '{}' or UUID '{}'", pci_bus_id, uuid);
+  }
+  return out;
 }
 
 std::string NvmlLibrary::error_text(nvmlReturn_t result) const {

@@ -96,4 +96,13 @@ class NvmlLibrary {
   std::string status_;
 };
 
+// The NVML device of a GPU found through CUDA: by its PCI bus id, else its UUID. `why` says what went wrong
+// ("NVML: not loadable: ...", "NVML has no GPU of PCI bus id ... or UUID ...") where `device` is none.
+struct NvmlDeviceLookup {
+  nvmlDevice_t device{};
+  std::string why;
+};
+[[nodiscard]] NvmlDeviceLookup find_nvml_device(const NvmlLibrary& nvml, const std::string& pci_bus_id,
+                                                const std::string& uuid);
+
 }  // namespace memstress

@@ -9,12 +9,12 @@ namespace memstress {
 
 const std::vector<ClockReason>& clock_reasons() {
   // nvml.h's nvmlClocksEventReason* bits, written out: the ids are the driver's ABI.
-  static const std::vector<ClockReason> reasons = {
+  static const std::vector<ClockReason> kReasons = {
       {0x1, "idle"},        {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
       {0x8, "hw_slowdown"}, {0x10, "sync_boost"},         {0x20, "sw_thermal"},
       {0x40, "hw_thermal"}, {0x80, "hw_power_brake"},     {0x100, "display_clocks"},
   };
-  return reasons;
+  return kReasons;
 }
 
 std::string clock_reason_names(std::uint64_t mask) {

@@ -18,16 +18,9 @@ static_assert(NVML_FI_DEV_MEMORY_TEMP == kFieldMemoryTemp);
 class NvmlTelemetry final : public Telemetry {
  public:
   NvmlTelemetry(const std::string& pci_bus_id, const std::string& uuid) {
-    if (!nvml_.usable()) {
-      why_ = fmt::format("NVML: {}", nvml_.status());
-      return;
-    }
-    const NvmlApi& api = nvml_.api();
-    if (!(!pci_bus_id.empty() &&
-          api.device_get_handle_by_pci_bus_id_v2(pci_bus_id.c_str(), &device_) == NVML_SUCCESS) &&
-        !(!uuid.empty() && api.device_get_handle_by_uuid(uuid.c_str(), &device_) == NVML_SUCCESS)) {
-      why_ = fmt::format("NVML has no GPU of PCI bus id '{}' or UUID '{}'", pci_bus_id, uuid);
-    }
+    const NvmlDeviceLookup found = find_nvml_device(nvml_, pci_bus_id, uuid);
+    why_ = found.why;
+    device_ = found.device;
   }
 
   [[nodiscard]] std::string unavailable() const override { return why_; }
