@@ -22,12 +22,12 @@ struct Subcommand {
 
 // For options that name a file: an empty value is refused (exit 2, naming the option), not taken for "none".
 inline const CLI::Validator& a_path() {
-  static const CLI::Validator validator(
+  static const CLI::Validator kValidator(
       [](const std::string& value) {
         return value.empty() ? std::string("an empty path; name a file") : std::string();
       },
       "PATH");
-  return validator;
+  return kValidator;
 }
 
 // "8,16": two batch sizes (predict-batch's and doctor's --batch); throws InputError naming --batch.
@@ -36,7 +36,7 @@ std::pair<std::uint64_t, std::uint64_t> parse_batch_pair(const std::string& text
 // For floating-point options: NaN passes every range check (each comparison with it is false), so it is
 // refused first, with infinities ("nan", "inf" and their spellings are numbers to strtod).
 inline const CLI::Validator& a_finite_number() {
-  static const CLI::Validator validator(
+  static const CLI::Validator kValidator(
       [](const std::string& value) {
         double number = 0;
         if (!CLI::detail::lexical_cast(value, number)) {
@@ -45,7 +45,7 @@ inline const CLI::Validator& a_finite_number() {
         return std::isfinite(number) ? std::string() : std::string("'" + value + "' is not a finite number");
       },
       "NUMBER");
-  return validator;
+  return kValidator;
 }
 
 // All of `text` on stdout, whatever bytes it holds: fputs(text.c_str()) stopped at the first NUL (a GPU

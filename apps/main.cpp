@@ -18,7 +18,9 @@
 #include "harness/core/launcher.hpp"
 #include "harness/core/version.hpp"
 
-int main(int argc, char** argv) {
+// What throws outside the try below (CLI11 building the options) is a programming error: it ends the
+// process with its message.
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): see above
   using memstress::ExitCode;
   using memstress::to_int;
   CLI::App app{

@@ -37,7 +37,10 @@ nlohmann::json as_json(const YAML::Node& node, const std::string& where, int dep
       if (out.contains(key)) {
         throw InputError(fmt::format("{}: key `{}` is given twice", where, key));
       }
-      out[key] = as_json(kv.second, where.empty() ? key : where + "." + key, depth + 1);
+      std::string path = where;
+      path += where.empty() ? "" : ".";
+      path += key;
+      out[key] = as_json(kv.second, path, depth + 1);
     }
     return out;
   }

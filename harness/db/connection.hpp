@@ -33,6 +33,8 @@ class Statement {
   Statement() = default;
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
+  Statement(Statement&&) = delete;
+  Statement& operator=(Statement&&) = delete;
 
   // Parameters are numbered from 1, as in SQL.
   virtual Statement& bind(int index, std::int64_t value) = 0;
@@ -71,6 +73,8 @@ class Connection {
   Connection() = default;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
+  Connection(Connection&&) = delete;
+  Connection& operator=(Connection&&) = delete;
 
   [[nodiscard]] virtual const Dialect& dialect() const noexcept = 0;
   [[nodiscard]] virtual const std::string& name() const noexcept = 0;  // as messages name it
@@ -90,6 +94,8 @@ class Transaction {
   ~Transaction();
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
+  Transaction(Transaction&&) = delete;
+  Transaction& operator=(Transaction&&) = delete;
 
   void commit();
 

@@ -110,7 +110,7 @@ Results read_stream(const std::vector<std::string_view>& lines) {
     } else {
       throw InputError(fmt::format("line {}: expected a {} line, found {}", i + 1,
                                    header.is_null() ? "header" : "row or footer",
-                                   type.empty() ? "no \"type\"" : "\"type\": \"" + type + "\""));
+                                   type.empty() ? R"(no "type")" : R"("type": ")" + type + R"(")"));
     }
   }
   check_schema(JsonField(header));  // no header at all
