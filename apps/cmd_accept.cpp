@@ -293,6 +293,18 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
   if (!f.junit.empty()) {
     check_output_path(f.junit, "--junit");  // before the run, not after it
   }
+  // Outputs on one file, or onto an input --from reads, would replace each other (the last written wins).
+  std::vector<NamedOutput> outputs{{"--junit", f.junit}, {"--write", f.write}};
+  if (!f.out.empty()) {
+    outputs.push_back({"--out", f.out});
+    outputs.push_back({"--out's stream", ResultSink::stream_path(f.out)});
+  }
+  check_distinct_outputs(outputs);
+  for (const std::string& input : f.from) {
+    std::vector<NamedOutput> with_input = outputs;
+    with_input.push_back({"--from", input});
+    check_distinct_outputs(with_input);
+  }
   Profile profile = load_profile(f.profile);
   if (!f.from.empty()) {
     const AcceptInput from = runs_from(f.from);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -22,6 +23,7 @@
 #include "harness/dist/job.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/memory/backend.hpp"
+#include "harness/results/sink.hpp"
 #include "harness/run/session.hpp"
 #include "suites/burn_engine.hpp"
 
@@ -52,6 +54,12 @@ BurnProfile chosen_profile(const BurnFlags& f) {
   }
   if (!f.interval.empty()) {
     p.interval_s = parse_duration(f.interval, "--interval", kMinIntervalSeconds, kMaxIntervalSeconds);
+  }
+  if (plan_intervals(p.duration_s, p.interval_s).count > kMaxIntervals) {
+    throw InputError(
+        fmt::format("--duration {:g} s in intervals of {:g} s: more than {} intervals (rows); give a "
+                    "longer --interval",
+                    p.duration_s, p.interval_s, kMaxIntervals));
   }
   return p;
 }
@@ -175,6 +183,16 @@ Subcommand add_burn(CLI::App& app, std::vector<std::string> argv) {
   return {sub, [flags, argv = std::move(argv)] {
             if (!flags->verdict.empty()) {
               check_output_path(flags->verdict, "--verdict");
+            }
+            std::vector<NamedOutput> outputs{{"--verdict", flags->verdict}};
+            if (!flags->out.empty()) {
+              outputs.push_back({"--out", flags->out});
+              outputs.push_back({"--out's stream", ResultSink::stream_path(flags->out)});
+            }
+            check_distinct_outputs(outputs);
+            if (flags->timeout_s <= 0 || !std::isfinite(flags->timeout_s)) {
+              throw InputError(
+                  fmt::format("--timeout {}: must be a number of seconds above 0", flags->timeout_s));
             }
             const BurnProfile profile = chosen_profile(*flags);
             InterruptWatch interrupts;  // before MPI, CUDA or any thread exists
