@@ -133,8 +133,8 @@ class Canary {
 
  private:
   cudaStream_t stream_;
-  Cublas blas_;
   DeviceBlock a16_, b16_, c32_, a64_, b64_, c64_, workspace_;
+  Cublas blas_;  // after its workspace: destroyed before it
   cuda::DeviceBuffer hashes_;
   cuda::PinnedBuffer landed_;
 };

@@ -16,6 +16,8 @@ namespace {
 constexpr std::array kThroughput = {"memory.GB/s", "h2d.GB/s", "d2h.GB/s", "gemm.bf16.TFLOP/s",
                                     "gemm.fp64.TFLOP/s"};
 constexpr double kSlopeWindowS = 300;
+constexpr std::size_t kSteadyWindow = 30;
+constexpr std::size_t kSteadyMin = 2;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -86,6 +88,7 @@ void BurnJudge::add(Gpu& gpu, int interval, std::string check, std::string detai
 void BurnJudge::judge_row(Gpu& gpu, const Row& row, int interval, std::vector<BurnFinding>& out) {
   if (row.verdict == Verdict::error) {
     add(gpu, interval, "error", fmt::format("the stress stopped with an error: {}", row.reason), out);
+    gpu.intervals.push_back(Interval{interval, 0, {}, true});  // its own interval, FAILed
     return;
   }
   if (row.errors > 0) {
@@ -132,6 +135,9 @@ void BurnJudge::judge_row(Gpu& gpu, const Row& row, int interval, std::vector<Bu
   if (const std::string lost = note_after(row, "health: "); !lost.empty()) {
     add(gpu, interval, "health", fmt::format("health could not be read: {}", lost), out);
   }
+  if (const std::string lost = note_after(row, "telemetry: "); !lost.empty()) {
+    add(gpu, interval, "health", fmt::format("telemetry could not be read: {}", lost), out);
+  }
   if (const MetricResult* m = row.metric("clocks.slowed.samples"); m != nullptr && m->summary.max > 0) {
     add(gpu, interval, "clocks",
         fmt::format("clocks held down by {} (allowed: {})", note_after(row, "clocks.slowed.samples: "),
@@ -159,13 +165,16 @@ void BurnJudge::judge_row(Gpu& gpu, const Row& row, int interval, std::vector<Bu
             out);
       }
     }
+    // The steady state: the median of the last kSteadyWindow steady intervals (bounded work a row, however
+    // long the burn), judged once there are kSteadyMin of them (one interval alone is no steady state).
     std::vector<double> steady;
-    for (const Interval& before : gpu.intervals) {
-      if (before.index >= profile_.warmup_intervals && !before.failed && before.values.contains(name)) {
-        steady.push_back(before.values.at(name));
+    for (auto it = gpu.intervals.rbegin(); it != gpu.intervals.rend() && steady.size() < kSteadyWindow;
+         ++it) {
+      if (it->index >= profile_.warmup_intervals && !it->failed && it->values.contains(name)) {
+        steady.push_back(it->values.at(name));
       }
     }
-    if (interval > profile_.warmup_intervals && !steady.empty()) {
+    if (steady.size() >= kSteadyMin) {
       const double base = median(steady);
       if (base > 0 && v < base * (1 - profile_.drift_pct / 100)) {
         add(gpu, interval, "drift",

@@ -9,13 +9,14 @@
 //   first result), and the first hashes of the GPUs of one model and GEMM library must agree: a GPU outside a
 //   strict majority FAILs, and where there is none (two GPUs that differ) every GPU of the tie FAILs;
 // - health: a new uncorrectable ECC error, a new uncorrectable row remap, a remap pending or failed, an XID
-//   event, an NVLink error, another process holding a context on the GPU, or health that could not be read
-//   FAILs;
+//   event, an NVLink error, another process holding a context on the GPU, or health or telemetry that could
+//   not be read FAILs;
 // - clocks: a sample whose clock event reasons include one the profile does not allow FAILs;
 // - throughput (memory, copies both ways, both GEMMs, by wall clock over the interval): below the profile's
-//   factor x golden ("measured bad"), more than drift_pct below the median of the GPU's own steady intervals
-//   so far (those after the warm-up that FAILed nothing: a drop that lasts is judged against the steady state
-//   before it, all the while), or more than lag_pct below the median of its node's GPUs in the same
+//   factor x golden ("measured bad"), more than drift_pct below the median of the GPU's own last 30 steady
+//   intervals (those after the warm-up that FAILed nothing, once there are two: a drop that lasts is judged
+//   against the steady state before it, all the while), or more than lag_pct below the median of its node's
+//   GPUs in the same
 //   interval (with 2 GPUs or more on the node).
 // Reported, not judged: the power reached as a share of the limit, GPU and HBM temperatures, and the thermal
 // slope (degrees C a minute over the last five minutes, a linear fit of the intervals' medians): near 0 once

@@ -1,6 +1,7 @@
 #include "harness/burn/loop.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cmath>
@@ -43,6 +44,28 @@ unsigned long long fault_xid(const std::vector<TimedFault>& faults) {
 
 }  // namespace
 
+namespace {
+
+// Every rank meets here, each saying whether it can go on: a GPU that errored (a sticky CUDA error) cannot,
+// and then every rank stops together, the error judged (a rank left waiting for the others would only time
+// out). Throws on every rank, naming each rank that failed and why (rank 0 learns the others' reasons).
+void stop_together(World& world, const std::string& error, const std::string& when) {
+  const std::vector<double> failed = world.all_gather(error.empty() ? 0.0 : 1.0);
+  const std::vector<std::string> why = world.gather(error);
+  std::vector<std::string> named;
+  for (std::size_t r = 0; r < failed.size(); ++r) {
+    if (failed[r] > 0) {
+      named.push_back(
+          fmt::format("rank {}: {}", r, r < why.size() ? why[r] : std::string("could not go on")));
+    }
+  }
+  if (!named.empty()) {
+    throw std::runtime_error(fmt::format("the burn stopped {}: {}", when, fmt::join(named, "; ")));
+  }
+}
+
+}  // namespace
+
 IntervalPlan plan_intervals(double duration_s, double interval_s) {
   IntervalPlan p;
   p.count = std::max(1, static_cast<int>(std::ceil(duration_s / interval_s - 1e-9)));
@@ -53,7 +76,14 @@ IntervalPlan plan_intervals(double duration_s, double interval_s) {
 void run_burn(const BurnSetup& setup, SessionParts& parts, BurnJudge& judge) {
   World& world = parts.world;
   const IntervalPlan plan = plan_intervals(setup.profile.duration_s, setup.profile.interval_s);
-  const std::unique_ptr<BurnEngine> engine = setup.make_engine(parts);
+  std::unique_ptr<BurnEngine> engine;
+  std::string failed;
+  try {
+    engine = setup.make_engine(parts);
+  } catch (const std::exception& e) {  // its memory taken by another process, say: every rank stops
+    failed = e.what();
+  }
+  stop_together(world, failed, "before its first interval");
   if (world.rank() == 0 && setup.on_start) {
     setup.on_start(engine->describe());
   }
@@ -106,22 +136,19 @@ void run_burn(const BurnSetup& setup, SessionParts& parts, BurnJudge& judge) {
     }
     std::vector<Row> rows = gather_rows(world, std::move(row), fmt::format("burn interval {}", k));
     if (world.rank() == 0) {
-      std::vector<BurnFinding> found = judge.judge_interval(rows);
-      for (Row& r : rows) {
-        parts.sink.append(std::move(r));
-      }
-      if (setup.on_interval) {
-        setup.on_interval(k, plan.count, found);
-      }
-    }
-    // A GPU that errored (a sticky CUDA error) cannot go on: every rank stops here, the error judged.
-    const std::vector<double> errored = world.all_gather(error.empty() ? 0.0 : 1.0);
-    for (std::size_t r = 0; r < errored.size(); ++r) {
-      if (errored[r] > 0) {
-        throw std::runtime_error(fmt::format("the burn stopped in interval {}: rank {} {}", k, r,
-                                             error.empty() ? std::string("could not go on") : error));
+      try {  // whatever fails here (the results' disk full), the ranks still meet below
+        std::vector<BurnFinding> found = judge.judge_interval(rows);
+        for (Row& r : rows) {
+          parts.sink.append(std::move(r));
+        }
+        if (setup.on_interval) {
+          setup.on_interval(k, plan.count, found);
+        }
+      } catch (const std::exception& e) {
+        error = error.empty() ? fmt::format("judging and writing the interval: {}", e.what()) : error;
       }
     }
+    stop_together(world, error, fmt::format("in interval {}", k));
   }
   if (world.rank() == 0) {
     const std::vector<BurnFinding> missing = judge.finish();

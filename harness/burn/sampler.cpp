@@ -23,7 +23,11 @@ TimedSample Sampler::read_now() {
   s.at_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
   if (telemetry_ != nullptr && telemetry_->unavailable().empty()) {
     const std::lock_guard lock(read_mutex_);
-    s.sample = telemetry_->read();
+    try {
+      s.sample = telemetry_->read();
+    } catch (const std::exception& e) {  // on the sampler's thread: a reading that failed, judged as such
+      s.sample.errors.emplace_back(e.what());
+    }
   }
   if (throttle_after_s_ >= 0 && s.at_s >= throttle_after_s_) {
     s.sample.reasons = s.sample.reasons.value_or(0) | *clock_reason_bit("hw_thermal");

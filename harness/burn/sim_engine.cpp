@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -92,9 +93,10 @@ class SimBurnEngine final : public BurnEngine {
                              reinterpret_cast<std::uintptr_t>(&words_[first])));
     }
     copies(work, seed);
-    if (active(TimedFault::Kind::slow,
-               elapsed_s)) {  // a quarter of the work in the same time: wait 3x as long
-      std::this_thread::sleep_for(3 * (std::chrono::steady_clock::now() - began));
+    // A planted throughput drop: a tenth of the work in the same time (wait 9 times as long), far past any
+    // bound, so that the host's noise (CI runs tests side by side) cannot hide it.
+    if (active(TimedFault::Kind::slow, elapsed_s)) {
+      std::this_thread::sleep_for(9 * (std::chrono::steady_clock::now() - began));
     }
     note_hash(work.bf16_hashes, hash_of(gemm<float>(kGemmN)));
     note_hash(work.fp64_hashes, hash_of(gemm<double>(kGemmN)));

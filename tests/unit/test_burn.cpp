@@ -87,6 +87,7 @@ Row row_of(int rank, int interval, double memory, std::uint64_t bf16 = 0xaa, std
 
 std::vector<std::string> checks(const std::vector<BurnFinding>& found) {
   std::vector<std::string> out;
+  out.reserve(found.size());
   for (const BurnFinding& f : found) {
     out.push_back(std::to_string(f.rank) + ":" + f.check);
   }
@@ -97,6 +98,7 @@ TEST(BurnJudge, HealthyIntervalsOfFourGpusPass) {
   BurnJudge judge(default_burn_profile(), 4);
   for (int k = 0; k < 5; ++k) {
     std::vector<Row> rows;
+    rows.reserve(4);
     for (int r = 0; r < 4; ++r) {
       rows.push_back(row_of(r, k, 2900 + 10 * r));
     }
@@ -110,6 +112,7 @@ TEST(BurnJudge, HealthyIntervalsOfFourGpusPass) {
 TEST(BurnJudge, TheGemmVoteNamesTheOneGpuOutOfFourAndATieFailsBoth) {
   BurnJudge four(default_burn_profile(), 4);
   std::vector<Row> rows;
+  rows.reserve(4);
   for (int r = 0; r < 4; ++r) {
     rows.push_back(row_of(r, 0, 2900, r == 2 ? 0xdead : 0xaa));
   }
@@ -161,7 +164,8 @@ TEST(BurnJudge, BelowGoldenIsMeasuredBadAndDataErrorsNameTheAddress) {
   std::vector<Row> rows{row_of(0, 0, 2000)};
   rows[0].errors = 3;
   rows[0].checked = 100;
-  rows[0].notes.push_back("verification.errors: 3 bad word(s) in fill 2, the first at device address 0x7f00");
+  rows[0].notes.emplace_back(
+      "verification.errors: 3 bad word(s) in fill 2, the first at device address 0x7f00");
   const auto found = judge.judge_interval(rows);
   ASSERT_EQ(checks(found), (std::vector<std::string>{"0:data", "0:golden"}));
   EXPECT_NE(found[0].detail.find("0x7f00"), std::string::npos);
