@@ -224,8 +224,9 @@ namespace {
 // The options a run was given, without the program, the outputs and their values (where the results went is
 // not how they were measured): {"transfers", "-n", "20", "--host-memory", "pageable"}.
 std::vector<std::string> measuring_options(const std::vector<std::string>& argv) {
-  static const std::array<std::string_view, 8> kOutputs = {"--out",    "-o",         "--junit",       "--csv",
-                                                           "--format", "--progress", "--alloc-trace", "-q"};
+  static const std::array<std::string_view, 10> kOutputs = {
+      "--out",         "-o",         "--junit",    "--csv", "--format", "--progress",
+      "--alloc-trace", "--snapshot", "--timeline", "-q"};
   std::vector<std::string> kept;
   for (std::size_t i = 1; i < argv.size(); ++i) {
     const std::string_view a = argv[i];

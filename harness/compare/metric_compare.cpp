@@ -121,9 +121,12 @@ MetricComparison compare_metric(const MetricResult& base, const MetricResult& ne
 
   if (!std::isfinite(c.base_median) || !std::isfinite(c.new_median)) {
     const bool neither = !std::isfinite(c.base_median) && !std::isfinite(c.new_median);
-    c.outcome = neither ? Outcome::not_judged : Outcome::unsure;
-    c.note =
-        neither ? "no value" : fmt::format("no value in {}", std::isfinite(c.base_median) ? "NEW" : "BASE");
+    // Measured in BASE and not in NEW: what NEW lost is a regression (fail closed), never "no regression".
+    const bool lost = std::isfinite(c.base_median) && !std::isfinite(c.new_median);
+    c.outcome = neither ? Outcome::not_judged : lost ? Outcome::worse : Outcome::unsure;
+    c.note = neither ? "no value"
+             : lost  ? std::string("no value in NEW: not measured there")
+                     : std::string("no value in BASE");
     return c;
   }
   if (c.better == Better::none) {

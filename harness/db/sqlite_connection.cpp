@@ -74,25 +74,27 @@ class SqliteStatement final : public Statement {
     sqlite3_clear_bindings(handle_.get());
   }
 
-  bool is_null(int column) const override {
+  [[nodiscard]] bool is_null(int column) const override {
     return sqlite3_column_type(handle_.get(), column) == SQLITE_NULL;
   }
-  std::int64_t integer(int column) const override { return sqlite3_column_int64(handle_.get(), column); }
-  double real(int column) const override {
+  [[nodiscard]] std::int64_t integer(int column) const override {
+    return sqlite3_column_int64(handle_.get(), column);
+  }
+  [[nodiscard]] double real(int column) const override {
     return is_null(column) ? std::numeric_limits<double>::quiet_NaN()
                            : sqlite3_column_double(handle_.get(), column);
   }
-  std::string_view text_view(int column) const override {
+  [[nodiscard]] std::string_view text_view(int column) const override {
     const unsigned char* text = sqlite3_column_text(handle_.get(), column);
     const int bytes = sqlite3_column_bytes(handle_.get(), column);
     return text == nullptr
                ? std::string_view()
                : std::string_view(reinterpret_cast<const char*>(text), static_cast<std::size_t>(bytes));
   }
-  std::string text(int column) const override { return std::string(text_view(column)); }
+  [[nodiscard]] std::string text(int column) const override { return std::string(text_view(column)); }
 
  private:
-  std::string sql() const {
+  [[nodiscard]] std::string sql() const {
     const char* text = sqlite3_sql(handle_.get());
     return text == nullptr ? std::string() : std::string(text);
   }
@@ -112,9 +114,9 @@ class SqliteConnection final : public Connection {
   SqliteConnection(DatabaseHandle db, std::string name, bool read_only)
       : db_(std::move(db)), name_(std::move(name)), read_only_(read_only) {}
 
-  const Dialect& dialect() const noexcept override { return kSqlite; }
-  const std::string& name() const noexcept override { return name_; }
-  bool read_only() const noexcept override { return read_only_; }
+  [[nodiscard]] const Dialect& dialect() const noexcept override { return kSqlite; }
+  [[nodiscard]] const std::string& name() const noexcept override { return name_; }
+  [[nodiscard]] bool read_only() const noexcept override { return read_only_; }
 
   void exec(std::string_view sql) override {
     const std::string text(sql);
@@ -233,11 +235,17 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   std::string filename = url;
   const std::filesystem::path dir = std::filesystem::absolute(url).parent_path();
   const bool dir_writable = in_memory || ::access(dir.c_str(), W_OK) == 0;
-  const bool file_writable = in_memory || ::access(url.c_str(), W_OK) == 0;
-  if (mode == OpenMode::create && (!dir_writable || (std::filesystem::exists(url) && !file_writable))) {
+  const int dir_errno = errno;
+  const bool exists = !in_memory && std::filesystem::exists(url);
+  const bool file_writable = in_memory || (exists && ::access(url.c_str(), W_OK) == 0);
+  const int file_errno = errno;
+  if (mode == OpenMode::create && (!dir_writable || (exists && !file_writable))) {
     // SQLite would open it read-only and fail on the first write as "not a database".
-    throw InputError(fmt::format("--db '{}': cannot be written ({}): an ingest writes the store", url,
-                                 std::error_code(errno, std::generic_category()).message()));
+    const std::string why =
+        std::error_code(!dir_writable ? dir_errno : file_errno, std::generic_category()).message();
+    throw InputError(
+        fmt::format("--db '{}': {} cannot be written ({}): an ingest writes the store", url,
+                    !dir_writable ? fmt::format("its directory {}", dir.string()) : std::string("it"), why));
   }
   bool query_only = false;
   if (mode == OpenMode::create) {

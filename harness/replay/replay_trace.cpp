@@ -111,7 +111,7 @@ class Parser {
       fail("an oom line has no id (found '{}')", f[3]);
     }
     e.bytes = number(f[4], "bytes");
-    if (e.bytes > kMaxTraceBytes) {
+    if (e.bytes > kMaxTraceBytes && e.action != Action::oom) {  // a request refused may ask anything
       fail("column 'bytes': {} is more memory than any device has (at most {} bytes, 256 TiB)", e.bytes,
            kMaxTraceBytes);
     }

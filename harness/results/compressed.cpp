@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
-#include <array>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
@@ -35,7 +35,7 @@ std::string gunzip(const std::string& data, std::uint64_t max_bytes) {
     throw InputError("gzip: cannot start decompressing");
   }
   std::string out;
-  std::array<unsigned char, kPiece> piece{};
+  std::vector<unsigned char> piece(kPiece);  // on the heap: fuzzers' and workers' stacks are small
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));  // zlib's API is not const
   z.avail_in = static_cast<uInt>(data.size());
   int rc = Z_OK;
@@ -66,7 +66,7 @@ std::string unxz(const std::string& data, std::uint64_t max_bytes) {
     throw InputError("xz: cannot start decompressing");
   }
   std::string out;
-  std::array<std::uint8_t, kPiece> piece{};
+  std::vector<std::uint8_t> piece(kPiece);
   z.next_in = reinterpret_cast<const std::uint8_t*>(data.data());
   z.avail_in = data.size();
   lzma_ret rc = LZMA_OK;

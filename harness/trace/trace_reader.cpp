@@ -127,7 +127,8 @@ class Parser {
       event.id = number(f[3], 3);
     }
     event.bytes = number(f[4], 4);
-    if (event.bytes > kMaxTraceBytes) {
+    if (event.bytes > kMaxTraceBytes &&
+        event.action != TraceAction::oom) {  // a request refused may ask anything
       fail("column 'bytes': {} is more memory than any device has (at most {} bytes, 256 TiB)", event.bytes,
            kMaxTraceBytes);
     }

@@ -22,8 +22,9 @@
 
 namespace memstress {
 
-// The most bytes an event may name, and the most live at once: 256 TiB, beyond any device (a size of 2^63
-// would wrap the sums of what is live, and a doctor would say "needed 0 bytes"). Larger is refused.
+// The most bytes an allocation may name, and the most live at once: 256 TiB, beyond any device (a size of
+// 2^63 would wrap the sums of what is live, and a doctor would say "needed 0 bytes"). Larger is refused; an
+// `oom` line (a request refused) may ask for anything.
 inline constexpr std::uint64_t kMaxTraceBytes = 1ULL << 48U;
 
 struct Trace {

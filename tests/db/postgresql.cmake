@@ -29,7 +29,7 @@ add_test(NAME db.postgresql_start COMMAND ${_server} start ${MEMSTRESS_PG_DIR} 5
 add_test(NAME db.postgresql_stop COMMAND ${_server} stop ${MEMSTRESS_PG_DIR} 5432)
 set_tests_properties(db.postgresql_start PROPERTIES LABELS cpu FIXTURES_SETUP postgresql TIMEOUT 120)
 set_tests_properties(db.postgresql_stop PROPERTIES LABELS cpu FIXTURES_CLEANUP postgresql TIMEOUT 120)
-add_test(NAME unit.db.postgresql COMMAND memstress_db_tests --gtest_filter=*/postgresql)
+add_test(NAME unit.db.postgresql COMMAND memstress_db_tests --gtest_filter=*/postgresql --gtest_color=no)
 set_tests_properties(
   unit.db.postgresql PROPERTIES LABELS cpu FIXTURES_REQUIRED postgresql FAIL_REGULAR_EXPRESSION "\\] 0 tests from" ENVIRONMENT
                                 "MEMSTRESS_TEST_POSTGRESQL=${MEMSTRESS_PG_ADMIN}" TIMEOUT 300)

@@ -93,6 +93,15 @@ class HostileOutputs(unittest.TestCase):
                     self.assertRegex(r.stderr, rb"more memory than any device has|beyond 64 bits")
                     self.assertNotIn(b"needed 0 bytes", r.stdout)
 
+    def test_a_trace_asking_for_more_than_a_sum_can_hold_is_refused(self) -> None:
+        lines = ["# memstress-trace v1", "seq,time_ns,action,id,bytes,stream,device"]
+        lines += [f"{i},{i},alloc,{i},{1 << 48},0,cuda:0" for i in range((1 << 14) + 1)]
+        (self.tmp / "asks.trace.csv").write_text("\n".join(lines) + "\n")
+        r = self.run_ms("replay", "asks.trace.csv", "--device", "sim:80G")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(b"ask for", r.stderr)
+        self.assertIn(b"more than a sum of memory may hold", r.stderr)
+
     def test_output_that_cannot_be_written_is_an_error(self) -> None:
         commands = [
             ["list"],
@@ -100,11 +109,13 @@ class HostileOutputs(unittest.TestCase):
             ["compare", str(ROOT / "tests/data/compare/base.json"), str(ROOT / "tests/data/compare/slower.json")],
             ["doctor", "b4.pickle"],
             ["doctor", "b4.pickle", "--format", "json"],
+            ["accept", "--profile", str(ROOT / "tests/data/accept/sim-ranks.yaml"), "-d", "sim:8G", "-q"],
         ]
         for command in commands:
             with self.subTest(command=command[:2]), open("/dev/full", "wb") as full:
                 r = self.run_ms(*command, stdout=full.fileno())
                 self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertNotIn(b"internal error", r.stderr)
                 self.assertIn(b"cannot write the output to standard output", r.stderr)
 
 
@@ -135,8 +146,17 @@ class CompareFailsClosed(unittest.TestCase):
 
         r = self.compare(self.variant("nulls.json", nulls))
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("result: NOTHING COMPARED (no metric of the matched rows has a value on both sides", r.stdout)
+        self.assertIn("result: REGRESSION (6 metrics WORSE)", r.stdout)
+        self.assertIn("no value in NEW: not measured there", r.stdout)
         self.assertNotIn("no regression", r.stdout)
+
+        def one_left(doc: dict) -> None:  # every metric null in NEW but one
+            nulls(doc)
+            doc["rows"][0]["metrics"]["fill"] = json.loads(self.base.read_text())["rows"][0]["metrics"]["fill"]
+
+        r = self.compare(self.variant("one-left.json", one_left))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("result: REGRESSION (5 metrics WORSE)", r.stdout)
 
     @unittest.skipIf(BINARY is None, "usage: test_hostile_outputs.py MEMSTRESS_BINARY")
     def test_other_options_are_a_difference_and_rows_regressed_agree_with_the_result(self) -> None:

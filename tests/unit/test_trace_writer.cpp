@@ -197,6 +197,12 @@ TEST(TraceReader, RejectsBadLinesNamingFileAndLine) {
        "t.csv:4: alloc of id 0, which is already live (allocated on line 3)"},
       {"0,1,alloc,0,8,0,sim:1G\n1,1,free,0,9,0,sim:1G\n", "t.csv:4: free of id 0 names 9 bytes"},
       {"5,1,alloc,0,8,0,sim:1G\n5,1,free,0,8,0,sim:1G\n", "t.csv:4: seq 5 does not follow seq 5"},
+      // sizes no device has: one event, or the sum of what is live at once (which must not wrap)
+      {"0,1,alloc,0,9223372036854775808,0,sim:1G\n",
+       "t.csv:3: column 'bytes': 9223372036854775808 is more memory"},
+      {"0,1,alloc,0,140737488355328,0,sim:1G\n1,1,alloc,1,140737488355328,0,sim:1G\n"
+       "2,1,alloc,2,140737488355328,0,sim:1G\n",
+       "t.csv:5: 422212465065984 bytes live at once, more memory than any device has"},
   };
   for (const auto& [body, expected] : cases) {
     const std::string message = parse_error(with_header(body));
