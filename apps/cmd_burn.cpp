@@ -46,9 +46,17 @@ struct BurnFlags {
 constexpr std::uint64_t kSimBytes = 8ULL << 20U;
 constexpr std::uint64_t kSeed = 0x6d656d7374726573ULL;
 
+// The simulated device's throughput is the host's, shared with whatever else runs there (tests side by side):
+// a burn of it without a profile holds throughput to bounds that only a planted drop passes.
+constexpr double kSimDefaultBoundPct = 80;
+
 BurnProfile chosen_profile(const BurnFlags& f) {
   BurnProfile p =
       f.profile.empty() ? default_burn_profile() : load_burn_profile(choose_profile(f.profile).path);
+  if (f.profile.empty() && f.device.starts_with("sim")) {
+    p.drift_pct = kSimDefaultBoundPct;
+    p.lag_pct = kSimDefaultBoundPct;
+  }
   if (!f.duration.empty()) {
     p.duration_s = parse_duration(f.duration, "--duration", kMinBurnSeconds, kMaxBurnSeconds);
   }

@@ -1,7 +1,7 @@
 // The results loader behind `memstress compare` and `accept --from`: parse_results
 // (harness/results/read.hpp) on a memstress .json document, a .jsonl stream (cut short or not) or
-// Google Benchmark JSON, or any of them xz- or gzip-compressed (decompressed first, as read_results_file does,
-// under a bound). Every field is read through JsonField, so nothing but InputError may get out.
+// Google Benchmark JSON, or any of them xz- or gzip-compressed (decompressed first, as read_results_file
+// does, under a bound). Every field is read through JsonField, so nothing but InputError may get out.
 
 #include <algorithm>
 #include <string>
@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // A small bound, so that a fuzzed bomb ends quickly: what passes it must be what it was compressed from.
     constexpr std::uint64_t kFuzzTextBytes = std::uint64_t{1} << 22U;
     const std::string text = decompressed(std::string(input), kFuzzTextBytes);
-    fuzz::check(text.size() <= std::max<std::size_t>(kFuzzTextBytes, input.size()), "decompressed past its bound");
+    fuzz::check(text.size() <= std::max<std::size_t>(kFuzzTextBytes, input.size()),
+                "decompressed past its bound");
     const Results results = parse_results(text);
     for (const ResultRow& row : results.rows) {
       for (const MetricResult& m : row.metrics) {

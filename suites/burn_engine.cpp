@@ -18,7 +18,6 @@
 
 #include "suites/burn_engine.hpp"
 
-#include <cublas_v2.h>
 #include <fmt/format.h>
 
 #include <array>
@@ -33,17 +32,10 @@
 #include "kernels/canary.hpp"
 #include "kernels/pattern.hpp"
 #include "suites/support/blocks.hpp"
+#include "suites/support/cublas_library.hpp"
 
 namespace memstress::suites {
 namespace {
-
-void cublas_try(cublasStatus_t status, const char* call, const char* file, int line) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw ApiError("cuBLAS", static_cast<int>(status), cublasGetStatusName(status), call, file, line,
-                   cublasGetStatusString(status));
-  }
-}
-#define MEMSTRESS_CUBLAS_TRY(call) cublas_try((call), #call, __FILE__, __LINE__)
 
 constexpr std::uint64_t mix(std::uint64_t x) noexcept {
   return kernels::splitmix64(x);
@@ -61,8 +53,10 @@ constexpr std::size_t kWorkspace = 32ULL << 20U;
 
 class Cublas {
  public:
-  Cublas() { MEMSTRESS_CUBLAS_TRY(cublasCreate(&handle_)); }
-  ~Cublas() { static_cast<void>(cublasDestroy(handle_)); }
+  explicit Cublas(const CublasLibrary& library) : library_(library) {
+    MEMSTRESS_CUBLAS_TRY(library_, library_.api().create(&handle_));
+  }
+  ~Cublas() { static_cast<void>(library_.api().destroy(handle_)); }
   Cublas(const Cublas&) = delete;
   Cublas& operator=(const Cublas&) = delete;
   Cublas(Cublas&&) = delete;
@@ -70,6 +64,7 @@ class Cublas {
   [[nodiscard]] cublasHandle_t get() const noexcept { return handle_; }
 
  private:
+  const CublasLibrary& library_;
   cublasHandle_t handle_ = nullptr;
 };
 
@@ -85,16 +80,18 @@ class Canary {
         b64_(allocator, sizeof(double) * kFp64N * kFp64N, StreamRef::from(stream)),
         c64_(allocator, sizeof(double) * kFp64N * kFp64N, StreamRef::from(stream)),
         workspace_(allocator, kWorkspace, StreamRef::from(stream)),
+        blas_(library_),
         hashes_(2 * sizeof(unsigned long long)),
         landed_(2 * sizeof(unsigned long long)) {
     kernels::init_bf16(a16_.as<std::uint16_t>(), std::size_t{kBf16N} * kBf16N, 1, stream);
     kernels::init_bf16(b16_.as<std::uint16_t>(), std::size_t{kBf16N} * kBf16N, 2, stream);
     kernels::init_f64(a64_.as<double>(), std::size_t{kFp64N} * kFp64N, 3, stream);
     kernels::init_f64(b64_.as<double>(), std::size_t{kFp64N} * kFp64N, 4, stream);
-    MEMSTRESS_CUBLAS_TRY(cublasSetStream(blas_.get(), stream));
-    MEMSTRESS_CUBLAS_TRY(cublasSetWorkspace(blas_.get(), workspace_.get(), kWorkspace));
-    MEMSTRESS_CUBLAS_TRY(cublasSetAtomicsMode(blas_.get(), CUBLAS_ATOMICS_NOT_ALLOWED));
-    MEMSTRESS_CUBLAS_TRY(cublasSetMathMode(blas_.get(), CUBLAS_DEFAULT_MATH));
+    const CublasApi& api = library_.api();
+    MEMSTRESS_CUBLAS_TRY(library_, api.set_stream(blas_.get(), stream));
+    MEMSTRESS_CUBLAS_TRY(library_, api.set_workspace(blas_.get(), workspace_.get(), kWorkspace));
+    MEMSTRESS_CUBLAS_TRY(library_, api.set_atomics_mode(blas_.get(), CUBLAS_ATOMICS_NOT_ALLOWED));
+    MEMSTRESS_CUBLAS_TRY(library_, api.set_math_mode(blas_.get(), CUBLAS_DEFAULT_MATH));
   }
 
   // Enqueues the step's GEMMs and the hashes of their last results.
@@ -102,17 +99,19 @@ class Canary {
     const float alpha = 1;
     const float beta = 0;
     for (int i = 0; i < bf16_times; ++i) {
-      MEMSTRESS_CUBLAS_TRY(cublasGemmEx(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, kBf16N, kBf16N, kBf16N, &alpha,
-                                        a16_.get(), CUDA_R_16BF, kBf16N, b16_.get(), CUDA_R_16BF, kBf16N,
-                                        &beta, c32_.get(), CUDA_R_32F, kBf16N, CUBLAS_COMPUTE_32F,
-                                        CUBLAS_GEMM_DEFAULT));
+      MEMSTRESS_CUBLAS_TRY(
+          library_,
+          library_.api().gemm_ex(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, kBf16N, kBf16N, kBf16N, &alpha,
+                                 a16_.get(), CUDA_R_16BF, kBf16N, b16_.get(), CUDA_R_16BF, kBf16N, &beta,
+                                 c32_.get(), CUDA_R_32F, kBf16N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
     const double alpha64 = 1;
     const double beta64 = 0;
     for (int i = 0; i < fp64_times; ++i) {
-      MEMSTRESS_CUBLAS_TRY(cublasDgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, kFp64N, kFp64N, kFp64N,
-                                       &alpha64, a64_.as<double>(), kFp64N, b64_.as<double>(), kFp64N,
-                                       &beta64, c64_.as<double>(), kFp64N));
+      MEMSTRESS_CUBLAS_TRY(
+          library_, library_.api().dgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, kFp64N, kFp64N, kFp64N,
+                                         &alpha64, a64_.as<double>(), kFp64N, b64_.as<double>(), kFp64N,
+                                         &beta64, c64_.as<double>(), kFp64N));
     }
     auto* h = static_cast<unsigned long long*>(hashes_.data());
     kernels::hash_words(c32_.get(), c32_.size(), h, stream_);
@@ -125,13 +124,10 @@ class Canary {
     const auto* h = static_cast<const unsigned long long*>(landed_.data());
     return {h[0], h[1]};
   }
-  [[nodiscard]] static std::string library() {
-    int version = 0;
-    static_cast<void>(cublasGetVersion(nullptr, &version));
-    return fmt::format("cuBLAS {}", version);
-  }
+  [[nodiscard]] std::string library() const { return library_.version(); }
 
  private:
+  CublasLibrary library_;  // first: what follows uses it
   cudaStream_t stream_;
   DeviceBlock a16_, b16_, c32_, a64_, b64_, c64_, workspace_;
   Cublas blas_;  // after its workspace: destroyed before it
@@ -179,7 +175,7 @@ class CudaBurnEngine final : public BurnEngine {
         100.0 * static_cast<double>(covered_) / static_cast<double>(total_), blocks_.size(),
         human_bytes(kCopyBytes), kBf16N, kBf16N, kFp64N, kFp64N, gemm_library());
   }
-  [[nodiscard]] std::string gemm_library() const override { return Canary::library(); }
+  [[nodiscard]] std::string gemm_library() const override { return canary_.library(); }
 
   void step(BurnWork& work, double elapsed_s) override {
     const auto began = std::chrono::steady_clock::now();

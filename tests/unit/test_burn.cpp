@@ -16,6 +16,7 @@
 #include "harness/burn/sim_engine.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/planted_faults.hpp"
+#include "suites/support/cublas_library.hpp"
 
 namespace memstress {
 namespace {
@@ -226,6 +227,20 @@ TEST(BurnSoak, ThousandsOfIntervalsKeepMemoryAndRowsFlat) {
   }
   EXPECT_FALSE(judge.failed());
   EXPECT_LT(resident_kb() - rss_at_500, 8 * 1024) << "kB grown over 2500 intervals";
+}
+
+}  // namespace
+}  // namespace memstress
+
+namespace memstress {
+namespace {
+
+TEST(BurnCanaryLibrary, CublasIsLoadedAtRunTimeWithEveryEntryPoint) {
+  // No GPU needed to load it: the library the GPU's canary will use, found as memstress finds it.
+  const suites::CublasLibrary cublas;
+  EXPECT_NE(cublas.api().gemm_ex, nullptr);
+  EXPECT_NE(cublas.api().dgemm, nullptr);
+  EXPECT_EQ(cublas.version().rfind("cuBLAS ", 0), 0U) << cublas.version();
 }
 
 }  // namespace

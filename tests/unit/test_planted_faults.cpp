@@ -49,13 +49,29 @@ TEST(PlantedFaults, BadTextNamesTheVariableAndTheItem) {
       "MEMSTRESS_PLANT_FAULT item 'flip:x:2': WORD must be a whole number from 0 to 18446744073709551615");
   EXPECT_EQ(message("pageable,"),
             "MEMSTRESS_PLANT_FAULT item '': unknown fault; expected stuck:WORD:BIT:VALUE, "
-            "flip:WORD:BIT, pageable or nopeer:FROM:TO");
+            "flip:WORD:BIT, pageable, nopeer:FROM:TO or after:SECONDS:KIND");
   EXPECT_EQ(message("nopeer:1"), "MEMSTRESS_PLANT_FAULT item 'nopeer:1': expected nopeer:FROM:TO");
   EXPECT_EQ(message("nopeer:1:-2"),
             "MEMSTRESS_PLANT_FAULT item 'nopeer:1:-2': TO must be a whole number from 0 to 1023");
   EXPECT_EQ(message("ecc"),
             "MEMSTRESS_PLANT_FAULT item 'ecc': unknown fault; expected stuck:WORD:BIT:VALUE, "
-            "flip:WORD:BIT, pageable or nopeer:FROM:TO");
+            "flip:WORD:BIT, pageable, nopeer:FROM:TO or after:SECONDS:KIND");
+  EXPECT_EQ(message("after:5"),
+            "MEMSTRESS_PLANT_FAULT item 'after:5': expected after:SECONDS:flip|slow|throttle|xid:CODE");
+  EXPECT_EQ(message("after:5:melt"),
+            "MEMSTRESS_PLANT_FAULT item 'after:5:melt': unknown burn fault 'melt'; expected "
+            "flip, slow, throttle or xid:CODE");
+  EXPECT_EQ(message("after:x:flip"),
+            "MEMSTRESS_PLANT_FAULT item 'after:x:flip': SECONDS must be a whole number from 0 to 604800");
+}
+
+TEST(PlantedFaults, TimedFaultsOfABurn) {
+  const PlantedFaults f = parse_planted_faults("after:60:flip,after:120:xid:79,after:0:throttle");
+  ASSERT_EQ(f.timed.size(), 3U);
+  EXPECT_EQ(f.timed[0], (TimedFault{TimedFault::Kind::flip, 60, 0}));
+  EXPECT_EQ(f.timed[1], (TimedFault{TimedFault::Kind::xid, 120, 79}));
+  EXPECT_EQ(f.timed[2].kind, TimedFault::Kind::throttle);
+  EXPECT_FALSE(f.empty());
 }
 
 // CI builds without fault hooks: nothing is planted, whatever the environment says.
