@@ -232,7 +232,7 @@ std::vector<std::string> measuring_options(const std::vector<std::string>& argv)
       return a == o || (a.starts_with(o) && a.size() > o.size() && a[o.size()] == '=');
     });
     if (output != kOutputs.end()) {
-      i += a == *output && a != "-q" ? 1 : 0;  // its value too
+      i += a == *output && a != "-q" ? 1U : 0U;  // its value too
       continue;
     }
     kept.emplace_back(a);
