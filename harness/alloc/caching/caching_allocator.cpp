@@ -15,10 +15,12 @@
 
 namespace memstress::caching {
 
-StreamPools::StreamPools(StreamRef s)
+StreamPools::StreamPools(StreamRef s, std::size_t created)
     : stream(s),
+      order(created),
       free{std::pmr::set<Block*, BySize>(&memory), std::pmr::set<Block*, BySize>(&memory)},
-      unmapped{std::pmr::set<Block*, ByAddress>(&memory), std::pmr::set<Block*, ByAddress>(&memory)} {}
+      unmapped{std::pmr::set<Block*, ByAddress>(&memory), std::pmr::set<Block*, ByAddress>(&memory)},
+      releasable(&memory) {}
 
 Block* StreamPools::new_block() {
   return std::pmr::polymorphic_allocator<Block>(&memory).new_object<Block>();
@@ -31,21 +33,58 @@ void StreamPools::delete_block(Block* block) noexcept {
 void StreamPools::insert_free(FreeSet& pool, Block* block) {
   if (spare.empty()) {
     pool.insert(block);
-    return;
+  } else {
+    spare.value() = block;
+    auto result = pool.insert(std::move(spare));
+    if (!result.inserted) {  // never for distinct blocks (the key is size, then address): keep the node
+      spare = std::move(result.node);
+    }
   }
-  spare.value() = block;
-  auto result = pool.insert(std::move(spare));
-  if (!result.inserted) {  // never for distinct blocks (the key is size, then address): keep the node
-    spare = std::move(result.node);
+  if (releasable_block(*block)) {
+    try {
+      releasable.insert(block);
+    } catch (...) {
+      pool.erase(block);
+      throw;
+    }
   }
 }
 
 void StreamPools::erase_free(FreeSet& pool, FreeSet::iterator it) {
+  if (releasable_block(**it)) {
+    releasable.erase(*it);
+  }
   if (spare.empty()) {
     spare = pool.extract(it);
   } else {
     pool.erase(it);
   }
+}
+
+void StreamPools::erase_free(FreeSet& pool, Block* block) {
+  if (const auto it = pool.find(block); it != pool.end()) {
+    erase_free(pool, it);
+  }
+}
+
+bool StreamPools::releasable_block(const Block& b) const noexcept {
+  if (!b.expandable) {
+    return !b.is_split();
+  }
+  // release_blocks unmaps the whole pages inside the block (unmap_block): pages count from the segment's
+  // base.
+  const std::uint64_t page = b.pool == PoolKind::small ? kSmallBuffer : kLargeBuffer;
+  if (b.size < page || b.size >= 2 * page) {
+    return b.size >= page;
+  }
+  for (const ExpandableSegment& seg : segments) {
+    if (b.ptr >= seg.base && b.ptr < seg.base + seg.size) {
+      const std::uint64_t first = (b.ptr - seg.base + page - 1) / page * page;
+      const std::uint64_t last = (b.ptr + b.size - seg.base) / page * page;
+      return first < last;
+    }
+  }
+  return false;
 }
 
 CachingAllocator::CachingAllocator(DeviceBackend& backend, AllocConfig config)
@@ -105,12 +144,13 @@ StreamPools& CachingAllocator::add_pools(StreamRef stream) {
   if (StreamPools* sp = streams_.find(stream.id)) {
     return *sp;
   }
-  pools_.push_back(std::make_unique<StreamPools>(stream));
+  pools_.push_back(std::make_unique<StreamPools>(stream, pools_.size()));
   return *streams_.insert(stream.id, pools_.back().get());
 }
 
 std::vector<StreamPools*> CachingAllocator::all_pools() const {
   const std::scoped_lock lock(pools_mutex_);
+  visited_streams_.fetch_add(pools_.size(), std::memory_order_relaxed);  // Note [Releasing, incrementally]
   std::vector<StreamPools*> out;
   out.reserve(pools_.size());
   for (const auto& sp : pools_) {
@@ -371,6 +411,11 @@ void CachingAllocator::do_deallocate(void* ptr) {
     sp->pending.emplace_back(event, b);
     ++b->event_count;
   }
+  if (!sp->pending_listed) {  // Note [Releasing, incrementally]
+    const std::scoped_lock queue(queue_mutex_);
+    with_pending_.push_back(sp);
+    sp->pending_listed = true;
+  }
 }
 
 void CachingAllocator::do_record_stream(void* ptr, StreamRef stream) {
@@ -534,21 +579,34 @@ void CachingAllocator::synchronize_and_free_events(StreamPools& sp) {
 void CachingAllocator::changed(StreamPools& sp) const {
   const bool queue_read = !sp.unread.load(std::memory_order_relaxed) && !sp.unread.exchange(true);
   const bool queue_reset = !sp.unreset.load(std::memory_order_relaxed) && !sp.unreset.exchange(true);
-  if (queue_read || queue_reset) {
+  // Note [Releasing, incrementally]: cleared and set under the stream's lock, which the caller holds.
+  const bool queue_release = !sp.unreleased;
+  sp.unreleased = true;
+  if (queue_read || queue_reset || queue_release) {
     const std::scoped_lock lock(queue_mutex_);
+    bool read_queued = false;
+    bool reset_queued = false;
     try {
       if (queue_read) {
         unread_.push_back(&sp);
+        read_queued = true;
       }
       if (queue_reset) {
         unreset_.push_back(&sp);
+        reset_queued = true;
+      }
+      if (queue_release) {
+        unreleased_.push_back(&sp);
       }
     } catch (...) {  // not queued: the next change queues it again (a set flag would hide it for good)
-      if (queue_read && (unread_.empty() || unread_.back() != &sp)) {
+      if (queue_read && !read_queued) {
         sp.unread.store(false);
       }
-      if (queue_reset) {
+      if (queue_reset && !reset_queued) {
         sp.unreset.store(false);
+      }
+      if (queue_release) {
+        sp.unreleased = false;
       }
       throw;
     }

@@ -89,9 +89,9 @@ Block* CachingAllocator::try_allocate_expandable(StreamPools& sp, const Request&
   while (c->size < r.size) {
     Block* n = c->next;
     if (n->mapped) {
-      sp.free[pool].erase(c);
+      sp.erase_free(sp.free[pool], c);
       try_merge(sp, c, n);
-      sp.free[pool].insert(c);
+      sp.insert_free(sp.free[pool], c);
       continue;
     }
     c = map_block(sp, n, std::min(r.size - c->size, n->size));
@@ -99,7 +99,7 @@ Block* CachingAllocator::try_allocate_expandable(StreamPools& sp, const Request&
       return nullptr;
     }
   }
-  sp.free[pool].erase(c);
+  sp.erase_free(sp.free[pool], c);
   return c;
 }
 
@@ -155,7 +155,7 @@ Block* CachingAllocator::map_block(StreamPools& sp, Block* u, std::uint64_t byte
   try_merge(sp, u, u->prev);
   try_merge(sp, u, u->next);
   u->gc_base = sp.gc_clock[static_cast<std::size_t>(u->pool)];
-  sp.free[static_cast<std::size_t>(u->pool)].insert(u);
+  sp.insert_free(sp.free[static_cast<std::size_t>(u->pool)], u);
   return u;
 }
 
@@ -167,7 +167,7 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
     return;  // no whole page inside
   }
   const auto pool = static_cast<std::size_t>(b->pool);
-  sp.free[pool].erase(b);
+  sp.erase_free(sp.free[pool], b);
   const auto make_mapped = [&](std::uintptr_t ptr, std::uint64_t size) {
     Block* x = sp.new_block();
     x->ptr = ptr;
@@ -185,7 +185,7 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
       b->prev->next = head;
     }
     b->prev = head;
-    sp.free[pool].insert(head);
+    sp.insert_free(sp.free[pool], head);
   }
   if (last < b->ptr + b->size) {  // and the partial page after
     Block* tail = make_mapped(last, b->ptr + b->size - last);
@@ -195,7 +195,7 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
       b->next->prev = tail;
     }
     b->next = tail;
-    sp.free[pool].insert(tail);
+    sp.insert_free(sp.free[pool], tail);
   }
   b->ptr = first;
   b->size = last - first;
