@@ -547,115 +547,140 @@ std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* sr
   return merged;
 }
 
+// The pending list is a vector (a deque allocates 576 bytes for every stream, most of which never has a
+// pending free): entries leave it in order, those still waiting moved down over them.
 void CachingAllocator::process_pending(StreamPools& sp) {
   unpark(sp);
-  for (auto it = sp.pending.begin(); it != sp.pending.end();) {
-    if (!backend_.event_complete(it->first)) {
-      ++it;
-      continue;
+  auto& pending = sp.pending;
+  std::size_t kept = 0;
+  std::size_t i = 0;
+  bool taken = false;  // the entry at i has left the list (its event released)
+  try {
+    for (; i < pending.size(); ++i) {
+      taken = false;
+      if (!backend_.event_complete(pending[i].first)) {
+        pending[kept++] = pending[i];
+        continue;
+      }
+      backend_.release_event(pending[i].first);
+      taken = true;
+      Block* b = pending[i].second;
+      if (--b->event_count == 0) {
+        free_block(sp, b);
+      }
     }
-    backend_.release_event(it->first);
-    Block* b = it->second;
-    it = sp.pending.erase(it);
-    if (--b->event_count == 0) {
-      free_block(sp, b);
-    }
+  } catch (...) {  // those that completed have left the list
+    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(kept),
+                  pending.begin() + static_cast<std::ptrdiff_t>(taken ? i + 1 : i));
+    throw;
   }
+  pending.resize(kept);
 }
 
 void CachingAllocator::synchronize_and_free_events(StreamPools& sp) {
   unpark(sp);
-  while (!sp.pending.empty()) {
-    const auto [event, b] = sp.pending.front();
-    sp.pending.pop_front();
-    backend_.synchronize_event(event);
-    backend_.release_event(event);
-    if (--b->event_count == 0) {
-      free_block(sp, b);
+  auto& pending = sp.pending;
+  std::size_t i = 0;
+  try {
+    for (; i < pending.size(); ++i) {
+      const auto [event, b] = pending[i];
+      backend_.synchronize_event(event);
+      backend_.release_event(event);
+      if (--b->event_count == 0) {
+        free_block(sp, b);
+      }
     }
+  } catch (...) {  // the entry being processed has left the list, as every one before it
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    throw;
   }
+  pending.clear();
 }
 
 void CachingAllocator::changed(StreamPools& sp) const {
-  const bool queue_read = !sp.unread.load(std::memory_order_relaxed) && !sp.unread.exchange(true);
+  // Note [Statistics, incrementally]: `counted` and `unreleased` are the stream's, under its lock, which the
+  // caller holds; the reset flag is cleared by readers before they take it.
+  const bool queue_read = sp.counted;
   const bool queue_reset = !sp.unreset.load(std::memory_order_relaxed) && !sp.unreset.exchange(true);
-  // Note [Releasing, incrementally]: cleared and set under the stream's lock, which the caller holds.
-  const bool queue_release = !sp.unreleased;
-  sp.unreleased = true;
-  if (queue_read || queue_reset || queue_release) {
-    const std::scoped_lock lock(queue_mutex_);
-    bool read_queued = false;
-    bool reset_queued = false;
-    try {
-      if (queue_read) {
-        unread_.push_back(&sp);
-        read_queued = true;
-      }
-      if (queue_reset) {
-        unreset_.push_back(&sp);
-        reset_queued = true;
-      }
-      if (queue_release) {
-        unreleased_.push_back(&sp);
-      }
-    } catch (...) {  // not queued: the next change queues it again (a set flag would hide it for good)
-      if (queue_read && !read_queued) {
-        sp.unread.store(false);
-      }
-      if (queue_reset && !reset_queued) {
-        sp.unreset.store(false);
-      }
-      if (queue_release) {
-        sp.unreleased = false;
-      }
-      throw;
+  const bool queue_release = !sp.unreleased;  // Note [Releasing, incrementally]
+  if (!queue_read && !queue_reset && !queue_release) {
+    return;
+  }
+  const std::scoped_lock lock(queue_mutex_);
+  bool reset_queued = false;
+  try {
+    if (queue_reset) {
+      unreset_.push_back(&sp);
+      reset_queued = true;
     }
+    if (queue_release) {
+      unreleased_.push_back(&sp);
+      sp.unreleased = true;
+    }
+    if (queue_read) {
+      unread_.push_back(&sp);
+      // Out of the totals until the next read puts its figures, as they are then, back in.
+      totals_ -= sp.stats;
+      if (sp.read_largest > 0) {
+        largest_.erase(largest_.find(sp.read_largest));
+        sp.read_largest = 0;
+      }
+      sp.counted = false;
+    }
+  } catch (...) {  // not queued: the next change queues it again (a set flag would hide it for good)
+    if (queue_reset && !reset_queued) {
+      sp.unreset.store(false);
+    }
+    throw;  // the change does not happen (Changing's constructor throws)
   }
 }
 
-void CachingAllocator::reread(StreamPools& sp) const {
-  unpark(sp);  // Note [Parked free]: what is read is PyTorch's order
-  totals_ -= sp.read;
-  sp.read = sp.stats;
-  totals_ += sp.read;
-  std::uint64_t largest = 0;
-  for (const auto& pool : sp.free) {
-    if (!pool.empty()) {
-      largest = std::max(largest, (*pool.rbegin())->size);
-    }
-  }
-  if (largest != sp.read_largest) {
-    if (sp.read_largest > 0) {
-      largest_.erase(largest_.find(sp.read_largest));
-    }
-    if (largest > 0) {
-      largest_.insert(largest);
-    }
-    sp.read_largest = largest;
-  }
-}
-
-void CachingAllocator::read_changed() const {
+CachingAllocator::Totals CachingAllocator::read_totals() const {
+  Totals out;
   std::vector<StreamPools*> queued;
   {
     const std::scoped_lock lock(queue_mutex_);
     queued.swap(unread_);
+    out.stats = totals_;
+    out.largest = largest_.empty() ? 0 : *largest_.rbegin();
   }
-  for (StreamPools* sp : queued) {
-    sp->unread.store(false);  // before the lock: a change from now on queues the stream again
-    const std::scoped_lock lock(sp->lock);
-    reread(*sp);
+  std::size_t i = 0;
+  try {
+    for (; i < queued.size(); ++i) {
+      StreamPools& sp = *queued[i];
+      const std::scoped_lock lock(sp.lock);
+      unpark(sp);  // Note [Parked free]: what is read is PyTorch's order
+      std::uint64_t largest = 0;
+      for (const auto& pool : sp.free) {
+        if (!pool.empty()) {
+          largest = std::max(largest, (*pool.rbegin())->size);
+        }
+      }
+      {
+        const std::scoped_lock queue(queue_mutex_);
+        if (largest > 0) {
+          largest_.insert(largest);
+        }
+        totals_ += sp.stats;
+        sp.read_largest = largest;
+        sp.counted = true;
+      }
+      out.stats += sp.stats;
+      out.largest = std::max(out.largest, largest);
+    }
+  } catch (...) {  // the streams not counted yet stay queued
+    const std::scoped_lock lock(queue_mutex_);
+    unread_.insert(unread_.end(), queued.begin() + static_cast<std::ptrdiff_t>(i), queued.end());
+    throw;
   }
+  return out;
 }
 
 MemoryStats CachingAllocator::memory_stats() const {
-  DeviceStats total;
-  std::uint64_t largest = 0;
+  Totals totals;
   {
     const std::scoped_lock lock(stats_mutex_);
-    read_changed();  // Note [Statistics, incrementally]
-    total = totals_;
-    largest = largest_.empty() ? 0 : *largest_.rbegin();
+    totals = read_totals();  // Note [Statistics, incrementally]
   }
   std::size_t streams_seen = 0;
   {
@@ -663,7 +688,7 @@ MemoryStats CachingAllocator::memory_stats() const {
     streams_seen = pools_.size();
   }
   MemoryStats out;
-  total.export_to(out);
+  totals.stats.export_to(out);
   const bool one_thread = !concurrent_.load(std::memory_order_relaxed);
   if (one_thread) {
     out["allocated_bytes.all.peak"] = allocated_peak_.load(std::memory_order_relaxed);
@@ -673,7 +698,7 @@ MemoryStats CachingAllocator::memory_stats() const {
   // reserved_bytes.all.peak stay exact (while one thread drives the allocator) and the others are sums.
   out["peaks_exact"] = streams_seen == 1 ? 1 : 0;
   out["byte_peaks_exact"] = one_thread ? 1 : 0;
-  out["largest_free_block_bytes"] = static_cast<std::int64_t>(largest);
+  out["largest_free_block_bytes"] = static_cast<std::int64_t>(totals.largest);
   out["num_alloc_retries"] = num_alloc_retries_.load(std::memory_order_relaxed);
   out["num_ooms"] = num_ooms_.load(std::memory_order_relaxed);
   out["num_sync_all_streams"] = num_sync_all_streams_.load(std::memory_order_relaxed);
@@ -695,8 +720,14 @@ void CachingAllocator::reset_peak_stats() {
     for (StreamPools* sp : queued) {
       sp->unreset.store(false);
       const std::scoped_lock lock(sp->lock);
-      sp->stats.reset_peaks();
-      reread(*sp);
+      if (sp->counted) {
+        const std::scoped_lock queue(queue_mutex_);
+        totals_ -= sp->stats;
+        sp->stats.reset_peaks();
+        totals_ += sp->stats;
+      } else {
+        sp->stats.reset_peaks();  // the next read counts it
+      }
     }
   }
   allocated_peak_.store(allocated_current_.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -705,8 +736,7 @@ void CachingAllocator::reset_peak_stats() {
 
 std::uint64_t CachingAllocator::largest_free_block() const {
   const std::scoped_lock lock(stats_mutex_);
-  read_changed();
-  return largest_.empty() ? 0 : *largest_.rbegin();
+  return read_totals().largest;
 }
 
 }  // namespace memstress::caching

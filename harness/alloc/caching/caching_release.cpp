@@ -292,10 +292,10 @@ void CachingAllocator::throw_out_of_memory(const Request& r) {
   std::uint64_t largest = 0;
   {
     const std::scoped_lock lock(stats_mutex_);
-    read_changed();  // Note [Statistics, incrementally]
-    allocated = static_cast<std::uint64_t>(totals_.allocated_bytes.by_type[0].current);
-    reserved = static_cast<std::uint64_t>(totals_.reserved_bytes.by_type[0].current);
-    largest = largest_.empty() ? 0 : *largest_.rbegin();
+    const Totals totals = read_totals();  // Note [Statistics, incrementally]
+    allocated = static_cast<std::uint64_t>(totals.stats.allocated_bytes.by_type[0].current);
+    reserved = static_cast<std::uint64_t>(totals.stats.reserved_bytes.by_type[0].current);
+    largest = totals.largest;
   }
   const std::uint64_t cached = reserved - allocated;
   const std::uint64_t outside = mem.total - mem.free > reserved ? mem.total - mem.free - reserved : 0;
