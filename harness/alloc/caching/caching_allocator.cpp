@@ -167,14 +167,27 @@ void CachingAllocator::add_reserved(std::int64_t delta) noexcept {
 }
 
 void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
+  std::string refusal;
+  const std::optional<void*> p = do_try_allocate(bytes, stream, &refusal);
+  if (!p) {
+    throw OutOfMemoryError(refusal);
+  }
+  return *p;
+}
+
+std::optional<void*> CachingAllocator::do_try_allocate(std::size_t bytes, StreamRef stream,
+                                                       std::string* refusal) {
   if (bytes == 0) {
     return nullptr;
   }
   note_thread();
   if (bytes >= kMaxRequest) {  // PyTorch's front end refuses these too; rounding would overflow
     num_ooms_.fetch_add(1, std::memory_order_relaxed);
-    throw OutOfMemoryError(fmt::format("{} ({}): out of memory: tried to allocate {} bytes, more than 1 EiB",
-                                       backend_.info().label(), backend_.info().name, bytes));
+    if (refusal != nullptr) {
+      *refusal = fmt::format("{} ({}): out of memory: tried to allocate {} bytes, more than 1 EiB",
+                             backend_.info().label(), backend_.info().name, bytes);
+    }
+    return std::nullopt;
   }
   Request r;
   r.bytes = bytes;
@@ -205,7 +218,10 @@ void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
     }
     tried_alloc = !gc_first;
   }
-  return finish_allocation_slow(sp, r, tried_alloc);
+  if (void* p = finish_allocation_slow(sp, r, tried_alloc, refusal)) {
+    return p;
+  }
+  return std::nullopt;
 }
 
 Block* CachingAllocator::get_free_block(StreamPools& sp, const Request& r) {

@@ -225,6 +225,7 @@ class CachingAllocator final : public Allocator {
 
  private:
   void* do_allocate(std::size_t bytes, StreamRef stream) override;
+  std::optional<void*> do_try_allocate(std::size_t bytes, StreamRef stream, std::string* refusal) override;
   void do_deallocate(void* ptr) override;
   void do_empty_cache() override;
   void do_record_stream(void* ptr, StreamRef stream) override;
@@ -325,9 +326,9 @@ class CachingAllocator final : public Allocator {
   void unmap_block(StreamPools& sp, Block* block);
   Block* new_expandable_segment(StreamPools& sp, PoolKind pool);
 
-  // The slow path: free what can be freed, device-wide, and retry. Returns the memory or throws OOM.
-  // tried_alloc: the fast path already searched and tried to reserve.
-  void* finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc);
+  // The slow path: free what can be freed, device-wide, and retry. Returns the memory, or null when it is
+  // refused (refuse()). tried_alloc: the fast path already searched and tried to reserve.
+  void* finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc, std::string* refusal);
   void release_cached_blocks();
   // Completes the pending frees that have completed on every stream listed with some but `sp`.
   void process_listed_pending(const StreamPools& sp);
@@ -335,7 +336,8 @@ class CachingAllocator final : public Allocator {
   std::vector<StreamPools*> take_unreleased();
   void requeue_unreleased(std::vector<StreamPools*>::const_iterator from,
                           std::vector<StreamPools*>::const_iterator to);
-  [[noreturn]] void throw_out_of_memory(const Request& r);
+  // Counts a refusal (num_ooms) and, where asked, explains it as PyTorch's OOM message does and more.
+  void refuse(const Request& r, std::string* refusal);
 
   // The bytes reserved on the device, all streams, against the memory fraction's cap: claimed with a
   // compare-and-swap before the device is asked, so racing threads cannot pass the cap together.

@@ -1,9 +1,10 @@
 // The caching allocator's slow path, in PyTorch's order: when no cached block fits and no segment can
 // be reserved, (1) garbage-collect old cached blocks if a fraction and a threshold are set, (2) free one
 // oversize cached segment large enough (only with max_split_size), (3) free every whole cached segment
-// of every stream (waiting for pending frees first) and retry once more, then (4) raise OutOfMemoryError
-// with a full account. One thread at a time runs it (slow_mutex_), visiting streams one after another: only
-// those that may give something back (Note [Releasing, incrementally], caching_allocator.hpp).
+// of every stream (waiting for pending frees first) and retry once more, then (4) refuse: OutOfMemoryError
+// with a full account (try_allocate: no value, and the account only where asked for). One thread at a time
+// runs it (slow_mutex_), visiting streams one after another: only those that may give something back (Note
+// [Releasing, incrementally], caching_allocator.hpp).
 
 #include <fmt/format.h>
 
@@ -16,7 +17,8 @@
 
 namespace memstress::caching {
 
-void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc) {
+void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc,
+                                               std::string* refusal) {
   const std::scoped_lock slow(slow_mutex_);
   // PyTorch completes every stream's pending frees at each allocation; the fast path only does the
   // allocating stream's, so catch up on the others before deciding what is cached.
@@ -50,7 +52,8 @@ void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r
       return finish_allocation(sp, block, r);
     }
   }
-  throw_out_of_memory(r);
+  refuse(r, refusal);
+  return nullptr;
 }
 
 void CachingAllocator::do_empty_cache() {
@@ -282,8 +285,11 @@ bool CachingAllocator::garbage_collect() {
   return reclaimed != 0;
 }
 
-void CachingAllocator::throw_out_of_memory(const Request& r) {
+void CachingAllocator::refuse(const Request& r, std::string* refusal) {
   num_ooms_.fetch_add(1, std::memory_order_relaxed);
+  if (refusal == nullptr) {
+    return;
+  }
   const MemInfo mem = backend_.mem_info();
   // memory_stats()'s figures, without building all of them: a replay at capacity refuses one request after
   // another, and the whole table cost more than the rest of a refusal.
@@ -347,7 +353,7 @@ void CachingAllocator::throw_out_of_memory(const Request& r) {
                          "cached; lower the batch size or free memory held elsewhere.",
                          human_bytes(needed), human_bytes(available));
   }
-  throw OutOfMemoryError(message);
+  *refusal = std::move(message);
 }
 
 }  // namespace memstress::caching
