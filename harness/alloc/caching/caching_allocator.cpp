@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <unordered_set>
 
 #include "harness/core/error.hpp"
 
@@ -19,7 +18,6 @@ StreamPools::StreamPools(StreamRef s, std::size_t created)
     : stream(s),
       order(created),
       free{std::pmr::set<Block*, BySize>(&memory), std::pmr::set<Block*, BySize>(&memory)},
-      unmapped{std::pmr::set<Block*, ByAddress>(&memory), std::pmr::set<Block*, ByAddress>(&memory)},
       releasable(&memory) {}
 
 Block* StreamPools::new_block() {
@@ -77,7 +75,10 @@ bool StreamPools::releasable_block(const Block& b) const noexcept {
   if (b.size < page || b.size >= 2 * page) {
     return b.size >= page;
   }
-  for (const ExpandableSegment& seg : segments) {
+  if (expandable == nullptr) {
+    return false;  // never: an expandable block's stream has its segments
+  }
+  for (const ExpandableSegment& seg : expandable->segments) {
     if (b.ptr >= seg.base && b.ptr < seg.base + seg.size) {
       const std::uint64_t first = (b.ptr - seg.base + page - 1) / page * page;
       const std::uint64_t last = (b.ptr + b.size - seg.base) / page * page;
@@ -104,14 +105,18 @@ CachingAllocator::~CachingAllocator() {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "memstress: warning: caching allocator: waiting for events: %s\n", e.what());
     }
-    std::unordered_set<Block*> blocks;
+    std::vector<Block*> blocks;  // a vector, not a hash set: a doctor destroys allocators of 200,000 streams
     for (const auto& pool : sp->free) {
-      blocks.insert(pool.begin(), pool.end());
+      blocks.insert(blocks.end(), pool.begin(), pool.end());
     }
-    for (const auto& pool : sp->unmapped) {
-      blocks.insert(pool.begin(), pool.end());
+    if (sp->expandable != nullptr) {
+      for (const auto& pool : sp->expandable->unmapped) {
+        blocks.insert(blocks.end(), pool.begin(), pool.end());
+      }
     }
-    sp->live.for_each([&](std::uintptr_t, Block* block) { blocks.insert(block); });
+    sp->live.for_each([&](std::uintptr_t, Block* block) { blocks.push_back(block); });
+    std::sort(blocks.begin(), blocks.end());
+    blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
     leaked += sp->live.size();
     for (Block* b : blocks) {
       if (b->prev == nullptr && !b->expandable) {
@@ -122,8 +127,10 @@ CachingAllocator::~CachingAllocator() {
         backend_.release(reinterpret_cast<void*>(b->ptr), size);  // NOLINT(performance-no-int-to-ptr)
       }
     }
-    for (const ExpandableSegment& seg : sp->segments) {
-      backend_.release_address_range(reinterpret_cast<void*>(seg.base), seg.size);  // NOLINT
+    if (sp->expandable != nullptr) {
+      for (const ExpandableSegment& seg : sp->expandable->segments) {
+        backend_.release_address_range(reinterpret_cast<void*>(seg.base), seg.size);  // NOLINT
+      }
     }
     for (Block* b : blocks) {
       sp->delete_block(b);
@@ -543,7 +550,7 @@ std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* sr
       sp.erase_free(pool, it);
     }
   } else {
-    sp.unmapped[static_cast<std::size_t>(src->pool)].erase(src);
+    sp.ranges().unmapped[static_cast<std::size_t>(src->pool)].erase(src);
   }
   if (dst->prev == src) {
     dst->ptr = src->ptr;

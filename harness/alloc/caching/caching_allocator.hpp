@@ -127,6 +127,15 @@ struct ExpandableSegment {
   PoolKind pool = PoolKind::large;
 };
 
+// A stream's expandable segments and their unmapped stretches (by PoolKind), made with its first such
+// segment: most streams have none, and every stream paid 136 bytes for the empty sets.
+struct ExpandableRanges {
+  explicit ExpandableRanges(std::pmr::memory_resource* memory)
+      : unmapped{std::pmr::set<Block*, ByAddress>(memory), std::pmr::set<Block*, ByAddress>(memory)} {}
+  std::array<std::pmr::set<Block*, ByAddress>, 2> unmapped;
+  std::vector<ExpandableSegment> segments;
+};
+
 // Note [Releasing, incrementally]: the free blocks a release gives back, by pool, then best fit's order.
 struct ByPoolThenSize {
   bool operator()(const Block* a, const Block* b) const noexcept {
@@ -141,13 +150,12 @@ struct alignas(64) StreamPools {  // own cache lines: no false sharing between s
   StreamRef stream;
   std::size_t order = 0;  // the streams' order of creation (garbage collection visits them in it)
   SpinLock lock;
-  NodeResource memory;                                // set nodes and blocks: no malloc on the hot path
-  std::array<std::pmr::set<Block*, BySize>, 2> free;  // by PoolKind
-  std::array<std::pmr::set<Block*, ByAddress>, 2> unmapped;  // expandable segments' unmapped stretches
-  AddressMap<Block> live;                                    // allocated blocks by address
-  std::vector<std::pair<EventHandle, Block*>> pending;       // events that pending frees wait on
-  std::vector<ExpandableSegment> segments;                   // expandable segments of this stream
-  std::array<std::uint64_t, 2> gc_clock{};                   // get_free_block calls, for GC ages
+  NodeResource memory;                                  // set nodes and blocks: no malloc on the hot path
+  std::array<std::pmr::set<Block*, BySize>, 2> free;    // by PoolKind
+  std::unique_ptr<ExpandableRanges> expandable;         // none until the stream's first expandable segment
+  AddressMap<Block> live;                               // allocated blocks by address
+  std::vector<std::pair<EventHandle, Block*>> pending;  // events that pending frees wait on
+  std::array<std::uint64_t, 2> gc_clock{};              // get_free_block calls, for GC ages
   // Note [Releasing, incrementally]: the free blocks a release would give back (releasable()), and whether
   // the stream is queued for the slow path (`unreleased`, set by Changing) or for its pending frees (under
   // the stream's lock).
@@ -172,6 +180,12 @@ struct alignas(64) StreamPools {  // own cache lines: no false sharing between s
 
   Block* new_block();
   void delete_block(Block* block) noexcept;
+  ExpandableRanges& ranges() {
+    if (expandable == nullptr) {
+      expandable = std::make_unique<ExpandableRanges>(&memory);
+    }
+    return *expandable;
+  }
   // Every free-set insert and erase goes through these: they keep `releasable` (and reuse `spare`).
   using FreeSet = std::pmr::set<Block*, BySize>;
   void insert_free(FreeSet& pool, Block* block);

@@ -299,8 +299,8 @@ void CachingAllocator::refuse(const Request& r, std::string* refusal) {
   {
     const std::scoped_lock lock(stats_mutex_);
     const Totals totals = read_totals();  // Note [Statistics, incrementally]
-    allocated = static_cast<std::uint64_t>(totals.stats.allocated_bytes.by_type[0].current);
-    reserved = static_cast<std::uint64_t>(totals.stats.reserved_bytes.by_type[0].current);
+    allocated = static_cast<std::uint64_t>(totals.stats.allocated_bytes.current_all());
+    reserved = static_cast<std::uint64_t>(totals.stats.reserved_bytes.current_all());
     largest = totals.largest;
   }
   const std::uint64_t cached = reserved - allocated;
