@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "harness/core/error.hpp"
 #include "harness/memory/stream_ref.hpp"
 #include "harness/stats/memory_stats.hpp"
 
@@ -32,6 +34,14 @@ class Allocator {
   // full explanation) when it cannot.
   [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {}) {
     return do_allocate(bytes, stream);
+  }
+  // allocate(), for callers that expect to be refused again and again (a replay at capacity): a refusal
+  // returns no value, and the explanation OutOfMemoryError would have carried is written to `refusal` only
+  // when one is given (the throw and the explanation cost more than the rest of a refusal). Errors other
+  // than running out of memory still throw.
+  [[nodiscard]] std::optional<void*> try_allocate(std::size_t bytes, StreamRef stream = {},
+                                                  std::string* refusal = nullptr) {
+    return do_try_allocate(bytes, stream, refusal);
   }
   // Returns memory from allocate. Null is ignored.
   void deallocate(void* ptr) {
@@ -59,6 +69,17 @@ class Allocator {
 
  private:
   virtual void* do_allocate(std::size_t bytes, StreamRef stream) = 0;
+  // allocate()'s OutOfMemoryError caught, unless an allocator refuses more cheaply.
+  virtual std::optional<void*> do_try_allocate(std::size_t bytes, StreamRef stream, std::string* refusal) {
+    try {
+      return do_allocate(bytes, stream);
+    } catch (const OutOfMemoryError& e) {
+      if (refusal != nullptr) {
+        *refusal = e.what();
+      }
+      return std::nullopt;
+    }
+  }
   virtual void do_deallocate(void* ptr) = 0;
   virtual void do_empty_cache() {}
   virtual void do_record_stream(void* /*ptr*/, StreamRef /*stream*/) {}

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "harness/core/error.hpp"
@@ -197,6 +198,13 @@ void decide_by_the_batch_runs(DoctorReport& r, const BatchRuns& runs) {
 
 }  // namespace
 
+unsigned replays_side_by_side(const LiveWalk& walk, unsigned threads) noexcept {
+  const unsigned most = threads != 0 ? threads : std::max(1U, std::thread::hardware_concurrency());
+  const std::uint64_t one = walk.streams * kReplayStreamBytes + walk.most_live * kReplayBlockBytes;
+  return static_cast<unsigned>(
+      std::clamp<std::uint64_t>(kReplayBudget / std::max<std::uint64_t>(one, 1), 1, most));
+}
+
 std::string DoctorReport::site_name(std::int32_t site) const {
   if (site == kOtherSites) {
     return "(every other site)";
@@ -252,6 +260,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   hint.recorded = recorded_capacity(input.facts, hint.recorded_origin);
 
   const LiveWalk walk = walk_live(trace, device, input.facts);
+  const unsigned threads = replays_side_by_side(walk, options.threads);  // Note [Replays side by side]
   // Replays of the setting it ran with place segments where the driver did (SimBackend::follow_placements).
   const PlacementPlan plan = recorded_placements(trace, device, input.facts);
   replay::ReplayOptions base;
@@ -267,7 +276,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   // The OOM is judged at the limit in force (Note [The limit in force]), and that limit drives every
   // section below.
   const std::vector<replay::SweepSetting> grid = doctor_grid(r.setting);
-  r.oom = analyse_oom(trace, walk, input.facts, plan, grid, r.setting, hint, base, options.threads);
+  r.oom = analyse_oom(trace, walk, input.facts, plan, grid, r.setting, hint, base, threads);
   r.refusals = survived_refusals(trace, walk.device);
   // Without an OOM, --capacity only asks "what if": what it needed is replayed on what it had.
   std::optional<std::uint64_t> own = hint.recorded;
@@ -308,8 +317,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
     r.needed.on = on;
     r.timeline = run.result.timeline;
   }
-  r.settings =
-      judge_settings(trace, walk, input.facts, plan, grid, r.setting, r.capacities, base, options.threads);
+  r.settings = judge_settings(trace, walk, input.facts, plan, grid, r.setting, r.capacities, base, threads);
   if (options.batch_runs) {
     decide_by_the_batch_runs(r, *options.batch_runs);
   }

@@ -44,7 +44,8 @@ struct DoctorOptions {
   std::optional<std::string> alloc_conf;  // the setting the program ran with, when the snapshot lacks it
   std::string trace_device;               // "cuda:1"; empty: the trace's first device
   std::size_t top_sites = 10;
-  unsigned threads = 0;            // replays side by side (0: one per hardware thread)
+  unsigned threads =
+      0;  // replays side by side, at most (0: one per hardware thread; Note [Replays side by side])
   std::vector<std::string> peers;  // --allocator: other allocators, each replayed once (judge_peers)
   std::optional<BatchRuns> batch_runs;
 };
@@ -122,6 +123,21 @@ struct DoctorReport {
 };
 
 inline constexpr std::int32_t kOtherSites = -3;  // the rows of sites_at_peak past top_sites, together
+
+// Note [Replays side by side]. The doctor replays the trace some fifty times, side by side, and each replay
+// holds an allocator's state: about 2 KiB for each of the trace's streams (the caching allocator's pools, the
+// simulated device's and the replay's bookkeeping: 1.6 KiB measured, 2.1 with expandable segments) and 160
+// bytes for each allocation live at once (a block and its entries in the allocator's and the replay's maps:
+// 140 measured). A replay a core made a doctor of a trace of 200,000 streams hold 1.26 GB on 2 cores, and
+// would have made it hold some 7 GB on 16, against docs/limits.md's bound of twice the trace plus 512 MiB.
+// So only as many replays run side by side as kReplayBudget holds, at least one: those 200,000 streams one at
+// a time (400 MB), 1,000,000 blocks live at once two at a time, most traces one a core as before. The
+// answers do not depend on it.
+inline constexpr std::uint64_t kReplayStreamBytes = 2048;
+inline constexpr std::uint64_t kReplayBlockBytes = 160;
+inline constexpr std::uint64_t kReplayBudget = 320ULL << 20;
+// How many replays of the walk's trace run side by side: at most `threads` (0: one per hardware thread).
+[[nodiscard]] unsigned replays_side_by_side(const LiveWalk& walk, unsigned threads) noexcept;
 
 [[nodiscard]] DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options);
 

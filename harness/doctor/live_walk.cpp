@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace memstress::doctor {
 
@@ -10,6 +11,7 @@ LiveWalk walk_live(const replay::ReplayTrace& trace, std::uint32_t device, const
   LiveWalk w;
   w.device = device;
   std::unordered_map<std::uint64_t, std::size_t> open;  // id -> its interval
+  std::unordered_set<std::uint64_t> streams;
   std::int64_t live = 0;
   std::int64_t best = -1;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
@@ -22,6 +24,8 @@ LiveWalk walk_live(const replay::ReplayTrace& trace, std::uint32_t device, const
       open[e.id] = w.intervals.size();
       w.intervals.push_back(Interval{e.id, e.bytes, position, Interval::kLiveAtEnd, facts.site_of(e.id)});
       live += static_cast<std::int64_t>(e.bytes);
+      w.most_live = std::max(w.most_live, open.size());
+      streams.insert(e.stream);
     } else if (e.action == replay::Action::free) {
       if (const auto it = open.find(e.id); it != open.end()) {
         Interval& interval = w.intervals[it->second];
@@ -37,6 +41,7 @@ LiveWalk walk_live(const replay::ReplayTrace& trace, std::uint32_t device, const
       w.peak = position;
     }
   }
+  w.streams = streams.size();
   return w;
 }
 

@@ -31,6 +31,8 @@ struct LiveWalk {
   std::vector<std::int64_t> live;          // live bytes just after each position
   std::vector<Interval> intervals;         // in order of their allocs
   std::size_t peak = 0;                    // the first position where live is largest
+  std::size_t most_live = 0;               // the most allocations live at once
+  std::size_t streams = 0;                 // the streams it allocates on
 
   [[nodiscard]] std::size_t positions() const noexcept { return live.size(); }
 };

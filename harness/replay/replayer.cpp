@@ -174,38 +174,50 @@ class Replayer {
     }
     failed_.erase(e.id);
     const StreamRef stream = device_.stream(e.stream);
+    const auto settles = options_.survivable.find(index);
+    const bool survivable = settles != options_.survivable.end();
+    // A refusal's explanation is asked for only where it is kept: most refusals of a replay at capacity are
+    // only counted, and the explanation cost more than the rest of a refusal.
+    std::string refusal;
+    if (place(e, stream, survivable ? nullptr : explanation(refusal))) {
+      return;
+    }
+    if (!survivable) {
+      failed_.insert(e.id);
+      record_oom(index, e, refusal);
+      return;
+    }
+    if (settles->second == 0) {
+      ++result_.counts.refusals_survived;
+      failed_.insert(e.id);  // it does without: its free is skipped
+      return;
+    }
+    // The allocator has given back its cache: the smaller request, asked again.
     Event asked = e;
-    try {
-      place(asked, stream);
-    } catch (const OutOfMemoryError& oom) {
-      const auto settles = options_.survivable.find(index);
-      if (settles == options_.survivable.end()) {
-        failed_.insert(e.id);
-        record_oom(index, e, oom.what());
-        return;
-      }
-      if (settles->second == 0) {
-        ++result_.counts.refusals_survived;
-        failed_.insert(e.id);  // it does without: its free is skipped
-        return;
-      }
-      // The allocator has given back its cache: the smaller request, asked again.
-      asked.bytes = std::min(settles->second, e.bytes);
-      try {
-        place(asked, stream);
-        ++result_.counts.refusals_survived;
-      } catch (const OutOfMemoryError& refused) {
-        failed_.insert(e.id);
-        record_oom(index, asked, refused.what());
-      }
+    asked.bytes = std::min(settles->second, e.bytes);
+    if (place(asked, stream, explanation(refusal))) {
+      ++result_.counts.refusals_survived;
+    } else {
+      failed_.insert(e.id);
+      record_oom(index, asked, refusal);
     }
   }
 
-  // Allocates the event's bytes on `stream` and keeps the block live under its id.
-  void place(const Event& e, const StreamRef& stream) {
-    void* ptr = allocator_.allocate(e.bytes, stream);
-    device_.touch(ptr, e.bytes, stream);
-    live_.emplace(e.id, Live{ptr, stream, false});
+  // Allocates the event's bytes on `stream` and keeps the block live under its id; false when the
+  // allocator refuses (its explanation in `refusal`, when given).
+  bool place(const Event& e, const StreamRef& stream, std::string* refusal) {
+    const std::optional<void*> ptr = allocator_.try_allocate(e.bytes, stream, refusal);
+    if (!ptr) {
+      return false;
+    }
+    device_.touch(*ptr, e.bytes, stream);
+    live_.emplace(e.id, Live{*ptr, stream, false});
+    return true;
+  }
+
+  // Where a refusal's explanation goes: `to`, while record_oom keeps OOM points in detail.
+  std::string* explanation(std::string& to) const {
+    return result_.ooms.size() < options_.oom_points ? &to : nullptr;
   }
 
   void free(const Event& e, bool late) {
@@ -291,7 +303,7 @@ class Replayer {
     result_.recorded_ooms.push_back(r);
   }
 
-  void record_oom(std::size_t index, const Event& e, const char* message) {
+  void record_oom(std::size_t index, const Event& e, const std::string& message) {
     ++replay_ooms_;
     if (result_.ooms.size() >= options_.oom_points) {
       return;

@@ -9,8 +9,10 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -140,6 +142,54 @@ TEST_P(Conformance, OutOfMemoryIsAnErrorAndTheAllocatorRecovers) {
   }
   void* big = alloc->allocate(200 * kMiB);  // needs the cache given back
   alloc->deallocate(big);
+}
+
+// try_allocate is allocate without the throw: the same blocks, a refusal as no value (counted as an OOM),
+// its explanation the one OutOfMemoryError carries, and 0 bytes what allocate gives, not a refusal.
+TEST_P(Conformance, TryAllocateRefusesWhereAllocateThrows) {
+  struct Outcome {
+    void* ptr = nullptr;
+    std::string refusal;  // empty: granted
+  };
+  const auto run = [&](bool trying) {
+    SimBackend dev(256 * kMiB);
+    auto alloc = make(dev);
+    std::vector<Outcome> outcomes;
+    for (int i = 0; i < 12; ++i) {
+      Outcome o;
+      if (trying) {
+        const std::optional<void*> p = alloc->try_allocate(30 * kMiB, {}, &o.refusal);
+        o.ptr = p.value_or(nullptr);
+        EXPECT_EQ(p.has_value(), o.refusal.empty());
+      } else {
+        try {
+          o.ptr = alloc->allocate(30 * kMiB);
+        } catch (const OutOfMemoryError& e) {
+          o.refusal = e.what();
+        }
+      }
+      outcomes.push_back(o);
+    }
+    EXPECT_FALSE(alloc->try_allocate(64 * kGiB).has_value());  // no explanation asked for
+    const std::optional<void*> none = alloc->try_allocate(0);
+    EXPECT_TRUE(none.has_value());
+    alloc->deallocate(none.value_or(nullptr));
+    EXPECT_EQ(alloc->memory_stats().at("num_ooms"),
+              1 + std::count_if(outcomes.begin(), outcomes.end(),
+                                [](const Outcome& o) { return !o.refusal.empty(); }));
+    for (const Outcome& o : outcomes) {
+      alloc->deallocate(o.ptr);
+    }
+    return outcomes;
+  };
+  const std::vector<Outcome> thrown = run(false);
+  const std::vector<Outcome> tried = run(true);
+  ASSERT_EQ(thrown.size(), tried.size());
+  EXPECT_FALSE(tried.back().refusal.empty()) << "256 MiB held 12 x 30 MiB";
+  for (std::size_t i = 0; i < tried.size(); ++i) {
+    EXPECT_EQ(tried[i].ptr, thrown[i].ptr) << i;
+    EXPECT_EQ(tried[i].refusal, thrown[i].refusal) << i;
+  }
 }
 
 TEST_P(Conformance, ManyThreadsOnTheirOwnAndSharedStreams) {

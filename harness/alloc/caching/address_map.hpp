@@ -78,7 +78,7 @@ class AddressMap {
   }
 
  private:
-  static constexpr std::size_t kInitial = 8;  // grows by doubling: a stream holding one block costs 128 bytes
+  static constexpr std::size_t kInitial = 2;  // grows by doubling: a stream holding one block costs 32 bytes
   struct Slot {
     std::uintptr_t key = 0;
     Value* value = nullptr;

@@ -9,16 +9,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <unordered_set>
 
 #include "harness/core/error.hpp"
 
 namespace memstress::caching {
 
-StreamPools::StreamPools(StreamRef s)
+StreamPools::StreamPools(StreamRef s, std::size_t created)
     : stream(s),
+      order(created),
       free{std::pmr::set<Block*, BySize>(&memory), std::pmr::set<Block*, BySize>(&memory)},
-      unmapped{std::pmr::set<Block*, ByAddress>(&memory), std::pmr::set<Block*, ByAddress>(&memory)} {}
+      releasable(&memory) {}
 
 Block* StreamPools::new_block() {
   return std::pmr::polymorphic_allocator<Block>(&memory).new_object<Block>();
@@ -31,21 +31,61 @@ void StreamPools::delete_block(Block* block) noexcept {
 void StreamPools::insert_free(FreeSet& pool, Block* block) {
   if (spare.empty()) {
     pool.insert(block);
-    return;
+  } else {
+    spare.value() = block;
+    auto result = pool.insert(std::move(spare));
+    if (!result.inserted) {  // never for distinct blocks (the key is size, then address): keep the node
+      spare = std::move(result.node);
+    }
   }
-  spare.value() = block;
-  auto result = pool.insert(std::move(spare));
-  if (!result.inserted) {  // never for distinct blocks (the key is size, then address): keep the node
-    spare = std::move(result.node);
+  if (releasable_block(*block)) {
+    try {
+      releasable.insert(block);
+    } catch (...) {
+      pool.erase(block);
+      throw;
+    }
   }
 }
 
 void StreamPools::erase_free(FreeSet& pool, FreeSet::iterator it) {
+  if (releasable_block(**it)) {
+    releasable.erase(*it);
+  }
   if (spare.empty()) {
     spare = pool.extract(it);
   } else {
     pool.erase(it);
   }
+}
+
+void StreamPools::erase_free(FreeSet& pool, Block* block) {
+  if (const auto it = pool.find(block); it != pool.end()) {
+    erase_free(pool, it);
+  }
+}
+
+bool StreamPools::releasable_block(const Block& b) const noexcept {
+  if (!b.expandable) {
+    return !b.is_split();
+  }
+  // release_blocks unmaps the whole pages inside the block (unmap_block): pages count from the segment's
+  // base.
+  const std::uint64_t page = b.pool == PoolKind::small ? kSmallBuffer : kLargeBuffer;
+  if (b.size < page || b.size >= 2 * page) {
+    return b.size >= page;
+  }
+  if (expandable == nullptr) {
+    return false;  // never: an expandable block's stream has its segments
+  }
+  for (const ExpandableSegment& seg : expandable->segments) {
+    if (b.ptr >= seg.base && b.ptr < seg.base + seg.size) {
+      const std::uint64_t first = (b.ptr - seg.base + page - 1) / page * page;
+      const std::uint64_t last = (b.ptr + b.size - seg.base) / page * page;
+      return first < last;
+    }
+  }
+  return false;
 }
 
 CachingAllocator::CachingAllocator(DeviceBackend& backend, AllocConfig config)
@@ -65,14 +105,18 @@ CachingAllocator::~CachingAllocator() {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "memstress: warning: caching allocator: waiting for events: %s\n", e.what());
     }
-    std::unordered_set<Block*> blocks;
+    std::vector<Block*> blocks;  // a vector, not a hash set: a doctor destroys allocators of 200,000 streams
     for (const auto& pool : sp->free) {
-      blocks.insert(pool.begin(), pool.end());
+      blocks.insert(blocks.end(), pool.begin(), pool.end());
     }
-    for (const auto& pool : sp->unmapped) {
-      blocks.insert(pool.begin(), pool.end());
+    if (sp->expandable != nullptr) {
+      for (const auto& pool : sp->expandable->unmapped) {
+        blocks.insert(blocks.end(), pool.begin(), pool.end());
+      }
     }
-    sp->live.for_each([&](std::uintptr_t, Block* block) { blocks.insert(block); });
+    sp->live.for_each([&](std::uintptr_t, Block* block) { blocks.push_back(block); });
+    std::sort(blocks.begin(), blocks.end());
+    blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
     leaked += sp->live.size();
     for (Block* b : blocks) {
       if (b->prev == nullptr && !b->expandable) {
@@ -83,8 +127,10 @@ CachingAllocator::~CachingAllocator() {
         backend_.release(reinterpret_cast<void*>(b->ptr), size);  // NOLINT(performance-no-int-to-ptr)
       }
     }
-    for (const ExpandableSegment& seg : sp->segments) {
-      backend_.release_address_range(reinterpret_cast<void*>(seg.base), seg.size);  // NOLINT
+    if (sp->expandable != nullptr) {
+      for (const ExpandableSegment& seg : sp->expandable->segments) {
+        backend_.release_address_range(reinterpret_cast<void*>(seg.base), seg.size);  // NOLINT
+      }
     }
     for (Block* b : blocks) {
       sp->delete_block(b);
@@ -105,12 +151,13 @@ StreamPools& CachingAllocator::add_pools(StreamRef stream) {
   if (StreamPools* sp = streams_.find(stream.id)) {
     return *sp;
   }
-  pools_.push_back(std::make_unique<StreamPools>(stream));
+  pools_.push_back(std::make_unique<StreamPools>(stream, pools_.size()));
   return *streams_.insert(stream.id, pools_.back().get());
 }
 
 std::vector<StreamPools*> CachingAllocator::all_pools() const {
   const std::scoped_lock lock(pools_mutex_);
+  visited_streams_.fetch_add(pools_.size(), std::memory_order_relaxed);  // Note [Releasing, incrementally]
   std::vector<StreamPools*> out;
   out.reserve(pools_.size());
   for (const auto& sp : pools_) {
@@ -127,14 +174,27 @@ void CachingAllocator::add_reserved(std::int64_t delta) noexcept {
 }
 
 void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
+  std::string refusal;
+  const std::optional<void*> p = do_try_allocate(bytes, stream, &refusal);
+  if (!p) {
+    throw OutOfMemoryError(refusal);
+  }
+  return *p;
+}
+
+std::optional<void*> CachingAllocator::do_try_allocate(std::size_t bytes, StreamRef stream,
+                                                       std::string* refusal) {
   if (bytes == 0) {
     return nullptr;
   }
   note_thread();
   if (bytes >= kMaxRequest) {  // PyTorch's front end refuses these too; rounding would overflow
     num_ooms_.fetch_add(1, std::memory_order_relaxed);
-    throw OutOfMemoryError(fmt::format("{} ({}): out of memory: tried to allocate {} bytes, more than 1 EiB",
-                                       backend_.info().label(), backend_.info().name, bytes));
+    if (refusal != nullptr) {
+      *refusal = fmt::format("{} ({}): out of memory: tried to allocate {} bytes, more than 1 EiB",
+                             backend_.info().label(), backend_.info().name, bytes);
+    }
+    return std::nullopt;
   }
   Request r;
   r.bytes = bytes;
@@ -165,7 +225,10 @@ void* CachingAllocator::do_allocate(std::size_t bytes, StreamRef stream) {
     }
     tried_alloc = !gc_first;
   }
-  return finish_allocation_slow(sp, r, tried_alloc);
+  if (void* p = finish_allocation_slow(sp, r, tried_alloc, refusal)) {
+    return p;
+  }
+  return std::nullopt;
 }
 
 Block* CachingAllocator::get_free_block(StreamPools& sp, const Request& r) {
@@ -371,6 +434,11 @@ void CachingAllocator::do_deallocate(void* ptr) {
     sp->pending.emplace_back(event, b);
     ++b->event_count;
   }
+  if (!sp->pending_listed) {  // Note [Releasing, incrementally]
+    const std::scoped_lock queue(queue_mutex_);
+    with_pending_.push_back(sp);
+    sp->pending_listed = true;
+  }
 }
 
 void CachingAllocator::do_record_stream(void* ptr, StreamRef stream) {
@@ -482,7 +550,7 @@ std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* sr
       sp.erase_free(pool, it);
     }
   } else {
-    sp.unmapped[static_cast<std::size_t>(src->pool)].erase(src);
+    sp.ranges().unmapped[static_cast<std::size_t>(src->pool)].erase(src);
   }
   if (dst->prev == src) {
     dst->ptr = src->ptr;
@@ -502,102 +570,140 @@ std::uint64_t CachingAllocator::try_merge(StreamPools& sp, Block* dst, Block* sr
   return merged;
 }
 
+// The pending list is a vector (a deque allocates 576 bytes for every stream, most of which never has a
+// pending free): entries leave it in order, those still waiting moved down over them.
 void CachingAllocator::process_pending(StreamPools& sp) {
   unpark(sp);
-  for (auto it = sp.pending.begin(); it != sp.pending.end();) {
-    if (!backend_.event_complete(it->first)) {
-      ++it;
-      continue;
+  auto& pending = sp.pending;
+  std::size_t kept = 0;
+  std::size_t i = 0;
+  bool taken = false;  // the entry at i has left the list (its event released)
+  try {
+    for (; i < pending.size(); ++i) {
+      taken = false;
+      if (!backend_.event_complete(pending[i].first)) {
+        pending[kept++] = pending[i];
+        continue;
+      }
+      backend_.release_event(pending[i].first);
+      taken = true;
+      Block* b = pending[i].second;
+      if (--b->event_count == 0) {
+        free_block(sp, b);
+      }
     }
-    backend_.release_event(it->first);
-    Block* b = it->second;
-    it = sp.pending.erase(it);
-    if (--b->event_count == 0) {
-      free_block(sp, b);
-    }
+  } catch (...) {  // those that completed have left the list
+    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(kept),
+                  pending.begin() + static_cast<std::ptrdiff_t>(taken ? i + 1 : i));
+    throw;
   }
+  pending.resize(kept);
 }
 
 void CachingAllocator::synchronize_and_free_events(StreamPools& sp) {
   unpark(sp);
-  while (!sp.pending.empty()) {
-    const auto [event, b] = sp.pending.front();
-    sp.pending.pop_front();
-    backend_.synchronize_event(event);
-    backend_.release_event(event);
-    if (--b->event_count == 0) {
-      free_block(sp, b);
+  auto& pending = sp.pending;
+  std::size_t i = 0;
+  try {
+    for (; i < pending.size(); ++i) {
+      const auto [event, b] = pending[i];
+      backend_.synchronize_event(event);
+      backend_.release_event(event);
+      if (--b->event_count == 0) {
+        free_block(sp, b);
+      }
     }
+  } catch (...) {  // the entry being processed has left the list, as every one before it
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    throw;
   }
+  pending.clear();
 }
 
 void CachingAllocator::changed(StreamPools& sp) const {
-  const bool queue_read = !sp.unread.load(std::memory_order_relaxed) && !sp.unread.exchange(true);
+  // Note [Statistics, incrementally]: `counted` and `unreleased` are the stream's, under its lock, which the
+  // caller holds; the reset flag is cleared by readers before they take it.
+  const bool queue_read = sp.counted;
   const bool queue_reset = !sp.unreset.load(std::memory_order_relaxed) && !sp.unreset.exchange(true);
-  if (queue_read || queue_reset) {
-    const std::scoped_lock lock(queue_mutex_);
-    try {
-      if (queue_read) {
-        unread_.push_back(&sp);
-      }
-      if (queue_reset) {
-        unreset_.push_back(&sp);
-      }
-    } catch (...) {  // not queued: the next change queues it again (a set flag would hide it for good)
-      if (queue_read && (unread_.empty() || unread_.back() != &sp)) {
-        sp.unread.store(false);
-      }
-      if (queue_reset) {
-        sp.unreset.store(false);
-      }
-      throw;
+  const bool queue_release = !sp.unreleased;  // Note [Releasing, incrementally]
+  if (!queue_read && !queue_reset && !queue_release) {
+    return;
+  }
+  const std::scoped_lock lock(queue_mutex_);
+  bool reset_queued = false;
+  try {
+    if (queue_reset) {
+      unreset_.push_back(&sp);
+      reset_queued = true;
     }
+    if (queue_release) {
+      unreleased_.push_back(&sp);
+      sp.unreleased = true;
+    }
+    if (queue_read) {
+      unread_.push_back(&sp);
+      // Out of the totals until the next read puts its figures, as they are then, back in.
+      totals_ -= sp.stats;
+      if (sp.read_largest > 0) {
+        largest_.erase(largest_.find(sp.read_largest));
+        sp.read_largest = 0;
+      }
+      sp.counted = false;
+    }
+  } catch (...) {  // not queued: the next change queues it again (a set flag would hide it for good)
+    if (queue_reset && !reset_queued) {
+      sp.unreset.store(false);
+    }
+    throw;  // the change does not happen (Changing's constructor throws)
   }
 }
 
-void CachingAllocator::reread(StreamPools& sp) const {
-  unpark(sp);  // Note [Parked free]: what is read is PyTorch's order
-  totals_ -= sp.read;
-  sp.read = sp.stats;
-  totals_ += sp.read;
-  std::uint64_t largest = 0;
-  for (const auto& pool : sp.free) {
-    if (!pool.empty()) {
-      largest = std::max(largest, (*pool.rbegin())->size);
-    }
-  }
-  if (largest != sp.read_largest) {
-    if (sp.read_largest > 0) {
-      largest_.erase(largest_.find(sp.read_largest));
-    }
-    if (largest > 0) {
-      largest_.insert(largest);
-    }
-    sp.read_largest = largest;
-  }
-}
-
-void CachingAllocator::read_changed() const {
+CachingAllocator::Totals CachingAllocator::read_totals() const {
+  Totals out;
   std::vector<StreamPools*> queued;
   {
     const std::scoped_lock lock(queue_mutex_);
     queued.swap(unread_);
+    out.stats = totals_;
+    out.largest = largest_.empty() ? 0 : *largest_.rbegin();
   }
-  for (StreamPools* sp : queued) {
-    sp->unread.store(false);  // before the lock: a change from now on queues the stream again
-    const std::scoped_lock lock(sp->lock);
-    reread(*sp);
+  std::size_t i = 0;
+  try {
+    for (; i < queued.size(); ++i) {
+      StreamPools& sp = *queued[i];
+      const std::scoped_lock lock(sp.lock);
+      unpark(sp);  // Note [Parked free]: what is read is PyTorch's order
+      std::uint64_t largest = 0;
+      for (const auto& pool : sp.free) {
+        if (!pool.empty()) {
+          largest = std::max(largest, (*pool.rbegin())->size);
+        }
+      }
+      {
+        const std::scoped_lock queue(queue_mutex_);
+        if (largest > 0) {
+          largest_.insert(largest);
+        }
+        totals_ += sp.stats;
+        sp.read_largest = largest;
+        sp.counted = true;
+      }
+      out.stats += sp.stats;
+      out.largest = std::max(out.largest, largest);
+    }
+  } catch (...) {  // the streams not counted yet stay queued
+    const std::scoped_lock lock(queue_mutex_);
+    unread_.insert(unread_.end(), queued.begin() + static_cast<std::ptrdiff_t>(i), queued.end());
+    throw;
   }
+  return out;
 }
 
 MemoryStats CachingAllocator::memory_stats() const {
-  DeviceStats total;
-  std::uint64_t largest = 0;
+  Totals totals;
   {
     const std::scoped_lock lock(stats_mutex_);
-    read_changed();  // Note [Statistics, incrementally]
-    total = totals_;
-    largest = largest_.empty() ? 0 : *largest_.rbegin();
+    totals = read_totals();  // Note [Statistics, incrementally]
   }
   std::size_t streams_seen = 0;
   {
@@ -605,7 +711,7 @@ MemoryStats CachingAllocator::memory_stats() const {
     streams_seen = pools_.size();
   }
   MemoryStats out;
-  total.export_to(out);
+  totals.stats.export_to(out);
   const bool one_thread = !concurrent_.load(std::memory_order_relaxed);
   if (one_thread) {
     out["allocated_bytes.all.peak"] = allocated_peak_.load(std::memory_order_relaxed);
@@ -615,7 +721,7 @@ MemoryStats CachingAllocator::memory_stats() const {
   // reserved_bytes.all.peak stay exact (while one thread drives the allocator) and the others are sums.
   out["peaks_exact"] = streams_seen == 1 ? 1 : 0;
   out["byte_peaks_exact"] = one_thread ? 1 : 0;
-  out["largest_free_block_bytes"] = static_cast<std::int64_t>(largest);
+  out["largest_free_block_bytes"] = static_cast<std::int64_t>(totals.largest);
   out["num_alloc_retries"] = num_alloc_retries_.load(std::memory_order_relaxed);
   out["num_ooms"] = num_ooms_.load(std::memory_order_relaxed);
   out["num_sync_all_streams"] = num_sync_all_streams_.load(std::memory_order_relaxed);
@@ -637,8 +743,14 @@ void CachingAllocator::reset_peak_stats() {
     for (StreamPools* sp : queued) {
       sp->unreset.store(false);
       const std::scoped_lock lock(sp->lock);
-      sp->stats.reset_peaks();
-      reread(*sp);
+      if (sp->counted) {
+        const std::scoped_lock queue(queue_mutex_);
+        totals_ -= sp->stats;
+        sp->stats.reset_peaks();
+        totals_ += sp->stats;
+      } else {
+        sp->stats.reset_peaks();  // the next read counts it
+      }
     }
   }
   allocated_peak_.store(allocated_current_.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -647,8 +759,7 @@ void CachingAllocator::reset_peak_stats() {
 
 std::uint64_t CachingAllocator::largest_free_block() const {
   const std::scoped_lock lock(stats_mutex_);
-  read_changed();
-  return largest_.empty() ? 0 : *largest_.rbegin();
+  return read_totals().largest;
 }
 
 }  // namespace memstress::caching

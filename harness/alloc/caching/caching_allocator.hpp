@@ -59,12 +59,40 @@
 // changed since they last ran, not one visit of every stream: a replay reads the statistics and resets
 // the peaks at each of its timeline points, and a trace of 10,000 streams made each point 10,000 visits
 // (a doctor of such a trace took minutes). Every change to a stream's pools goes through Changing, which
-// queues the stream once (an atomic flag) on two lists: streams whose figures memory_stats() has not seen
-// (it re-reads those, keeping device-wide totals of every stream's last figures and of their largest free
-// blocks), and streams changed since the last reset_peak_stats() (which resets those: a stream not
-// changed since the last reset still has its peaks at its currents). A stream marks itself at the lock,
-// before it changes: a reader clears the flag before it takes the stream's lock, so a change is either
-// seen by that read or queues the stream again.
+// queues the stream once on two lists: streams whose figures memory_stats() has not seen, and streams changed
+// since the last reset_peak_stats() (which resets those: a stream not changed since the last reset still has
+// its peaks at its currents). The allocator keeps device-wide totals of the streams' figures and of their
+// largest free blocks: at its first change after a read, under its lock and before it changes, a stream takes
+// its figures out of the totals as it joins the first list (one step, under the lists' mutex), and a read
+// puts the figures of the streams listed back in (a reader adds them to the totals it copied as it took the
+// list, so a stream that leaves them meanwhile is counted once, as it was). The totals never need what a
+// stream's figures were: keeping a copy of them for every stream made each stream 944 bytes larger, and a
+// doctor of 200,000 streams (two replays side by side) 380 MB larger. The reset list's flag is atomic: a
+// reader clears it before it takes the stream's lock, so a change is either seen by that reset or queues the
+// stream again.
+//
+// Note [Releasing, incrementally]. When an allocation does not fit, PyTorch completes every stream's pending
+// frees, gives back every cached segment of the device (release_cached_blocks) and retries; looked for by
+// visiting every stream and every free block, that made each refusal cost all of them. A trace of N streams
+// that allocate once each, on a device full after 40,960 of them, replayed in 0.8 s at N = 40,900, 10 s at
+// 41,100 and not within 15 minutes at 200,000; a refusal with many split blocks cached looked at every one.
+// Now only what may give something back is looked at:
+//   - each stream keeps `releasable`, the free blocks a release gives back (whole segments; free stretches of
+//     an expandable segment holding a whole page), kept where a block enters or leaves a free set (neither
+//     property changes in between: blocks are split and merged outside the free sets);
+//   - the allocator lists, each stream at most once, the streams changed (Changing) since the slow path last
+//     left them with nothing to give back (`unreleased`: no releasable block, no parked or pending free), and
+//     the streams with pending frees (`pending_listed`).
+// A release visits the first list and empties it, in any order (one stream's segments go back independently
+// of another's); garbage collection visits it in the streams' order of creation, PyTorch's, which decides
+// where it stops, and keeps the streams left holding something; the catch-up on pending frees visits the
+// second. A stream on neither list has nothing to give back, so skipping it changes nothing: the segments and
+// pages given back, the addresses handed out and every statistic stay PyTorch's, checked against the previous
+// code over random calls under every setting of the doctor's grid. One device call fewer: a stream whose
+// expandable free blocks hold no whole page no longer synchronizes the device before unmapping nothing. The
+// OOM message reads its three figures without building memory_stats()'s table, which cost more than the rest
+// of a refusal. The slow path counts what it looks at (slow_path_work()), and
+// tests/unit/test_caching_release_work.cpp holds it to what changed. 200,000 streams at capacity: 3 s.
 
 #include <atomic>
 #include <deque>
@@ -99,26 +127,48 @@ struct ExpandableSegment {
   PoolKind pool = PoolKind::large;
 };
 
+// A stream's expandable segments and their unmapped stretches (by PoolKind), made with its first such
+// segment: most streams have none, and every stream paid 136 bytes for the empty sets.
+struct ExpandableRanges {
+  explicit ExpandableRanges(std::pmr::memory_resource* memory)
+      : unmapped{std::pmr::set<Block*, ByAddress>(memory), std::pmr::set<Block*, ByAddress>(memory)} {}
+  std::array<std::pmr::set<Block*, ByAddress>, 2> unmapped;
+  std::vector<ExpandableSegment> segments;
+};
+
+// Note [Releasing, incrementally]: the free blocks a release gives back, by pool, then best fit's order.
+struct ByPoolThenSize {
+  bool operator()(const Block* a, const Block* b) const noexcept {
+    return a->pool != b->pool ? a->pool < b->pool : BySize{}(a, b);
+  }
+};
+
 // One stream's share of the allocator.
 struct alignas(64) StreamPools {  // own cache lines: no false sharing between streams
-  explicit StreamPools(StreamRef s);
+  StreamPools(StreamRef s, std::size_t created);
 
   StreamRef stream;
+  std::size_t order = 0;  // the streams' order of creation (garbage collection visits them in it)
   SpinLock lock;
-  NodeResource memory;                                // set nodes and blocks: no malloc on the hot path
-  std::array<std::pmr::set<Block*, BySize>, 2> free;  // by PoolKind
-  std::array<std::pmr::set<Block*, ByAddress>, 2> unmapped;  // expandable segments' unmapped stretches
-  AddressMap<Block> live;                                    // allocated blocks by address
-  std::deque<std::pair<EventHandle, Block*>> pending;        // events that pending frees wait on
-  std::vector<ExpandableSegment> segments;                   // expandable segments of this stream
-  std::array<std::uint64_t, 2> gc_clock{};                   // get_free_block calls, for GC ages
+  NodeResource memory;                                  // set nodes and blocks: no malloc on the hot path
+  std::array<std::pmr::set<Block*, BySize>, 2> free;    // by PoolKind
+  std::unique_ptr<ExpandableRanges> expandable;         // none until the stream's first expandable segment
+  AddressMap<Block> live;                               // allocated blocks by address
+  std::vector<std::pair<EventHandle, Block*>> pending;  // events that pending frees wait on
+  std::array<std::uint64_t, 2> gc_clock{};              // get_free_block calls, for GC ages
+  // Note [Releasing, incrementally]: the free blocks a release would give back (releasable()), and whether
+  // the stream is queued for the slow path (`unreleased`, set by Changing) or for its pending frees (under
+  // the stream's lock).
+  std::pmr::set<Block*, ByPoolThenSize> releasable;
+  bool unreleased = false;
+  bool pending_listed = false;
   DeviceStats stats;
-  // Note [Statistics, incrementally]: queued for memory_stats() / reset_peak_stats(), and what the
-  // device-wide totals hold of this stream (under the allocator's stats lock).
-  std::atomic<bool> unread{false};
-  std::atomic<bool> unreset{false};
-  DeviceStats read;
+  // Note [Statistics, incrementally]: whether the device-wide totals hold this stream's figures as they are
+  // (else it is queued for memory_stats(); under the stream's lock), its largest free block as they hold
+  // it, and whether it is queued for reset_peak_stats().
+  bool counted = true;
   std::uint64_t read_largest = 0;
+  std::atomic<bool> unreset{false};
   // A node of the free sets kept from the last erase for the next insert, so that the hot path (a split
   // and its merge: two erases and two inserts a pair) allocates no set node. Declared after `memory`,
   // which it came from.
@@ -130,10 +180,25 @@ struct alignas(64) StreamPools {  // own cache lines: no false sharing between s
 
   Block* new_block();
   void delete_block(Block* block) noexcept;
-  // Free-set insert and erase through `spare` (the other free-set changes use the sets directly).
+  ExpandableRanges& ranges() {
+    if (expandable == nullptr) {
+      expandable = std::make_unique<ExpandableRanges>(&memory);
+    }
+    return *expandable;
+  }
+  // Every free-set insert and erase goes through these: they keep `releasable` (and reuse `spare`).
   using FreeSet = std::pmr::set<Block*, BySize>;
   void insert_free(FreeSet& pool, Block* block);
   void erase_free(FreeSet& pool, FreeSet::iterator it);
+  void erase_free(FreeSet& pool, Block* block);
+  // Whether a release gives `block` (free, in a free set) back, in whole or in part: a whole segment, or a
+  // free stretch of an expandable segment holding at least one whole page (release_blocks unmaps those
+  // pages). Neither can change while the block is in a free set: blocks are split and merged out of it.
+  [[nodiscard]] bool releasable_block(const Block& block) const noexcept;
+  // Whether the slow path has nothing to do here: nothing to release, no parked or pending free.
+  [[nodiscard]] bool nothing_to_release() const noexcept {
+    return releasable.empty() && pending.empty() && parked == nullptr;
+  }
 };
 
 class CachingAllocator final : public Allocator {
@@ -159,8 +224,22 @@ class CachingAllocator final : public Allocator {
   // The largest free cached block (any stream), for fragmentation figures.
   [[nodiscard]] std::uint64_t largest_free_block() const;
 
+  // What the slow path (release and retry, empty_cache, garbage collection) has looked at since the
+  // allocator was made: the streams it visited (a listing of every stream counts them all) and the cached
+  // blocks it examined. Note [Releasing, incrementally]: both grow with what changed, not with every stream
+  // and every block at each refusal.
+  struct SlowPathWork {
+    std::uint64_t streams = 0;
+    std::uint64_t blocks = 0;
+  };
+  [[nodiscard]] SlowPathWork slow_path_work() const noexcept {
+    return {visited_streams_.load(std::memory_order_relaxed),
+            examined_blocks_.load(std::memory_order_relaxed)};
+  }
+
  private:
   void* do_allocate(std::size_t bytes, StreamRef stream) override;
+  std::optional<void*> do_try_allocate(std::size_t bytes, StreamRef stream, std::string* refusal) override;
   void do_deallocate(void* ptr) override;
   void do_empty_cache() override;
   void do_record_stream(void* ptr, StreamRef stream) override;
@@ -194,9 +273,13 @@ class CachingAllocator final : public Allocator {
     std::scoped_lock<SpinLock> lock_;
   };
   void changed(StreamPools& sp) const;
-  // Brings the device-wide totals up to date with the streams changed since (under stats_mutex_).
-  void read_changed() const;
-  void reread(StreamPools& sp) const;  // under stats_mutex_ and the stream's lock
+  // The device-wide totals and largest free block, the streams changed since the last read counted again
+  // (under stats_mutex_).
+  struct Totals {
+    DeviceStats stats;
+    std::uint64_t largest = 0;
+  };
+  Totals read_totals() const;
 
   // Under the stream's lock.
   Block* get_free_block(StreamPools& sp, const Request& r);
@@ -257,11 +340,18 @@ class CachingAllocator final : public Allocator {
   void unmap_block(StreamPools& sp, Block* block);
   Block* new_expandable_segment(StreamPools& sp, PoolKind pool);
 
-  // The slow path: free what can be freed, device-wide, and retry. Returns the memory or throws OOM.
-  // tried_alloc: the fast path already searched and tried to reserve.
-  void* finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc);
+  // The slow path: free what can be freed, device-wide, and retry. Returns the memory, or null when it is
+  // refused (refuse()). tried_alloc: the fast path already searched and tried to reserve.
+  void* finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc, std::string* refusal);
   void release_cached_blocks();
-  [[noreturn]] void throw_out_of_memory(const Request& r);
+  // Completes the pending frees that have completed on every stream listed with some but `sp`.
+  void process_listed_pending(const StreamPools& sp);
+  // Note [Releasing, incrementally]: takes the streams queued for the slow path; puts streams back.
+  std::vector<StreamPools*> take_unreleased();
+  void requeue_unreleased(std::vector<StreamPools*>::const_iterator from,
+                          std::vector<StreamPools*>::const_iterator to);
+  // Counts a refusal (num_ooms) and, where asked, explains it as PyTorch's OOM message does and more.
+  void refuse(const Request& r, std::string* refusal);
 
   // The bytes reserved on the device, all streams, against the memory fraction's cap: claimed with a
   // compare-and-swap before the device is asked, so racing threads cannot pass the cap together.
@@ -307,13 +397,19 @@ class CachingAllocator final : public Allocator {
   std::deque<std::unique_ptr<StreamPools>> pools_;  // stable addresses; streams are never forgotten
   PageMap<StreamPools> owners_;
   std::mutex slow_mutex_;  // one thread at a time frees caches and retries
-  // Note [Statistics, incrementally].
+  // Note [Statistics, incrementally]. queue_mutex_ guards the lists and the totals: a stream leaves the
+  // totals and joins unread_ in one step.
   mutable std::mutex queue_mutex_;
   mutable std::vector<StreamPools*> unread_;
   mutable std::vector<StreamPools*> unreset_;
-  mutable std::mutex stats_mutex_;
-  mutable DeviceStats totals_;                    // the sum of every stream's `read`
-  mutable std::multiset<std::uint64_t> largest_;  // every stream's read_largest above 0
+  mutable DeviceStats totals_;                    // the sum of the counted streams' figures
+  mutable std::multiset<std::uint64_t> largest_;  // the counted streams' read_largest above 0
+  // Note [Releasing, incrementally] (under queue_mutex_).
+  mutable std::vector<StreamPools*> unreleased_;
+  std::vector<StreamPools*> with_pending_;
+  mutable std::atomic<std::uint64_t> visited_streams_{0};
+  std::atomic<std::uint64_t> examined_blocks_{0};
+  mutable std::mutex stats_mutex_;  // one reader at a time
 
   std::atomic<std::uint64_t> total_reserved_{0};  // segments plus mapped pages, all streams
   alignas(64) std::atomic<std::int64_t> allocated_current_{0};

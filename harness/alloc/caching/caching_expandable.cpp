@@ -19,9 +19,11 @@ namespace memstress::caching {
 namespace {
 
 const ExpandableSegment& segment_of(const StreamPools& sp, std::uintptr_t ptr) {
-  for (const ExpandableSegment& seg : sp.segments) {
-    if (ptr >= seg.base && ptr < seg.base + seg.size) {
-      return seg;
+  if (sp.expandable != nullptr) {
+    for (const ExpandableSegment& seg : sp.expandable->segments) {
+      if (ptr >= seg.base && ptr < seg.base + seg.size) {
+        return seg;
+      }
     }
   }
   throw std::logic_error(fmt::format("expandable segments: no segment holds {:#x}", ptr));
@@ -47,14 +49,14 @@ Block* CachingAllocator::new_expandable_segment(StreamPools& sp, PoolKind pool) 
   // The owner map learns a page when it is mapped (map_block) and forgets it when unmapped (unmap_block):
   // a reservation is 1.125 times the device, 589,824 pages of 2 MiB on a device of 1 TiB, written once for
   // every stream's segment when it was assigned whole here.
-  sp.segments.push_back(ExpandableSegment{address, size, page, pool});
+  sp.ranges().segments.push_back(ExpandableSegment{address, size, page, pool});
   Block* u = sp.new_block();
   u->ptr = address;
   u->size = size;
   u->pool = pool;
   u->mapped = false;
   u->expandable = true;
-  sp.unmapped[static_cast<std::size_t>(pool)].insert(u);
+  sp.ranges().unmapped[static_cast<std::size_t>(pool)].insert(u);
   return u;
 }
 
@@ -62,7 +64,7 @@ Block* CachingAllocator::try_allocate_expandable(StreamPools& sp, const Request&
   const auto pool = static_cast<std::size_t>(r.pool);
   // The lowest stretch of free blocks and unmapped pages that can hold the request.
   Block* c = nullptr;
-  for (Block* u : sp.unmapped[pool]) {
+  for (Block* u : sp.ranges().unmapped[pool]) {
     Block* start = (u->prev != nullptr && u->prev->mapped && u->prev->is_free()) ? u->prev : u;
     std::uint64_t room = 0;
     for (const Block* x = start; x != nullptr && x->is_free() && room < r.size; x = x->next) {
@@ -89,9 +91,9 @@ Block* CachingAllocator::try_allocate_expandable(StreamPools& sp, const Request&
   while (c->size < r.size) {
     Block* n = c->next;
     if (n->mapped) {
-      sp.free[pool].erase(c);
+      sp.erase_free(sp.free[pool], c);
       try_merge(sp, c, n);
-      sp.free[pool].insert(c);
+      sp.insert_free(sp.free[pool], c);
       continue;
     }
     c = map_block(sp, n, std::min(r.size - c->size, n->size));
@@ -99,7 +101,7 @@ Block* CachingAllocator::try_allocate_expandable(StreamPools& sp, const Request&
       return nullptr;
     }
   }
-  sp.free[pool].erase(c);
+  sp.erase_free(sp.free[pool], c);
   return c;
 }
 
@@ -130,7 +132,7 @@ Block* CachingAllocator::map_block(StreamPools& sp, Block* u, std::uint64_t byte
     }
   }
   owners_.assign(u->ptr, length, &sp);
-  auto& unmapped = sp.unmapped[static_cast<std::size_t>(u->pool)];
+  auto& unmapped = sp.ranges().unmapped[static_cast<std::size_t>(u->pool)];
   unmapped.erase(u);
   if (length < u->size) {
     Block* rest = sp.new_block();
@@ -155,7 +157,7 @@ Block* CachingAllocator::map_block(StreamPools& sp, Block* u, std::uint64_t byte
   try_merge(sp, u, u->prev);
   try_merge(sp, u, u->next);
   u->gc_base = sp.gc_clock[static_cast<std::size_t>(u->pool)];
-  sp.free[static_cast<std::size_t>(u->pool)].insert(u);
+  sp.insert_free(sp.free[static_cast<std::size_t>(u->pool)], u);
   return u;
 }
 
@@ -167,7 +169,7 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
     return;  // no whole page inside
   }
   const auto pool = static_cast<std::size_t>(b->pool);
-  sp.free[pool].erase(b);
+  sp.erase_free(sp.free[pool], b);
   const auto make_mapped = [&](std::uintptr_t ptr, std::uint64_t size) {
     Block* x = sp.new_block();
     x->ptr = ptr;
@@ -185,7 +187,7 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
       b->prev->next = head;
     }
     b->prev = head;
-    sp.free[pool].insert(head);
+    sp.insert_free(sp.free[pool], head);
   }
   if (last < b->ptr + b->size) {  // and the partial page after
     Block* tail = make_mapped(last, b->ptr + b->size - last);
@@ -195,7 +197,7 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
       b->next->prev = tail;
     }
     b->next = tail;
-    sp.free[pool].insert(tail);
+    sp.insert_free(sp.free[pool], tail);
   }
   b->ptr = first;
   b->size = last - first;
@@ -211,11 +213,11 @@ void CachingAllocator::unmap_block(StreamPools& sp, Block* b) {
   if (b->prev == nullptr && b->next == nullptr) {  // the whole range is unmapped again: give it back
     const ExpandableSegment whole = segment_of(sp, b->ptr);  // every page unmapped, so none in owners_
     backend_.release_address_range(as_pointer(whole.base), whole.size);
-    std::erase_if(sp.segments, [&](const ExpandableSegment& s) { return s.base == whole.base; });
+    std::erase_if(sp.ranges().segments, [&](const ExpandableSegment& s) { return s.base == whole.base; });
     sp.delete_block(b);
     return;
   }
-  sp.unmapped[pool].insert(b);
+  sp.ranges().unmapped[pool].insert(b);
 }
 
 }  // namespace memstress::caching

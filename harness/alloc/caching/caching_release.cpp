@@ -1,8 +1,10 @@
 // The caching allocator's slow path, in PyTorch's order: when no cached block fits and no segment can
 // be reserved, (1) garbage-collect old cached blocks if a fraction and a threshold are set, (2) free one
 // oversize cached segment large enough (only with max_split_size), (3) free every whole cached segment
-// of every stream (waiting for pending frees first) and retry once more, then (4) raise OutOfMemoryError
-// with a full account. One thread at a time runs it (slow_mutex_), visiting streams one after another.
+// of every stream (waiting for pending frees first) and retry once more, then (4) refuse: OutOfMemoryError
+// with a full account (try_allocate: no value, and the account only where asked for). One thread at a time
+// runs it (slow_mutex_), visiting streams one after another: only those that may give something back (Note
+// [Releasing, incrementally], caching_allocator.hpp).
 
 #include <fmt/format.h>
 
@@ -15,19 +17,12 @@
 
 namespace memstress::caching {
 
-void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc) {
+void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r, bool tried_alloc,
+                                               std::string* refusal) {
   const std::scoped_lock slow(slow_mutex_);
   // PyTorch completes every stream's pending frees at each allocation; the fast path only does the
   // allocating stream's, so catch up on the others before deciding what is cached.
-  for (StreamPools* other : all_pools()) {
-    if (other != &sp) {
-      const std::scoped_lock lock(other->lock);
-      if (!other->pending.empty()) {
-        changed(*other);  // Note [Statistics, incrementally]
-        process_events(*other);
-      }
-    }
-  }
+  process_listed_pending(sp);
   bool collected = false;
   if (config_.garbage_collection_threshold > 0.0 && config_.memory_fraction) {
     collected = garbage_collect();
@@ -57,7 +52,8 @@ void* CachingAllocator::finish_allocation_slow(StreamPools& sp, const Request& r
       return finish_allocation(sp, block, r);
     }
   }
-  throw_out_of_memory(r);
+  refuse(r, refusal);
+  return nullptr;
 }
 
 void CachingAllocator::do_empty_cache() {
@@ -65,24 +61,97 @@ void CachingAllocator::do_empty_cache() {
   release_cached_blocks();
 }
 
+// Note [Releasing, incrementally]: the streams of a list, taken whole (a stream changed from now on is
+// queued again), and put back where a visit did not finish.
+void CachingAllocator::process_listed_pending(const StreamPools& sp) {
+  std::vector<StreamPools*> listed;
+  {
+    const std::scoped_lock queue(queue_mutex_);
+    listed.swap(with_pending_);
+  }
+  std::vector<StreamPools*> kept;  // still waiting on events
+  std::size_t i = 0;
+  try {
+    kept.reserve(listed.size());
+    for (; i < listed.size(); ++i) {
+      StreamPools* other = listed[i];
+      visited_streams_.fetch_add(1, std::memory_order_relaxed);
+      const std::scoped_lock lock(other->lock);
+      if (other != &sp && !other->pending.empty()) {
+        changed(*other);  // Note [Statistics, incrementally]
+        process_events(*other);
+      }
+      if (other->pending.empty()) {
+        other->pending_listed = false;
+      } else {
+        kept.push_back(other);
+      }
+    }
+  } catch (...) {
+    kept.insert(kept.end(), listed.begin() + static_cast<std::ptrdiff_t>(i), listed.end());
+    const std::scoped_lock queue(queue_mutex_);
+    with_pending_.insert(with_pending_.end(), kept.begin(), kept.end());
+    throw;
+  }
+  const std::scoped_lock queue(queue_mutex_);
+  with_pending_.insert(with_pending_.end(), kept.begin(), kept.end());
+}
+
+std::vector<StreamPools*> CachingAllocator::take_unreleased() {
+  std::vector<StreamPools*> queued;
+  const std::scoped_lock queue(queue_mutex_);
+  queued.swap(unreleased_);
+  return queued;
+}
+
+void CachingAllocator::requeue_unreleased(std::vector<StreamPools*>::const_iterator from,
+                                          std::vector<StreamPools*>::const_iterator to) {
+  const std::scoped_lock queue(queue_mutex_);
+  unreleased_.insert(unreleased_.end(), from, to);
+}
+
 void CachingAllocator::release_cached_blocks() {
   num_sync_all_streams_.fetch_add(1, std::memory_order_relaxed);
-  for (StreamPools* sp : all_pools()) {
-    const Changing lock(*this, *sp);
-    synchronize_and_free_events(*sp);
-    release_blocks(*sp, PoolKind::large);
-    release_blocks(*sp, PoolKind::small);
+  // Note [Releasing, incrementally]: the streams that may hold something to give back, in any order (the
+  // segments and pages of one stream are released independently of another's).
+  const std::vector<StreamPools*> queued = take_unreleased();
+  std::vector<StreamPools*> kept;  // never, unless a release leaves something behind
+  std::size_t i = 0;
+  try {
+    for (; i < queued.size(); ++i) {
+      StreamPools& sp = *queued[i];
+      visited_streams_.fetch_add(1, std::memory_order_relaxed);
+      const Changing lock(*this, sp);
+      synchronize_and_free_events(sp);
+      release_blocks(sp, PoolKind::large);
+      release_blocks(sp, PoolKind::small);
+      if (sp.nothing_to_release()) {
+        sp.unreleased = false;  // the next change queues it again
+      } else {
+        kept.push_back(&sp);
+      }
+    }
+  } catch (...) {
+    kept.insert(kept.end(), queued.begin() + static_cast<std::ptrdiff_t>(i), queued.end());
+    requeue_unreleased(kept.begin(), kept.end());
+    throw;
   }
+  requeue_unreleased(kept.begin(), kept.end());
 }
 
 void CachingAllocator::release_blocks(StreamPools& sp, PoolKind pool) {
   unpark(sp);
+  // Note [Releasing, incrementally]: the free set's blocks that go back, in its order.
   std::vector<Block*> whole;
   std::vector<Block*> expandable;
-  for (Block* b : sp.free[static_cast<std::size_t>(pool)]) {
+  for (Block* b : sp.releasable) {
+    if (b->pool != pool) {
+      continue;
+    }
+    examined_blocks_.fetch_add(1, std::memory_order_relaxed);
     if (b->expandable) {
       expandable.push_back(b);
-    } else if (!b->is_split()) {
+    } else {
       whole.push_back(b);  // only whole, fully free segments go back to the device
     }
   }
@@ -98,7 +167,7 @@ void CachingAllocator::release_blocks(StreamPools& sp, PoolKind pool) {
 }
 
 void CachingAllocator::release_segment(StreamPools& sp, Block* b) {
-  sp.free[static_cast<std::size_t>(b->pool)].erase(b);
+  sp.erase_free(sp.free[static_cast<std::size_t>(b->pool)], b);
   // Forget the owner before the device may hand the range to another stream's fast path.
   owners_.assign(b->ptr, b->size, nullptr);
   backend_.release(reinterpret_cast<void*>(b->ptr), b->size);  // NOLINT(performance-no-int-to-ptr)
@@ -131,6 +200,7 @@ bool CachingAllocator::release_available_cached_blocks(StreamPools& sp, const Re
   std::uint64_t released = 0;
   for (auto rit = std::make_reverse_iterator(it); rit != pool.rend() && released < wanted; ++rit) {
     Block* b = *rit;
+    examined_blocks_.fetch_add(1, std::memory_order_relaxed);
     if (b->size < config_.max_split_size) {
       break;
     }
@@ -159,49 +229,81 @@ bool CachingAllocator::garbage_collect() {
   }
   const std::uint64_t target = reserved - threshold;
   std::uint64_t reclaimed = 0;
-  for (StreamPools* sp : all_pools()) {
-    const Changing lock(*this, *sp);
-    unpark(*sp);
-    auto& pool = sp->free[static_cast<std::size_t>(PoolKind::large)];
-    const std::uint64_t clock = sp->gc_clock[static_cast<std::size_t>(PoolKind::large)];
-    bool freed_any = true;
-    while (reclaimed < target && freed_any) {
-      std::vector<Block*> candidates;
-      std::uint64_t total_age = 0;
-      for (Block* b : pool) {
-        if (!b->is_split() && !b->expandable) {
-          candidates.push_back(b);
-          total_age += clock - b->gc_base;
+  // Note [Releasing, incrementally]: the streams that may hold a cached segment, in PyTorch's order (that of
+  // their creation), which decides where collection stops; the others have none.
+  std::vector<StreamPools*> queued = take_unreleased();
+  std::sort(queued.begin(), queued.end(),
+            [](const StreamPools* a, const StreamPools* b) { return a->order < b->order; });
+  std::vector<StreamPools*> kept;  // visited, with something left to release
+  std::size_t i = 0;
+  try {
+    kept.reserve(queued.size());
+    for (; i < queued.size() && reclaimed < target; ++i) {
+      StreamPools* sp = queued[i];
+      visited_streams_.fetch_add(1, std::memory_order_relaxed);
+      const Changing lock(*this, *sp);
+      unpark(*sp);
+      const std::uint64_t clock = sp->gc_clock[static_cast<std::size_t>(PoolKind::large)];
+      bool freed_any = true;
+      while (reclaimed < target && freed_any) {
+        // The large pool's whole segments, in the free set's order.
+        std::vector<Block*> candidates;
+        std::uint64_t total_age = 0;
+        for (Block* b : sp->releasable) {
+          if (b->pool == PoolKind::large && !b->expandable) {
+            examined_blocks_.fetch_add(1, std::memory_order_relaxed);
+            candidates.push_back(b);
+            total_age += clock - b->gc_base;
+          }
+        }
+        if (candidates.empty()) {
+          break;
+        }
+        const double average = static_cast<double>(total_age) / static_cast<double>(candidates.size());
+        freed_any = false;
+        for (Block* b : candidates) {
+          if (static_cast<double>(clock - b->gc_base) >= average) {
+            reclaimed += b->size;
+            release_segment(*sp, b);
+            freed_any = true;
+          }
         }
       }
-      if (candidates.empty()) {
-        break;
-      }
-      const double average = static_cast<double>(total_age) / static_cast<double>(candidates.size());
-      freed_any = false;
-      for (Block* b : candidates) {
-        if (static_cast<double>(clock - b->gc_base) >= average) {
-          reclaimed += b->size;
-          release_segment(*sp, b);
-          freed_any = true;
-        }
+      if (sp->nothing_to_release()) {
+        sp->unreleased = false;  // the next change queues it again
+      } else {
+        kept.push_back(sp);
       }
     }
-    if (reclaimed >= target) {
-      break;
-    }
+  } catch (...) {
+    kept.insert(kept.end(), queued.begin() + static_cast<std::ptrdiff_t>(i), queued.end());
+    requeue_unreleased(kept.begin(), kept.end());
+    throw;
   }
+  kept.insert(kept.end(), queued.begin() + static_cast<std::ptrdiff_t>(i), queued.end());
+  requeue_unreleased(kept.begin(), kept.end());
   return reclaimed != 0;
 }
 
-void CachingAllocator::throw_out_of_memory(const Request& r) {
+void CachingAllocator::refuse(const Request& r, std::string* refusal) {
   num_ooms_.fetch_add(1, std::memory_order_relaxed);
+  if (refusal == nullptr) {
+    return;
+  }
   const MemInfo mem = backend_.mem_info();
-  const MemoryStats stats = memory_stats();
-  const auto allocated = static_cast<std::uint64_t>(stats.at("allocated_bytes.all.current"));
-  const auto reserved = static_cast<std::uint64_t>(stats.at("reserved_bytes.all.current"));
+  // memory_stats()'s figures, without building all of them: a replay at capacity refuses one request after
+  // another, and the whole table cost more than the rest of a refusal.
+  std::uint64_t allocated = 0;
+  std::uint64_t reserved = 0;
+  std::uint64_t largest = 0;
+  {
+    const std::scoped_lock lock(stats_mutex_);
+    const Totals totals = read_totals();  // Note [Statistics, incrementally]
+    allocated = static_cast<std::uint64_t>(totals.stats.allocated_bytes.current_all());
+    reserved = static_cast<std::uint64_t>(totals.stats.reserved_bytes.current_all());
+    largest = totals.largest;
+  }
   const std::uint64_t cached = reserved - allocated;
-  const auto largest = static_cast<std::uint64_t>(stats.at("largest_free_block_bytes"));
   const std::uint64_t outside = mem.total - mem.free > reserved ? mem.total - mem.free - reserved : 0;
   const DeviceInfo& dev = backend_.info();
 
@@ -251,7 +353,7 @@ void CachingAllocator::throw_out_of_memory(const Request& r) {
                          "cached; lower the batch size or free memory held elsewhere.",
                          human_bytes(needed), human_bytes(available));
   }
-  throw OutOfMemoryError(message);
+  *refusal = std::move(message);
 }
 
 }  // namespace memstress::caching

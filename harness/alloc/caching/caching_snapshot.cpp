@@ -66,8 +66,10 @@ nlohmann::json CachingAllocator::snapshot() const {
     for (const auto& pool : sp->free) {
       std::for_each(pool.begin(), pool.end(), add_head);
     }
-    for (const auto& pool : sp->unmapped) {
-      std::for_each(pool.begin(), pool.end(), add_head);
+    if (sp->expandable != nullptr) {
+      for (const auto& pool : sp->expandable->unmapped) {
+        std::for_each(pool.begin(), pool.end(), add_head);
+      }
     }
     sp->live.for_each([&](std::uintptr_t, const Block* b) { add_head(b); });
     for (const auto& [event, b] : sp->pending) {

@@ -9,9 +9,14 @@ namespace memstress::caching {
 namespace {
 
 void put(MemoryStats& out, std::string_view name, const StatArray& a) {
-  static constexpr std::array<std::string_view, 3> kTypes{"all", "small_pool", "large_pool"};
-  for (std::size_t i = 0; i < kTypes.size(); ++i) {
-    a.by_type[i].export_to(out, std::string(name) + "." + std::string(kTypes[i]));
+  const PoolStat& small = a.pools[static_cast<std::size_t>(PoolKind::small)];
+  const PoolStat& large = a.pools[static_cast<std::size_t>(PoolKind::large)];
+  const StatCounter all{a.current_all(), a.all_peak, small.allocated + large.allocated,
+                        small.freed() + large.freed()};
+  all.export_to(out, std::string(name) + ".all");
+  for (const auto& [pool, type] : {std::pair{&small, "small_pool"}, std::pair{&large, "large_pool"}}) {
+    const StatCounter c{pool->current, pool->peak, pool->allocated, pool->freed()};
+    c.export_to(out, std::string(name) + "." + type);
   }
 }
 
