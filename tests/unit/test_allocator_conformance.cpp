@@ -197,6 +197,7 @@ TEST_P(Conformance, ManyThreadsOnTheirOwnAndSharedStreams) {
   auto alloc = make(dev);
   constexpr int kThreads = 8;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   std::vector<std::vector<void*>> handoff(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {

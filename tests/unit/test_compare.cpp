@@ -29,6 +29,7 @@ MetricResult metric(std::string name, Better better, std::vector<double> samples
 
 std::vector<double> times(const std::vector<double>& v, double factor) {
   std::vector<double> out;
+  out.reserve(v.size());
   for (const double x : v) {
     out.push_back(x * factor);
   }
@@ -154,7 +155,7 @@ TEST(JudgeMetric, TimeUnitsAreConverted) {
   EXPECT_FALSE(time_unit_factor("GB/s", "us"));
 }
 
-TEST(JudgeMetric, MediansWithoutSamplesAreSameOrUnsure) {
+TEST(JudgeMetric, MediansWithoutSamplesAreSameOrUnsureAndOneLostInNewIsWorse) {
   MetricResult base = metric("real_time", Better::lower, {}, "ns");
   base.summary.median = 99.13;
   MetricResult next = base;
@@ -162,7 +163,8 @@ TEST(JudgeMetric, MediansWithoutSamplesAreSameOrUnsure) {
   next.summary.median = 99.13 * 1.2;
   EXPECT_EQ(judge(base, next).outcome, Outcome::unsure);
   next.summary.median = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_EQ(judge(base, next).outcome, Outcome::unsure);
+  EXPECT_EQ(judge(base, next).outcome, Outcome::worse);   // measured in BASE, not in NEW: fail closed
+  EXPECT_EQ(judge(next, base).outcome, Outcome::unsure);  // measured only in NEW
   base.summary.median = std::numeric_limits<double>::quiet_NaN();
   EXPECT_EQ(judge(base, next).outcome, Outcome::not_judged);
 }

@@ -33,7 +33,7 @@ class NodeResource final : public std::pmr::memory_resource {
   static constexpr std::size_t kGranule = 16;   // what operator new guarantees, enough for every node
   static constexpr std::size_t kMaxNode = 128;  // larger requests go to the upstream
   static constexpr std::size_t kFirstChunk = 384;
-  static constexpr std::size_t kChunk = 64 * 1024;
+  static constexpr std::size_t kChunk = std::size_t{64} * 1024;
 
   static constexpr std::size_t size_class(std::size_t bytes) noexcept {
     return (bytes + kGranule - 1) / kGranule;
