@@ -226,7 +226,11 @@ TEST(BurnSoak, ThousandsOfIntervalsKeepMemoryAndRowsFlat) {
     }
   }
   EXPECT_FALSE(judge.failed());
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  static_cast<void>(rss_at_500);  // the sanitizers' quarantine and shadow keep memory resident by design
+#else
   EXPECT_LT(resident_kb() - rss_at_500, 8 * 1024) << "kB grown over 2500 intervals";
+#endif
 }
 
 }  // namespace
@@ -236,6 +240,10 @@ namespace memstress {
 namespace {
 
 TEST(BurnCanaryLibrary, CublasIsLoadedAtRunTimeWithEveryEntryPoint) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP()
+      << "cuBLAS keeps what it allocates as it loads (a leak to LeakSanitizer); run in the plain build";
+#endif
   // No GPU needed to load it: the library the GPU's canary will use, found as memstress finds it.
   const suites::CublasLibrary cublas;
   EXPECT_NE(cublas.api().gemm_ex, nullptr);
