@@ -35,18 +35,6 @@ std::string query_text(Fn fn, nvmlDevice_t device, std::array<char, N>& buffer) 
   return std::string(buffer.data());
 }
 
-std::optional<nvmlDevice_t> find_device(const NvmlApi& api, const GpuFacts& gpu) {
-  nvmlDevice_t device{};
-  if (!gpu.pci_bus_id.empty() &&
-      api.device_get_handle_by_pci_bus_id_v2(gpu.pci_bus_id.c_str(), &device) == NVML_SUCCESS) {
-    return device;
-  }
-  if (!gpu.uuid.empty() && api.device_get_handle_by_uuid(gpu.uuid.c_str(), &device) == NVML_SUCCESS) {
-    return device;
-  }
-  return std::nullopt;
-}
-
 template <typename T>
 void set_if_known(std::optional<T>& field, std::optional<T> value) {
   if (value) {
@@ -81,11 +69,11 @@ bool add_nvml_facts(const NvmlLibrary& nvml, GpuFacts& gpu) {
     return false;
   }
   const NvmlApi& api = nvml.api();
-  const std::optional<nvmlDevice_t> found = find_device(api, gpu);
-  if (!found) {
+  const NvmlDeviceLookup found = find_nvml_device(nvml, gpu.pci_bus_id, gpu.uuid);
+  if (!found.why.empty()) {
     return false;
   }
-  nvmlDevice_t device = *found;  // a handle: the pointer is NVML's
+  nvmlDevice_t device = found.device;  // a handle: the pointer is NVML's
 
   set_if_known(gpu.sm_clock_mhz, as_int(query_unsigned(api.device_get_clock_info, device, NVML_CLOCK_SM)));
   set_if_known(gpu.sm_clock_max_mhz,
