@@ -14,6 +14,7 @@
 #include "harness/burn/loop.hpp"
 #include "harness/burn/profile.hpp"
 #include "harness/burn/sim_engine.hpp"
+#include "harness/burn/train.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/exit_code.hpp"
@@ -23,6 +24,7 @@
 #include "harness/dist/job.hpp"
 #include "harness/dist/world.hpp"
 #include "harness/memory/backend.hpp"
+#include "harness/results/read.hpp"
 #include "harness/results/sink.hpp"
 #include "harness/run/session.hpp"
 #include "suites/burn_engine.hpp"
@@ -40,6 +42,9 @@ struct BurnFlags {
   bool any_gpu = false;
   bool quiet = false;
   double timeout_s = 300;
+  bool train = false;
+  std::vector<std::string> from;  // --train: healthy burns' results
+  std::string write;              // --train: where the trained profile goes
 };
 
 // The simulated device's stress covers this much host memory, whatever its capacity.
@@ -165,6 +170,30 @@ int burn_on_rank(const BurnFlags& f, const BurnProfile& profile, const std::vect
   return to_int(failed ? ExitCode::check_failed : sim ? ExitCode::env_missing : ExitCode::ok);
 }
 
+// --train: the profile's golden values and bounds from healthy burns (Note [Training a burn's bounds]).
+int train_profile(const BurnFlags& f) {
+  if (f.profile.empty() || f.from.empty() || f.write.empty()) {
+    throw InputError("--train: needs --profile (the base), --from FILE... (healthy burns) and --write FILE");
+  }
+  check_output_path(f.write, "--write");
+  const BurnProfile base = load_burn_profile(choose_profile(f.profile).path);
+  std::vector<Results> burns;
+  for (const std::string& path : f.from) {
+    burns.push_back(load_results(path, "--from"));
+  }
+  const BurnTraining t = train_burn(base, burns);
+  std::vector<std::string> comment{
+      fmt::format("{}: trained by `memstress burn --train` from {} healthy burn(s) (docs/burn.md)", base.name,
+                  burns.size())};
+  for (const std::string& line : t.lines) {
+    fmt::print("{}\n", line);
+    comment.push_back(line);
+  }
+  write_file_atomically(f.write, burn_profile_yaml(t.profile, comment), "--write");
+  fmt::print("wrote {}\n", f.write);
+  return to_int(ExitCode::ok);
+}
+
 }  // namespace
 
 Subcommand add_burn(CLI::App& app, std::vector<std::string> argv) {
@@ -188,7 +217,19 @@ Subcommand add_burn(CLI::App& app, std::vector<std::string> argv) {
   sub->add_option("--timeout", flags->timeout_s,
                   "Under mpirun: seconds to wait for a late rank before the job is aborted")
       ->capture_default_str();
+  sub->add_flag("--train", flags->train,
+                "Write --profile with golden values and bounds trained from healthy burns (--from, --write)");
+  sub->add_option("--from", flags->from, "With --train: results of healthy burns (--out files)")
+      ->check(a_path());
+  sub->add_option("--write", flags->write, "With --train: write the trained profile to FILE")
+      ->check(a_path());
   return {sub, [flags, argv = std::move(argv)] {
+            if (!flags->train && (!flags->from.empty() || !flags->write.empty())) {
+              throw InputError("--from and --write go with --train");
+            }
+            if (flags->train) {
+              return train_profile(*flags);
+            }
             if (!flags->verdict.empty()) {
               check_output_path(flags->verdict, "--verdict");
             }

@@ -32,3 +32,23 @@ assert d[\"schema\"] == \"memstress.burn-verdict/1\" and d[\"verdict\"] == \"NOT
 r = json.load(open(sys.argv[2])); assert r[\"status\"] == \"complete\" and len(r[\"rows\"]) == 2, r[\"status\"]' \"$1\" \"$2\""
                  ${_ms} ${CMAKE_CURRENT_BINARY_DIR}/burn-verdict.json ${CMAKE_CURRENT_BINARY_DIR}/burn-rows.json)
 set_tests_properties(cli.burn_writes_a_verdict_per_gpu PROPERTIES LABELS cpu TIMEOUT 120)
+# --train: two healthy burns give golden values and a drift bound, in a profile a burn loads back (its verdict
+# on this shared machine's noise is not the point); a planted throughput drop is trained on never (its row FAILed), exit 2. About 12 s.
+add_test(NAME cli.burn_train_writes_a_profile_that_judges
+         COMMAND sh -c "set -e; d=\"$2\"; rm -rf \"$d\"; mkdir -p \"$d\"; \
+\"$0\" burn -d sim --duration 3s --interval 1 -q --profile \"$1\" --out \"$d/a.json\" || test $? = 3; \
+\"$0\" burn -d sim --duration 3s --interval 1 -q --profile \"$1\" --out \"$d/b.json\" || test $? = 3; \
+\"$0\" burn --train --profile \"$1\" --from \"$d/a.json\" \"$d/b.json\" --write \"$d/t.yaml\" | tee \"$d/train.txt\"; \
+grep -q '^memory.GB/s: golden .* over 2), FAIL below' \"$d/train.txt\"; grep -q '^drift_pct: ' \"$d/train.txt\"; \
+grep -q '^  memory.GB/s: {golden: ' \"$d/t.yaml\"; \
+\"$0\" burn -d sim --duration 2s --interval 1 -q --profile \"$d/t.yaml\" > \"$d/judged.txt\" || true; \
+grep -q 'profile sim-bounds' \"$d/judged.txt\"; \
+MEMSTRESS_PLANT_FAULT=after:3:slow \"$0\" burn -d sim --duration 5s --interval 1 -q --profile \"$1\" --out \"$d/c.json\" || test $? = 1; \
+rc=0; \"$0\" burn --train --profile \"$1\" --from \"$d/c.json\" --write \"$d/u.yaml\" 2> \"$d/err.txt\" || rc=$?; \
+cat \"$d/err.txt\"; test $rc = 2; grep -q 'c.json: interval 3 of .* is fail' \"$d/err.txt\"; test ! -e \"$d/u.yaml\""
+                 ${_ms} ${_bounds} ${CMAKE_CURRENT_BINARY_DIR}/burn-train)
+set_tests_properties(cli.burn_train_writes_a_profile_that_judges PROPERTIES LABELS cpu TIMEOUT 120)
+memstress_cli_test(burn_train_needs_its_inputs --match "--train: needs --profile" 2 -- ${_ms} burn --train
+                   --profile h100-burn)
+memstress_cli_test(burn_from_needs_train --match "--from and --write go with --train" 2 -- ${_ms} burn -d sim
+                   --write x.yaml)
