@@ -52,3 +52,9 @@ memstress_cli_test(burn_train_needs_its_inputs --match "--train: needs --profile
                    --profile h100-burn)
 memstress_cli_test(burn_from_needs_train --match "--from and --write go with --train" 2 -- ${_ms} burn -d sim
                    --write x.yaml)
+# A fault that begins inside an interval (3 s, intervals of 2 s) FAILs that interval (1), not the next. 6 s.
+add_test(NAME cli.burn_planted_fault_mid_interval_fails_that_interval
+         COMMAND sh -c "out=$(MEMSTRESS_PLANT_FAULT=after:3:flip \"$0\" burn -d sim --duration 6s --interval 2 --profile \"$1\" -q); \
+rc=$?; echo \"$out\"; test $rc = 1 && echo \"$out\" | grep '^FAIL' | head -n 1 | grep -q '^FAIL  rank 0, sim:80G: data in interval 1:'"
+                 ${_ms} ${_bounds})
+set_tests_properties(cli.burn_planted_fault_mid_interval_fails_that_interval PROPERTIES LABELS cpu TIMEOUT 120)
