@@ -106,9 +106,10 @@ int burn_on_rank(const BurnFlags& f, const BurnProfile& profile, const std::vect
     options.out = f.out;
   }
   options.run.quiet = f.quiet;
-  options.interrupted = [&f](const RunRecord& record, int signal, const std::string& /*why*/) {
-    note("interrupted by {} after {} interval row(s): not judged as a whole{}", signal_name(signal),
-         record.rows.size(), f.out.empty() ? std::string() : fmt::format("; the rows are in {}", f.out));
+  options.row_digests = false;  // memory flat however many intervals (ResultSink)
+  options.interrupted = [&f](const RunRecord& /*record*/, int /*signal*/, const std::string& why) {
+    note("{}: not judged as a whole{}", why,
+         f.out.empty() ? std::string() : fmt::format("; the rows are in {}", f.out));
   };
   Session session(std::move(options), std::move(backend), world, interrupts);
   BurnJudge judge(profile, world.size());
@@ -165,7 +166,7 @@ int burn_on_rank(const BurnFlags& f, const BurnProfile& profile, const std::vect
     write_file_atomically(f.verdict, doc.dump(2) + "\n", "--verdict");
   }
   fmt::print("verdict: {} ({} finding(s) over {} interval(s) of {:g} s, {} rank(s); profile {}{})\n", overall,
-             judge.findings().size(), plan.count, plan.seconds, world.size(), profile.name,
+             judge.finding_count(), plan.count, plan.seconds, world.size(), profile.name,
              sim ? "; the simulated device: its figures are the host's, never a GPU's" : "");
   return to_int(failed ? ExitCode::check_failed : sim ? ExitCode::env_missing : ExitCode::ok);
 }

@@ -80,8 +80,14 @@ void BurnJudge::add(Gpu& gpu, int interval, std::string check, std::string detai
   f.gpu = fmt::format("rank {}, {}{}{}", gpu.rank, gpu.label,
                       gpu.uuid.empty() ? "" : fmt::format(" ({})", gpu.uuid),
                       gpu.node.empty() ? "" : fmt::format(" on host {}", gpu.node));
-  gpu.findings.push_back(f);
-  findings_.push_back(f);
+  if (gpu.findings.size() < kKeptFindings) {
+    gpu.findings.push_back(f);
+  }
+  ++gpu.finding_count;
+  if (findings_.size() < kKeptFindings) {
+    findings_.push_back(f);
+  }
+  ++finding_count_;
   out.push_back(std::move(f));
 }
 
@@ -89,6 +95,7 @@ void BurnJudge::judge_row(Gpu& gpu, const Row& row, int interval, std::vector<Bu
   if (row.verdict == Verdict::error) {
     add(gpu, interval, "error", fmt::format("the stress stopped with an error: {}", row.reason), out);
     gpu.intervals.push_back(Interval{interval, 0, {}, true});  // its own interval, FAILed
+    ++gpu.interval_count;
     return;
   }
   if (row.errors > 0) {
@@ -197,6 +204,42 @@ void BurnJudge::judge_row(Gpu& gpu, const Row& row, int interval, std::vector<Bu
     }
   }
   gpu.intervals.push_back(std::move(now));
+  ++gpu.interval_count;
+}
+
+void BurnJudge::trim(Gpu& gpu, int warmup_intervals) {
+  if (gpu.intervals.empty()) {
+    return;
+  }
+  // Keep the intervals of the slope's window and the last kSteadyWindow steady ones (these may be long ago,
+  // where a fault has lasted), in order; drop the rest.
+  const double end = gpu.intervals.back().at_s;
+  std::vector<bool> keep(gpu.intervals.size(), false);
+  std::size_t steady = 0;
+  for (std::size_t i = gpu.intervals.size(); i-- > 0;) {
+    const Interval& it = gpu.intervals[i];
+    const bool is_steady = it.index >= warmup_intervals && !it.failed;
+    keep[i] = it.at_s >= end - kSlopeWindowS || (is_steady && steady < kSteadyWindow);
+    steady += is_steady ? 1 : 0;
+  }
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < gpu.intervals.size(); ++i) {
+    if (keep[i]) {
+      if (at != i) {
+        gpu.intervals[at] = std::move(gpu.intervals[i]);
+      }
+      ++at;
+    }
+  }
+  gpu.intervals.resize(at);
+}
+
+std::size_t BurnJudge::intervals_kept() const noexcept {
+  std::size_t most = 0;
+  for (const auto& [rank, gpu] : gpus_) {
+    most = std::max(most, gpu.intervals.size());
+  }
+  return most;
 }
 
 void BurnJudge::vote(std::map<int, Gpu*>& gpus, int interval, std::vector<BurnFinding>& out) {
@@ -311,6 +354,9 @@ std::vector<BurnFinding> BurnJudge::judge_interval(std::vector<Row>& rows) {
       it->second.intervals.back().failed = true;
     }
   }
+  for (auto& [rank, gpu] : present) {
+    trim(*gpu, profile_.warmup_intervals);
+  }
   for (Row& row : rows) {
     std::vector<std::string> why;
     for (const BurnFinding& f : out) {
@@ -351,10 +397,10 @@ nlohmann::json BurnJudge::verdict_json(const std::string& overall) const {
     const double end = gpu.intervals.empty() ? 0 : gpu.intervals.back().at_s;
     nlohmann::json steady = nlohmann::json::object();
     for (const char* name : kThroughput) {
-      std::vector<double> v;
-      for (const Interval& i : gpu.intervals) {
-        if (i.index >= profile_.warmup_intervals && !i.failed && i.values.contains(name)) {
-          v.push_back(i.values.at(name));
+      std::vector<double> v;  // the last kSteadyWindow steady intervals: the steady state the judge holds to
+      for (auto i = gpu.intervals.rbegin(); i != gpu.intervals.rend() && v.size() < kSteadyWindow; ++i) {
+        if (i->index >= profile_.warmup_intervals && !i->failed && i->values.contains(name)) {
+          v.push_back(i->values.at(name));
         }
       }
       steady[name] = v.empty() ? nlohmann::json() : nlohmann::json(median(v));
@@ -376,7 +422,8 @@ nlohmann::json BurnJudge::verdict_json(const std::string& overall) const {
                     {"uuid", gpu.uuid},
                     {"host", gpu.node},
                     {"verdict", gpu.findings.empty() ? overall : std::string("FAIL")},
-                    {"intervals", gpu.intervals.size()},
+                    {"intervals", gpu.interval_count},
+                    {"failures_counted", gpu.finding_count},
                     {"failures", failures},
                     {"steady_state_median", steady},
                     {"power_share_max", or_null(gpu.power_share_max, gpu.power_share_max > 0)},

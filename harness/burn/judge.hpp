@@ -20,7 +20,13 @@
 //   interval (with 2 GPUs or more on the node).
 // Reported, not judged: the power reached as a share of the limit, GPU and HBM temperatures, and the thermal
 // slope (degrees C a minute over the last five minutes, a linear fit of the intervals' medians): near 0 once
-// the GPU is in thermal steady state. A rank the job promised that wrote no row FAILs ("missing").
+// the GPU is in thermal steady state, and the steady state's median of each throughput (the last 30 steady
+// intervals). A rank the job promised that wrote no row FAILs ("missing").
+//
+// Note [A burn's memory stays flat]. A burn of days must not grow: the judge keeps of each GPU only the
+// intervals the steady state and the slope read (trim()), and the first kKeptFindings findings (each
+// counted); the session keeps no digest of a row (SessionOptions::row_digests), the rows going to the results
+// stream as each interval ends. tests/unit/test_burn.cpp's soaks hold memory, open files and row sizes flat.
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -50,8 +56,14 @@ class BurnJudge {
   // The burn's end: findings for promised ranks that wrote no row (FAIL: missing).
   std::vector<BurnFinding> finish();
 
-  [[nodiscard]] bool failed() const noexcept { return !findings_.empty(); }
+  [[nodiscard]] bool failed() const noexcept { return finding_count_ > 0; }
+  // The first kKeptFindings findings (a fault that lasts FAILs every interval of a burn of days); every one
+  // is counted.
   [[nodiscard]] const std::vector<BurnFinding>& findings() const noexcept { return findings_; }
+  [[nodiscard]] std::size_t finding_count() const noexcept { return finding_count_; }
+  // Intervals kept of each GPU (at most: those of the last kSlopeWindowS seconds and the last kSteadyWindow
+  // steady ones), for the tests that hold it bounded.
+  [[nodiscard]] std::size_t intervals_kept() const noexcept;
   // The verdict per GPU (the --verdict document, memstress.burn-verdict/1).
   [[nodiscard]] nlohmann::json verdict_json(const std::string& overall) const;
   // A line per GPU: its verdict and the figures a burn reports.
@@ -71,10 +83,12 @@ class BurnJudge {
     std::string uuid;
     std::string node;
     std::string library;
-    std::vector<Interval> intervals;
+    std::vector<Interval> intervals;                // the last ones only (trim())
+    std::size_t interval_count = 0;                 // every interval judged
     std::map<std::string, std::string> first_hash;  // "gemm.bf16" -> "0x…"
     std::map<std::string, double> last_count;       // health counters already judged
-    std::vector<BurnFinding> findings;
+    std::vector<BurnFinding> findings;              // the first kKeptFindings
+    std::size_t finding_count = 0;
     double power_share_max = 0;
     double power_w_max = 0;
     double gpu_temp_max = 0;
@@ -85,6 +99,7 @@ class BurnJudge {
   void vote(std::map<int, Gpu*>& gpus, int interval, std::vector<BurnFinding>& out);
   void lag(const std::vector<Row>& rows, int interval, std::vector<BurnFinding>& out);
   void add(Gpu& gpu, int interval, std::string check, std::string detail, std::vector<BurnFinding>& out);
+  static void trim(Gpu& gpu, int warmup_intervals);
 
   BurnProfile profile_;
   int ranks_;
@@ -92,7 +107,10 @@ class BurnJudge {
   bool voted_bf16_ = false;
   bool voted_fp64_ = false;
   std::vector<BurnFinding> findings_;
+  std::size_t finding_count_ = 0;
 };
+
+inline constexpr std::size_t kKeptFindings = 1000;
 
 // Degrees C a minute: the least-squares slope of (seconds, value) pairs; 0 with fewer than two.
 [[nodiscard]] double slope_per_minute(const std::vector<std::pair<double, double>>& points);

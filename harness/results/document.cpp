@@ -24,19 +24,23 @@ nlohmann::json header_json(const RunRecord& run) {
   return j;
 }
 
-nlohmann::json run_json(const RunRecord& run) {
+nlohmann::json run_skeleton(const RunRecord& run, const VerdictCounts& counts, std::size_t rows) {
   nlohmann::json j = header_json(run);
-  j["rows"] = run.rows;
-  const VerdictCounts counts = count_verdicts(run.rows);
-  j["summary"] = {{"rows", run.rows.size()},
+  j["summary"] = {{"rows", rows},
                   {"pass", counts.pass},
                   {"fail", counts.fail},
                   {"skip", counts.skip},
                   {"error", counts.error}};
-  if (run.ranks > 1) {
+  if (run.ranks > 1 && !run.rows.empty()) {
     j["rank_summary"] =
         rank_summary_json(summarize_ranks(run.rows, run.straggler_threshold), run.straggler_threshold);
   }
+  return j;
+}
+
+nlohmann::json run_json(const RunRecord& run) {
+  nlohmann::json j = run_skeleton(run, count_verdicts(run.rows), run.rows.size());
+  j["rows"] = run.rows;
   return j;
 }
 

@@ -92,23 +92,27 @@ const MetricResult* Row::metric(std::string_view name) const {
   return find_metric(metrics, name);
 }
 
+void VerdictCounts::add(Verdict verdict) noexcept {
+  switch (verdict) {
+    case Verdict::pass:
+      ++pass;
+      break;
+    case Verdict::fail:
+      ++fail;
+      break;
+    case Verdict::skip:
+      ++skip;
+      break;
+    case Verdict::error:
+      ++error;
+      break;
+  }
+}
+
 VerdictCounts count_verdicts(const std::vector<Row>& rows) noexcept {
   VerdictCounts counts;
   for (const Row& row : rows) {
-    switch (row.verdict) {
-      case Verdict::pass:
-        ++counts.pass;
-        break;
-      case Verdict::fail:
-        ++counts.fail;
-        break;
-      case Verdict::skip:
-        ++counts.skip;
-        break;
-      case Verdict::error:
-        ++counts.error;
-        break;
-    }
+    counts.add(row.verdict);
   }
   return counts;
 }

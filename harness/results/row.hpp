@@ -73,6 +73,8 @@ struct DeviceRef {
   std::string node;  // under mpirun, the node's name (World::node); else empty
 };
 
+// Its nlohmann::json member's constructor is not declared noexcept; a null value allocates nothing.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct Row {
   std::string workload;
   std::vector<std::pair<std::string, std::string>> params;  // in the workload's axis order
@@ -98,6 +100,7 @@ struct Row {
 enum class RunStatus { running, complete, aborted };
 std::string_view to_string(RunStatus status) noexcept;
 
+// NOLINTNEXTLINE(bugprone-exception-escape): as Row's (its nlohmann::json members)
 struct RunRecord {
   std::string tool_version;
   std::string git_sha;
@@ -130,8 +133,12 @@ nlohmann::json run_json(const RunRecord& run);
 // Counts of each verdict; the process exit code follows from them (any fail or error: 1).
 struct VerdictCounts {
   int pass = 0, fail = 0, skip = 0, error = 0;
+  void add(Verdict verdict) noexcept;
 };
 VerdictCounts count_verdicts(const std::vector<Row>& rows) noexcept;
+// The document without its rows: the header, and the summary of `rows` rows of those verdict counts (the rank
+// summary from run.rows, where it holds them and the run had ranks).
+nlohmann::json run_skeleton(const RunRecord& run, const VerdictCounts& counts, std::size_t rows);
 
 // "2026-11-21T14:03:05Z", or with `milliseconds` "2026-11-21T14:03:05.042Z"
 std::string utc_now_iso8601(bool milliseconds = false);

@@ -53,8 +53,8 @@ std::filesystem::path ResultSink::stream_path(const std::filesystem::path& out) 
   return p.string() + ".jsonl";
 }
 
-ResultSink::ResultSink(RunRecord header, std::optional<std::filesystem::path> out)
-    : run_(std::move(header)), out_(std::move(out)), spool_(open_spool(out_)) {
+ResultSink::ResultSink(RunRecord header, std::optional<std::filesystem::path> out, bool digests)
+    : run_(std::move(header)), out_(std::move(out)), spool_(open_spool(out_)), digests_(digests) {
   if (out_) {
     nlohmann::json h = header_json(run_);
     h["type"] = "header";
@@ -71,12 +71,16 @@ void ResultSink::append(Row row) {
     return;
   }
   spool_.append(line);
-  run_.rows.push_back(digest(std::move(row)));
+  counts_.add(row.verdict);
+  ++appended_;
+  if (digests_) {
+    run_.rows.push_back(digest(std::move(row)));
+  }
 }
 
 std::size_t ResultSink::rows() const {
   const std::lock_guard lock(mutex_);
-  return run_.rows.size();
+  return appended_;
 }
 
 std::vector<Row> ResultSink::full_rows() const {
@@ -98,7 +102,7 @@ bool ResultSink::finish(RunStatus status, std::string abort_reason) {
   if (!out_) {
     return true;
   }
-  const nlohmann::json summary = run_json(run_)["summary"];
+  const nlohmann::json summary = run_skeleton(run_, counts_, appended_)["summary"];
   spool_.append(json_text({{"type", "footer"},
                            {"status", to_string(status)},
                            {"abort_reason", run_.abort_reason},
@@ -116,12 +120,12 @@ void ResultSink::write_document(const std::function<void(std::string_view)>& emi
 }
 
 void ResultSink::write_document_locked(const std::function<void(std::string_view)>& emit) const {
-  nlohmann::json skeleton = run_json(run_);  // the summaries, from the digests
+  nlohmann::json skeleton = run_skeleton(run_, counts_, appended_);  // the summaries, not the digests
   skeleton["rows"] = nlohmann::json::array();
   const std::string text = json_text(skeleton, 2) + "\n";
   static constexpr std::string_view kRows = "\n  \"rows\": []";
   const std::size_t at = text.find(kRows);
-  if (at == std::string::npos || run_.rows.empty()) {
+  if (at == std::string::npos || appended_ == 0) {
     emit(text);
     return;
   }

@@ -36,7 +36,10 @@ class ResultSink {
  public:
   // Opens (and locks) the stream at once, so a bad or busy --out fails (InputError, exit 2) before any
   // case runs.
-  ResultSink(RunRecord header, std::optional<std::filesystem::path> out);
+  // `digests`: keep each row's digest in record() (the table, the CSV, JUnit, the rank summary and accept
+  // read them); a burn, whose rows are an interval's each and which reads none of these, keeps none, so its
+  // memory stays flat however many intervals it runs (the counts of each verdict are kept either way).
+  ResultSink(RunRecord header, std::optional<std::filesystem::path> out, bool digests = true);
 
   void append(Row row);
   // Sets the end time and status and writes the final document. Later calls (and appends) do nothing:
@@ -45,6 +48,7 @@ class ResultSink {
 
   // The run with each row's digest (no samples, no allocator statistics). Stable once finished.
   [[nodiscard]] const RunRecord& record() const noexcept { return run_; }
+  // Rows appended so far (with or without their digests).
   [[nodiscard]] std::size_t rows() const;
   // Every row as it was appended, samples and allocator statistics included, read back from the spool.
   [[nodiscard]] std::vector<Row> full_rows() const;
@@ -60,6 +64,9 @@ class ResultSink {
   RunRecord run_;
   std::optional<std::filesystem::path> out_;
   RowSpool spool_;
+  bool digests_ = true;
+  VerdictCounts counts_;
+  std::size_t appended_ = 0;
   bool finished_ = false;
 };
 

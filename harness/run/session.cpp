@@ -64,7 +64,8 @@ Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend,
   header.environment = gather_environment(world_, std::move(local), *backend_);
   health_ = run_health_watch(device.kind == BackendKind::cuda, device.uuid);
   nccl_ = make_nccl(world_, *backend_);
-  sink_ = std::make_unique<ResultSink>(std::move(header), writer() ? options_.out : std::nullopt);
+  sink_ = std::make_unique<ResultSink>(std::move(header), writer() ? options_.out : std::nullopt,
+                                       options_.row_digests);
 
   RunOptions& run = options_.run;
   run.quiet = run.quiet || !writer();

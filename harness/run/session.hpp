@@ -50,6 +50,7 @@ struct SessionOptions {
   std::string progress = "auto";          // the live progress line: auto (stderr a terminal), always, never
   bool pageable_host = false;             // the pinned host cache hands out plain memory, even on a GPU
   NumaMode numa = NumaMode::local;  // host memory on the GPU's NUMA node (Note [Host memory near the GPU])
+  bool row_digests = true;          // false: the sink keeps no digest of a row (ResultSink; a burn)
   // On rank 0, after a signal finished the results as aborted ("interrupted by SIGINT after N finished
   // row(s)", `why`), before the process ends by it.
   std::function<void(const RunRecord& record, int signal, const std::string& why)> interrupted;
