@@ -132,7 +132,7 @@ class Installed(unittest.TestCase):
         unknown = self.memstress("accept", "--profile", "h999", "--from", str(H100_ACCEPT))
         self.assertEqual(unknown.returncode, 2)
         self.assertIn("--profile h999", unknown.stderr)
-        self.assertIn("h100, h100-burn, h200, h200-burn, h200-quick", unknown.stderr)
+        self.assertIn("h100, h100-burn, h100-quick, h200, h200-burn, h200-quick", unknown.stderr)
         overwrite = self.memstress("accept", "--profile", "h100", "--from", str(H100_ACCEPT), "--train")
         self.assertEqual(overwrite.returncode, 2)
         self.assertIn("--write", overwrite.stderr)
