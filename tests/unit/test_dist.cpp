@@ -89,16 +89,26 @@ Row sample_row(int rank) {
   return row;
 }
 
-// Rank 0 of a two-rank world whose other rank sends `other` (or fails to, with `fails`).
+// Where a rank of a fake world stands: its rank, its rank on its host, the world's size.
+struct Place {
+  int rank = 0;
+  int host_rank = 0;
+  int size = 2;
+};
+
+// Rank 0 of a two-rank world whose other rank sends `other` (or fails to, with `fails`); or any rank of any
+// world
+// (`place`), for what asks only where a rank stands (rank_device).
 class TwoRankWorld final : public World {
  public:
   explicit TwoRankWorld(std::string other, bool fails = false) : other_(std::move(other)), fails_(fails) {}
-  [[nodiscard]] int rank() const noexcept override { return 0; }
-  [[nodiscard]] int size() const noexcept override { return 2; }
-  [[nodiscard]] int local_rank() const noexcept override { return 0; }
-  [[nodiscard]] int local_size() const noexcept override { return 2; }
+  explicit TwoRankWorld(Place place) : fails_(false), place_(place) {}
+  [[nodiscard]] int rank() const noexcept override { return place_.rank; }
+  [[nodiscard]] int size() const noexcept override { return place_.size; }
+  [[nodiscard]] int local_rank() const noexcept override { return place_.host_rank; }
+  [[nodiscard]] int local_size() const noexcept override { return place_.size; }
   [[nodiscard]] const std::string& node() const noexcept override { return node_; }
-  [[nodiscard]] int host_rank() const noexcept override { return 0; }
+  [[nodiscard]] int host_rank() const noexcept override { return place_.host_rank; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override {
     return std::chrono::seconds(1);
   }
@@ -118,6 +128,7 @@ class TwoRankWorld final : public World {
  private:
   std::string other_;
   bool fails_;
+  Place place_;
   std::string node_ = "node-a";
 };
 
@@ -195,52 +206,27 @@ TEST(RankSetup, CudaNamedByNumberOrSimKeepTheirMeaningOnEveryRank) {
   EXPECT_THROW(static_cast<void>(rank_device("gpu7", world)), InputError);
 }
 
-// Rank `rank` of a world of `size`, `host_rank` on its host: enough for rank_device, which asks nothing else.
-class RankOf final : public World {
- public:
-  RankOf(int rank, int host_rank, int size) : rank_(rank), host_rank_(host_rank), size_(size) {}
-  [[nodiscard]] int rank() const noexcept override { return rank_; }
-  [[nodiscard]] int size() const noexcept override { return size_; }
-  [[nodiscard]] int local_rank() const noexcept override { return host_rank_; }
-  [[nodiscard]] int local_size() const noexcept override { return size_; }
-  [[nodiscard]] const std::string& node() const noexcept override { return node_; }
-  [[nodiscard]] int host_rank() const noexcept override { return host_rank_; }
-  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override {
-    return std::chrono::seconds(1);
-  }
-  void barrier() override {}
-  void spin_barrier() override {}
-  void broadcast(std::span<std::byte> /*bytes*/, int /*root*/) override {}
-  [[nodiscard]] std::vector<double> all_gather(double value) override { return {value}; }
-  [[nodiscard]] std::vector<std::string> gather(const std::string& text) override { return {text}; }
-
- private:
-  int rank_;
-  int host_rank_;
-  int size_;
-  std::string node_ = "node-a";
-};
-
 // Under Slurm's --gpus-per-task=1 (or a per-rank CUDA_VISIBLE_DEVICES) every rank sees one GPU, its own, as
 // cuda:0: rank 1 drives it rather than refusing to start (Note [A GPU for each rank]).
 TEST(RankSetup, ARankThatSeesOneGpuDrivesIt) {
-  const RankOf second(1, 1, 2);
+  const TwoRankWorld second(Place{1, 1, 2});
   for (const char* flag : {"auto", "cuda"}) {
     const DeviceSpec spec = rank_device(flag, second, 1);
     EXPECT_EQ(spec.ordinal, 0) << flag;
     EXPECT_EQ(spec.kind, DeviceSpec::parse(flag).kind) << flag;
   }
-  EXPECT_EQ(rank_device("cuda", RankOf(7, 3, 8), 1).ordinal, 0);
+  EXPECT_EQ(rank_device("cuda", TwoRankWorld(Place{7, 3, 8}), 1).ordinal, 0);
   // A GPU named, or the simulated device, keeps its meaning whatever the rank sees.
   EXPECT_EQ(rank_device("cuda:3", second, 1).ordinal, 3);
   EXPECT_EQ(rank_device("sim:8G", second, 1).kind, DeviceSpec::Kind::sim);
 }
 
 TEST(RankSetup, RanksThatSeeEveryGpuTakeTheirHostRanksAndNoneBeyondTheLast) {
-  EXPECT_EQ(rank_device("cuda", RankOf(1, 1, 2), 2).ordinal, 1);
-  EXPECT_EQ(rank_device("auto", RankOf(5, 1, 8), 4).ordinal, 1);  // rank 5 is the second on its host
+  EXPECT_EQ(rank_device("cuda", TwoRankWorld(Place{1, 1, 2}), 2).ordinal, 1);
+  EXPECT_EQ(rank_device("auto", TwoRankWorld(Place{5, 1, 8}), 4).ordinal,
+            1);  // rank 5 is the second on its host
   try {
-    static_cast<void>(rank_device("cuda", RankOf(2, 2, 3), 2));
+    static_cast<void>(rank_device("cuda", TwoRankWorld(Place{2, 2, 3}), 2));
     FAIL() << "expected EnvironmentError";
   } catch (const EnvironmentError& e) {
     EXPECT_STREQ(
@@ -249,7 +235,7 @@ TEST(RankSetup, RanksThatSeeEveryGpuTakeTheirHostRanksAndNoneBeyondTheLast) {
         "or name one with --device cuda:N");
   }
   // No GPU at all: the rank's ordinal is left to make_backend, which says there is none.
-  EXPECT_EQ(rank_device("cuda", RankOf(1, 1, 2), 0).ordinal, 1);
+  EXPECT_EQ(rank_device("cuda", TwoRankWorld(Place{1, 1, 2}), 0).ordinal, 1);
   // A world of one is never renumbered.
   EXPECT_EQ(rank_device("cuda", SoloWorld(), 4).ordinal, 0);
 }
