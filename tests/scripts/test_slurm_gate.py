@@ -158,6 +158,7 @@ class BadInput(GateTest):
                            (["health", "--budget", "60"], "a HealthCheckProgram must end within 60 s"),
                            (["check", "--profile", "h999"], "--profile h999: no such file, and no shipped profile"),
                            (["check", "--gpus", "0,x"], "--gpus 0,x: expected GPU indices"),
+                           (["check", "--gpus", "3-1"], "--gpus 3-1: expected GPU indices"),
                            (["check", "--frob"], "unrecognized arguments: --frob"),
                            ([], "no MODE (prolog, health or check)"),
                            (["health", "--node", "gpu99"], "--node gpu99: Slurm does not know this node")):
@@ -210,6 +211,14 @@ class Choice(GateTest):
         accept = self.calls("memstress")[0]
         self.assertEqual(accept["cvd"], "1")
         self.assertEqual(accept["slurm"], [], "the job's variables are not passed to the check")
+        self.assertEqual(self.drains(), [])
+
+    def test_the_jobs_gpus_as_slurm_writes_them(self) -> None:
+        _, verdict, _ = self.prolog(SLURM_JOB_GPUS="0-1")
+        self.assertEqual((verdict["verdict"], verdict["gpus"], verdict["ranks"]), ("PASS", ["0", "1"], 2))
+        done, verdict, _ = self.prolog(SLURM_JOB_GPUS="gpu:0")
+        self.assertEqual((done.returncode, verdict), (2, None))
+        self.assertIn("SLURM_JOB_GPUS gpu:0: expected GPU indices", done.stderr)
         self.assertEqual(self.drains(), [])
 
     def test_mode_from_slurms_variables(self) -> None:
