@@ -6,7 +6,8 @@
 #   P/share/memstress/python/       the package memstress (python/memstress: the report, the converter, the
 #                                   validator, the recorder; python3 -m memstress.report, ...) and
 #                                   memstress_torch.py, the name PyTorch users import the recorder by
-#   P/share/memstress/scripts/      ctest-junit-reasons (CTest's JUnit XML with the skip reasons)
+#   P/share/memstress/scripts/      ctest-junit-reasons (CTest's JUnit XML with the skip reasons); slurm/: the
+#                                   gate for Slurm's Prolog and HealthCheckProgram, the sbatch recipes
 #   P/share/memstress/profiles/     the shipped acceptance profiles (memstress accept --profile h100)
 #   P/share/memstress/results/schema/  the results schemas
 #   P/share/doc/memstress/README.md, docs/  the documentation (the README links to docs/*.md)
@@ -25,6 +26,10 @@ if(TARGET memstress_bench)
   install(TARGETS memstress_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 install(PROGRAMS scripts/ctest-junit-reasons DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts)
+# Cluster glue (docs/slurm.md): the Prolog/HealthCheckProgram gate, which finds this prefix's bin/memstress, and the
+# sbatch recipes.
+install(PROGRAMS scripts/slurm/memstress-gate scripts/slurm/bench.sbatch scripts/slurm/accept.sbatch
+        DESTINATION ${MEMSTRESS_DATA_SUBDIR}/scripts/slurm)
 install(FILES python/memstress_torch.py DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python)
 install(DIRECTORY python/memstress DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python FILES_MATCHING PATTERN "*.py"
         PATTERN "__pycache__" EXCLUDE)

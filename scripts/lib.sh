@@ -51,11 +51,12 @@ MS_APT_PACKAGES=(cmake ninja-build g++ libopenmpi-dev openmpi-bin libcli11-dev n
 MS_APT_OPTIONAL_PACKAGES=(libsqlite3-dev libssl-dev libpq-dev liblzma-dev)
 
 # CI's only: the PostgreSQL server that the store's PostgreSQL tests start and stop themselves
-# (tests/db/postgresql_server.sh), never installed on a user's machine: it is a service; and ccache, which
+# (tests/db/postgresql_server.sh) and Slurm with munge, which the Slurm test starts and stops on this host
+# (tests/slurm/slurm_cluster.sh), never installed on a user's machine: they are services; and ccache, which
 # keeps the objects of one CI run for the next on the same machine (ms_ccache); clang-format and shellcheck,
 # which scripts/lint (CTest's lint.tree) runs with ruff (requirements.txt); clang-tidy, which scripts/dev/tidy
 # (CTest's lint.tidy) runs over the files the last commit changed.
-MS_APT_CI_PACKAGES=(postgresql ccache clang-format clang-tidy shellcheck)
+MS_APT_CI_PACKAGES=(postgresql slurm-wlm munge ccache clang-format clang-tidy shellcheck)
 
 # Whether we may install packages (tests/scripts/test_setup_lib.py stands in another answer).
 ms_is_root() {

@@ -111,6 +111,8 @@ PlantedFaults parse_planted_faults(std::string_view text) {
       out.bits.push_back(bit_fault(f, item));
     } else if (item == "pageable") {
       out.pageable_host = true;
+    } else if (item == "hang") {
+      out.hang = true;
     } else if (f[0] == "nopeer") {
       out.refused_peers.push_back(refused_peer(f, item));
     } else if (f[0] == "after") {
@@ -118,7 +120,7 @@ PlantedFaults parse_planted_faults(std::string_view text) {
     } else {
       throw InputError(
           fmt::format("{} item '{}': unknown fault; expected stuck:WORD:BIT:VALUE, flip:WORD:BIT, pageable, "
-                      "nopeer:FROM:TO or after:SECONDS:KIND",
+                      "nopeer:FROM:TO, after:SECONDS:KIND or hang",
                       kVariable, item));
     }
   }
@@ -154,8 +156,10 @@ std::string fault_hooks_note(bool simulated_device) {
   }
   if (variable_text() != nullptr && simulated_device) {
     return fmt::format(
-        "{} is set: on the simulated device a burn plants its timed faults (after:SECONDS:KIND); the others "
-        "need a fault-hook build (MEMSTRESS_FAULT_HOOKS=ON, the faults preset) and are ignored",
+        "{} is set: on the simulated device a burn plants its timed faults (after:SECONDS:KIND) and a run "
+        "or accept the hang; the others need a fault-hook build (MEMSTRESS_FAULT_HOOKS=ON, the faults "
+        "preset) "
+        "and are ignored",
         kVariable);
   }
   return variable_text() == nullptr ? std::string()

@@ -19,12 +19,18 @@
 //   after:SECONDS:KIND    from SECONDS into a burn (`memstress burn`) on: KIND `flip` (a bit of the memory
 //                         stress's buffer flipped after each fill), `slow` (the stress does half its work: a
 //                         throughput drop), `throttle` (the GPU reads as slowed for heat, HW thermal), or
-//                         `xid:CODE` (an XID event of that code, once).
+//                         `xid:CODE` (an XID event of that code, once);
+//   hang                  the first case of a `run` or `accept` that runs never returns, on every rank (the
+//                         process sleeps, as one stuck in a GPU call that never comes back does): what a
+//                         check with a time budget (the Slurm gate, scripts/slurm/memstress-gate) must
+//                         survive.
 // and, in the same builds, MEMSTRESS_INJECT_HEALTH on a real GPU overlays its figures on NVML's readings
 // (ECC, remapped rows, XID, NVLink errors: harness/env/health.hpp). scripts/lab/gpu-faults uses both.
 //
 // Every other build never reads either variable on a real GPU: planted_faults() is empty, so no fault can
-// be planted in a run whose verdict anyone acts on. The parser is built everywhere, so CI tests it.
+// be planted in a run whose verdict anyone acts on. On the simulated device, whose verdicts accept no GPU,
+// every build plants a burn's timed faults and the hang (simulated_device_faults()), so that CI tests them.
+// The parser is built everywhere, so CI tests it.
 
 #include <cstdint>
 #include <string>
@@ -60,9 +66,10 @@ struct PlantedFaults {
   std::vector<BitFault> bits;
   std::vector<TimedFault> timed;
   bool pageable_host = false;
+  bool hang = false;
   std::vector<RefusedPeer> refused_peers;
   [[nodiscard]] bool empty() const noexcept {
-    return bits.empty() && timed.empty() && !pageable_host && refused_peers.empty();
+    return bits.empty() && timed.empty() && !pageable_host && !hang && refused_peers.empty();
   }
   [[nodiscard]] bool refuses(int from, int to) const noexcept;
 };
@@ -76,8 +83,9 @@ struct PlantedFaults {
 // The faults MEMSTRESS_PLANT_FAULT asks for in a fault-hook build; empty in every other build.
 [[nodiscard]] PlantedFaults planted_faults();
 
-// The faults a burn on the simulated device plants: MEMSTRESS_PLANT_FAULT's in any build, since the simulated
-// device's verdict accepts no GPU (tests run whole burns with faults there); empty where it is not set.
+// The faults a run on the simulated device plants (a burn's timed faults, the hang): MEMSTRESS_PLANT_FAULT's
+// in any build, since the simulated device's verdict accepts no GPU (tests run whole burns and hung checks
+// with faults there); empty where it is not set.
 [[nodiscard]] PlantedFaults simulated_device_faults();
 
 // What a run should say of them on stderr before it starts: in a fault-hook build, that it is one (its

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <utility>
+
 #include "harness/core/error.hpp"
 #include "harness/core/json_input.hpp"
 #include "harness/core/json_text.hpp"
@@ -14,20 +17,70 @@
 
 namespace memstress {
 
-DeviceSpec rank_device(std::string_view flag, const World& world) {
+namespace {
+
+bool picks_its_own(std::string_view flag) {
+  return flag == "auto" || flag == "cuda";
+}
+
+}  // namespace
+
+DeviceSpec rank_device(std::string_view flag, const World& world, int visible_gpus) {
   DeviceSpec spec = DeviceSpec::parse(flag);
-  if (world.size() == 1 || (flag != "auto" && flag != "cuda")) {
+  if (world.size() == 1 || !picks_its_own(flag)) {
     return spec;
   }
-  const int gpus = cuda::device_count();
-  if (gpus > 0 && world.host_rank() >= gpus) {
+  if (visible_gpus == 1) {
+    spec.ordinal = 0;  // the one GPU this rank was given (Note [A GPU for each rank])
+    return spec;
+  }
+  if (visible_gpus > 1 && world.host_rank() >= visible_gpus) {
     throw EnvironmentError(fmt::format(
         "--device {}: rank {} is rank {} on this host, which has {} GPUs: start at most one rank per GPU, or "
         "name one with --device cuda:N",
-        flag, world.rank(), world.host_rank(), gpus));
+        flag, world.rank(), world.host_rank(), visible_gpus));
   }
   spec.ordinal = world.host_rank();
   return spec;
+}
+
+DeviceSpec rank_device(std::string_view flag, const World& world) {
+  if (world.size() == 1 || !picks_its_own(flag)) {
+    return DeviceSpec::parse(flag);  // no GPU counted where none is picked: `sim` never touches CUDA
+  }
+  return rank_device(flag, world, cuda::device_count());
+}
+
+void check_one_rank_per_gpu(World& world, std::string_view flag, const DeviceInfo& device) {
+  if (world.size() == 1 || !picks_its_own(flag)) {
+    return;
+  }
+  const nlohmann::json mine = {{"uuid", device.kind == BackendKind::cuda ? device.uuid : std::string()},
+                               {"label", device.label()},
+                               {"node", world.node()}};
+  const std::vector<std::string> texts = world.gather(json_text(mine));
+  std::map<std::string, std::pair<std::size_t, nlohmann::json>> first_of;  // UUID: its first rank
+  for (std::size_t r = 0; r < texts.size(); ++r) {
+    nlohmann::json rank;
+    try {
+      rank = parse_json_input(texts[r]);
+    } catch (const std::exception& e) {
+      throw DistError(fmt::format("the GPU of rank {} does not read back: {}", r, e.what()));
+    }
+    const std::string uuid = rank.value("uuid", std::string());
+    if (uuid.empty()) {
+      continue;
+    }
+    const auto [it, first] = first_of.try_emplace(uuid, r, rank);
+    if (!first) {
+      throw EnvironmentError(fmt::format(
+          "--device {}: ranks {} and {} both drive GPU {} ({} on node {}): start at most one rank per GPU (a "
+          "rank that sees one GPU drives it: give each rank its own, e.g. srun --gpus-per-task=1), or name "
+          "one with --device cuda:N",
+          flag, it->second.first, r, uuid, rank.value("label", std::string()),
+          rank.value("node", std::string())));
+    }
+  }
 }
 
 std::filesystem::path rank_path(const std::filesystem::path& path, const World& world) {

@@ -13,13 +13,29 @@
 namespace memstress {
 
 class DeviceBackend;
+struct DeviceInfo;
 class NcclComm;
 class World;
 
-// --device for this rank: in a job of several ranks, "auto" and "cuda" mean the GPU numbered by the
-// local rank (one rank, one GPU; EnvironmentError when the host has fewer GPUs than ranks); cuda:N and
-// sim keep their meaning on every rank.
+// Note [A GPU for each rank]
+// In a job of several ranks, --device "auto" and "cuda" give each rank a GPU of its own. Under mpirun every
+// rank of a host sees all its GPUs and takes the one numbered by its rank on the host (host_rank). Under a
+// launcher that binds GPUs to tasks (Slurm's --gpus-per-task=1, a site's per-rank CUDA_VISIBLE_DEVICES) each
+// rank sees exactly one GPU, its own, as cuda:0 whatever its rank: it drives that one. cuda:N and sim keep
+// their meaning on every rank. Two ranks on one GPU are refused either way: where a rank sees several GPUs,
+// one whose host rank is past the last (EnvironmentError, before any device is touched); and, since ranks
+// that each see one GPU may have been shown the same one (mpirun -np 2 on a host of one GPU),
+// check_one_rank_per_gpu compares the GPUs' UUIDs once each rank has opened its own.
+
+// --device for this rank (Note [A GPU for each rank]), with the number of GPUs this rank sees.
+DeviceSpec rank_device(std::string_view flag, const World& world, int visible_gpus);
+// The same, with the GPUs CUDA shows this process.
 DeviceSpec rank_device(std::string_view flag, const World& world);
+
+// On rank 0, EnvironmentError naming two ranks that drive the same GPU (by UUID) where --device `flag` let
+// each rank pick its own ("auto", "cuda"); nothing on the simulated device, which has no UUID, nor in a world
+// of one. Collective.
+void check_one_rank_per_gpu(World& world, std::string_view flag, const DeviceInfo& device);
 
 // A file each rank writes (--alloc-trace, --snapshot): FILE on rank 0, and FILE with ".rankN" before the
 // extension on each other rank of a job.

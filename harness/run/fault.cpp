@@ -57,11 +57,11 @@ void maybe_inject(const std::optional<FaultInjection>& fault, int rank, std::siz
   }
   switch (fault->kind) {
     case FaultInjection::Kind::exit:
-      note("--inject-fault: exiting at case index {}", case_index);
+      note("{}: exiting at case index {}", fault->origin, case_index);
       std::fflush(stderr);
       std::_Exit(1);
     case FaultInjection::Kind::hang:
-      note("--inject-fault: hanging at case index {}", case_index);
+      note("{}: hanging at case index {}", fault->origin, case_index);
       for (;;) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
       }

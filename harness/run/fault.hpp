@@ -17,6 +17,7 @@ struct FaultInjection {
   int rank = 0;
   std::size_t case_index = 0;
   Kind kind = Kind::raise;
+  std::string_view origin = "--inject-fault";  // what planted it, for the note it makes
 
   // "1:2:hang". Throws InputError naming --inject-fault on anything else.
   static FaultInjection parse(std::string_view text);

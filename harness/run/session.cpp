@@ -19,20 +19,23 @@
 #include "harness/memory/backend.hpp"
 #include "harness/memory/numa.hpp"
 #include "harness/results/sink.hpp"
+#include "harness/run/fault.hpp"
 #include "harness/run/progress.hpp"
 
 namespace memstress {
 
-std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool require_gpu,
-                                                const World& world) {
+std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool require_gpu, World& world) {
+  std::unique_ptr<DeviceBackend> backend;
   try {
-    return make_backend(rank_device(device, world));
+    backend = make_backend(rank_device(device, world));
   } catch (const EnvironmentError& e) {
     if (require_gpu) {
       throw EnvironmentError(fmt::format("--require-gpu: {}", e.what()));
     }
     throw;
   }
+  check_one_rank_per_gpu(world, device, backend->info());
+  return backend;
 }
 
 Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend, World& world,
@@ -68,6 +71,10 @@ Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend,
                                        options_.row_digests);
 
   RunOptions& run = options_.run;
+  // A planted hang (Note [Planted faults]): the first case that runs never returns, on every rank.
+  if (!run.fault && (device.kind == BackendKind::sim ? simulated_device_faults() : planted_faults()).hang) {
+    run.fault = FaultInjection{world_.rank(), 0, FaultInjection::Kind::hang, "MEMSTRESS_PLANT_FAULT=hang"};
+  }
   run.quiet = run.quiet || !writer();
   run.world = &world_;
   run.nccl = nccl_.get();

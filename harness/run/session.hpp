@@ -68,9 +68,9 @@ struct SessionParts {
   Allocator& allocator;  // the options' first allocator, one for the whole loop
 };
 
-// The rank's device (--device as rank_device reads it). With `require_gpu`, a missing GPU names the flag.
-std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool require_gpu,
-                                                const World& world);
+// The rank's device (--device as rank_device reads it), no GPU driven by two ranks (check_one_rank_per_gpu).
+// With `require_gpu`, a missing GPU names the flag. Collective.
+std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool require_gpu, World& world);
 
 class Session {
  public:

@@ -68,6 +68,8 @@ class Installed(unittest.TestCase):
                      "share/memstress/python/memstress/_pyenv.py", "share/memstress/python/memstress/_json.py",
                      "share/memstress/python/memstress/_output.py", "share/memstress/python/memstress_torch.py",
                      "share/memstress/scripts/ctest-junit-reasons", "share/memstress/profiles/h100.yaml", "share/memstress/profiles/h200.yaml",
+                     "share/memstress/scripts/slurm/memstress-gate", "share/memstress/scripts/slurm/accept.sbatch",
+                     "share/memstress/scripts/slurm/bench.sbatch",
                      "share/memstress/results/schema/memstress-run-1.schema.json", "share/doc/memstress/README.md",
                      "share/doc/memstress/docs/install.md",
                      "include/memstress/allocator_plugin.h", "lib/memstress/plugins/libmemstress_caching_plugin.so"):
@@ -132,10 +134,24 @@ class Installed(unittest.TestCase):
         unknown = self.memstress("accept", "--profile", "h999", "--from", str(H100_ACCEPT))
         self.assertEqual(unknown.returncode, 2)
         self.assertIn("--profile h999", unknown.stderr)
-        self.assertIn("h100, h100-burn, h200, h200-burn, h200-quick", unknown.stderr)
+        self.assertIn("h100, h100-burn, h100-quick, h200, h200-burn, h200-quick", unknown.stderr)
         overwrite = self.memstress("accept", "--profile", "h100", "--from", str(H100_ACCEPT), "--train")
         self.assertEqual(overwrite.returncode, 2)
         self.assertIn("--write", overwrite.stderr)
+
+    def test_the_installed_slurm_gate_runs_the_memstress_beside_it(self) -> None:
+        gate = self.prefix / "share" / "memstress" / "scripts" / "slurm" / "memstress-gate"
+        profile = SOURCE / "tests" / "data" / "accept" / "sim-ranks.yaml"
+        done = run([str(gate), "check", "--device", "sim:8G", "--profile", str(profile)], cwd=self.cwd,
+                   env=dict(os.environ, PATH="/usr/bin:/bin"))
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        verdict = json.loads(done.stdout)
+        self.assertEqual(verdict["verdict"], "PASS")
+        self.assertEqual(Path(verdict["memstress"]).resolve(), (self.prefix / "bin" / "memstress").resolve())
+        # A shipped profile by name, from this prefix: the H100's quick profile refuses the simulated device.
+        refused = run([str(gate), "check", "--device", "sim:8G", "--profile", "h100-quick"], cwd=self.cwd)
+        self.assertEqual(refused.returncode, 2, refused.stdout + refused.stderr)
+        self.assertIn("its thresholds are for NVIDIA H100 80GB HBM3", refused.stderr)
 
     def test_report_through_memstress(self) -> None:
         done = self.memstress("report", str(SOURCE / "results/h100/oom-h100-580.159.04.json"), "-o", "report.html")

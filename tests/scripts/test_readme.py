@@ -36,7 +36,8 @@ README = ROOT / "README.md"
 PAGES = [README] + sorted((ROOT / "docs").glob("*.md"))
 FIRST_RUN = ROOT / "scripts" / "lab" / "gpu-first-run"
 MULTI = ROOT / "scripts" / "lab" / "gpu-readme-multi"
-COMMAND = re.compile(r"^(\$ )?((memstress|scripts/|build/|mpirun|NCCL_NVLS_ENABLE|MEMSTRESS_|cmake|ctest|cpack)\b|PYTHONPATH=)")
+COMMAND = re.compile(r"^(\$ )?((memstress|scripts/|build/|mpirun|srun|sbatch|NCCL_NVLS_ENABLE|MEMSTRESS_|cmake|ctest|cpack)\b"
+                     r"|PYTHONPATH=)")
 
 # docs/doctor.md's exhaustion, from the committed corpus (its output shown in part: test_shown_excerpts_are_printed)
 _CORPUS = "results/h100/doctor-corpus-580.159.04/snapshots/vit_train"
@@ -162,6 +163,16 @@ NOT_RUN = {
     "straggler planted and its checks (tests/mpi/check_job.py)",
     "scripts/lab/gpu-nccl-tests NCCL_TESTS_SRC": "needs 2 or more GPUs and a checkout of nccl-tests; run on 4 H100s, "
     "its record is results/h100x4/nccl-tests-580.159.04/",
+    # docs/slurm.md: a Slurm cluster of GPU nodes. CTest's slurm.cluster (tests/slurm/check_slurm.py) starts a Slurm of
+    # one node on the test machine and runs each of these forms there, on the simulated device.
+    "srun -N 2 --ntasks-per-node=8 --gpus-per-task=1 --mpi=pmix memstress run --out run.json":
+        "two nodes of 8 GPUs; slurm.cluster runs srun jobs of 2 ranks, --gpus-per-task=1 among them, on its one node",
+    "sbatch --nodes=4 scripts/slurm/bench.sbatch": "four GPU nodes; slurm.cluster runs the recipe on its one node "
+    "(-N 1 --ntasks-per-node=2, the job's memstress arguments naming the simulated device)",
+    "sbatch --nodes=4 scripts/slurm/accept.sbatch h100-quick": "four H100 nodes; slurm.cluster runs the recipe on its "
+    "one node with a profile of the simulated device, and reads the node's verdict in summary.txt",
+    "srun -n 2 --mpi=pmix memstress run alloc-smoke -d sim:8G": "needs a Slurm: slurm.cluster runs it (with its "
+    "cases, repetitions and --out named) on the one it starts, and compares it with the mpirun job",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 # `memstress db` is built only where SQLite and libcrypto were found (cmake/FleetStore.cmake); elsewhere its

@@ -107,6 +107,8 @@ ALLOWED = [
     Allowance("tests/db/postgresql.cmake", re.compile(r"/tmp/memstress-pg-"),
               "the test PostgreSQL server listens on a Unix socket in this directory, and a socket's path must stay "
               "under 108 bytes, which one in a build tree may not: a short path, the same on every machine"),
+    Allowance("tests/slurm/CMakeLists.txt", re.compile(r"/tmp/memstress-slurm-"),
+              "the test Slurm's munged listens on a Unix socket in this directory: the same reason"),
 ]
 
 

@@ -5,7 +5,9 @@
 
 #include <chrono>
 #include <map>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "harness/core/error.hpp"
 #include "harness/core/launcher.hpp"
@@ -13,6 +15,8 @@
 #include "harness/dist/job.hpp"
 #include "harness/dist/rank_setup.hpp"
 #include "harness/dist/world.hpp"
+#include "harness/memory/backend.hpp"
+#include "harness/memory/device_spec.hpp"
 #include "harness/memory/sim_backend.hpp"
 #include "harness/run/case_sync.hpp"
 #include "harness/run/fault.hpp"
@@ -85,16 +89,26 @@ Row sample_row(int rank) {
   return row;
 }
 
-// Rank 0 of a two-rank world whose other rank sends `other` (or fails to, with `fails`).
+// Where a rank of a fake world stands: its rank, its rank on its host, the world's size.
+struct Place {
+  int rank = 0;
+  int host_rank = 0;
+  int size = 2;
+};
+
+// Rank 0 of a two-rank world whose other rank sends `other` (or fails to, with `fails`); or any rank of any
+// world
+// (`place`), for what asks only where a rank stands (rank_device).
 class TwoRankWorld final : public World {
  public:
   explicit TwoRankWorld(std::string other, bool fails = false) : other_(std::move(other)), fails_(fails) {}
-  [[nodiscard]] int rank() const noexcept override { return 0; }
-  [[nodiscard]] int size() const noexcept override { return 2; }
-  [[nodiscard]] int local_rank() const noexcept override { return 0; }
-  [[nodiscard]] int local_size() const noexcept override { return 2; }
+  explicit TwoRankWorld(Place place) : fails_(false), place_(place) {}
+  [[nodiscard]] int rank() const noexcept override { return place_.rank; }
+  [[nodiscard]] int size() const noexcept override { return place_.size; }
+  [[nodiscard]] int local_rank() const noexcept override { return place_.host_rank; }
+  [[nodiscard]] int local_size() const noexcept override { return place_.size; }
   [[nodiscard]] const std::string& node() const noexcept override { return node_; }
-  [[nodiscard]] int host_rank() const noexcept override { return 0; }
+  [[nodiscard]] int host_rank() const noexcept override { return place_.host_rank; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept override {
     return std::chrono::seconds(1);
   }
@@ -114,6 +128,7 @@ class TwoRankWorld final : public World {
  private:
   std::string other_;
   bool fails_;
+  Place place_;
   std::string node_ = "node-a";
 };
 
@@ -189,6 +204,79 @@ TEST(RankSetup, CudaNamedByNumberOrSimKeepTheirMeaningOnEveryRank) {
   EXPECT_EQ(rank_device("sim:8G", world).kind, DeviceSpec::Kind::sim);
   EXPECT_EQ(rank_device("cuda", world).ordinal, world.local_rank());
   EXPECT_THROW(static_cast<void>(rank_device("gpu7", world)), InputError);
+}
+
+// Under Slurm's --gpus-per-task=1 (or a per-rank CUDA_VISIBLE_DEVICES) every rank sees one GPU, its own, as
+// cuda:0: rank 1 drives it rather than refusing to start (Note [A GPU for each rank]).
+TEST(RankSetup, ARankThatSeesOneGpuDrivesIt) {
+  const TwoRankWorld second(Place{1, 1, 2});
+  for (const char* flag : {"auto", "cuda"}) {
+    const DeviceSpec spec = rank_device(flag, second, 1);
+    EXPECT_EQ(spec.ordinal, 0) << flag;
+    EXPECT_EQ(spec.kind, DeviceSpec::parse(flag).kind) << flag;
+  }
+  EXPECT_EQ(rank_device("cuda", TwoRankWorld(Place{7, 3, 8}), 1).ordinal, 0);
+  // A GPU named, or the simulated device, keeps its meaning whatever the rank sees.
+  EXPECT_EQ(rank_device("cuda:3", second, 1).ordinal, 3);
+  EXPECT_EQ(rank_device("sim:8G", second, 1).kind, DeviceSpec::Kind::sim);
+}
+
+TEST(RankSetup, RanksThatSeeEveryGpuTakeTheirHostRanksAndNoneBeyondTheLast) {
+  EXPECT_EQ(rank_device("cuda", TwoRankWorld(Place{1, 1, 2}), 2).ordinal, 1);
+  EXPECT_EQ(rank_device("auto", TwoRankWorld(Place{5, 1, 8}), 4).ordinal,
+            1);  // rank 5 is the second on its host
+  try {
+    static_cast<void>(rank_device("cuda", TwoRankWorld(Place{2, 2, 3}), 2));
+    FAIL() << "expected EnvironmentError";
+  } catch (const EnvironmentError& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "--device cuda: rank 2 is rank 2 on this host, which has 2 GPUs: start at most one rank per GPU, "
+        "or name one with --device cuda:N");
+  }
+  // No GPU at all: the rank's ordinal is left to make_backend, which says there is none.
+  EXPECT_EQ(rank_device("cuda", TwoRankWorld(Place{1, 1, 2}), 0).ordinal, 1);
+  // A world of one is never renumbered.
+  EXPECT_EQ(rank_device("cuda", SoloWorld(), 4).ordinal, 0);
+}
+
+DeviceInfo gpu(std::string uuid) {
+  DeviceInfo info;
+  info.kind = BackendKind::cuda;
+  info.name = "NVIDIA H100 80GB HBM3";
+  info.uuid = std::move(uuid);
+  return info;
+}
+
+nlohmann::json rank_gpu(const std::string& uuid) {
+  return {{"uuid", uuid}, {"label", "cuda:0"}, {"node", "vm"}};
+}
+
+// Each of two ranks shown the same single GPU (mpirun -np 2 on a host of one GPU) would drive it: refused,
+// naming both ranks and the GPU.
+TEST(RankSetup, TwoRanksOnOneGpuAreRefusedByItsUuid) {
+  TwoRankWorld same(rank_gpu("GPU-aaaa").dump());
+  try {
+    check_one_rank_per_gpu(same, "auto", gpu("GPU-aaaa"));
+    FAIL() << "expected EnvironmentError";
+  } catch (const EnvironmentError& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "--device auto: ranks 0 and 1 both drive GPU GPU-aaaa (cuda:0 on node vm): start at most one "
+        "rank per GPU (a rank that sees one GPU drives it: give each rank its own, e.g. srun "
+        "--gpus-per-task=1), or name one with --device cuda:N");
+  }
+  TwoRankWorld other(rank_gpu("GPU-bbbb").dump());
+  EXPECT_NO_THROW(check_one_rank_per_gpu(other, "cuda", gpu("GPU-aaaa")));
+  // Named by the user: several ranks on one GPU are asked for, not refused.
+  TwoRankWorld named(rank_gpu("GPU-aaaa").dump());
+  EXPECT_NO_THROW(check_one_rank_per_gpu(named, "cuda:0", gpu("GPU-aaaa")));
+  // The simulated device has no UUID: every rank has its own.
+  const SimBackend sim(8ULL << 30);
+  TwoRankWorld simulated(rank_gpu("").dump());
+  EXPECT_NO_THROW(check_one_rank_per_gpu(simulated, "auto", sim.info()));
+  TwoRankWorld garbled("{");
+  EXPECT_THROW(check_one_rank_per_gpu(garbled, "auto", gpu("GPU-aaaa")), DistError);
 }
 
 TEST(FaultInjection, ParsesRankCaseAndKind) {

@@ -49,13 +49,13 @@ TEST(PlantedFaults, BadTextNamesTheVariableAndTheItem) {
       "MEMSTRESS_PLANT_FAULT item 'flip:x:2': WORD must be a whole number from 0 to 18446744073709551615");
   EXPECT_EQ(message("pageable,"),
             "MEMSTRESS_PLANT_FAULT item '': unknown fault; expected stuck:WORD:BIT:VALUE, "
-            "flip:WORD:BIT, pageable, nopeer:FROM:TO or after:SECONDS:KIND");
+            "flip:WORD:BIT, pageable, nopeer:FROM:TO, after:SECONDS:KIND or hang");
   EXPECT_EQ(message("nopeer:1"), "MEMSTRESS_PLANT_FAULT item 'nopeer:1': expected nopeer:FROM:TO");
   EXPECT_EQ(message("nopeer:1:-2"),
             "MEMSTRESS_PLANT_FAULT item 'nopeer:1:-2': TO must be a whole number from 0 to 1023");
   EXPECT_EQ(message("ecc"),
             "MEMSTRESS_PLANT_FAULT item 'ecc': unknown fault; expected stuck:WORD:BIT:VALUE, "
-            "flip:WORD:BIT, pageable, nopeer:FROM:TO or after:SECONDS:KIND");
+            "flip:WORD:BIT, pageable, nopeer:FROM:TO, after:SECONDS:KIND or hang");
   EXPECT_EQ(message("after:5"),
             "MEMSTRESS_PLANT_FAULT item 'after:5': expected after:SECONDS:flip|slow|throttle|xid:CODE");
   EXPECT_EQ(message("after:5:melt"),
@@ -72,6 +72,16 @@ TEST(PlantedFaults, TimedFaultsOfABurn) {
   EXPECT_EQ(f.timed[1], (TimedFault{TimedFault::Kind::xid, 120, 79}));
   EXPECT_EQ(f.timed[2].kind, TimedFault::Kind::throttle);
   EXPECT_FALSE(f.empty());
+}
+
+TEST(PlantedFaults, AHangOnItsOwnOrWithOthers) {
+  EXPECT_TRUE(parse_planted_faults("hang").hang);
+  const PlantedFaults f = parse_planted_faults("pageable,hang");
+  EXPECT_TRUE(f.hang);
+  EXPECT_TRUE(f.pageable_host);
+  EXPECT_FALSE(parse_planted_faults("hang").empty());
+  EXPECT_FALSE(parse_planted_faults("pageable").hang);
+  EXPECT_THROW(static_cast<void>(parse_planted_faults("hang:5")), InputError);
 }
 
 // CI builds without fault hooks: nothing is planted, whatever the environment says.
