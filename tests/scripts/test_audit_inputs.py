@@ -374,7 +374,7 @@ class ReportSweep(TempDir):
         matplotlib.use("Agg")
         self.report = load_report_module()
         sources = [COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl", COMPARE_DATA / "gbench-base.json",
-                   H100 / "replay" / "cnn_train-caching-h100-580.159.04.json", H100 / "devices-h100-580.159.04.json"]
+                   H100 / "allocators-580.159.04" / "cnn_train-caching.json", H100 / "devices-h100-580.159.04.json"]
         sources += sorted((H100 / "compare").glob("*.json"))[:1]
         # the sections of accept.py (accept's JUnit, and a run document of accept without it), memory.py and
         # links.py
@@ -487,7 +487,7 @@ class ValidateSweep(TempDir):
 
     def test_mutations(self) -> None:
         sources = [COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl", H100 / "accept-h100-580.159.04.jsonl",
-                   H100 / "replay" / "cnn_train-caching-h100-580.159.04.json"]
+                   H100 / "allocators-580.159.04" / "cnn_train-caching.json"]
         outcomes = sweep(self, sources, self.CASES, self.check_one)
         self.assertGreater(outcomes["invalid"], 0)
         self.assertGreater(outcomes["unreadable"], 0)

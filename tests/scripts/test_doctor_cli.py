@@ -384,7 +384,7 @@ class CommittedSnapshots(unittest.TestCase):
         self.assertIn("the estimate is 96,", done.stdout)  # PyTorch's: 104 (summary.json)
         self.assertRegex(done.stdout, r"-> The largest batch that is safe: 9[0-6] ")
         # 96 is 4 times 24: predict-batch says the answer may be low and how to confirm it (from 24 and 48 it
-        # gave 102: results/h100/doctor-batch-580.159.04/).
+        # gave 102: results/h100/doctor-batch-580.159.04/, in the history).
         self.assertIn("-> 96 is 4.0 times the larger batch recorded (24)", done.stdout)
         self.assertIn("record again at about 24 and 48 (a quarter and a half of it)", done.stdout)
         near = subprocess.run([str(BINARY), "predict-batch", str(base / "transformer_amp-b12.snapshot.pickle.gz"),

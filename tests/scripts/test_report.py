@@ -114,7 +114,7 @@ class Report(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "report.html"
             inputs = [
-                H100 / "replay" / "cnn_train-caching-h100-580.159.04.json",
+                H100 / "allocators-580.159.04" / "cnn_train-caching.json",
                 ROOT / "results" / "h200x4" / "transfers-in-turn-h200x4-580.159.04.json",
             ]
             result = run(*map(str, inputs), "-o", str(out))
@@ -132,7 +132,7 @@ class Report(unittest.TestCase):
             other = Path(tmp) / "other.json"
             other.write_text('{"schema": "something/else"}')
             bad_replay = Path(tmp) / "bad-replay.json"
-            doc = json.loads((H100 / "replay" / "cnn_train-caching-h100-580.159.04.json").read_text())
+            doc = json.loads((H100 / "allocators-580.159.04" / "cnn_train-caching.json").read_text())
             doc["replay"]["timeline"]["points"][3] = None  # a point that is not four numbers
             bad_replay.write_text(json.dumps(doc))
             cases = ((junk, "not JSON"), (other, "no known kind"), (Path(tmp) / "missing.json", "cannot be read"),
