@@ -106,7 +106,8 @@ class Report(unittest.TestCase):
     def test_the_readme_command_reads_every_committed_h100_file(self) -> None:
         """README's "Reports with plots" command, as written (a devices document among the inputs)."""
         with tempfile.TemporaryDirectory() as tmp:
-            inputs = sorted((ROOT / "results" / "h100").glob("*.json")) + sorted((ROOT / "results" / "h100").glob("*.json.xz"))
+            h100 = ROOT / "results" / "h100"
+            inputs = sorted(h100.glob("*.json")) + sorted(h100.glob("*.json.xz"))
             inputs += sorted((ROOT / "results" / "h200").glob("bench-alloc-*.json.xz"))
             result = run(*map(str, inputs), "-o", str(Path(tmp) / "report.html"))
             self.assertEqual(result.returncode, 0, result.stderr)
@@ -253,7 +254,8 @@ class Acceptance(unittest.TestCase):
 
     def test_each_check_shows_what_accept_reported(self) -> None:
         # The JUnit of 344877b (the committed H100 acceptance run): measured, unit, bound and GPU as properties of each check.
-        found = self.accept_section(H100 / "accept-h100-580.159.04.json.xz", H100 / "accept-h100-580.159.04.xml")
+        found = self.accept_section(H100 / "accept-h100-580.159.04.json.xz",
+                                    H100 / "accept-h100-580.159.04.xml")
         self.assertIn("<h3>" + str(H100 / "accept-h100-580.159.04.xml") + ": profile h100</h3>", found)
         self.assertIn("<p>22 checks: <b>21 passed, 0 failed, 1 skipped</b> (the suite's counts).</p>", found)
         self.assertIn("<th>check</th><th>verdict</th><th>measured</th><th>bound</th><th>GPU (or accept's message)</th>",
@@ -288,7 +290,8 @@ class Acceptance(unittest.TestCase):
     def test_an_accept_run_without_its_junit_file_judges_nothing(self) -> None:
         run_doc = ROOT / "results" / "h200x4" / "accept-h200x4-580.159.04.json.xz"
         junit = run_doc.with_name("accept-h200x4-580.159.04.xml")
-        found = self.accept_section(run_doc, run_doc.with_name("accept-h200x4-580.159.04.jsonl.xz"))  # one run: one note
+        stream = run_doc.with_name("accept-h200x4-580.159.04.jsonl.xz")
+        found = self.accept_section(run_doc, stream)  # one run: one note
         self.assertEqual(found.count("<h3>"), 1, found)
         self.assertIn(f"<h3>{run_doc}: profile h200</h3><p>A memstress accept run: its verdicts are in the JUnit file "
                       f"that run wrote (memstress accept --junit FILE) ({junit} is beside it: "

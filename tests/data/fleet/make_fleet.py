@@ -12,6 +12,7 @@ node04's planted slowness included), the rest with fresh noise. Deterministic; r
 
 import copy
 import json
+import lzma
 import random
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def scaled(metric, factor):
 
 
 def main():
-    base = json.loads(SOURCE.read_text())
+    base = json.loads(lzma.decompress(SOURCE.read_bytes()))  # committed xz-compressed
     write_fleet(base, random.Random(17), OUT, None)
     (OUT / "driver-570").mkdir(exist_ok=True)
     write_fleet(base, random.Random(570), OUT / "driver-570", OLD_DRIVER)
