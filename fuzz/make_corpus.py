@@ -24,15 +24,17 @@ CORPUS = ROOT / "fuzz" / "corpus"
 
 
 def lines(path: str, count: int) -> bytes:
-    """The first `count` lines of a text file (plain, or gzip even where it is cut short)."""
-    raw = (ROOT / path).read_bytes()
+    """The first `count` lines of a text file (plain, xz, or gzip even where it is cut short)."""
+    raw = whole(path)
     if path.endswith(".gz"):
         raw = zlib.decompressobj(wbits=31).decompress(raw)  # what a truncated gzip still gives
     return b"".join(raw.splitlines(keepends=True)[:count])
 
 
 def whole(path: str) -> bytes:
-    return (ROOT / path).read_bytes()
+    """A committed file's bytes; a record committed xz-compressed (NAME.xz), decompressed."""
+    raw = (ROOT / path).read_bytes()
+    return lzma.decompress(raw) if path.endswith(".xz") else raw
 
 
 RESULTS = {
@@ -44,14 +46,15 @@ RESULTS = {
     "unknown-schema.json": whole("tests/data/compare/unknown-schema.json"),
     "stream.jsonl": whole("tests/data/compare/base.jsonl"),
     "gbench.json": whole("tests/data/compare/gbench-base.json"),
-    "replay-document.json": whole("results/h200/replay/cnn_train-caching-h200-580.159.04.json"),
+    # an H200 replay document (cnn_train through caching), kept as made: its record is in results/'s history
+    "replay-document.json": whole("fuzz/corpus/results/replay-document.json"),
     # a real H100 stream: its header, one row and its footer; and the same cut short while writing a row
-    "h100-stream.jsonl": lines("results/h100/compare/base-h100-580.159.04.jsonl", 2)
-    + whole("results/h100/compare/base-h100-580.159.04.jsonl").splitlines(keepends=True)[-1],
-    "h100-stream-cut.jsonl": lines("results/h100/compare/base-h100-580.159.04.jsonl", 2)
-    + whole("results/h100/compare/base-h100-580.159.04.jsonl").splitlines(keepends=True)[2][:400],
+    "h100-stream.jsonl": lines("results/h100/compare/base-h100-580.159.04.jsonl.xz", 2)
+    + whole("results/h100/compare/base-h100-580.159.04.jsonl.xz").splitlines(keepends=True)[-1],
+    "h100-stream-cut.jsonl": lines("results/h100/compare/base-h100-580.159.04.jsonl.xz", 2)
+    + whole("results/h100/compare/base-h100-580.159.04.jsonl.xz").splitlines(keepends=True)[2][:400],
     # four ranks, aborted by a hung NCCL call
-    "h200x4-aborted.jsonl": lines("results/h200x4/fault-nccl-hang-h200x4-580.159.04.jsonl", 3),
+    "h200x4-aborted.jsonl": lines("results/h200x4/fault-nccl-hang-h200x4-580.159.04.jsonl.xz", 3),
     "nan.json": b'{"benchmarks": [{"name": "a/1", "run_type": "iteration", "real_time": NaN, '
     b'"cpu_time": -Infinity, "time_unit": "ns", "bytes_per_second": 1e9}]}',
 }

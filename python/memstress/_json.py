@@ -7,35 +7,45 @@ recurse again), so the depth is counted first, in one scan that skips strings.
 
     from memstress import _json
     data = _json.read_bytes(path)  # raises Unreadable (a ValueError): not a regular file, too large, unreadable
-    text = _json.read_text(path)   # the same, then UTF-8 (Unreadable: not UTF-8)
+    data = _json.read_input(path)  # the same, decompressed where it is xz or gzip (Unreadable: damaged, too large)
+    text = _json.read_text(path)   # read_input, then UTF-8 (Unreadable: not UTF-8)
     _json.check_depth(text)        # raises TooDeep (a ValueError) with the line and column
     doc = _json.loads(text)        # check_depth, then json.loads(text, **kwargs)
     doc = _json.strict_loads(text) # memstress's own rules (Refused, a ValueError: a key twice, NaN, 1e999)
     _json.first_line(text)         # the first non-blank line, parsed (None: not JSON): is it a stream's header?
 
-read_bytes and strict_loads are the rules of memstress's own readers (docs/limits.md, "Files read whole";
-harness/core/input_file.cpp, harness/core/json_input.hpp), so that a Python reader (the validator, the report)
-accepts what memstress accepts and nothing else: only regular files, opened without blocking (a FIFO with no
-writer is refused at once, not waited on), at most MAX_RESULTS_BYTES (256 MiB) by their size before a byte is
-read and while they are read; JSON nested at most 128 levels, no key twice in one object, no NaN or Infinity
-(Google Benchmark JSON may hold them: allow_constants) and no number beyond a double (1e999, read as inf).
+read_input (read_bytes, decompressed) and strict_loads are the rules of memstress's own readers (docs/limits.md,
+"Files read whole"; harness/core/input_file.cpp, harness/results/compressed.hpp, harness/core/json_input.hpp), so
+that a Python reader (the validator, the report) accepts what memstress accepts and nothing else: only regular
+files, opened without blocking (a FIFO with no writer is refused at once, not waited on), at most
+MAX_RESULTS_BYTES (256 MiB) by their size before a byte is read and while they are read, and as much once
+decompressed where they are xz or gzip (told by their first bytes, never by their name: `run.json.xz`); JSON
+nested at most 128 levels, no key twice in one object, no NaN or Infinity (Google Benchmark JSON may hold them:
+allow_constants) and no number beyond a double (1e999, read as inf).
 
 Messages do not name the file: the caller, which knows how it was named, prefixes it.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import lzma
 import math
 import os
 import re
 import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
 MAX_DEPTH = 128
 MAX_RESULTS_BYTES = 256 << 20  # kMaxResultsFileBytes, harness/results/read.hpp
+XZ_MAGIC = b"\xfd7zXZ\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+XZ_DECODER_MEMORY = 256 << 20  # the xz decoder's own memory, whatever the header asks for (as compressed.cpp)
+_PIECE = 1 << 20
 
 # A whole string (escapes included; one left open runs to the end of its line: a JSON string never holds a
 # raw newline, so each line of a stream is scanned as if alone), or a bracket.
@@ -111,10 +121,66 @@ def read_bytes(path: Path | str, limit: int = MAX_RESULTS_BYTES, what: str = "a 
     return b"".join(chunks)
 
 
+def read_input(path: Path | str, limit: int = MAX_RESULTS_BYTES, what: str = "a results file") -> bytes:
+    """The file's bytes (read_bytes) as they were before compression (decompressed), or Unreadable saying why
+    not."""
+    return decompressed(read_bytes(path, limit, what), limit, what)
+
+
+def decompressed(data: bytes, limit: int = MAX_RESULTS_BYTES, what: str = "a results file") -> bytes:
+    """`data` as it was before compression where it is xz or gzip (told by its magic bytes, as
+    harness/results/compressed.cpp tells them), else `data` itself. Decompressed in pieces that stop once the
+    text passes `limit` (a small file that inflates without end is refused as a large one is); Unreadable
+    saying which format and what is wrong with a damaged stream, or that it inflates past the limit."""
+    if data.startswith(XZ_MAGIC):
+        return _unxz(data, limit, what)
+    if data.startswith(GZIP_MAGIC):
+        return _gunzip(data, limit, what)
+    return data
+
+
+def _too_large(limit: int, what: str) -> Unreadable:
+    return Unreadable(f"decompresses to more than the {_size(limit)} {what} may be (docs/limits.md)")
+
+
+def _unxz(data: bytes, limit: int, what: str) -> bytes:
+    out = bytearray()
+    rest = data
+    try:
+        while rest:  # concatenated streams, as xz writes and reads them
+            z = lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=XZ_DECODER_MEMORY)
+            out += z.decompress(rest, limit + 1 - len(out))
+            while not z.eof and len(out) <= limit:
+                if z.needs_input:
+                    raise Unreadable("xz: cut short")
+                out += z.decompress(b"", limit + 1 - len(out))
+            if len(out) > limit:
+                raise _too_large(limit, what)
+            rest = z.unused_data.lstrip(b"\0")  # stream padding
+    except lzma.LZMAError as e:
+        memory = "Memory usage limit" in str(e)
+        raise Unreadable("xz: needs more memory to decompress than 256 MiB" if memory else f"xz: damaged ({e})") \
+            from None
+    return bytes(out)
+
+
+def _gunzip(data: bytes, limit: int, what: str) -> bytes:
+    out = bytearray()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as z:
+            while piece := z.read(min(_PIECE, limit + 1 - len(out))):
+                out += piece
+                if len(out) > limit:
+                    raise _too_large(limit, what)
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; a cut stream an EOFError
+        raise Unreadable(f"gzip: damaged or cut short ({e})") from None
+    return bytes(out)
+
+
 def read_text(path: Path | str, limit: int = MAX_RESULTS_BYTES, what: str = "a results file") -> str:
-    """The file's text (read_bytes, then UTF-8), or Unreadable saying why not (a directory, missing, a FIFO, too
-    large, not UTF-8 and where)."""
-    return decode(read_bytes(path, limit, what))
+    """The file's text (read_input, then UTF-8), or Unreadable saying why not (a directory, missing, a FIFO, too
+    large, damaged or too large once decompressed, not UTF-8 and where)."""
+    return decode(read_input(path, limit, what))
 
 
 def decode(data: bytes) -> str:
@@ -243,16 +309,11 @@ def is_stream(text: str) -> bool:
 
 
 def read_stored(path: Path | str) -> Any:
-    """The JSON document at PATH or, where only that exists, at PATH.xz (big results are committed compressed).
-    Raises ValueError (Unreadable, TooDeep, or lzma's error as one) naming the file."""
+    """The JSON document at PATH or, where only that exists, at PATH.xz (big results are committed compressed),
+    read as read_text reads it. Raises ValueError (Unreadable or TooDeep; the caller names the file)."""
     path = Path(path)
     packed = path.with_name(path.name + ".xz")
-    try:
-        if not path.exists() and packed.exists():
-            return loads(decode(lzma.decompress(packed.read_bytes())))
-        return loads(read_text(path))
-    except lzma.LZMAError as e:
-        raise ValueError(f"{packed}: {e}") from None
+    return loads(read_text(packed if not path.exists() and packed.exists() else path))
 
 
 def passed_rows(path: Path | str) -> list[dict]:

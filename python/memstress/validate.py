@@ -230,7 +230,7 @@ JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool
 
 def read_text(path: Path) -> str:
     """The file's text as memstress reads a results file (_json.read_text: a regular file only, opened without
-    blocking, at most 256 MiB, UTF-8), else Unreadable."""
+    blocking, at most 256 MiB, decompressed where it is xz or gzip, UTF-8), else Unreadable."""
     try:
         return _json.read_text(path)
     except _json.Unreadable as e:

@@ -6,7 +6,7 @@
 
 Writes OUT/<driver>/<node>-<run>.json, `memstress run` documents of 8-rank jobs (one rank per GPU, one file per
 node and run), and OUT/truth.json, the GPUs planted slow. Each file holds the rows of a real run
-(--source, by default results/h200x4/default-h200x4-580.159.04.json, four H200s) that a fleet check keeps: pinned
+(--source, by default results/h200x4/default-h200x4-580.159.04.json.xz, four H200s) that a fleet check keeps: pinned
 H2D and D2H copies of 256 MiB (memstress's and the reference loop's GB/s), an all-reduce of 256 MiB (busbw) and the
 allocator's 1 MiB alloc and free latencies (alloc-smoke). Two drivers, every node running --runs times under
 each (250 nodes x 2 drivers x 20 runs: 10,000 files, 2,000 GPUs).
@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import lzma
 import random
 import statistics
 from pathlib import Path
@@ -99,10 +100,11 @@ def main() -> None:
     ap.add_argument("--gpus-per-node", type=int, default=8)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--source", type=Path, default=ROOT / "results/h200x4/default-h200x4-580.159.04.json")
+    ap.add_argument("--source", type=Path, default=ROOT / "results/h200x4/default-h200x4-580.159.04.json.xz")
     a = ap.parse_args()
     rnd = random.Random(a.seed)
-    source = json.loads(a.source.read_text())
+    raw = a.source.read_bytes()  # the committed run is xz-compressed; another may be plain
+    source = json.loads(lzma.decompress(raw) if raw.startswith(b"\xfd7zXZ\x00") else raw)
     kept = templates(source)
     env0 = source["environment"]["ranks"][0]
     gpu0 = next(g for g in env0["gpus"] if g["uuid"] == env0["device"]["uuid"])

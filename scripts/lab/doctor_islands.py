@@ -34,13 +34,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts" / "lab"))
 import doctor_corpus as dc  # noqa: E402 - its Lab runs the programs
+from memstress import _json  # noqa: E402 - on the path doctor_corpus puts python/ on
 
 SCHEMA = "memstress.doctor-islands/1"
 PLAN_FAILS = 4  # the lowest batches the replay says run out, per prediction
 
 
 def plan(corpus: Path, memstress: Path) -> dict[str, Any]:
-    truth = json.loads((corpus / "truth.json").read_text())
+    truth = _json.read_stored(corpus / "truth.json")  # or truth.json.xz, as committed
     out: dict[str, Any] = {}
     for program in truth["programs"]:
         for cap, at in sorted(program.get("caps", {}).items()):
@@ -75,7 +76,7 @@ def largest_below_failures(runs: list[dict[str, Any]]) -> int | None:
 
 def run_plan(corpus: Path, planned: dict[str, Any], jobs: int, failed: list[tuple[str, str, int]]) -> dict[str, Any]:
     """PyTorch at the plan's batches; the runs that could not be made are added to `failed`."""
-    truth = json.loads((corpus / "truth.json").read_text())
+    truth = _json.read_stored(corpus / "truth.json")  # or truth.json.xz, as committed
     by_name = {p["program"]: p for p in truth["programs"]}
     work = Path(tempfile.mkdtemp(prefix="memstress-islands-"))
     lab = dc.Lab(corpus, work, jobs, None, log_name="islands.log")
@@ -117,7 +118,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--jobs", type=int, default=8)
     args = parser.parse_args(argv)
     corpus = args.corpus.resolve()
-    if not (corpus / "truth.json").is_file():
+    if not (corpus / "truth.json").is_file() and not (corpus / "truth.json.xz").is_file():
         parser.error(f"{args.corpus}: no truth.json (a corpus of scripts/lab/doctor_corpus.py)")
     if args.plan_out and args.plan:
         parser.error("give --plan-out or --plan, not both")

@@ -3,24 +3,29 @@
 
     tests/cli/db_real_results.py MEMSTRESS REPO_ROOT WORKDIR
 
-Every `memstress.run/1` document and stream, and every Google Benchmark JSON, must be ingested (added, or
-recognized as a run already held: a `.json` and its `.jsonl` are one run). Every other JSON file under
-results/ (devices, replay and compare documents, snapshots, traces, records of scripts) must be skipped with
-a reason naming it, and then the exit code is 2. `db outliers` on the result must answer 0 or 1, never 2.
+Every `memstress.run/1` document and stream (plain or xz-compressed, as committed), and every Google Benchmark
+JSON, must be ingested (added, or recognized as a run already held: a `.json` and its `.jsonl` are one run).
+Every other JSON file under results/ (devices, replay and compare documents, snapshots, traces, records of
+scripts) must be skipped with a reason naming it, and then the exit code is 2. `db outliers` on the result
+must answer 0 or 1, never 2.
 """
 
 from __future__ import annotations
 
 import json
+import lzma
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+SUFFIXES = (".json", ".jsonl", ".json.xz", ".jsonl.xz")  # results files, committed plain or compressed
+
 
 def kind(path: Path) -> str:
     """'results' for what the loader reads (by content, as it does), else 'other'."""
-    text = path.read_text(errors="replace")
+    data = path.read_bytes()
+    text = (lzma.decompress(data) if path.name.endswith(".xz") else data).decode(errors="replace")
     first = text.lstrip().split("\n", 1)[0]
     try:
         line = json.loads(first)
@@ -42,7 +47,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     db = work / "real-results.sqlite"
     db.unlink(missing_ok=True)
-    files = sorted(p for p in (root / "results").rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
+    files = sorted(p for p in (root / "results").rglob("*") if p.name.endswith(SUFFIXES) and p.is_file())
     proc = subprocess.run([memstress, "db", "ingest", "-v", *map(str, files), "--db", str(db)], capture_output=True,
                           text=True, check=False)
     print(proc.stdout)

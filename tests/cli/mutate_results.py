@@ -3,14 +3,14 @@
 
     tests/cli/mutate_results.py MEMSTRESS [--cases N] [--seed S] [--jobs J] [--keep DIR]
 
-Takes the committed results (tests/data/compare/*.json, results/h100/*.json and *.jsonl) and breaks one
-thing in each case, as a file from another machine or person might be broken: a value of another type, a
-key deleted, a value nested deeply (up to 100,000 levels), the text cut short. Each case runs
-`memstress compare ORIGINAL MUTATED` and `memstress accept --profile h100 --any-gpu --from MUTATED`. Every run
-must exit 0 or 1, or 2 with a message that names the mutated file; a signal, a timeout, any other exit
-code, "internal error" or a sanitizer's report is a finding. Prints the histogram of outcomes per command
-and each finding with its mutation (and the file, with --keep DIR). Exit 0 without findings, 1 with some,
-2 on bad usage.
+Takes the committed results (tests/data/compare/*.json, results/h100/*.json and *.jsonl, most of them
+xz-compressed: NAME.xz) and breaks one thing in each case, as a file from another machine or person might be
+broken: a value of another type, a key deleted, a value nested deeply (up to 100,000 levels), the text cut
+short. Each case runs `memstress compare ORIGINAL MUTATED` and `memstress accept --profile h100 --any-gpu --from
+MUTATED`. Every run must exit 0 or 1, or 2 with a message that names the mutated file; a signal, a timeout, any
+other exit code, "internal error" or a sanitizer's report is a finding. Prints the histogram of outcomes per
+command and each finding with its mutation (and the file, with --keep DIR). Exit 0 without findings, 1 with
+some, 2 on bad usage.
 Deterministic for a given --seed (whatever --jobs: the cases are made in order, run J at a time).
 """
 
@@ -32,6 +32,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "scripts"))
+import records  # noqa: E402
 from value_paths import paths_of  # noqa: E402  (the sweeps of tests/scripts share it)
 
 PROFILE = ROOT / "profiles" / "h100.yaml"
@@ -41,7 +42,8 @@ DEPTHS = (2, 20, 128, 129, 1000, 60_000, 100_000)
 
 def sources() -> list[Path]:
     compare = sorted((ROOT / "tests" / "data" / "compare").glob("*.json"))
-    h100 = sorted((ROOT / "results" / "h100").glob("*.json")) + sorted((ROOT / "results" / "h100").glob("*.jsonl"))
+    folder = ROOT / "results" / "h100"
+    h100 = sorted(p for kind in ("*.json", "*.jsonl", "*.json.xz", "*.jsonl.xz") for p in folder.glob(kind))
     return [p for p in compare + h100 if "devices-" not in p.name and "unknown-schema" not in p.name]
 
 
@@ -88,13 +90,18 @@ def render(doc: Any, rng: random.Random) -> str:
     return text.replace(json.dumps(SENTINEL), deep)
 
 
+def plain_suffix(source: Path) -> str:
+    """.json or .jsonl, whether the committed file is compressed (NAME.xz) or not."""
+    return Path(source.name.removesuffix(".xz")).suffix
+
+
 def mutate(rng: random.Random, source: Path) -> tuple[str, str]:
     """(mutated text, what was done)."""
-    text = source.read_text(encoding="utf-8")
+    text = records.text(source)
     if rng.random() < 0.08:
         cut = rng.randrange(len(text))
         return text[:cut], f"cut at byte {cut}"
-    if source.suffix == ".jsonl":
+    if plain_suffix(source) == ".jsonl":
         lines = text.splitlines()
         i = rng.randrange(len(lines))
         line, what = mutate_value(rng, json.loads(lines[i]))
@@ -169,7 +176,7 @@ def main(argv: list[str]) -> int:
         for case in range(args.cases):
             source = rng.choice(files)
             text, what = mutate(rng, source)
-            mutated = Path(tmp) / f"case{case:04d}{source.suffix}"
+            mutated = Path(tmp) / f"case{case:04d}{plain_suffix(source)}"
             mutated.write_text(text, encoding="utf-8")
             pending[pool.submit(run_case, args.memstress, source, mutated, args.keep)] = (case, source, what)
             while len(pending) >= 2 * args.jobs or (case + 1 == args.cases and pending):

@@ -43,7 +43,8 @@ class IngestSummary(Temp):
     """Without -v, ingest prints its totals and names the first three files it skipped; -v names every file."""
 
     def files(self) -> list[Path]:
-        results = sorted(p for p in (ROOT / "results").rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
+        results = sorted(p for p in (ROOT / "results").rglob("*")
+                         if p.name.endswith((".json", ".jsonl", ".json.xz", ".jsonl.xz")) and p.is_file())
         return NODES + results
 
     def test_the_totals_and_the_first_skipped(self) -> None:
@@ -81,7 +82,7 @@ class NotesOnTheirOwnLines(Temp):
             self.assertNotIn(prefix, line[1:], f"a note in the middle of a line: {line}")
 
     def test_ingest(self) -> None:
-        files = NODES + sorted((ROOT / "results").rglob("*.json"))
+        files = NODES + sorted([*(ROOT / "results").rglob("*.json"), *(ROOT / "results").rglob("*.json.xz")])
         self.check(self.together("db", "ingest", "-v", *files, "--db", self.dir / "c.sqlite"), "memstress db ingest:")
 
     def test_run(self) -> None:

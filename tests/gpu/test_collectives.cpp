@@ -61,10 +61,10 @@ TEST_F(CollectivesTest, CheckKernelCatchesAPlantedErrorInEveryDtype) {
 TEST_F(CollectivesTest, OneRankRunPassesEveryCollectiveWithItsDataVerified) {
   // Under compute-sanitizer (testing::sanitizer_sizes): every collective, in and out of place, quiet and
   // under churn, in one dtype at 64 KiB, once each. Each NCCL kernel is instrumented as it first runs, and
-  // racecheck did not get through the five dtypes' kernels at any size in 320 s
-  // (results/h100/sanitize-580.159.04/). Otherwise two sizes, 1 and 16 MiB, both cut by NCCL into many
-  // chunks: the 80 cases verify every byte on the device, and at 64 MiB they held the GPU for 44 s of a
-  // node's test run.
+  // racecheck did not get through the five dtypes' kernels at any size in 320 s (scripts/lab/gpu-sanitize on
+  // an H100; its record, results/h100/sanitize-580.159.04/, is in the history). Otherwise two sizes, 1 and 16
+  // MiB, both cut by NCCL into many chunks: the 80 cases verify every byte on the device, and at 64 MiB they
+  // held the GPU for 44 s of a node's test run.
   const bool small = testing::sanitizer_sizes();
   const auto rows = testing::run_on_gpu("collectives",
                                         {small ? "dtype=float" : "dtype=float,bfloat16", "place=out,in",

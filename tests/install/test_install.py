@@ -154,7 +154,7 @@ class Installed(unittest.TestCase):
         self.assertIn("its thresholds are for NVIDIA H100 80GB HBM3", refused.stderr)
 
     def test_report_through_memstress(self) -> None:
-        done = self.memstress("report", str(SOURCE / "results/h100/oom-h100-580.159.04.json"), "-o", "report.html")
+        done = self.memstress("report", str(SOURCE / "results/h100/oom-h100-580.159.04.json.xz"), "-o", "report.html")
         if done.returncode == 3 and os.environ.get("MEMSTRESS_REQUIRE_PYDEPS") != "1":
             self.skipTest("no python with matplotlib here: " + done.stderr.strip())
         self.assertEqual(done.returncode, 0, done.stderr)

@@ -42,6 +42,7 @@ COMPARE_DATA = ROOT / "tests" / "data" / "compare"
 sys.path.insert(0, str(HERE))
 
 import memstress_package  # noqa: E402
+import records  # noqa: E402
 import snapshot_fixtures as fx  # noqa: E402
 from memstress import _output  # noqa: E402
 from value_paths import paths_of  # noqa: E402
@@ -374,13 +375,13 @@ class ReportSweep(TempDir):
         matplotlib.use("Agg")
         self.report = load_report_module()
         sources = [COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl", COMPARE_DATA / "gbench-base.json",
-                   H100 / "replay" / "cnn_train-caching-h100-580.159.04.json", H100 / "devices-h100-580.159.04.json"]
+                   H100 / "allocators-580.159.04" / "cnn_train-caching.json.xz", H100 / "devices-h100-580.159.04.json"]
         sources += sorted((H100 / "compare").glob("*.json"))[:1]
         # the sections of accept.py (accept's JUnit, and a run document of accept without it), memory.py and
         # links.py
-        sources += [H100 / "accept-h100-580.159.04.xml", H100 / "accept-h100-580.159.04.json",
-                    H100 / "fragmentation-h100-580.159.04.json",
-                    ROOT / "results" / "h200x2" / "p2p-h200x2-580.159.04.json"]
+        sources += [H100 / "accept-h100-580.159.04.xml", H100 / "accept-h100-580.159.04.json.xz",
+                    H100 / "fragmentation-h100-580.159.04.json.xz",
+                    ROOT / "results" / "h200x2" / "p2p-h200x2-580.159.04.json.xz"]
         outcomes = sweep(self, sources, self.CASES, self.check_one)
         self.assertGreater(outcomes["drawn"], 0)
         self.assertGreater(outcomes["refused"], 0)
@@ -486,8 +487,8 @@ class ValidateSweep(TempDir):
         self.run_v, self.line_v, self.replay_v = validate.load_schemas(*modules, validate.SCHEMA_DIR)
 
     def test_mutations(self) -> None:
-        sources = [COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl", H100 / "accept-h100-580.159.04.jsonl",
-                   H100 / "replay" / "cnn_train-caching-h100-580.159.04.json"]
+        sources = [COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl", H100 / "accept-h100-580.159.04.jsonl.xz",
+                   H100 / "allocators-580.159.04" / "cnn_train-caching.json.xz"]
         outcomes = sweep(self, sources, self.CASES, self.check_one)
         self.assertGreater(outcomes["invalid"], 0)
         self.assertGreater(outcomes["unreadable"], 0)
@@ -711,9 +712,15 @@ def mutate_value(rng: random.Random, doc: Any, *, text: bool = False) -> str:
     return f"{path} := {type(parent[key]).__name__}"
 
 
+def plain_suffix(source: Path) -> str:
+    """A committed file's kind by its name, compressed (NAME.json.xz) or not: .json, .jsonl, .xml."""
+    return Path(source.name.removesuffix(".xz")).suffix
+
+
 def mutated_text(rng: random.Random, source: Path) -> tuple[bytes, str]:
-    """One broken version of a committed JSON (or JSON Lines) file, and what was broken."""
-    data = source.read_bytes()
+    """One broken version of a committed JSON (or JSON Lines) file, as it reads decompressed, and what was
+    broken."""
+    data = records.text(source).encode()
     how = rng.random()
     if how < 0.15:
         cut = rng.randrange(len(data))
@@ -723,9 +730,9 @@ def mutated_text(rng: random.Random, source: Path) -> tuple[bytes, str]:
         at = rng.randrange(len(data))
         flipped[at] = rng.choice((0xFF, 0xC3, 0x00, ord("["), ord('"')))
         return bytes(flipped), f"byte {at} replaced"
-    if source.suffix == ".xml":
+    if plain_suffix(source) == ".xml":
         return mutated_xml(rng, data.decode())
-    if source.suffix == ".jsonl":
+    if plain_suffix(source) == ".jsonl":
         lines = data.decode().splitlines()
         i = rng.randrange(len(lines))
         item = json.loads(lines[i])
@@ -774,7 +781,7 @@ def sweep(test: TempDir, sources: list[Path], cases: int, check: Any) -> dict[st
     for case in range(cases):
         source = sources[case % len(sources)]
         data, what = mutated_text(rng, source)
-        path = test.dir / f"case{case}{source.suffix}"
+        path = test.dir / f"case{case}{plain_suffix(source)}"
         path.write_bytes(data)
         try:
             outcome = check(path)

@@ -8,8 +8,10 @@ one line naming the file and exit code 2, quickly, and nothing is written but wh
 - The converter on a snapshot whose recorder's note says the GPU had 80 TiB: refused naming the note, where
   `memstress doctor` named a `--device sim:80T` the user never gave (Note [The recorder's capacity]).
 - The validator (python/memstress/validate.py) and the report (python/memstress/report) on a FIFO with no writer,
-  /dev/zero, a sparse file beyond 256 MiB, a number beyond a double (1e999), a key twice in one object and a NaN:
-  read by memstress's own rules (_json.read_bytes, _json.strict_loads), as `memstress compare` reads them.
+  /dev/zero, a sparse file beyond 256 MiB, an xz or gzip file of a few kilobytes that inflates past 256 MiB, one
+  cut short or damaged, a number beyond a double (1e999), a key twice in one object and a NaN: read by memstress's
+  own rules (_json.read_input, _json.strict_loads), as `memstress compare` reads them; the same results xz- or
+  gzip-compressed read as the plain ones.
 
 No memstress binary; the report's class skips without matplotlib, the validator's without jsonschema. One CTest
 test per class (tests/scripts/CMakeLists.txt).
@@ -18,7 +20,9 @@ test per class (tests/scripts/CMakeLists.txt).
 from __future__ import annotations
 
 import functools
+import gzip
 import json
+import lzma
 import os
 import pickle
 import subprocess
@@ -213,6 +217,26 @@ class RecorderCapacity(TempDir):
 # --- results files: the validator and the report ----------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1)
+def inflating_xz() -> bytes:
+    """257 MiB of zero bytes, xz-compressed a piece at a time: 40 KB. (Gzip's bound is the same code, tested in
+    process on a small limit: test_the_bound_holds_in_pieces.)"""
+    piece = bytes(1 << 20)
+    packer = lzma.LZMACompressor(preset=0)
+    return b"".join([packer.compress(piece) for _ in range(257)] + [packer.flush()])
+
+
+def compressed_copies(directory: Path) -> list[Path]:
+    """tests/data/compare's run document and stream, each xz- and gzip-compressed, in `directory`."""
+    out = []
+    for name in ("base.json", "base.jsonl"):
+        plain = (COMPARE_DATA / name).read_bytes()
+        for suffix, packed in ((".xz", lzma.compress(plain)), (".gz", gzip.compress(plain, mtime=0))):
+            out.append(directory / (name + suffix))
+            out[-1].write_bytes(packed)
+    return out
+
+
 class ResultsFiles(TempDir):
     def bad_files(self) -> dict[str, tuple[Path, str]]:
         """name -> (file, words its refusal holds): what memstress's own reader refuses, exit 2. The values are
@@ -232,10 +256,17 @@ class ResultsFiles(TempDir):
             f.truncate(300 << 20)  # 300 MiB of nothing on disk
         stream = (COMPARE_DATA / "base.jsonl").read_text().splitlines()
         caching = '"allocator": "caching"'
+        packed = lzma.compress((COMPARE_DATA / "base.json").read_bytes())
         return {
             "a FIFO": (fifo, "cannot be read: a FIFO, not a regular file"),
             "/dev/zero": (Path("/dev/zero"), "cannot be read: a character device, not a regular file"),
             "300 MiB": (sparse, "300.00 MiB, larger than the 256.00 MiB"),
+            "xz of 257 MiB": (self.write("inflates.json.xz", inflating_xz()),
+                              "decompresses to more than the 256.00 MiB a"),
+            "xz cut short": (self.write("cut.json.xz", packed[: len(packed) // 2]), "xz: cut short"),
+            "xz damaged": (self.write("damaged.json.xz", packed[:40] + bytes(40) + packed[80:]),
+                           "xz: damaged"),
+            "gzip cut short": (self.write("cut.json.gz", gzip.compress(packed)[:30]), "gzip: damaged or cut short"),
             "1e999": (self.write("overflow.json", median_is("1e999")), f"1e999 {where}: a number too large for a double"),
             "-1e999": (self.write("overflow-negative.json", median_is("-1e999")), f"-1e999 {where}"),
             "an integer of 400 digits": (self.write("long.json", median_is("1" + "0" * 400)),
@@ -281,6 +312,25 @@ class ValidateReads(ResultsFiles):
             done, _ = run("memstress.validate", COMPARE_DATA / name)
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
+    def test_compressed_files_read_as_the_plain_ones(self) -> None:
+        plain, _ = run("memstress.validate", COMPARE_DATA / "base.json", COMPARE_DATA / "base.jsonl")
+        packed = compressed_copies(self.dir)
+        done, _ = run("memstress.validate", *packed)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        notes = [line.split(": ", 1)[1] for line in done.stdout.splitlines()]
+        self.assertEqual(notes, [line.split(": ", 1)[1] for line in plain.stdout.splitlines() for _ in (0, 1)])
+
+    def test_the_bound_holds_in_pieces(self) -> None:
+        from memstress import _json
+
+        text = (COMPARE_DATA / "base.json").read_bytes()
+        for packed in (lzma.compress(text), lzma.compress(text[:100]) + bytes(4) + lzma.compress(text[100:]),
+                       gzip.compress(text)):
+            self.assertEqual(_json.decompressed(packed, limit=len(text)), text)
+            with self.assertRaisesRegex(_json.Unreadable, "decompresses to more than"):
+                _json.decompressed(packed, limit=len(text) - 1)
+        self.assertEqual(_json.decompressed(text), text)  # neither: as it is
+
 
 # Not "needs matplotlib": CTest would count the whole class as skipped (SKIP_REGULAR_EXPRESSION).
 @unittest.skipUnless(report_reachable(), "no python with matplotlib for the report")
@@ -297,6 +347,11 @@ class ReportReads(ResultsFiles):
             self.assertFalse(out.exists())
 
         self.check_all(refused)
+
+    def test_compressed_files_read_as_the_plain_ones(self) -> None:
+        done, _ = run("memstress.report", *compressed_copies(self.dir), "-o", self.dir / "r.html")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("base.json.xz", (self.dir / "r.html").read_text())
 
     def test_google_benchmark_json_may_hold_nan(self) -> None:
         # Google Benchmark writes NaN and Infinity bare; memstress reads them there, and only there.

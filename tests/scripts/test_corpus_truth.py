@@ -1,5 +1,6 @@
 """memstress doctor and predict-batch against PyTorch's own answers, on the proof corpus that
-scripts/lab/doctor_corpus.py recorded on a GPU (results/<gpu>/doctor-corpus-<driver>/truth.json).
+scripts/lab/doctor_corpus.py recorded on a GPU (results/<gpu>/doctor-corpus-<driver>/truth.json, committed as
+truth.json.xz).
 
     test_corpus_truth.py MEMSTRESS_BINARY [-v] [--table]
 
@@ -35,11 +36,14 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "lab"))
 from doctor_corpus import recorded, recording_pairs  # noqa: E402 - the corpus's own reading of its recordings
 
+sys.path.insert(0, str(HERE))
+import records  # noqa: E402
+
 BINARY = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
 TABLE = "--table" in sys.argv
 if TABLE:
     sys.argv.remove("--table")
-CORPORA = sorted(ROOT.glob("results/*/doctor-corpus-*/truth.json"))
+CORPORA = sorted(ROOT.glob("results/*/doctor-corpus-*/truth.json.xz"))
 # Below the real largest batch, at most this share (the targets), by the pair the prediction came from.
 WITHIN = {"1/8+1/4": 0.10, "1/4+1/2": 0.05}
 # By the corpus's GPU folder, (program, cap in GiB, pair): what predict-batch's safe batch does there today, against
@@ -102,7 +106,7 @@ def run(*args: str) -> dict[str, Any]:
 
 
 def corpora() -> list[tuple[Path, dict[str, Any]]]:
-    return [(path.parent, json.loads(path.read_text())) for path in CORPORA]
+    return [(path.parent, records.document(path)) for path in CORPORA]
 
 
 def pytorch_largest(base: Path, program: str, cap: str, at: dict[str, Any]) -> int | None:

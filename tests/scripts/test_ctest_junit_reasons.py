@@ -68,7 +68,7 @@ class Reasons(unittest.TestCase):
         self.assertIn('message="needs a CUDA device [SKIP_REGULAR_EXPRESSION_MATCHED]"', text)
         self.assertIn('message="this machine has an NVIDIA GPU [SKIP_RETURN_CODE=77]"', text)
         self.assertIn('message="needs 2 GPUs (1 visible) [SKIP_RETURN_CODE=3]"', text)
-        # As an H100 wrote them (results/h100/gpu-ci-580.159.04/readme-ci-3ef1cd0/gpu-tests.xml): gtest's colour
+        # As an H100 wrote them (results/h100/gpu-ci-580.159.04/readme-ci-3ef1cd0/gpu-tests.xml.xz): gtest's colour
         # codes, whose escape CTest writes as [NON-XML-CHAR-0x1B], end the message; "SKIPPED:" in capitals.
         self.assertIn('message="needs 2 GPUs: one per rank [SKIP_REGULAR_EXPRESSION_MATCHED]"', text)
         self.assertIn('message="needs two GPUs [SKIP_RETURN_CODE=77]"', text)

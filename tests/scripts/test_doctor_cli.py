@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 import memstress_package  # noqa: E402  (python/ on the path: memstress_torch imports)
+import records  # noqa: E402
 import snapshot_fixtures as fx  # noqa: E402
 
 BINARY = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
@@ -307,7 +308,7 @@ class CommittedSnapshots(unittest.TestCase):
         # scripts/lab/growth_loops.py on an H200: loops of many steps, written at exit; three keep something every
         # step (4 bytes, 16 KiB, 64 MiB: the last more than 5% of its step's rise), seven keep nothing.
         loops = ROOT / "results" / "h200" / "growth-loops-580.159.04"
-        recorded = json.loads((loops / "growth.json").read_text())["loops"]
+        recorded = records.document(loops / "growth.json.xz")["loops"]
         self.assertEqual(len(recorded), 10)
         for loop in recorded:
             with self.subTest(loop["loop"]):
@@ -384,7 +385,7 @@ class CommittedSnapshots(unittest.TestCase):
         self.assertIn("the estimate is 96,", done.stdout)  # PyTorch's: 104 (summary.json)
         self.assertRegex(done.stdout, r"-> The largest batch that is safe: 9[0-6] ")
         # 96 is 4 times 24: predict-batch says the answer may be low and how to confirm it (from 24 and 48 it
-        # gave 102: results/h100/doctor-batch-580.159.04/).
+        # gave 102: results/h100/doctor-batch-580.159.04/, in the history).
         self.assertIn("-> 96 is 4.0 times the larger batch recorded (24)", done.stdout)
         self.assertIn("record again at about 24 and 48 (a quarter and a half of it)", done.stdout)
         near = subprocess.run([str(BINARY), "predict-batch", str(base / "transformer_amp-b12.snapshot.pickle.gz"),

@@ -50,14 +50,14 @@ CPU = {
     "scripts/run sizes -p dist=pow2 --out sizes.json": 0,
     "memstress accept --profile h100 --from accept.json": 0,
     "mpirun -np 2 build/cpu/apps/memstress run alloc-smoke -d sim:80G --out run.json": 0,
-    "memstress report results/h100/*.json results/h100/accept-*.xml results/h200/bench-alloc-*.json -o report.html": 0,
+    "memstress report results/h100/*.json results/h100/*.json.xz results/h100/accept-*.xml results/h200/bench-alloc-*.json.xz -o report.html": 0,
     "memstress replay run.snapshot.pickle --device sim:40G --allocator expandable": 0,
     "memstress replay run.snapshot.pickle --device sim:80G --sweep --out replay.json --timeline timeline.csv": 0,
     "PYTHONPATH=$(memstress --python-path) python3 -m memstress.convert run.snapshot.pickle -o run.trace.csv.gz": 0,
     "memstress replay run.trace.csv.gz --device sim:40G": 0,
     # shown with their output
-    "memstress compare results/h100/compare/base-h100-580.159.04.json "
-    "results/h100/compare/slowed-h100-580.159.04.json": 1,
+    "memstress compare results/h100/compare/base-h100-580.159.04.json.xz "
+    "results/h100/compare/slowed-h100-580.159.04.json.xz": 1,
     "memstress compare tests/data/compare/base.json tests/data/compare/slower.json": 1,
     "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz --device sim:40G "
     "--allocator expandable": 0,
@@ -388,8 +388,8 @@ class RunOnTheCpu(unittest.TestCase):
                             f"docs/doctor.md shows a line `{DOCTOR_CORPUS}` does not print: {line}")
 
     def test_shown_outputs_are_what_the_commands_print(self) -> None:
-        for command in ("memstress compare results/h100/compare/base-h100-580.159.04.json "
-                        "results/h100/compare/slowed-h100-580.159.04.json",
+        for command in ("memstress compare results/h100/compare/base-h100-580.159.04.json.xz "
+                        "results/h100/compare/slowed-h100-580.159.04.json.xz",
                         "memstress replay results/traces/torch-2.11-h100/multistream_loader.trace.csv.gz "
                         "--device sim:40G --allocator expandable",
                         "memstress run oom leak -d sim -q"):

@@ -20,6 +20,7 @@ H100 = ROOT / "results" / "h100"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memstress_package  # noqa: E402
+import records  # noqa: E402
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -31,11 +32,11 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def small_run(tmp: str, source: Path, keep, edit=None) -> Path:
     """A run document (named as `source`, in `tmp`) with the rows of `source` that `keep` keeps; `edit` may
     change it further."""
-    doc = json.loads(source.read_text())
+    doc = records.document(source)
     doc["rows"] = [r for r in doc["rows"] if keep(r)]
     if edit:
         edit(doc)
-    path = Path(tmp) / source.name
+    path = Path(tmp) / source.name.removesuffix(".xz")
     path.write_text(json.dumps(doc))
     return path
 
@@ -72,11 +73,11 @@ class Report(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "report.html"
             inputs = [
-                H100 / "transfers-h100-580.159.04.json",
-                H100 / "oom-h100-580.159.04.json",
-                H100 / "streams-h100-580.159.04.json",
-                H100 / "dataloader-h100-580.159.04.json",
-                ROOT / "results" / "h200" / "bench-alloc-h200-580.159.04.json",
+                H100 / "transfers-h100-580.159.04.json.xz",
+                H100 / "oom-h100-580.159.04.json.xz",
+                H100 / "streams-h100-580.159.04.json.xz",
+                H100 / "dataloader-h100-580.159.04.json.xz",
+                ROOT / "results" / "h200" / "bench-alloc-h200-580.159.04.json.xz",
                 H100 / "devices-h100-580.159.04.json",
             ]
             result = run(*map(str, inputs), "-o", str(out))
@@ -105,8 +106,9 @@ class Report(unittest.TestCase):
     def test_the_readme_command_reads_every_committed_h100_file(self) -> None:
         """README's "Reports with plots" command, as written (a devices document among the inputs)."""
         with tempfile.TemporaryDirectory() as tmp:
-            inputs = sorted((ROOT / "results" / "h100").glob("*.json"))
-            inputs += sorted((ROOT / "results" / "h200").glob("bench-alloc-*.json"))
+            h100 = ROOT / "results" / "h100"
+            inputs = sorted(h100.glob("*.json")) + sorted(h100.glob("*.json.xz"))
+            inputs += sorted((ROOT / "results" / "h200").glob("bench-alloc-*.json.xz"))
             result = run(*map(str, inputs), "-o", str(Path(tmp) / "report.html"))
             self.assertEqual(result.returncode, 0, result.stderr)
 
@@ -114,8 +116,8 @@ class Report(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "report.html"
             inputs = [
-                H100 / "replay" / "cnn_train-caching-h100-580.159.04.json",
-                ROOT / "results" / "h200x4" / "transfers-in-turn-h200x4-580.159.04.json",
+                H100 / "allocators-580.159.04" / "cnn_train-caching.json.xz",
+                ROOT / "results" / "h200x4" / "transfers-in-turn-h200x4-580.159.04.json.xz",
             ]
             result = run(*map(str, inputs), "-o", str(out))
             self.assertEqual(result.returncode, 0, result.stderr)
@@ -132,7 +134,7 @@ class Report(unittest.TestCase):
             other = Path(tmp) / "other.json"
             other.write_text('{"schema": "something/else"}')
             bad_replay = Path(tmp) / "bad-replay.json"
-            doc = json.loads((H100 / "replay" / "cnn_train-caching-h100-580.159.04.json").read_text())
+            doc = records.document(H100 / "allocators-580.159.04" / "cnn_train-caching.json.xz")
             doc["replay"]["timeline"]["points"][3] = None  # a point that is not four numbers
             bad_replay.write_text(json.dumps(doc))
             cases = ((junk, "not JSON"), (other, "no known kind"), (Path(tmp) / "missing.json", "cannot be read"),
@@ -150,7 +152,7 @@ class Report(unittest.TestCase):
         """Python's json recursed into 100,000 brackets (RecursionError); the depth is bounded first."""
         deep = "[" * 100_000 + "]" * 100_000
         with tempfile.TemporaryDirectory() as tmp:
-            run_doc = (H100 / "transfers-h100-580.159.04.json").read_text()
+            run_doc = records.text(H100 / "transfers-h100-580.159.04.json.xz")
             at = run_doc.index('"params": {') + len('"params": {')
             files = {
                 "deep-run.json": run_doc[:at] + f'"deep": {deep}, ' + run_doc[at:],
@@ -172,7 +174,7 @@ class MemorySections(unittest.TestCase):
 
     def test_fragmentation_draws_its_figures_per_pattern_and_allocator(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            doc = small_run(tmp, H100 / "fragmentation-h100-580.159.04.json",
+            doc = small_run(tmp, H100 / "fragmentation-h100-580.159.04.json.xz",
                             lambda r: r["params"]["pattern"] in ("kv_cache", "interleaved"))
             page = render(tmp, doc)
         found = section_of(page, "Fragmentation")
@@ -184,7 +186,7 @@ class MemorySections(unittest.TestCase):
     def default_job_section(self, workload: str, title: str) -> str:
         """The section `title` of a page drawn from the rows of `workload` in the committed H100 default job."""
         with tempfile.TemporaryDirectory() as tmp:
-            rows = small_run(tmp, H100 / "default-h100-580.159.04.json", lambda r: r["workload"] == workload)
+            rows = small_run(tmp, H100 / "default-h100-580.159.04.json.xz", lambda r: r["workload"] == workload)
             page = render(tmp, rows)
         return section_of(page, title)
 
@@ -207,7 +209,7 @@ class LinkSections(unittest.TestCase):
 
     def test_collectives_draw_busbw_by_size_and_nccl_tests_columns(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            doc = small_run(tmp, ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json",
+            doc = small_run(tmp, ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json.xz",
                             lambda r: r["params"]["collective"] in ("all_reduce", "broadcast")
                             and r["params"]["bytes"] in ("1M", "256M"))
             found = section_of(render(tmp, doc), "Collectives: bus bandwidth by size")
@@ -221,7 +223,7 @@ class LinkSections(unittest.TestCase):
 
     def test_p2p_draws_the_matrix_and_the_slowest_pair(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            doc = small_run(tmp, ROOT / "results" / "h200x2" / "p2p-h200x2-580.159.04.json",
+            doc = small_run(tmp, ROOT / "results" / "h200x2" / "p2p-h200x2-580.159.04.json.xz",
                             lambda r: r["params"]["bytes"] in ("1M", "1G"))
             found = section_of(render(tmp, doc), "P2P: copies between the GPUs of a node")
         self.assertIn("<h3>p2p (h200x2)</h3>", found)
@@ -233,7 +235,7 @@ class LinkSections(unittest.TestCase):
             doc["config"]["sizes"] = [1 << 20, 64 << 20, 1 << 30]  # as `-b 1M -e 1G -f 64` records them
 
         with tempfile.TemporaryDirectory() as tmp:
-            source = H100 / "default-h100-580.159.04.json"
+            source = H100 / "default-h100-580.159.04.json.xz"
             page = render(tmp, small_run(tmp, source, lambda r: r["workload"] == "alloc-smoke", swept))
             self.assertIn("its headline metric against the size", section_of(page, "Size sweeps"))
             self.assertIn('<img alt="size sweep"', section_of(page, "Size sweeps"))
@@ -252,7 +254,8 @@ class Acceptance(unittest.TestCase):
 
     def test_each_check_shows_what_accept_reported(self) -> None:
         # The JUnit of 344877b (the committed H100 acceptance run): measured, unit, bound and GPU as properties of each check.
-        found = self.accept_section(H100 / "accept-h100-580.159.04.json", H100 / "accept-h100-580.159.04.xml")
+        found = self.accept_section(H100 / "accept-h100-580.159.04.json.xz",
+                                    H100 / "accept-h100-580.159.04.xml")
         self.assertIn("<h3>" + str(H100 / "accept-h100-580.159.04.xml") + ": profile h100</h3>", found)
         self.assertIn("<p>22 checks: <b>21 passed, 0 failed, 1 skipped</b> (the suite's counts).</p>", found)
         self.assertIn("<th>check</th><th>verdict</th><th>measured</th><th>bound</th><th>GPU (or accept's message)</th>",
@@ -285,11 +288,13 @@ class Acceptance(unittest.TestCase):
         self.assertIn("<tr class='pass'><td>D2D 256 MiB</td><td>PASS</td><td>-</td><td>-</td><td>-</td></tr>", found)
 
     def test_an_accept_run_without_its_junit_file_judges_nothing(self) -> None:
-        run_doc = ROOT / "results" / "h200x4" / "accept-h200x4-580.159.04.json"
-        found = self.accept_section(run_doc, run_doc.with_suffix(".jsonl"))  # one run: one note
+        run_doc = ROOT / "results" / "h200x4" / "accept-h200x4-580.159.04.json.xz"
+        junit = run_doc.with_name("accept-h200x4-580.159.04.xml")
+        stream = run_doc.with_name("accept-h200x4-580.159.04.jsonl.xz")
+        found = self.accept_section(run_doc, stream)  # one run: one note
         self.assertEqual(found.count("<h3>"), 1, found)
         self.assertIn(f"<h3>{run_doc}: profile h200</h3><p>A memstress accept run: its verdicts are in the JUnit file "
-                      f"that run wrote (memstress accept --junit FILE) ({run_doc.with_suffix('.xml')} is beside it: "
+                      f"that run wrote (memstress accept --junit FILE) ({junit} is beside it: "
                       "add it to the report's inputs). Nothing is judged here from its rows.</p>", found)
         for judged in ("<table>", "PASS", "FAIL", "SKIP"):
             self.assertNotIn(judged, found.split("</p>", 1)[1])
@@ -309,7 +314,7 @@ class Acceptance(unittest.TestCase):
             "deep.xml": ("<testsuites>" + "<a>" * 100_000 + "</a>" * 100_000 + "</testsuites>",
                          "XML nested more than 32 elements deep (<a>): refused"),
             "huge.xml": ("<testsuites>" + "<a/>" * 3_000_000 + "</testsuites>", "more than the 8 MiB"),
-            "ctest.xml": ((H100 / "tests-h100-580.159.04.xml").read_text(),
+            "ctest.xml": (records.text(H100 / "tests-h100-580.159.04.xml.xz"),
                           "the JUnit of another tool or of memstress run (testsuite '(empty)')"),
             "run.xml": ((H100 / "gpu-ci-580.159.04" / "memstress.xml").read_text(),
                         "(testsuite 'memstress.alloc-smoke'): the report reads memstress accept's"),
@@ -372,8 +377,8 @@ class EveryRow(unittest.TestCase):
             cases = ("ops=20000 alloc_prob=0.55 dist=uniform min_bytes=512B max_bytes=64M max_live=4G streams=1",
                      "search=largest_single state=fragmented params_frac=0.25 per_sample=64M workspace=256M",
                      "direction=h2d host=pinned engine=ce streams=1 bytes=256M")
-            doc = small_run(tmp, H100 / "default-h100-580.159.04.json", lambda r: r["case"] in cases)
-            collectives = small_run(tmp, ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json",
+            doc = small_run(tmp, H100 / "default-h100-580.159.04.json.xz", lambda r: r["case"] in cases)
+            collectives = small_run(tmp, ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json.xz",
                                     lambda r: r["params"]["collective"] == "all_reduce" and r["case"].endswith("=4G"))
             found = section_of(render(tmp, doc, collectives), "Every row")
         self.assertIn("<th>verdict</th><th>headline metric</th><th>other metrics (up to six)</th>", found)
@@ -425,8 +430,8 @@ class SeriesColours(unittest.TestCase):
         from memstress.report import common as report_common
         from memstress.report import memory as report_memory
 
-        frag = json.loads((H100 / "fragmentation-h100-580.159.04.json").read_text())
-        sizes = json.loads((H100 / "default-h100-580.159.04.json").read_text())
+        frag = records.document(H100 / "fragmentation-h100-580.159.04.json.xz")
+        sizes = records.document(H100 / "default-h100-580.159.04.json.xz")
         # Sizes under expandable alone: drawn first there, where the fragmentation figure draws it second (after
         # caching), so a colour given by plotting order would differ.
         sizes["rows"] = [{**r, "allocator": "expandable"} for r in sizes["rows"] if r["workload"] == "sizes"]
@@ -446,8 +451,8 @@ class SeriesColours(unittest.TestCase):
         from memstress.report import common as report_common
         from memstress.report import links as report_links
 
-        two = json.loads((ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json").read_text())
-        four = json.loads((ROOT / "results" / "h200x4" / "collectives-h200x4-580.159.04.json").read_text())
+        two = records.document(ROOT / "results" / "h200x2" / "collectives-h200x2-580.159.04.json.xz")
+        four = records.document(ROOT / "results" / "h200x4" / "collectives-h200x4-580.159.04.json.xz")
         four["rows"] = [r for r in four["rows"] if r["params"]["collective"] in ("all_reduce", "broadcast")]
         runs = [("collectives-h200x2-580.159.04.json", two), ("collectives-h200x4-580.159.04.json", four)]
         panels = figure_colours(report_links,
@@ -694,10 +699,8 @@ class AllocatorTable(unittest.TestCase):
     def test_the_committed_table_is_what_the_documents_give(self) -> None:
         m = self.module()
         replays, benches = [], []
-        for path in sorted(ALLOCATORS.glob("*.json")):
-            if path.name == "allocators.json":
-                continue
-            doc = json.loads(path.read_text())
+        for path in sorted(ALLOCATORS.glob("*.json.xz")):
+            doc = records.document(path)
             (benches if "benchmarks" in doc else replays).append(doc)
         data = m.build(replays, benches)
         self.assertEqual(m.markdown(data), (ALLOCATORS / "allocators.md").read_text())
@@ -708,7 +711,7 @@ class AllocatorTable(unittest.TestCase):
             table = section_of(render(tmp, ALLOCATORS / "allocators.json"), "Allocator table")
             self.assertIn("rmm-arena", table)
             self.assertIn("caching's pair latency over each peer's", table)
-            docs = [ALLOCATORS / f"transformer_train-{peer}.json" for peer in ("caching", "rmm-pool", "torch")]
-            table = section_of(render(tmp, *docs, ALLOCATORS / "bench-allocators.json"), "Allocator table")
+            docs = [ALLOCATORS / f"transformer_train-{peer}.json.xz" for peer in ("caching", "rmm-pool", "torch")]
+            table = section_of(render(tmp, *docs, ALLOCATORS / "bench-allocators.json.xz"), "Allocator table")
             self.assertIn("transformer_train", table)
             self.assertIn("rmm-pool", table)

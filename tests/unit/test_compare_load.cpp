@@ -304,7 +304,8 @@ TEST(LoadResults, GoogleBenchmarkRepetitionsAreTheSamples) {
 
 TEST(LoadResults, GoogleBenchmarkAggregatesOnlyGiveMedians) {
   // The real file: --benchmark_report_aggregates_only, NaN counters.
-  const Results r = load_results(kSource / "results" / "h200" / "bench-alloc-h200-580.159.04.json", "BASE");
+  const Results r =
+      load_results(kSource / "results" / "h200" / "bench-alloc-h200-580.159.04.json.xz", "BASE");
   ASSERT_EQ(r.rows.size(), 100U);
   const MetricResult& real = r.rows[0].metrics[0];
   EXPECT_EQ(real.name, "real_time");

@@ -12,6 +12,8 @@
 #include "harness/db/schema.hpp"
 #include "harness/db/sha256.hpp"
 #include "harness/db/store.hpp"
+#include "harness/results/compressed.hpp"
+#include "harness/results/read.hpp"
 #include "tests/unit/db_backend.hpp"
 #include "tests/unit/temp_dir.hpp"
 
@@ -23,9 +25,9 @@ using memstress::testing::TempDir;
 
 const std::filesystem::path kSource = MEMSTRESS_SOURCE_DIR;
 // The same real run twice: its document and its stream (results/README.md).
-const std::filesystem::path kBaseDocument = kSource / "results/h100/compare/base-h100-580.159.04.json";
-const std::filesystem::path kBaseStream = kSource / "results/h100/compare/base-h100-580.159.04.jsonl";
-const std::filesystem::path kBench = kSource / "results/h200/bench-alloc-h200-580.159.04.json";
+const std::filesystem::path kBaseDocument = kSource / "results/h100/compare/base-h100-580.159.04.json.xz";
+const std::filesystem::path kBaseStream = kSource / "results/h100/compare/base-h100-580.159.04.jsonl.xz";
+const std::filesystem::path kBench = kSource / "results/h200/bench-alloc-h200-580.159.04.json.xz";
 
 std::int64_t scalar(Connection& c, const std::string& sql) {
   const auto s = c.prepare(sql);
@@ -125,7 +127,11 @@ TEST_P(DbSchemaOn, RefusesAVersionNoMemstressWrites) {
     {
       auto c = open_database(path, OpenMode::create);
       migrate(*c);
-      c->exec(prepare + "INSERT INTO schema_version (version, applied_at) VALUES (" + version + ", 'x')");
+      std::string sql = prepare;
+      sql += "INSERT INTO schema_version (version, applied_at) VALUES (";
+      sql += version;
+      sql += ", 'x')";
+      c->exec(sql);
     }
     for (const OpenMode mode : {OpenMode::create, OpenMode::read_only}) {
       try {
@@ -236,7 +242,7 @@ TEST_P(DbStore, RunsStartedInTheSameSecondAreTwoRuns) {
   // Two real runs on one H200, started in the same second by scripts/lab/gpu-check (the smoke run took
   // under a second): their command lines tell them apart.
   Store store(open_database(fresh("fleet"), OpenMode::create));
-  for (const char* name : {"smoke-h200-580.159.04.json", "default-h200-580.159.04.json"}) {
+  for (const char* name : {"smoke-h200-580.159.04.json.xz", "default-h200-580.159.04.json.xz"}) {
     const FileIngest file = ingest_file(store, kSource / "results/h200" / name);
     ASSERT_TRUE(file.outcome) << file.error;
     EXPECT_EQ(file.outcome->action, IngestAction::added) << describe(file);
@@ -248,7 +254,7 @@ TEST_P(DbStore, RowsSayHowManyRanksRanTheirCaseAtOnce) {
   // Four ranks copying together, and the same copies taken --in-turn (results/h200x4): 4 and 1.
   Store store(open_database(fresh("fleet"), OpenMode::create));
   for (const char* name :
-       {"transfers-together-h200x4-580.159.04.json", "transfers-in-turn-h200x4-580.159.04.json"}) {
+       {"transfers-together-h200x4-580.159.04.json.xz", "transfers-in-turn-h200x4-580.159.04.json.xz"}) {
     ASSERT_TRUE(ingest_file(store, kSource / "results/h200x4" / name).outcome) << name;
   }
   Connection& c = store.connection();
@@ -268,7 +274,7 @@ TEST_P(DbStore, RowsSayHowManyRanksRanTheirCaseAtOnce) {
 
 TEST_P(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
   TempDir dir;
-  const std::string text = slurp(kBaseStream);
+  const std::string text = decompressed(slurp(kBaseStream), kMaxResultsFileBytes);  // committed xz-compressed
   // The header and the first row only: the run as a crash would leave it.
   std::size_t end = 0;
   for (int line = 0; line < 2; ++line) {
@@ -294,8 +300,8 @@ TEST_P(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
 
 TEST_P(DbStore, ABadFileIsNamedAndSkippedAndTheRestKept) {
   TempDir dir;
-  write(dir.file("bad.json"), "{\"schema\": \"memstress.run/1\", \"rows\": [");
-  write(dir.file("other.json"), "{\"schema\": \"memstress.run/9\"}");
+  write(dir.file("bad.json"), R"({"schema": "memstress.run/1", "rows": [)");
+  write(dir.file("other.json"), R"({"schema": "memstress.run/9"})");
   Store store(open_database(fresh("fleet"), OpenMode::create));
   ASSERT_TRUE(ingest_file(store, kBaseDocument).outcome);
   for (const char* name : {"bad.json", "other.json", "missing.json"}) {

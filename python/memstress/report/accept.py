@@ -35,7 +35,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .common import quantity, section, table
+from .common import quantity, run_stem, section, table
 
 SUITE_PREFIX = "memstress.accept."
 MAX_BYTES = 8 << 20  # an accept file is about 1 KiB a check
@@ -185,16 +185,16 @@ def suite_html(name: str, suite: dict) -> str:
 
 def same_run(run: str, junit: str) -> bool:
     """Whether `junit` is the JUnit file of the accept run document `run`: beside it, with its name (RUN.json or
-    RUN.jsonl and RUN.xml), as accept's outputs are committed."""
+    RUN.jsonl, either compressed too, and RUN.xml or RUN.xml.xz), as accept's outputs are committed."""
     try:
-        return Path(run).with_suffix(".xml").resolve() == Path(junit).resolve()
+        return run_stem(run).resolve() == run_stem(junit).resolve()
     except (OSError, ValueError):
         return False
 
 
 def run_note(name: str, doc: dict) -> str:
     """An accept run document given without its JUnit file: where its verdicts are; nothing judged."""
-    beside = Path(name).with_suffix(".xml")
+    beside = run_stem(name).with_name(run_stem(name).name + ".xml")
     there = f" ({beside} is beside it: add it to the report's inputs)" if beside.is_file() else ""
     return (f"<h3>{html.escape(name)}: profile {html.escape(str(doc['config']['profile']))}</h3>"
             f"<p>A memstress accept run: its verdicts are in the JUnit file that run wrote (memstress accept --junit "
@@ -208,7 +208,7 @@ def section_acceptance(junits: list[tuple[str, dict]], runs: list[tuple[str, dic
     for name, doc in runs:
         if not isinstance(doc.get("config"), dict) or not doc["config"].get("profile"):
             continue  # not an accept run
-        key = Path(name).with_suffix("")
+        key = run_stem(name)
         if key not in noted and not any(same_run(name, j) for j, _ in junits):
             noted.add(key)
             out += run_note(name, doc)

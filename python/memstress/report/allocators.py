@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import _json
+
 MIB = 1 << 20
 GIB = 1 << 30
 # The order rows appear in: memstress's own, PyTorch's, CUDA's, RMM's, the example plugin, the baseline.
@@ -272,11 +274,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("outdir", type=Path, help="the folder scripts/lab/gpu-allocators wrote")
     args = parser.parse_args(argv)
     replays, benches = [], []
-    for path in sorted(args.outdir.glob("*.json")):
+    for path in sorted([*args.outdir.glob("*.json"), *args.outdir.glob("*.json.xz")]):
         if path.name == "allocators.json":
             continue
         try:
-            doc = json.loads(path.read_text())
+            doc = _json.loads(_json.read_text(path))  # a document committed xz-compressed too
         except (OSError, ValueError) as e:
             print(f"report_allocators.py: {path}: not JSON: {e}", file=sys.stderr)
             return 2

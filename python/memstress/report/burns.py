@@ -30,7 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .common import Colours, digits, figure_html, metric, natural, section, short_name, table
+from .common import Colours, digits, figure_html, metric, natural, run_stem, section, short_name, table
 
 BURN = "burn"
 MAX_POINTS = 5000  # Note [A burn against time]: per series and GPU, above which intervals are drawn whole
@@ -174,7 +174,7 @@ def burns(runs: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
     for name, doc in runs:
         if not is_burn(doc):
             continue
-        key = Path(name).with_suffix("")
+        key = run_stem(name)
         if key not in chosen or len(doc.get("rows", [])) > len(chosen[key][1].get("rows", [])):
             chosen[key] = (name, doc)
     return list(chosen.values())

@@ -127,10 +127,18 @@ def parse_size(text: str) -> float:
     return float(text)
 
 
+def run_stem(name: str) -> Path:
+    """The run a results file is of, its path without the endings: `a/RUN.json`, `a/RUN.jsonl`, `a/RUN.xml` and
+    their compressed copies (`a/RUN.json.xz`) -> `a/RUN`."""
+    path = Path(name)
+    bare = path.name.removesuffix(".xz").removesuffix(".gz")
+    return path.with_name(bare.removesuffix(".json").removesuffix(".jsonl").removesuffix(".xml"))
+
+
 def short_name(name: str) -> str:
-    """`results/h100/transfers-h100-580.159.04.json` -> `transfers (h100)`,
+    """`results/h100/transfers-h100-580.159.04.json` (or `.json.xz`) -> `transfers (h100)`,
     `transfers-in-turn-h200x4-580.159.04.json` -> `transfers-in-turn (h200x4)`: a legend-sized run name."""
-    stem = Path(name).name.removesuffix(".json").removesuffix(".jsonl")
+    stem = run_stem(name).name
     tagged = re.match(r"^(.+)-([A-Za-z0-9]+)-(\d+(?:\.\d+)+)$", stem)  # <what>-<gpu>-<driver>
     return f"{tagged[1]} ({tagged[2]})" if tagged else stem
 

@@ -58,8 +58,8 @@ def load(path: Path) -> tuple[str, Any]:
     name = _output.clean_text(str(path))
     try:
         # memstress's own rules (docs/limits.md, "Files read whole"): a regular file only, opened without
-        # blocking (a FIFO with no writer is refused at once), at most 256 MiB
-        data = _json.read_bytes(path, what="a report's input")
+        # blocking (a FIFO with no writer is refused at once), at most 256 MiB, and as much once decompressed (xz, gzip)
+        data = _json.read_input(path, what="a report's input")
     except _json.Unreadable as e:
         raise BadInput(f"{name}: {e}") from None
     if accept.is_xml(data):  # JSON never starts with '<'

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the small fleet the `db` CLI tests ingest (tests/cli/fleet.cmake): six H100s on six nodes, each
-a copy of a real run (results/h100/compare/base-h100-580.159.04.json: pinned H2D and D2H at 64 and 256
+a copy of a real run (results/h100/compare/base-h100-580.159.04.json.xz: pinned H2D and D2H at 64 and 256
 MiB) with its own host, GPU UUID, bus id and start time, the medians and samples moved by a little noise
 (at most 0.3%), and node04's H2D planted 8% slower (memstress's loop and the reference loop alike, so their
 ratio vs_ref stays). Also the same six GPUs a week earlier under an older driver (driver-570/, for `db
@@ -12,10 +12,11 @@ node04's planted slowness included), the rest with fresh noise. Deterministic; r
 
 import copy
 import json
+import lzma
 import random
 from pathlib import Path
 
-SOURCE = Path("results/h100/compare/base-h100-580.159.04.json")
+SOURCE = Path("results/h100/compare/base-h100-580.159.04.json.xz")
 OUT = Path(__file__).resolve().parent
 NODES = 6
 SLOW_NODE = 4
@@ -35,7 +36,7 @@ def scaled(metric, factor):
 
 
 def main():
-    base = json.loads(SOURCE.read_text())
+    base = json.loads(lzma.decompress(SOURCE.read_bytes()))  # committed xz-compressed
     write_fleet(base, random.Random(17), OUT, None)
     (OUT / "driver-570").mkdir(exist_ok=True)
     write_fleet(base, random.Random(570), OUT / "driver-570", OLD_DRIVER)
