@@ -149,6 +149,28 @@ DriverComparison compare_drivers(const std::vector<MetricObservation>& observati
 DriverAccumulator::DriverAccumulator(std::string base, std::string next)
     : base_(std::move(base)), next_(std::move(next)) {}
 
+DriverAccumulator::Group& DriverAccumulator::group(const MeasurementKey& what, const std::string& model,
+                                                   int concurrent_ranks) {
+  key_.clear();
+  for (const std::string* part : {&what.workload, &what.case_label, &what.allocator, &what.metric, &model}) {
+    key_ += *part;
+    key_ += '\x1f';
+  }
+  key_ += std::to_string(concurrent_ranks);
+  auto [at, added] = groups_.try_emplace(key_);
+  if (added) {
+    at->second.what = what;
+    at->second.model = model;
+    at->second.concurrent_ranks = concurrent_ranks;
+  }
+  return at->second;
+}
+
+void DriverAccumulator::add_value(Group& g, std::uint32_t gpu, const std::string& driver, double value) {
+  PerGpu& per = g.gpus[gpu];
+  (driver == base_ ? per.base : per.next).push_back(value);
+}
+
 void DriverAccumulator::add(const MetricObservation& o) {
   if (o.driver != last_driver_) {  // runs come row by row: the driver changes rarely
     last_driver_ = o.driver;
@@ -157,18 +179,30 @@ void DriverAccumulator::add(const MetricObservation& o) {
   if (o.driver != base_ && o.driver != next_) {
     return;
   }
-  key_.clear();
-  for (const std::string* part : {&o.workload, &o.case_label, &o.allocator, &o.metric, &o.model}) {
-    key_ += *part;
-    key_ += '\x1f';
-  }
-  key_ += std::to_string(o.concurrent_ranks);
-  auto [at, added] = groups_.try_emplace(key_);
+  const auto [gpu, added] = gpu_index_.try_emplace(o.gpu_uuid, static_cast<std::uint32_t>(uuids_.size()));
   if (added) {
-    at->second.first = o;
+    uuids_.push_back(o.gpu_uuid);
   }
-  PerGpu& gpu = at->second.gpus.try_emplace(o.gpu_uuid).first->second;
-  (o.driver == base_ ? gpu.base : gpu.next).push_back(o.median);
+  add_value(group(o, o.model, o.concurrent_ranks), gpu->second, o.driver, o.median);
+}
+
+void DriverAccumulator::add(const Measurement& m, const Device& d, const GpuSummary& summary) {
+  if (m.driver != last_driver_) {
+    last_driver_ = m.driver;
+    drivers_seen_.insert(m.driver);
+  }
+  if (m.driver != base_ && m.driver != next_) {
+    return;
+  }
+  auto [g, new_measurement] = by_measurement_.try_emplace(m.id, nullptr);
+  if (new_measurement) {
+    g->second = &group(m, m.model, m.concurrent_ranks);
+  }
+  const auto [gpu, added] = by_device_.try_emplace(d.id, static_cast<std::uint32_t>(uuids_.size()));
+  if (added) {
+    uuids_.push_back(d.uuid);
+  }
+  add_value(*g->second, gpu->second, m.driver, summary.median);
 }
 
 DriverComparison DriverAccumulator::report(const compare::CompareOptions& options) const {
@@ -187,14 +221,14 @@ DriverComparison DriverAccumulator::report(const compare::CompareOptions& option
   std::set<std::string> both;
   for (const auto* entry : ordered) {
     const Group& g = entry->second;
-    MetricResult a{g.first.metric, g.first.unit, g.first.better, {}, {}};
+    MetricResult a{g.what.metric, g.what.unit, g.what.better, {}, {}};
     MetricResult b = a;
     std::vector<double> ratios;
-    for (const auto& [uuid, gpu] : g.gpus) {
+    for (const auto& [index, gpu] : g.gpus) {
       if (gpu.base.empty() || gpu.next.empty()) {
         continue;
       }
-      both.insert(uuid);
+      both.insert(uuids_[index]);
       const double va = median_of(gpu.base);
       const double vb = median_of(gpu.next);
       a.samples.push_back(va);
@@ -210,9 +244,9 @@ DriverComparison DriverAccumulator::report(const compare::CompareOptions& option
     a.summary = summarize(a.samples);
     b.summary = summarize(b.samples);
     DriverGroup d;
-    static_cast<MeasurementKey&>(d) = g.first;
-    d.model = g.first.model;
-    d.concurrent_ranks = g.first.concurrent_ranks;
+    static_cast<MeasurementKey&>(d) = g.what;
+    d.model = g.model;
+    d.concurrent_ranks = g.concurrent_ranks;
     d.gpus = a.samples.size();
     d.paired_change_pct = ratios.empty() ? std::nan("") : median_of(ratios);
     d.judged = compare::compare_metric(a, b, options);
