@@ -133,6 +133,11 @@ int prune_command(const DbFlags& f) {
   options.samples_only = f.samples_only;
   options.all = f.all;
   options.dry_run = f.dry_run;
+  // A store that is not there is a mistaken --db, not one to make empty.
+  const bool url = f.db.starts_with("postgresql://") || f.db.starts_with("postgres://");
+  if (!url && !std::filesystem::exists(f.db)) {
+    throw InputError(fmt::format("--db '{}': no such database (memstress db ingest creates one)", f.db));
+  }
   db::Store store(db::open_database(f.db, db::OpenMode::create));
   const db::PruneOutcome o = db::prune(store, options);
   const std::string what = options.samples_only ? "dropped the samples of" : "deleted";
@@ -147,11 +152,11 @@ int prune_command(const DbFlags& f) {
 
 // --since: a date or a UTC time as the results write them (compared as text, so the prefix is enough), a
 // real one (2026-02-31 is none).
-std::string checked_since(const std::string& since) {
+std::string checked_since(const std::string& since, std::string_view flag = "--since") {
   static const std::regex kIso(R"(\d{4}-\d{2}-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?Z?)?)");
   if (!since.empty() && (!std::regex_match(since, kIso) || !valid_iso8601(since, TimeZone::utc_only))) {
     throw InputError(
-        fmt::format("--since '{}': expected a UTC date or time, 2026-11-21 or 2026-11-21T14:03:05Z", since));
+        fmt::format("{} '{}': expected a UTC date or time, 2026-11-21 or 2026-11-21T14:03:05Z", flag, since));
   }
   return since;
 }
@@ -249,12 +254,14 @@ int compare_command(const DbFlags& f) {
 
 int export_command(const DbFlags& f) {
   db::Store store(db::open_database(f.db, db::OpenMode::read_only));
-  const std::string text = db::export_openmetrics(store, checked_since(f.since));
+  const db::ExportFilter filter{checked_since(f.since), f.host};
   if (f.out.empty()) {
-    print_all(text);
+    db::export_openmetrics(store, filter, [](std::string_view piece) { print_all(piece); });
   } else {
     // Whole or not at all: the textfile collector may read the file at any moment.
-    write_file_atomically(f.out, text, "--out");
+    AtomicFileWriter out(f.out, "--out");
+    db::export_openmetrics(store, filter, [&](std::string_view piece) { out.write(piece); });
+    out.commit();
   }
   return to_int(ExitCode::ok);
 }
@@ -387,6 +394,7 @@ Subcommand add_db(CLI::App& app) {
       ->check(CLI::IsMember({"openmetrics"}))
       ->required();
   exporter->add_option("--since", flags->since, "Only runs started at or after this UTC date or time");
+  exporter->add_option("--host", flags->host, "Only the GPUs last seen on this host (a node's own textfile)");
   exporter->add_option("--out", flags->out,
                        "Write here (atomically) instead of stdout, e.g. "
                        "/var/lib/node_exporter/textfile/memstress.prom");
@@ -423,7 +431,7 @@ Subcommand add_db(CLI::App& app) {
               return ingest_command(*flags);
             }
             if (pruner->parsed()) {
-              flags->since = checked_since(flags->since);
+              flags->since = checked_since(flags->since, "--before");
               return prune_command(*flags);
             }
             if (outliers->parsed()) {

@@ -13,17 +13,30 @@
 namespace memstress::db {
 
 std::string export_openmetrics(Store& store, const std::string& since) {
+  std::string out;
+  export_openmetrics(store, {since, ""}, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void export_openmetrics(Store& store, const ExportFilter& filter,
+                        const std::function<void(std::string_view)>& write) {
   Connection& c = store.connection();
+  // Of one host, from its GPUs (index devices_host) to their rows (latest_rows' key starts with the GPU).
+  const std::string where =
+      filter.host.empty() ? "(? = '' OR l.started_at >= ?)" : "(? = '' OR l.started_at >= ?) AND d.host = ?";
   const auto rows = c.prepare(R"sql(
 SELECT r.id, d.uuid, r.device_name, r.rank, r.workload, r.case_label, r.allocator, r.verdict, r.checked,
        r.errors, COALESCE(k.host, ''), COALESCE(k.driver, ''), u.started_at, u.memstress_version, u.id
-FROM latest_rows l
-JOIN devices d ON d.id = l.device_id
+FROM devices d
+JOIN latest_rows l ON l.device_id = d.id
 JOIN rows r ON r.id = l.row_id
 JOIN runs u ON u.id = l.run_id
 LEFT JOIN ranks k ON k.run_id = l.run_id AND k.rank = COALESCE(r.rank, 0)
-WHERE ? = '' OR l.started_at >= ?)sql");
-  rows->bind(1, since).bind(2, since);
+WHERE )sql" + where);
+  rows->bind(1, filter.since).bind(2, filter.since);
+  if (!filter.host.empty()) {
+    rows->bind(3, filter.host);
+  }
   struct Kept {
     ExportedRow row;
     std::string started_at;
@@ -60,10 +73,14 @@ WHERE ? = '' OR l.started_at >= ?)sql");
   // The kept rows' metrics (index metrics_row), each row's in the order they were written.
   const auto metrics = c.prepare(R"sql(
 SELECT m.row_id, m.id, m.name, m.unit, m.better, m.n, m.median, m.p10, m.p90
-FROM latest_rows l
+FROM devices d
+JOIN latest_rows l ON l.device_id = d.id
 JOIN metrics m ON m.row_id = l.row_id
-WHERE ? = '' OR l.started_at >= ?)sql");
-  metrics->bind(1, since).bind(2, since);
+WHERE )sql" + where);
+  metrics->bind(1, filter.since).bind(2, filter.since);
+  if (!filter.host.empty()) {
+    metrics->bind(3, filter.host);
+  }
   std::vector<std::vector<std::pair<std::int64_t, MetricResult>>> of_row(kept.size());
   while (metrics->step()) {
     const auto at = by_id.find(metrics->integer(0));
@@ -100,7 +117,7 @@ WHERE ? = '' OR l.started_at >= ?)sql");
   for (auto& [host, run] : runs) {
     run_list.push_back(std::move(run));
   }
-  return openmetrics_text(run_list, out);
+  write_openmetrics(run_list, out, write);
 }
 
 }  // namespace memstress::db

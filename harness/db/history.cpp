@@ -12,17 +12,13 @@
 #include <unordered_map>
 
 #include "harness/core/text_table.hpp"
+#include "harness/db/outliers.hpp"
 #include "harness/run/format.hpp"
 #include "harness/run/quantity.hpp"
 #include "harness/stats/summary.hpp"
 
 namespace memstress::db {
 namespace {
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return quantile_sorted(values, 0.5);
-}
 
 std::string better_words(Better better) {
   switch (better) {
@@ -167,8 +163,7 @@ DriverAccumulator::Group& DriverAccumulator::group(const MeasurementKey& what, c
 }
 
 void DriverAccumulator::add_value(Group& g, std::uint32_t gpu, const std::string& driver, double value) {
-  PerGpu& per = g.gpus[gpu];
-  (driver == base_ ? per.base : per.next).push_back(value);
+  g.values.push_back({gpu, driver != base_, value});
 }
 
 void DriverAccumulator::add(const MetricObservation& o) {
@@ -218,19 +213,31 @@ DriverComparison DriverAccumulator::report(const compare::CompareOptions& option
   out.base_driver = base;
   out.new_driver = next;
   out.options = options;
-  std::set<std::string> both;
+  std::vector<bool> both(uuids_.size(), false);
   for (const auto* entry : ordered) {
     const Group& g = entry->second;
     MetricResult a{g.what.metric, g.what.unit, g.what.better, {}, {}};
     MetricResult b = a;
     std::vector<double> ratios;
-    for (const auto& [index, gpu] : g.gpus) {
-      if (gpu.base.empty() || gpu.next.empty()) {
+    // Each GPU's values under each driver, together: a GPU's base values, then its new ones.
+    std::vector<Value> values = g.values;
+    std::sort(values.begin(), values.end(), [](const Value& x, const Value& y) {
+      return std::tie(x.gpu, x.next) < std::tie(y.gpu, y.next);
+    });
+    std::vector<double> under[2];
+    for (std::size_t i = 0; i < values.size();) {
+      const std::uint32_t gpu = values[i].gpu;
+      under[0].clear();
+      under[1].clear();
+      for (; i < values.size() && values[i].gpu == gpu; ++i) {
+        under[values[i].next ? 1 : 0].push_back(values[i].value);
+      }
+      if (under[0].empty() || under[1].empty()) {
         continue;
       }
-      both.insert(uuids_[index]);
-      const double va = median_of(gpu.base);
-      const double vb = median_of(gpu.next);
+      both[gpu] = true;
+      const double va = median_of(under[0]);
+      const double vb = median_of(under[1]);
       a.samples.push_back(va);
       b.samples.push_back(vb);
       if (va != 0) {
@@ -253,7 +260,7 @@ DriverComparison DriverAccumulator::report(const compare::CompareOptions& option
     out.counts.add(d.judged.outcome);
     out.groups.push_back(std::move(d));
   }
-  out.gpus_both = both.size();
+  out.gpus_both = static_cast<std::size_t>(std::count(both.begin(), both.end(), true));
   // Worst first: WORSE, UNSURE, BETTER, SAME; within each, the largest change first.
   const auto rank = [](compare::Outcome o) {
     switch (o) {

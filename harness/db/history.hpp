@@ -84,14 +84,16 @@ class DriverAccumulator {
   [[nodiscard]] const std::set<std::string>& drivers_seen() const noexcept { return drivers_seen_; }
 
  private:
-  struct PerGpu {
-    std::vector<double> base, next;
+  struct Value {
+    std::uint32_t gpu = 0;  // into uuids_
+    bool next = false;      // under the new driver, else under the base
+    double value = 0;
   };
   struct Group {
     MeasurementKey what;  // what the measurement is
     std::string model;
     int concurrent_ranks = 1;
-    std::unordered_map<std::uint32_t, PerGpu> gpus;  // GPU (into uuids_) ->
+    std::vector<Value> values;  // each GPU's, as they came
   };
   Group& group(const MeasurementKey& what, const std::string& model, int concurrent_ranks);
   void add_value(Group& group, std::uint32_t gpu, const std::string& driver, double value);

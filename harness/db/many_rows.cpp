@@ -2,6 +2,8 @@
 
 #include "harness/db/many_rows.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace memstress::db {
@@ -14,6 +16,17 @@ Statement& StatementCache::get(const std::string& sql) {
     at->second->reset();
   }
   return *at->second;
+}
+
+Statement& StatementCache::get(const std::string& key, const std::function<std::string()>& make) {
+  const auto at = by_key_.find(key);
+  if (at != by_key_.end()) {
+    at->second->reset();
+    return *at->second;
+  }
+  Statement& s = get(make());
+  by_key_.emplace(key, &s);
+  return s;
 }
 
 ManyRows::ManyRows(std::string head, std::string row, std::size_t columns, std::string tail)
@@ -49,7 +62,10 @@ void ManyRows::run(StatementCache& cache, const std::function<void(Statement&)>&
   const std::size_t total = rows();
   for (std::size_t first = 0; first < total; first += per_statement) {
     const std::size_t n = std::min(per_statement, total - first);
-    Statement& s = cache.get(text(n));
+    // Known by its parts and its number of rows: the full text (thousands of letters for a file's metrics) is
+    // made once.
+    Statement& s =
+        cache.get(fmt::format("{}\x1f{}\x1f{}\x1f{}", head_, row_, tail_, n), [&] { return text(n); });
     int index = 1;
     for (std::size_t i = first * columns_; i < (first + n) * columns_; ++i, ++index) {
       std::visit(
@@ -57,6 +73,8 @@ void ManyRows::run(StatementCache& cache, const std::function<void(Statement&)>&
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, std::monostate>) {
               s.bind_null(index);
+            } else if constexpr (std::is_same_v<T, std::string_view>) {
+              s.bind_view(index, v);  // the rows' texts live until run() returns
             } else {
               s.bind(index, v);
             }

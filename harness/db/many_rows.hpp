@@ -37,11 +37,14 @@ class StatementCache {
   explicit StatementCache(Connection& connection) : connection_(&connection) {}
   // The statement of `sql`, reset and without bindings.
   Statement& get(const std::string& sql);
+  // The same, known by a short `key` (the text made only the first time: `make`).
+  Statement& get(const std::string& key, const std::function<std::string()>& make);
   [[nodiscard]] Connection& connection() const noexcept { return *connection_; }
 
  private:
   Connection* connection_;
   std::unordered_map<std::string, std::unique_ptr<Statement>> statements_;
+  std::unordered_map<std::string, Statement*> by_key_;
 };
 
 class ManyRows {

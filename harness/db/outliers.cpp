@@ -36,8 +36,23 @@ void metric_key(const MetricObservation& o, std::string& key) {
 }  // namespace
 
 double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return quantile_sorted(values, 0.5);  // the stats library's median (harness/stats/summary.hpp)
+  // The stats library's median (quantile_sorted(sorted, 0.5), harness/stats/summary.hpp), to the bit, without
+  // sorting: the element at the lower middle, and where the count is even the least of those above it, which
+  // quantile_sorted would have read next (a fleet's groups are 100,000 GPUs; sorting each was most of a
+  // query).
+  if (values.size() < 2) {
+    return quantile_sorted(values, 0.5);
+  }
+  const double position = 0.5 * static_cast<double>(values.size() - 1);
+  const auto lower = static_cast<std::size_t>(std::floor(position));
+  const auto at = values.begin() + static_cast<std::ptrdiff_t>(lower);
+  std::nth_element(values.begin(), at, values.end());
+  const double fraction = position - static_cast<double>(lower);
+  if (fraction == 0) {
+    return *at;
+  }
+  const double next = *std::min_element(at + 1, values.end());
+  return *at + (next - *at) * fraction;
 }
 
 double scaled_mad(const std::vector<double>& values, double centre) {

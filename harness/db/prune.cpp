@@ -67,7 +67,8 @@ PruneOutcome prune(Store& store, const PruneOptions& options) {
   if (!options.samples_only && !options.all && !options.dry_run && out.runs_held > 0 &&
       out.runs_selected == out.runs_held) {
     throw InputError(fmt::format(
-        "memstress db prune: {} select every run '{}' holds ({}); nothing deleted (--all deletes them all)",
+        "memstress db prune: {} would delete every run '{}' holds ({}); nothing deleted (--all deletes them "
+        "all)",
         [&] {
           std::string what;
           if (!options.before.empty()) {

@@ -139,6 +139,7 @@ CREATE TABLE devices (
   pci_bus_id TEXT NOT NULL,
   seen_at TEXT NOT NULL
 );
+CREATE INDEX devices_host ON devices (host);
 CREATE TABLE series (
   id {id},
   measurement_id {int} NOT NULL REFERENCES measurements (id),

@@ -52,6 +52,11 @@ class SqliteStatement final : public Statement {
         "bind");
     return *this;
   }
+  Statement& bind_view(int index, std::string_view value) override {
+    check(sqlite3_bind_text64(handle_.get(), index, value.data(), value.size(), SQLITE_STATIC, SQLITE_UTF8),
+          "bind");
+    return *this;
+  }
   Statement& bind_null(int index) override {
     check(sqlite3_bind_null(handle_.get(), index), "bind");
     return *this;

@@ -225,8 +225,18 @@ set_tests_properties(cli.db_outliers_groups cli.db_outliers_groups_table PROPERT
 # fixture's server is (MEMSTRESS_TEST_POSTGRESQL); elsewhere that half is skipped.
 find_package(Python3 3.9 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
-  foreach(_class SchemaVersions ConcurrentIngests EveryByteWritten StorePaths ReadOnlyStore UnboundedInputs
-                 ValuesNoRunWrites)
+  foreach(
+    _class
+    SchemaVersions
+    ConcurrentIngests
+    EveryByteWritten
+    StorePaths
+    ReadOnlyStore
+    UnboundedInputs
+    ValuesNoRunWrites
+    IngestInputs
+    CrashedIngest
+    PruneRefusals)
     add_test(NAME cli.store_${_class} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_store_safety.py
                                               $<TARGET_FILE:memstress> -v ${_class})
     set_tests_properties(cli.store_${_class} PROPERTIES LABELS cpu TIMEOUT 300 ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
