@@ -117,12 +117,12 @@ int ingest_command(const DbFlags& f) {
     ingest_note(fmt::format("{} more file(s) skipped (-v names every file and what became of it)",
                             skipped - kSkippedNamed));
   }
-  const db::Store::Counts c = store.counts();
+  const db::Store::Counts c = store.counts(/*samples=*/false);
   fmt::print(
       "{} file(s): {} added, {} replaced, {} unchanged, {} skipped; '{}' holds {} run(s), {} row(s), {} "
-      "metric(s), {} sample(s)\n",
+      "metric(s)\n",
       added + replaced + kept + skipped, added, replaced, kept, skipped, store.connection().name(), c.runs,
-      c.rows, c.metrics, c.samples);
+      c.rows, c.metrics);
   return to_int(skipped > 0 ? ExitCode::bad_input : ExitCode::ok);
 }
 

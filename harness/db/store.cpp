@@ -273,11 +273,14 @@ std::vector<std::string> Store::drivers() {
   return out;
 }
 
-Store::Counts Store::counts() {
+Store::Counts Store::counts(bool samples) {
   Connection& c = *connection_;
-  const auto samples = c.prepare("SELECT COALESCE(sum(sample_count), 0) FROM metrics");
-  return {count(c, "files"), count(c, "runs"), count(c, "rows"), count(c, "metrics"),
-          samples->step() ? samples->integer(0) : 0};
+  Counts out{count(c, "files"), count(c, "runs"), count(c, "rows"), count(c, "metrics"), 0};
+  if (samples) {
+    const auto s = c.prepare("SELECT COALESCE(sum(sample_count), 0) FROM metrics");
+    out.samples = s->step() ? s->integer(0) : 0;
+  }
+  return out;
 }
 
 }  // namespace memstress::db

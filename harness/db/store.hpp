@@ -134,11 +134,12 @@ class Store {
   // The drivers the store holds measurements under, sorted.
   std::vector<std::string> drivers();
 
-  // Counts of what the store holds, for messages and tests.
+  // Counts of what the store holds, for messages and tests. The samples (a sum over every metric, which reads
+  // the whole table: seconds at a fleet's scale) only where asked for; else 0.
   struct Counts {
     std::int64_t files = 0, runs = 0, rows = 0, metrics = 0, samples = 0;
   };
-  Counts counts();
+  Counts counts(bool samples = true);
 
   [[nodiscard]] Connection& connection() noexcept { return *connection_; }
 
