@@ -114,6 +114,7 @@ WHERE )sql" + where);
     out.push_back(std::move(k.row));
   }
   std::vector<ExportedRun> run_list;
+  run_list.reserve(runs.size());
   for (auto& [host, run] : runs) {
     run_list.push_back(std::move(run));
   }

@@ -213,7 +213,8 @@ void ingest_files(Store& store, PathSource& source, const IngestSettings& settin
     }
   };
   // Stops and joins the workers however this function ends (a DbError, an exception from `each`).
-  struct Workers {
+  struct Workers {  // NOLINT(cppcoreguidelines-special-member-functions): a scope's guard, never copied or
+                    // moved
     std::vector<std::jthread> threads;
     std::mutex& mutex;
     bool& stop;
@@ -288,11 +289,10 @@ void ingest_files(Store& store, PathSource& source, const IngestSettings& settin
       ++in_batch;
     }
     told_at_commit.push_back(std::move(file.file));
-    if (in_batch >= settings.batch_files ||
+    // A batch of so many files (stored, or skipped: told in order with them), or one open past its time.
+    if (in_batch >= settings.batch_files || told_at_commit.size() >= settings.batch_files ||
         (batch && std::chrono::steady_clock::now() - opened >= settings.batch_time)) {
       commit();
-    } else if (!batch && told_at_commit.size() >= settings.batch_files) {
-      commit();  // skipped files only: told as they come
     }
   }
   commit();

@@ -80,7 +80,7 @@ class ManyRows {
     values_.push_back(v);
     return *this;
   }
-  std::string text(std::size_t rows) const;
+  [[nodiscard]] std::string text(std::size_t rows) const;
 
   std::string head_, row_, tail_;
   std::size_t columns_;

@@ -64,7 +64,7 @@ double scaled_mad(const std::vector<double>& values, double centre) {
   return kMadScale * median_of(std::move(apart));
 }
 
-GpuSummary summarize_runs(std::vector<double> medians) {
+GpuSummary summarize_runs(const std::vector<double>& medians) {
   GpuSummary out;
   out.runs = medians.size();
   if (medians.empty()) {

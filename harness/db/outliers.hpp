@@ -73,7 +73,7 @@ inline constexpr std::size_t kMinScatterGpus = 5;    // W from fewer GPUs (of 2+
 [[nodiscard]] double scaled_mad(const std::vector<double>& values, double centre);
 
 // A GPU's summary (store.hpp) of the medians of its runs.
-[[nodiscard]] GpuSummary summarize_runs(std::vector<double> medians);
+[[nodiscard]] GpuSummary summarize_runs(const std::vector<double>& medians);
 
 // A group of GPUs' values (each the median of its runs): their median, and their spread, the scaled MAD about
 // it but at least `relative_floor` of |median| (Note [Fleet outliers: median and MAD]; `db train`'s floors

@@ -125,21 +125,23 @@ class PostgresqlStatement final : public Statement {
     }
   }
 
-  bool is_null(int column) const override { return PQgetisnull(result_.get(), row_, column) != 0; }
-  std::int64_t integer(int column) const override {
+  [[nodiscard]] bool is_null(int column) const override {
+    return PQgetisnull(result_.get(), row_, column) != 0;
+  }
+  [[nodiscard]] std::int64_t integer(int column) const override {
     return is_null(column) ? 0 : std::strtoll(PQgetvalue(result_.get(), row_, column), nullptr, 10);
   }
-  double real(int column) const override {
+  [[nodiscard]] double real(int column) const override {
     return is_null(column) ? std::numeric_limits<double>::quiet_NaN()
                            : std::strtod(PQgetvalue(result_.get(), row_, column), nullptr);
   }
-  std::string_view text_view(int column) const override {
+  [[nodiscard]] std::string_view text_view(int column) const override {
     return is_null(column)
                ? std::string_view()
                : std::string_view(PQgetvalue(result_.get(), row_, column),
                                   static_cast<std::size_t>(PQgetlength(result_.get(), row_, column)));
   }
-  std::string text(int column) const override {
+  [[nodiscard]] std::string text(int column) const override {
     return is_null(column) ? std::string()
                            : std::string(PQgetvalue(result_.get(), row_, column),
                                          static_cast<std::size_t>(PQgetlength(result_.get(), row_, column)));
@@ -171,9 +173,9 @@ class PostgresqlConnection final : public Connection {
   PostgresqlConnection(ConnectionHandle c, std::string name, bool read_only)
       : c_(std::move(c)), name_(std::move(name)), read_only_(read_only) {}
 
-  const Dialect& dialect() const noexcept override { return kPostgresql; }
-  const std::string& name() const noexcept override { return name_; }
-  bool read_only() const noexcept override { return read_only_; }
+  [[nodiscard]] const Dialect& dialect() const noexcept override { return kPostgresql; }
+  [[nodiscard]] const std::string& name() const noexcept override { return name_; }
+  [[nodiscard]] bool read_only() const noexcept override { return read_only_; }
 
   void exec(std::string_view sql) override {
     const std::string text(sql);

@@ -28,7 +28,7 @@ GpuSummary summarize_window(std::vector<SeriesPoint>& points, std::string& windo
   for (const SeriesPoint& p : points) {
     medians.push_back(p.median);
   }
-  return summarize_runs(std::move(medians));
+  return summarize_runs(medians);
 }
 
 void refresh_series(StatementCache& cache, const std::vector<std::int64_t>& ids) {

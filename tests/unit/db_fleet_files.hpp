@@ -42,7 +42,7 @@ inline std::filesystem::path fleet_run(const std::filesystem::path& dir, const s
       }
     }
   }
-  const std::filesystem::path out = dir / fmt::format("{}-{}.json", node, started_at.substr(0, 19));
+  std::filesystem::path out = dir / fmt::format("{}-{}.json", node, started_at.substr(0, 19));
   std::ofstream(out) << doc.dump();
   return out;
 }

@@ -69,6 +69,7 @@ void ingest_in_batches(Store& store, const std::vector<FleetRun>& runs, std::siz
   IngestSettings settings;
   settings.batch_files = batch_files;
   std::vector<std::string> paths;
+  paths.reserve(runs.size());
   for (const FleetRun& r : runs) {
     paths.push_back(r.path.string());
   }
