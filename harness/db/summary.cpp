@@ -37,13 +37,18 @@ void refresh_series(StatementCache& cache, const std::vector<std::int64_t>& ids)
     for (const std::int64_t id : chunk) {
       points[id];
     }
-    id_list(
-        "SELECT s.id, p.started_at, p.id, p.median FROM series s JOIN metrics p ON p.series_id = s.id AND "
-        "p.started_at >= s.window_from WHERE s.id IN (",
-        chunk, ")")
-        .run(cache, [&](Statement& s) {
-          points[s.integer(0)].push_back({s.text(1), s.integer(2), s.real(3)});
-        });
+    // The ids as a table the join starts from: given `s.id IN (500 ids)`, PostgreSQL scanned every series
+    // (a seq scan filtered by the list), most of an ingest's time on its server.
+    ManyRows read(
+        "SELECT s.id, p.started_at, p.id, p.median FROM (VALUES", "(CAST(? AS BIGINT))", 1,
+        ") AS v JOIN series s ON s.id = v.column1 JOIN metrics p ON p.series_id = s.id AND p.started_at "
+        ">= s.window_from");
+    for (const std::int64_t id : chunk) {
+      read.add(id);
+    }
+    read.run(cache, [&](Statement& s) {
+      points[s.integer(0)].push_back({s.text(1), s.integer(2), s.real(3)});
+    });
     ManyRows update(
         "UPDATE series SET runs = v.column2, median = v.column3, scatter = v.column4, window_from = "
         "v.column5 "
