@@ -153,7 +153,7 @@ CREATE TABLE series (
 CREATE INDEX series_device ON series (device_id);
 ALTER TABLE metrics ADD COLUMN series_id {int};
 ALTER TABLE metrics ADD COLUMN started_at TEXT;
-CREATE INDEX metrics_series ON metrics (series_id, started_at);
+CREATE INDEX metrics_series ON metrics (series_id, started_at, median);
 DROP INDEX metrics_name;
 CREATE TABLE latest_rows (
   device_id {int} NOT NULL REFERENCES devices (id),

@@ -14,7 +14,8 @@
 // still going (or crashed) and its document written later are one run, not two, and the GPUs' medians are not
 // counted twice: the one with more rows wins (a finished document over its stream: more rows, or as many and
 // no longer `running`), replacing the other's rows in the same transaction; the other is recorded as a file
-// of that run. Each file is ingested in one transaction: a file that fails midway leaves nothing.
+// of that run. Files are ingested in batches, a transaction each (IngestBatch): a batch that fails midway
+// leaves nothing of it, and the batches before it stay.
 
 #include <functional>
 #include <limits>

@@ -15,14 +15,17 @@
 // runs.
 //
 // A metric that is a point of a series (better direction, finite median, a row that passed or failed on a GPU
-// it names) carries its series and its run's start; the index (series_id, started_at) finds a series' newest
-// points. After a batch of files is written (Note [Ingesting in batches]), each series it touched is
-// summarised again from its points from `window_from` on (the start of its kSeriesWindow-th newest point, ""
-// while it has fewer): the window plus what the batch added, a few rows, never its history. Where a point
-// inside a window goes (a run replaced by a fuller copy, db prune) the window is read again whole ("" again);
-// a series left without a point goes. `devices` holds each GPU as last seen (host, PCI bus id: the newest
-// run's), and `latest_rows` each GPU's newest row of each case (db export), upserted at ingest where newer
-// and rebuilt for the GPUs whose rows a replacement or a prune deleted.
+// it names) carries its series and its run's start; the index (series_id, started_at, median) finds a series'
+// newest points and holds their medians, so that a summary is made again from the index alone (read from the
+// metrics' rows, scattered over the table, a day's run of 250 nodes into a store of 10,000 GPUs x 20 runs
+// took 11 ms of CPU a file, not 8). After a batch of files is written (Note [Ingesting in batches]), each
+// series it touched is summarised again from its points from `window_from` on (the start of its
+// kSeriesWindow-th newest point, "" while it has fewer): the window plus what the batch added, a few rows,
+// never its history. Where a point inside a window goes (a run replaced by a fuller copy, db prune) the
+// window is read again whole ("" again); a series left without a point goes. `devices` holds each GPU as last
+// seen (host, PCI bus id: the newest run's), and `latest_rows` each GPU's newest row of each case (db
+// export), upserted at ingest where newer and rebuilt for the GPUs whose rows a replacement or a prune
+// deleted.
 //
 // With --since a query reads the points of the runs started since (through runs_started, rows_run and
 // metrics_row), sorted by series, and summarises them the same way: what it costs is the window asked for.
