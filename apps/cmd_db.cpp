@@ -1,10 +1,13 @@
-// memstress db: the fleet store (harness/db). `db ingest FILES... --db F` loads results files into it;
+// memstress db: the fleet store (harness/db). `db ingest FILES|FOLDERS|- --db F` loads results files into it
+// (a folder: every results file under it; `-`: the paths standard input lists); `db prune` deletes old runs
+// or their samples (Note [Pruning the store]);
 // `db outliers --db F` names the GPUs slower than their siblings (Note [Fleet outliers: median and MAD]);
 // `db history --gpu UUID|--host H` is a GPU's or node's metrics over time, driver changes marked;
 // `db compare --driver A --driver B` judges two drivers over the GPUs that ran under both (Note [Two
 // drivers across a fleet]); `db export --format openmetrics` writes the newest rows for Prometheus; `db train
 // --profile P --write OUT` sets a profile's floors from the fleet (Note [Floors from the fleet]).
-// Exit codes: ingest 0, or 2 when any file was skipped (the others are kept); outliers 0 none found,
+// Exit codes: ingest 0, or 2 when any file or input was skipped (the others are kept); prune 2 when it would
+// delete every run without --all; outliers 0 none found,
 // 1 any found (for schedulers); compare 1 when a measurement is WORSE; history 2 when nothing matches
 // the GPU or host asked for; train 1 when no check could be trained (nothing written); 2 bad input.
 
@@ -14,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <regex>
 
@@ -31,6 +35,7 @@
 #include "harness/db/history.hpp"
 #include "harness/db/ingest.hpp"
 #include "harness/db/outliers.hpp"
+#include "harness/db/prune.hpp"
 
 namespace memstress::app {
 namespace {
@@ -55,6 +60,12 @@ struct DbFlags {
   std::string profile;
   std::string write;
   double k = db::FleetTrainOptions{}.k;
+  std::size_t batch = db::IngestSettings{}.batch_files;
+  bool no_samples = false;
+  std::size_t keep_runs = 0;
+  bool samples_only = false;
+  bool all = false;
+  bool dry_run = false;
 };
 
 // Without -v, ingest names this many skipped files, then counts the rest.
@@ -67,10 +78,17 @@ void ingest_note(std::string_view line) {
 }
 
 int ingest_command(const DbFlags& f) {
+  if (std::count(f.files.begin(), f.files.end(), "-") > 1) {
+    throw InputError(
+        "memstress db ingest: '-' given twice: the list of paths is read from standard input once");
+  }
   db::Store store(db::open_database(f.db, db::OpenMode::create));
   std::size_t added = 0, replaced = 0, kept = 0, skipped = 0;
-  const std::vector<std::filesystem::path> paths(f.files.begin(), f.files.end());
-  db::ingest_files(store, paths, 0, [&](const db::FileIngest& file) {
+  db::PathSource source(f.files, std::cin);
+  db::IngestSettings settings;
+  settings.batch_files = f.batch;
+  settings.store.keep_samples = !f.no_samples;
+  db::ingest_files(store, source, settings, [&](const db::FileIngest& file) {
     const std::string line = terminal_text(db::describe(file));  // names and messages from files
     if (!file.outcome) {
       ++skipped;
@@ -99,22 +117,46 @@ int ingest_command(const DbFlags& f) {
     ingest_note(fmt::format("{} more file(s) skipped (-v names every file and what became of it)",
                             skipped - kSkippedNamed));
   }
-  const db::Store::Counts c = store.counts();
+  const db::Store::Counts c = store.counts(/*samples=*/false);
   fmt::print(
       "{} file(s): {} added, {} replaced, {} unchanged, {} skipped; '{}' holds {} run(s), {} row(s), {} "
-      "metric(s), {} sample(s)\n",
-      f.files.size(), added, replaced, kept, skipped, store.connection().name(), c.runs, c.rows, c.metrics,
-      c.samples);
+      "metric(s)\n",
+      added + replaced + kept + skipped, added, replaced, kept, skipped, store.connection().name(), c.runs,
+      c.rows, c.metrics);
   return to_int(skipped > 0 ? ExitCode::bad_input : ExitCode::ok);
+}
+
+int prune_command(const DbFlags& f) {
+  db::PruneOptions options;
+  options.before = f.since;
+  options.keep_runs = f.keep_runs;
+  options.samples_only = f.samples_only;
+  options.all = f.all;
+  options.dry_run = f.dry_run;
+  // A store that is not there is a mistaken --db, not one to make empty.
+  const bool url = f.db.starts_with("postgresql://") || f.db.starts_with("postgres://");
+  if (!url && !std::filesystem::exists(f.db)) {
+    throw InputError(fmt::format("--db '{}': no such database (memstress db ingest creates one)", f.db));
+  }
+  db::Store store(db::open_database(f.db, db::OpenMode::create));
+  const db::PruneOutcome o = db::prune(store, options);
+  const std::string what = options.samples_only ? "dropped the samples of" : "deleted";
+  fmt::print("{}{} {} of {} run(s) ({} metric(s), {} sample(s)){}; '{}' holds {} run(s)\n",
+             options.dry_run ? "would have " : "",
+             options.dry_run && !options.samples_only ? "deleted" : what, o.runs_selected, o.runs_held,
+             o.metrics, o.samples, options.samples_only ? ", their statistics kept" : "",
+             store.connection().name(),
+             options.dry_run || options.samples_only ? o.runs_held : o.runs_held - o.runs_selected);
+  return to_int(ExitCode::ok);
 }
 
 // --since: a date or a UTC time as the results write them (compared as text, so the prefix is enough), a
 // real one (2026-02-31 is none).
-std::string checked_since(const std::string& since) {
+std::string checked_since(const std::string& since, std::string_view flag = "--since") {
   static const std::regex kIso(R"(\d{4}-\d{2}-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?Z?)?)");
   if (!since.empty() && (!std::regex_match(since, kIso) || !valid_iso8601(since, TimeZone::utc_only))) {
     throw InputError(
-        fmt::format("--since '{}': expected a UTC date or time, 2026-11-21 or 2026-11-21T14:03:05Z", since));
+        fmt::format("{} '{}': expected a UTC date or time, 2026-11-21 or 2026-11-21T14:03:05Z", flag, since));
   }
   return since;
 }
@@ -127,10 +169,12 @@ int outliers_command(const DbFlags& f) {
   if (f.groups && f.format != "json") {
     throw InputError("--groups: only with --format json (every GPU's value, for the report's fleet page)");
   }
-  const db::ObservationFilter filter{f.metric, checked_since(f.since), "", ""};
+  const db::SeriesFilter filter{f.metric, checked_since(f.since), {}};
   db::Store store(db::open_database(f.db, db::OpenMode::read_only));
   db::OutlierAccumulator groups;
-  store.for_each_observation(filter, [&](const db::MetricObservation& o) { groups.add(o); });
+  store.for_each_series(filter, [&](const db::Measurement& m, const db::Device& d, const db::GpuSummary& s) {
+    groups.add(m, d, s);
+  });
   const db::OutlierReport report = groups.report(options);
   const std::string out = f.format == "json" ? json_text(db::outliers_json(report, options), 2) + "\n"
                                              : db::format_outliers_table(report, options);
@@ -191,12 +235,13 @@ int compare_command(const DbFlags& f) {
   options.threshold_pct = compare::parse_threshold(f.threshold_pct, "--threshold");
   db::Store store(db::open_database(f.db, db::OpenMode::read_only));
   db::DriverAccumulator drivers(f.drivers[0], f.drivers[1]);
-  store.for_each_observation({f.metric, checked_since(f.since), "", ""},
-                             [&](const db::MetricObservation& o) { drivers.add(o); });
+  store.for_each_series(
+      {f.metric, checked_since(f.since), f.drivers},
+      [&](const db::Measurement& m, const db::Device& d, const db::GpuSummary& s) { drivers.add(m, d, s); });
   const db::DriverComparison c = drivers.report(options);
   if (c.gpus_both == 0) {
     // Nothing compared is no verdict: a misspelt driver must not pass a scheduler's gate.
-    std::vector<std::string> seen(drivers.drivers_seen().begin(), drivers.drivers_seen().end());
+    const std::vector<std::string> seen = store.drivers();
     throw InputError(
         fmt::format("--driver {} --driver {}: no GPU in '{}' ran under both{}; drivers held: {}",
                     f.drivers[0], f.drivers[1], store.connection().name(),
@@ -209,12 +254,14 @@ int compare_command(const DbFlags& f) {
 
 int export_command(const DbFlags& f) {
   db::Store store(db::open_database(f.db, db::OpenMode::read_only));
-  const std::string text = db::export_openmetrics(store, checked_since(f.since));
+  const db::ExportFilter filter{checked_since(f.since), f.host};
   if (f.out.empty()) {
-    print_all(text);
+    db::export_openmetrics(store, filter, [](std::string_view piece) { print_all(piece); });
   } else {
     // Whole or not at all: the textfile collector may read the file at any moment.
-    write_file_atomically(f.out, text, "--out");
+    AtomicFileWriter out(f.out, "--out");
+    db::export_openmetrics(store, filter, [&](std::string_view piece) { out.write(piece); });
+    out.commit();
   }
   return to_int(ExitCode::ok);
 }
@@ -227,7 +274,21 @@ int train_command(const DbFlags& f) {
   options.k = f.k;
   options.driver = f.drivers.empty() ? "" : f.drivers.front();
   options.min_gpus = f.min_gpus;
-  const db::FleetTraining t = db::train_from_fleet(profile, store.observations({}), options);
+  // Each GPU's value per measurement, as db outliers judges it (its newest runs' median).
+  std::vector<db::MetricObservation> fleet;
+  store.for_each_series({}, [&](const db::Measurement& m, const db::Device& d, const db::GpuSummary& s) {
+    db::MetricObservation o;
+    static_cast<MeasurementKey&>(o) = m;
+    o.model = m.model;
+    o.driver = m.driver;
+    o.concurrent_ranks = m.concurrent_ranks;
+    o.host = d.host;
+    o.gpu_uuid = d.uuid;
+    o.pci_bus_id = d.pci_bus_id;
+    o.median = s.median;
+    fleet.push_back(std::move(o));
+  });
+  const db::FleetTraining t = db::train_from_fleet(profile, fleet, options);
   std::vector<TableLine> table{{"CHECK", "GPUS", "RANKS", "MEDIAN", "SCALED MAD", "BOUND"}};
   for (const db::FleetBound& b : t.trained) {
     table.push_back({terminal_text(b.check), std::to_string(b.gpus), std::to_string(b.ranks),
@@ -265,13 +326,23 @@ Subcommand add_db(CLI::App& app) {
   sub->require_subcommand(1);
   CLI::App* ingest = sub->add_subcommand(
       "ingest", "Load results files (memstress run --out .json/.jsonl, accept's, Google Benchmark JSON)");
-  ingest->add_option("FILES", flags->files, "Results files")->required();
+  ingest
+      ->add_option("FILES", flags->files,
+                   "Results files, folders (every results file under them) or - (the paths standard input "
+                   "lists, one a line)")
+      ->required();
   ingest
       ->add_option("--db", flags->db,
                    "The SQLite file (created when missing), or postgresql://[user[:password]@][host][:port]/"
                    "database[?param=value...] (the database must exist)")
       ->required()
       ->check(a_path());
+  ingest
+      ->add_option("--batch", flags->batch, "Files a transaction at most (a crash loses the batch in flight)")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
+  ingest->add_flag("--no-samples", flags->no_samples,
+                   "Keep each metric's statistics (median, percentiles, mean, ...), not its repetitions");
   ingest->add_flag("-v,--verbose", flags->verbose,
                    "A line for every file (added, replaced, unchanged or skipped, and why); without it, the "
                    "totals and the first skipped files");
@@ -323,6 +394,7 @@ Subcommand add_db(CLI::App& app) {
       ->check(CLI::IsMember({"openmetrics"}))
       ->required();
   exporter->add_option("--since", flags->since, "Only runs started at or after this UTC date or time");
+  exporter->add_option("--host", flags->host, "Only the GPUs last seen on this host (a node's own textfile)");
   exporter->add_option("--out", flags->out,
                        "Write here (atomically) instead of stdout, e.g. "
                        "/var/lib/node_exporter/textfile/memstress.prom");
@@ -342,9 +414,25 @@ Subcommand add_db(CLI::App& app) {
       ->check(CLI::Range(0.5, 20.0))
       ->capture_default_str();
   add_min_gpus(*train, flags->min_gpus, "Train a check only from at least this many GPUs");
-  return {sub, [flags, ingest, outliers, history, drivers, train] {
+  CLI::App* pruner = sub->add_subcommand(
+      "prune", "Delete old runs (by age, or beyond each GPU's newest N), or only their samples");
+  pruner->add_option("--db", flags->db, kStore)->required()->check(a_path());
+  pruner->add_option("--before", flags->since, "Runs started before this UTC date or time");
+  pruner
+      ->add_option("--keep-runs", flags->keep_runs,
+                   "Keep each GPU's newest N runs (a run goes when no GPU keeps it)")
+      ->check(CLI::Range(1, 1'000'000));
+  pruner->add_flag("--samples-only", flags->samples_only,
+                   "Drop the selected runs' samples (repetitions) only: the runs and their statistics stay");
+  pruner->add_flag("--all", flags->all, "Let the prune delete every run the store holds");
+  pruner->add_flag("--dry-run", flags->dry_run, "Say what would be deleted; change nothing");
+  return {sub, [flags, ingest, outliers, history, drivers, train, pruner] {
             if (ingest->parsed()) {
               return ingest_command(*flags);
+            }
+            if (pruner->parsed()) {
+              flags->since = checked_since(flags->since, "--before");
+              return prune_command(*flags);
             }
             if (outliers->parsed()) {
               return outliers_command(*flags);

@@ -41,6 +41,9 @@ class Statement {
   virtual Statement& bind(int index, double value) = 0;  // NaN: NULL
   virtual Statement& bind(int index, std::string_view value) = 0;
   virtual Statement& bind_null(int index) = 0;
+  // The same as bind(index, value) where `value` stays alive and unchanged until the statement is reset (the
+  // backend may keep the view rather than a copy: Note [Many rows a statement]).
+  virtual Statement& bind_view(int index, std::string_view value) { return bind(index, value); }
   Statement& bind(int index, const std::string& value) { return bind(index, std::string_view(value)); }
   Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
   Statement& bind(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }

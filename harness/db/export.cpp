@@ -1,43 +1,54 @@
-// The store's newest rows, exported (export.hpp).
+// The store's newest rows, exported (export.hpp): each GPU's newest row of each case as latest_rows keeps it
+// (Note [Summaries kept at ingest]), so what an export reads is the fleet, not its history.
 
 #include "harness/db/export.hpp"
 
+#include <algorithm>
 #include <map>
-#include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include "harness/run/openmetrics.hpp"
 
 namespace memstress::db {
 
 std::string export_openmetrics(Store& store, const std::string& since) {
+  std::string out;
+  export_openmetrics(store, {since, ""}, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void export_openmetrics(Store& store, const ExportFilter& filter,
+                        const std::function<void(std::string_view)>& write) {
   Connection& c = store.connection();
-  // Newest run first, so the first row seen of each (GPU, workload, case, allocator) is its latest.
+  // Of one host, from its GPUs (index devices_host) to their rows (latest_rows' key starts with the GPU).
+  const std::string where =
+      filter.host.empty() ? "(? = '' OR l.started_at >= ?)" : "(? = '' OR l.started_at >= ?) AND d.host = ?";
   const auto rows = c.prepare(R"sql(
-SELECT r.id, r.device_uuid, r.device_name, r.rank, r.workload, r.case_label, r.allocator, r.verdict,
-       r.checked, r.errors, COALESCE(k.host, ''), COALESCE(k.driver, ''), u.started_at,
-       u.memstress_version
-FROM rows r
-JOIN runs u ON r.run_id = u.id
-LEFT JOIN ranks k ON k.run_id = r.run_id AND k.rank = COALESCE(r.rank, 0)
-WHERE r.device_uuid <> '' AND (? = '' OR u.started_at >= ?)
-ORDER BY u.started_at DESC, u.id DESC, r.id)sql");
-  rows->bind(1, since).bind(2, since);
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::size_t> seen;
-  std::map<std::int64_t, std::size_t> by_id;  // row id -> position in `out`
-  std::vector<ExportedRow> out;
-  std::map<std::string, ExportedRun> runs;  // the newest per host
-  while (rows->step()) {
-    const std::int64_t id = rows->integer(0);
-    const std::string host = rows->text(10);
-    if (!runs.contains(host)) {
-      runs[host] = {host, rows->text(11), rows->text(13), rows->text(12)};
-    }
-    if (!seen.emplace(std::tuple(rows->text(1), rows->text(4), rows->text(5), rows->text(6)), out.size())
-             .second) {
-      continue;
-    }
+SELECT r.id, d.uuid, r.device_name, r.rank, r.workload, r.case_label, r.allocator, r.verdict, r.checked,
+       r.errors, COALESCE(k.host, ''), COALESCE(k.driver, ''), u.started_at, u.memstress_version, u.id
+FROM devices d
+JOIN latest_rows l ON l.device_id = d.id
+JOIN rows r ON r.id = l.row_id
+JOIN runs u ON u.id = l.run_id
+LEFT JOIN ranks k ON k.run_id = l.run_id AND k.rank = COALESCE(r.rank, 0)
+WHERE )sql" + where);
+  rows->bind(1, filter.since).bind(2, filter.since);
+  if (!filter.host.empty()) {
+    rows->bind(3, filter.host);
+  }
+  struct Kept {
     ExportedRow row;
+    std::string started_at;
+    std::int64_t run_id = 0, row_id = 0;
+  };
+  std::vector<Kept> kept;
+  std::unordered_map<std::int64_t, std::size_t> by_id;  // row id -> position in `kept`
+  std::map<std::string, ExportedRun> runs;              // the newest per host
+  while (rows->step()) {
+    Kept k;
+    k.row_id = rows->integer(0);
+    ExportedRow& row = k.row;
     row.gpu_uuid = rows->text(1);
     row.model = rows->text(2);
     if (!rows->is_null(3)) {
@@ -49,33 +60,65 @@ ORDER BY u.started_at DESC, u.id DESC, r.id)sql");
     row.verdict = verdict_from_string(rows->text(7)).value_or(Verdict::error);
     row.checked = static_cast<std::uint64_t>(std::max<std::int64_t>(0, rows->integer(8)));
     row.errors = static_cast<std::uint64_t>(std::max<std::int64_t>(0, rows->integer(9)));
-    row.host = host;
-    by_id.emplace(id, out.size());
-    out.push_back(std::move(row));
-  }
-  // The kept rows' metrics only (a GPU's newest rows: a few per GPU), each by its row (index metrics_row).
-  const auto metrics =
-      c.prepare("SELECT name, unit, better, n, median, p10, p90 FROM metrics WHERE row_id = ? ORDER BY id");
-  for (const auto& [row_id, at] : by_id) {
-    metrics->bind(1, row_id);
-    while (metrics->step()) {
-      MetricResult m;
-      m.name = metrics->text(0);
-      m.unit = metrics->text(1);
-      m.better = better_from_string(metrics->text(2)).value_or(Better::none);
-      m.summary.n = static_cast<std::size_t>(std::max<std::int64_t>(0, metrics->integer(3)));
-      m.summary.median = metrics->real(4);
-      m.summary.p10 = metrics->real(5);
-      m.summary.p90 = metrics->real(6);
-      out[at].metrics.push_back(std::move(m));
+    row.host = rows->text(10);
+    k.started_at = rows->text(12);
+    k.run_id = rows->integer(14);
+    auto [run, added] = runs.try_emplace(row.host);
+    if (added || k.started_at > run->second.started_at) {
+      run->second = {row.host, rows->text(11), rows->text(13), k.started_at};
     }
-    metrics->reset();
+    by_id.emplace(k.row_id, kept.size());
+    kept.push_back(std::move(k));
+  }
+  // The kept rows' metrics (index metrics_row), each row's in the order they were written.
+  const auto metrics = c.prepare(R"sql(
+SELECT m.row_id, m.id, m.name, m.unit, m.better, m.n, m.median, m.p10, m.p90
+FROM devices d
+JOIN latest_rows l ON l.device_id = d.id
+JOIN metrics m ON m.row_id = l.row_id
+WHERE )sql" + where);
+  metrics->bind(1, filter.since).bind(2, filter.since);
+  if (!filter.host.empty()) {
+    metrics->bind(3, filter.host);
+  }
+  std::vector<std::vector<std::pair<std::int64_t, MetricResult>>> of_row(kept.size());
+  while (metrics->step()) {
+    const auto at = by_id.find(metrics->integer(0));
+    if (at == by_id.end()) {
+      continue;
+    }
+    MetricResult m;
+    m.name = metrics->text(2);
+    m.unit = metrics->text(3);
+    m.better = better_from_string(metrics->text_view(4)).value_or(Better::none);
+    m.summary.n = static_cast<std::size_t>(std::max<std::int64_t>(0, metrics->integer(5)));
+    m.summary.median = metrics->real(6);
+    m.summary.p10 = metrics->real(7);
+    m.summary.p90 = metrics->real(8);
+    of_row[at->second].emplace_back(metrics->integer(1), std::move(m));
+  }
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    auto& list = of_row[i];
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [id, m] : list) {
+      kept[i].row.metrics.push_back(std::move(m));
+    }
+  }
+  // Newest run first, each run's rows in their order (as the rows were read before).
+  std::sort(kept.begin(), kept.end(), [](const Kept& a, const Kept& b) {
+    return std::tie(b.started_at, b.run_id, a.row_id) < std::tie(a.started_at, a.run_id, b.row_id);
+  });
+  std::vector<ExportedRow> out;
+  out.reserve(kept.size());
+  for (Kept& k : kept) {
+    out.push_back(std::move(k.row));
   }
   std::vector<ExportedRun> run_list;
+  run_list.reserve(runs.size());
   for (auto& [host, run] : runs) {
     run_list.push_back(std::move(run));
   }
-  return openmetrics_text(run_list, out);
+  write_openmetrics(run_list, out, write);
 }
 
 }  // namespace memstress::db

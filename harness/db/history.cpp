@@ -12,17 +12,13 @@
 #include <unordered_map>
 
 #include "harness/core/text_table.hpp"
+#include "harness/db/outliers.hpp"
 #include "harness/run/format.hpp"
 #include "harness/run/quantity.hpp"
 #include "harness/stats/summary.hpp"
 
 namespace memstress::db {
 namespace {
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return quantile_sorted(values, 0.5);
-}
 
 std::string better_words(Better better) {
   switch (better) {
@@ -149,6 +145,27 @@ DriverComparison compare_drivers(const std::vector<MetricObservation>& observati
 DriverAccumulator::DriverAccumulator(std::string base, std::string next)
     : base_(std::move(base)), next_(std::move(next)) {}
 
+DriverAccumulator::Group& DriverAccumulator::group(const MeasurementKey& what, const std::string& model,
+                                                   int concurrent_ranks) {
+  key_.clear();
+  for (const std::string* part : {&what.workload, &what.case_label, &what.allocator, &what.metric, &model}) {
+    key_ += *part;
+    key_ += '\x1f';
+  }
+  key_ += std::to_string(concurrent_ranks);
+  auto [at, added] = groups_.try_emplace(key_);
+  if (added) {
+    at->second.what = what;
+    at->second.model = model;
+    at->second.concurrent_ranks = concurrent_ranks;
+  }
+  return at->second;
+}
+
+void DriverAccumulator::add_value(Group& g, std::uint32_t gpu, const std::string& driver, double value) {
+  g.values.push_back({gpu, driver != base_, value});
+}
+
 void DriverAccumulator::add(const MetricObservation& o) {
   if (o.driver != last_driver_) {  // runs come row by row: the driver changes rarely
     last_driver_ = o.driver;
@@ -157,18 +174,30 @@ void DriverAccumulator::add(const MetricObservation& o) {
   if (o.driver != base_ && o.driver != next_) {
     return;
   }
-  key_.clear();
-  for (const std::string* part : {&o.workload, &o.case_label, &o.allocator, &o.metric, &o.model}) {
-    key_ += *part;
-    key_ += '\x1f';
-  }
-  key_ += std::to_string(o.concurrent_ranks);
-  auto [at, added] = groups_.try_emplace(key_);
+  const auto [gpu, added] = gpu_index_.try_emplace(o.gpu_uuid, static_cast<std::uint32_t>(uuids_.size()));
   if (added) {
-    at->second.first = o;
+    uuids_.push_back(o.gpu_uuid);
   }
-  PerGpu& gpu = at->second.gpus.try_emplace(o.gpu_uuid).first->second;
-  (o.driver == base_ ? gpu.base : gpu.next).push_back(o.median);
+  add_value(group(o, o.model, o.concurrent_ranks), gpu->second, o.driver, o.median);
+}
+
+void DriverAccumulator::add(const Measurement& m, const Device& d, const GpuSummary& summary) {
+  if (m.driver != last_driver_) {
+    last_driver_ = m.driver;
+    drivers_seen_.insert(m.driver);
+  }
+  if (m.driver != base_ && m.driver != next_) {
+    return;
+  }
+  auto [g, new_measurement] = by_measurement_.try_emplace(m.id, nullptr);
+  if (new_measurement) {
+    g->second = &group(m, m.model, m.concurrent_ranks);
+  }
+  const auto [gpu, added] = by_device_.try_emplace(d.id, static_cast<std::uint32_t>(uuids_.size()));
+  if (added) {
+    uuids_.push_back(d.uuid);
+  }
+  add_value(*g->second, gpu->second, m.driver, summary.median);
 }
 
 DriverComparison DriverAccumulator::report(const compare::CompareOptions& options) const {
@@ -184,19 +213,31 @@ DriverComparison DriverAccumulator::report(const compare::CompareOptions& option
   out.base_driver = base;
   out.new_driver = next;
   out.options = options;
-  std::set<std::string> both;
+  std::vector<bool> both(uuids_.size(), false);
   for (const auto* entry : ordered) {
     const Group& g = entry->second;
-    MetricResult a{g.first.metric, g.first.unit, g.first.better, {}, {}};
+    MetricResult a{g.what.metric, g.what.unit, g.what.better, {}, {}};
     MetricResult b = a;
     std::vector<double> ratios;
-    for (const auto& [uuid, gpu] : g.gpus) {
-      if (gpu.base.empty() || gpu.next.empty()) {
+    // Each GPU's values under each driver, together: a GPU's base values, then its new ones.
+    std::vector<Value> values = g.values;
+    std::sort(values.begin(), values.end(), [](const Value& x, const Value& y) {
+      return std::tie(x.gpu, x.next) < std::tie(y.gpu, y.next);
+    });
+    std::vector<double> under[2];
+    for (std::size_t i = 0; i < values.size();) {
+      const std::uint32_t gpu = values[i].gpu;
+      under[0].clear();
+      under[1].clear();
+      for (; i < values.size() && values[i].gpu == gpu; ++i) {
+        under[values[i].next ? 1 : 0].push_back(values[i].value);
+      }
+      if (under[0].empty() || under[1].empty()) {
         continue;
       }
-      both.insert(uuid);
-      const double va = median_of(gpu.base);
-      const double vb = median_of(gpu.next);
+      both[gpu] = true;
+      const double va = median_of(under[0]);
+      const double vb = median_of(under[1]);
       a.samples.push_back(va);
       b.samples.push_back(vb);
       if (va != 0) {
@@ -210,16 +251,16 @@ DriverComparison DriverAccumulator::report(const compare::CompareOptions& option
     a.summary = summarize(a.samples);
     b.summary = summarize(b.samples);
     DriverGroup d;
-    static_cast<MeasurementKey&>(d) = g.first;
-    d.model = g.first.model;
-    d.concurrent_ranks = g.first.concurrent_ranks;
+    static_cast<MeasurementKey&>(d) = g.what;
+    d.model = g.model;
+    d.concurrent_ranks = g.concurrent_ranks;
     d.gpus = a.samples.size();
     d.paired_change_pct = ratios.empty() ? std::nan("") : median_of(ratios);
     d.judged = compare::compare_metric(a, b, options);
     out.counts.add(d.judged.outcome);
     out.groups.push_back(std::move(d));
   }
-  out.gpus_both = both.size();
+  out.gpus_both = static_cast<std::size_t>(std::count(both.begin(), both.end(), true));
   // Worst first: WORSE, UNSURE, BETTER, SAME; within each, the largest change first.
   const auto rank = [](compare::Outcome o) {
     switch (o) {

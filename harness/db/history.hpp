@@ -17,6 +17,7 @@
 // of each GPU's own change (B / A - 1), which a reader can hold against the unpaired one: where they
 // disagree, a few GPUs moved a lot.
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -69,27 +70,42 @@ struct DriverComparison {
 DriverComparison compare_drivers(const std::vector<MetricObservation>& observations, const std::string& base,
                                  const std::string& next, const compare::CompareOptions& options);
 
-// The same, fed one observation at a time (Store::for_each_observation), holding per measurement and GPU
-// only its medians under each driver.
+// The same, fed one observation at a time, or one GPU's summary at a time (Store::for_each_series), holding
+// per measurement and GPU only its medians under each driver.
 class DriverAccumulator {
  public:
   DriverAccumulator(std::string base, std::string next);
+  // A run's median: a GPU's value under a driver is the median of those it is given.
   void add(const MetricObservation& observation);
+  // A GPU's runs under the measurement's driver, summarised: its value there is the summary's median.
+  void add(const Measurement& measurement, const Device& gpu, const GpuSummary& summary);
   [[nodiscard]] DriverComparison report(const compare::CompareOptions& options) const;
   // Every driver the observations named, in order (for a message when a --driver matched none).
   [[nodiscard]] const std::set<std::string>& drivers_seen() const noexcept { return drivers_seen_; }
 
  private:
-  struct PerGpu {
-    std::vector<double> base, next;
+  struct Value {
+    std::uint32_t gpu = 0;  // into uuids_
+    bool next = false;      // under the new driver, else under the base
+    double value = 0;
   };
   struct Group {
-    MetricObservation first;  // what the measurement is
-    std::unordered_map<std::string, PerGpu> gpus;
+    MeasurementKey what;  // what the measurement is
+    std::string model;
+    int concurrent_ranks = 1;
+    std::vector<Value> values;  // each GPU's, as they came
   };
+  Group& group(const MeasurementKey& what, const std::string& model, int concurrent_ranks);
+  void add_value(Group& group, std::uint32_t gpu, const std::string& driver, double value);
+
   std::string base_, next_;
   std::unordered_map<std::string, Group> groups_;  // by measurement key
-  std::string key_;                                // reused
+  std::unordered_map<std::int64_t, Group*>
+      by_measurement_;  // Measurement::id -> (nodes: pointers stay valid)
+  std::unordered_map<std::string, std::uint32_t> gpu_index_;   // GPU UUID -> position in uuids_
+  std::unordered_map<std::int64_t, std::uint32_t> by_device_;  // Device::id -> position in uuids_
+  std::vector<std::string> uuids_;
+  std::string key_;  // reused
   std::set<std::string> drivers_seen_;
   std::string last_driver_;
 };

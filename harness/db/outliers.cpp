@@ -36,8 +36,23 @@ void metric_key(const MetricObservation& o, std::string& key) {
 }  // namespace
 
 double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return quantile_sorted(values, 0.5);  // the stats library's median (harness/stats/summary.hpp)
+  // The stats library's median (quantile_sorted(sorted, 0.5), harness/stats/summary.hpp), to the bit, without
+  // sorting: the element at the lower middle, and where the count is even the least of those above it, which
+  // quantile_sorted would have read next (a fleet's groups are 100,000 GPUs; sorting each was most of a
+  // query).
+  if (values.size() < 2) {
+    return quantile_sorted(values, 0.5);
+  }
+  const double position = 0.5 * static_cast<double>(values.size() - 1);
+  const auto lower = static_cast<std::size_t>(std::floor(position));
+  const auto at = values.begin() + static_cast<std::ptrdiff_t>(lower);
+  std::nth_element(values.begin(), at, values.end());
+  const double fraction = position - static_cast<double>(lower);
+  if (fraction == 0) {
+    return *at;
+  }
+  const double next = *std::min_element(at + 1, values.end());
+  return *at + (next - *at) * fraction;
 }
 
 double scaled_mad(const std::vector<double>& values, double centre) {
@@ -47,6 +62,19 @@ double scaled_mad(const std::vector<double>& values, double centre) {
     apart.push_back(std::abs(v - centre));
   }
   return kMadScale * median_of(std::move(apart));
+}
+
+GpuSummary summarize_runs(const std::vector<double>& medians) {
+  GpuSummary out;
+  out.runs = medians.size();
+  if (medians.empty()) {
+    return out;
+  }
+  out.median = median_of(medians);
+  if (medians.size() >= 2) {
+    out.scatter = scaled_mad(medians, out.median);
+  }
+  return out;
 }
 
 GroupSpread group_spread(const std::vector<double>& values, double relative_floor) {
@@ -80,10 +108,27 @@ void OutlierAccumulator::add(const MetricObservation& o) {
     }
   }
   if (group == groups_.size()) {
-    groups_.push_back({o, {}});
+    Measurement what;
+    static_cast<MeasurementKey&>(what) = o;
+    what.model = o.model;
+    what.driver = o.driver;
+    what.concurrent_ranks = o.concurrent_ranks;
+    groups_.push_back({std::move(what), {}, {}});
     row_->by_metric.emplace_back(key_, group);
   }
-  groups_[group].gpus[gpu_].push_back(o.median);
+  groups_[group].runs[gpu_].push_back(o.median);
+}
+
+void OutlierAccumulator::add(const Measurement& m, const Device& gpu, const GpuSummary& summary) {
+  const auto [group, new_group] = by_measurement_.try_emplace(m.id, groups_.size());
+  if (new_group) {
+    groups_.push_back({m, {}, {}});
+  }
+  const auto [seen, new_gpu] = by_device_.try_emplace(gpu.id, static_cast<std::uint32_t>(seen_.size()));
+  if (new_gpu) {
+    seen_.push_back({gpu.uuid, gpu.host, gpu.pci_bus_id, gpu.seen_at});
+  }
+  groups_[group->second].summaries.emplace_back(seen->second, summary);
 }
 
 OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
@@ -99,21 +144,24 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
   OutlierReport report;
   report.gpus = seen_.size();
   for (const Group& group : groups_) {
-    const auto& members = group.gpus;
+    // Each GPU's value (the median of its runs) and the group's run-to-run scatter W (Note [Fleet outliers:
+    // median and MAD], "A GPU's own uncertainty").
+    std::vector<std::pair<std::uint32_t, GpuSummary>> members = group.summaries;
+    for (const auto& [id, runs] : group.runs) {
+      members.emplace_back(id, summarize_runs(runs));
+    }
     if (members.size() < options.min_gpus) {
       ++report.groups_too_small;
       continue;
     }
     ++report.groups_judged;
-    // Each GPU's value (the median of its runs) and the group's run-to-run scatter W (Note [Fleet outliers:
-    // median and MAD], "A GPU's own uncertainty").
     std::vector<double> values;
     std::vector<double> scatters;
     values.reserve(members.size());
-    for (const auto& [id, runs] : members) {
-      values.push_back(median_of(runs));
-      if (runs.size() >= 2) {
-        scatters.push_back(scaled_mad(runs, values.back()));
+    for (const auto& [id, summary] : members) {
+      values.push_back(summary.median);
+      if (summary.runs >= 2 && std::isfinite(summary.scatter)) {
+        scatters.push_back(summary.scatter);
       }
     }
     const GroupSpread group_of_values = group_spread(values, options.relative_floor);
@@ -129,7 +177,7 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
       const double error = kMedianErrorScale * scatter / std::sqrt(static_cast<double>(runs));
       return std::sqrt(spread * spread + error * error);
     };
-    const MetricObservation& o = group.first;
+    const Measurement& o = group.what;
     const double toward_worse = o.better == Better::higher ? -1.0 : 1.0;
     if (options.keep_groups) {
       GroupValues kept{static_cast<const MeasurementKey&>(o),
@@ -141,21 +189,21 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
                        scatter,
                        {}};
       std::size_t k = 0;
-      for (const auto& [id, runs] : members) {
+      for (const auto& [id, summary] : members) {
         const Seen& g = seen_[id];
-        const double limit = m + toward_worse * options.threshold * spread_of(runs.size());
-        kept.gpus.push_back({g.uuid, g.host, g.pci_bus_id, values[k++], runs.size(), limit});
+        const double limit = m + toward_worse * options.threshold * spread_of(summary.runs);
+        kept.gpus.push_back({g.uuid, g.host, g.pci_bus_id, values[k++], summary.runs, limit});
       }
       std::sort(kept.gpus.begin(), kept.gpus.end(),
                 [](const GroupValues::Gpu& a, const GroupValues::Gpu& b) { return a.uuid < b.uuid; });
       report.groups.push_back(std::move(kept));
     }
     std::size_t i = 0;
-    for (const auto& [id, runs] : members) {
+    for (const auto& [id, summary] : members) {
       const Seen& g = seen_[id];
       const double v = values[i++];
       const double worse = toward_worse * (v - m);
-      const double own = spread_of(runs.size());
+      const double own = spread_of(summary.runs);
       const double score = worse / own;
       if (score <= options.threshold) {
         continue;
@@ -171,7 +219,7 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
       out.group_median = m;
       out.spread = own;
       out.score = score;
-      out.runs = runs.size();
+      out.runs = summary.runs;
       out.worse_pct = m != 0 ? std::abs(v - m) / std::abs(m) * 100 : 0;
       out.group_gpus = members.size();
       out.concurrent_ranks = o.concurrent_ranks;

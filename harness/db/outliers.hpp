@@ -72,6 +72,9 @@ inline constexpr std::size_t kMinScatterGpus = 5;    // W from fewer GPUs (of 2+
 [[nodiscard]] double median_of(std::vector<double> values);
 [[nodiscard]] double scaled_mad(const std::vector<double>& values, double centre);
 
+// A GPU's summary (store.hpp) of the medians of its runs.
+[[nodiscard]] GpuSummary summarize_runs(const std::vector<double>& medians);
+
 // A group of GPUs' values (each the median of its runs): their median, and their spread, the scaled MAD about
 // it but at least `relative_floor` of |median| (Note [Fleet outliers: median and MAD]; `db train`'s floors
 // use the same, Note [Floors from the fleet]).
@@ -121,11 +124,15 @@ struct OutlierReport {
 OutlierReport find_outliers(const std::vector<MetricObservation>& observations,
                             const OutlierOptions& options);
 
-// The same, fed one observation at a time (Store::for_each_observation): a fleet's million observations are
-// folded as they are read, never held (per group and GPU only its medians; per GPU where it was last seen).
+// The same, fed one observation at a time, or one GPU's summary at a time (Store::for_each_series): a fleet's
+// millions are folded as they are read, never held (per group and GPU only its medians or its summary; per
+// GPU where it was last seen).
 class OutlierAccumulator {
  public:
+  // A run's median: the GPU's value is the median of those it is given.
   void add(const MetricObservation& observation);
+  // A GPU's runs summarised; its host and bus as `gpu` says (a GPU as last seen).
+  void add(const Measurement& measurement, const Device& gpu, const GpuSummary& summary);
   [[nodiscard]] OutlierReport report(const OutlierOptions& options) const;
 
  private:
@@ -133,8 +140,9 @@ class OutlierAccumulator {
     std::string uuid, host, pci_bus_id, started_at;
   };
   struct Group {
-    MetricObservation first;  // what the group is (its workload, case, ..., model, driver)
-    std::unordered_map<std::uint32_t, std::vector<double>> gpus;  // GPU (into seen_) -> its rows' medians
+    Measurement what;                                             // what the group is
+    std::unordered_map<std::uint32_t, std::vector<double>> runs;  // GPU (into seen_) -> its rows' medians
+    std::vector<std::pair<std::uint32_t, GpuSummary>> summaries;  // GPU (into seen_) -> its summary
   };
   // A row's groups, by its metrics: everything but the metric is the row's, so a row's observations find
   // their groups by the metric alone, the row's key hashed once per row, not once per observation.
@@ -143,7 +151,9 @@ class OutlierAccumulator {
   };
   std::unordered_map<std::string, RowGroups> rows_;  // row key -> (nodes: a pointer to one stays valid)
   std::vector<Group> groups_;
-  std::unordered_map<std::string, std::uint32_t> gpu_index_;  // GPU UUID -> position in seen_
+  std::unordered_map<std::string, std::uint32_t> gpu_index_;      // GPU UUID -> position in seen_
+  std::unordered_map<std::int64_t, std::size_t> by_measurement_;  // Measurement::id -> position in groups_
+  std::unordered_map<std::int64_t, std::uint32_t> by_device_;     // Device::id -> position in seen_
   std::vector<Seen> seen_;
   std::string key_;  // reused
   std::int64_t last_row_ = 0;

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "harness/core/text_table.hpp"
+#include "harness/db/summary.hpp"
 #include "harness/results/row.hpp"
 
 namespace memstress::db {
@@ -110,7 +111,75 @@ CREATE INDEX metrics_row ON metrics (row_id);
 CREATE INDEX metrics_name ON metrics (name);
 )sql";
 
-constexpr std::array<std::string_view, 1> kMigrations{kV1};
+// 2: what the queries read, kept up to date at ingest so that they cost what the fleet is, not all it has
+// held (Note [Summaries kept at ingest] in harness/db/summary.hpp). A measurement (what a group of GPUs is
+// compared on: Note [Fleet outliers: median and MAD]) is a row of `measurements`; each GPU a row of
+// `devices`, with where it was last seen; a `series` is one GPU's medians of one measurement, summarised over
+// its newest runs; a metric that is one of its points names it (series_id) and its run's start. `latest_rows`
+// is each GPU's newest row of each case, what `db export` writes. The indexes are those the queries and the
+// deletions of `db prune` (cascades on run_id) look up by; metrics_name was read by none.
+constexpr std::string_view kV2 = R"sql(
+CREATE TABLE measurements (
+  id {id},
+  workload TEXT NOT NULL,
+  case_label TEXT NOT NULL,
+  allocator TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  unit TEXT NOT NULL,
+  better TEXT NOT NULL,
+  model TEXT NOT NULL,
+  driver TEXT NOT NULL,
+  concurrent_ranks {int} NOT NULL,
+  UNIQUE (workload, case_label, allocator, metric, unit, better, model, driver, concurrent_ranks)
+);
+CREATE TABLE devices (
+  id {id},
+  uuid TEXT NOT NULL UNIQUE,
+  host TEXT NOT NULL,
+  pci_bus_id TEXT NOT NULL,
+  seen_at TEXT NOT NULL
+);
+CREATE INDEX devices_host ON devices (host);
+CREATE TABLE series (
+  id {id},
+  measurement_id {int} NOT NULL REFERENCES measurements (id),
+  device_id {int} NOT NULL REFERENCES devices (id),
+  runs {int} NOT NULL,
+  median {real},
+  scatter {real},
+  window_from TEXT NOT NULL,
+  UNIQUE (measurement_id, device_id)
+);
+CREATE INDEX series_device ON series (device_id);
+ALTER TABLE metrics ADD COLUMN series_id {int};
+ALTER TABLE metrics ADD COLUMN started_at TEXT;
+CREATE INDEX metrics_series ON metrics (series_id, started_at, median);
+DROP INDEX metrics_name;
+CREATE TABLE latest_rows (
+  device_id {int} NOT NULL REFERENCES devices (id),
+  workload TEXT NOT NULL,
+  case_label TEXT NOT NULL,
+  allocator TEXT NOT NULL,
+  row_id {int} NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+  run_id {int} NOT NULL,
+  started_at TEXT NOT NULL,
+  PRIMARY KEY (device_id, workload, case_label, allocator)
+);
+CREATE INDEX latest_rows_row ON latest_rows (row_id);
+CREATE INDEX files_run ON files (run_id);
+CREATE INDEX ranks_host ON ranks (host);
+CREATE INDEX runs_started ON runs (started_at);
+)sql";
+
+// What a migration does past its SQL: filling what it made from what the store held (schema v2's summaries,
+// harness/db/summary.hpp). Runs in the migration's transaction.
+using Backfill = void (*)(Connection&);
+struct Migration {
+  std::string_view sql;
+  Backfill backfill = nullptr;
+};
+
+const std::array<Migration, 2> kMigrations{Migration{kV1}, Migration{kV2, &backfill_summaries}};
 
 bool has_version_table(Connection& connection) {
   const auto s = connection.prepare(connection.dialect().has_table);
@@ -174,14 +243,19 @@ void check_current(Connection& connection) {
 }
 
 int migrate(Connection& connection) {
+  return migrate(connection, latest_schema_version());
+}
+
+int migrate(Connection& connection, std::int64_t up_to) {
+  up_to = std::min<std::int64_t>(up_to, latest_schema_version());
   const std::int64_t seen = schema_version(connection);
   check_not_newer(connection, seen);
-  if (seen == latest_schema_version()) {
+  if (seen >= up_to) {
     return 0;  // the common case, without taking the writer lock
   }
   const Dialect& d = connection.dialect();
   int ran = 0;
-  for (int version = 1; version <= latest_schema_version(); ++version) {
+  for (int version = 1; version <= up_to; ++version) {
     // Several processes may open a new store at once (8 ingests started together): each takes the writer
     // lock (SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock) and reads the version again under it; the
     // first applies the migration, the others find it done.
@@ -199,9 +273,12 @@ int migrate(Connection& connection) {
           "CREATE TABLE IF NOT EXISTS schema_version (version {} PRIMARY KEY, applied_at TEXT NOT NULL)",
           d.int_type));
     }
-    connection.exec(fmt::format(fmt::runtime(kMigrations[static_cast<std::size_t>(version - 1)]),
-                                fmt::arg("id", d.id_column), fmt::arg("real", d.real_type),
-                                fmt::arg("int", d.int_type)));
+    const Migration& m = kMigrations[static_cast<std::size_t>(version - 1)];
+    connection.exec(fmt::format(fmt::runtime(m.sql), fmt::arg("id", d.id_column),
+                                fmt::arg("real", d.real_type), fmt::arg("int", d.int_type)));
+    if (m.backfill != nullptr) {
+      m.backfill(connection);
+    }
     const auto s = connection.prepare("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)");
     s->bind(1, version).bind(2, utc_now_iso8601()).run();
     transaction.commit();

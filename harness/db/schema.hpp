@@ -34,7 +34,9 @@ void check_not_newer(Connection& connection, std::int64_t version);
 // latest_schema_version() (an empty database is no store; an older one is upgraded by an ingest).
 void check_current(Connection& connection);
 
-// Brings the database to latest_schema_version(); returns how many migrations ran.
+// Brings the database to latest_schema_version() (or to `up_to`, below it: a store as an older memstress
+// made it, for tests of the upgrade); returns how many migrations ran.
 int migrate(Connection& connection);
+int migrate(Connection& connection, std::int64_t up_to);
 
 }  // namespace memstress::db

@@ -14,9 +14,11 @@
 // still going (or crashed) and its document written later are one run, not two, and the GPUs' medians are not
 // counted twice: the one with more rows wins (a finished document over its stream: more rows, or as many and
 // no longer `running`), replacing the other's rows in the same transaction; the other is recorded as a file
-// of that run. Each file is ingested in one transaction: a file that fails midway leaves nothing.
+// of that run. Files are ingested in batches, a transaction each (IngestBatch): a batch that fails midway
+// leaves nothing of it, and the batches before it stay.
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,35 +69,105 @@ struct ObservationFilter {
   std::string host;      // "" every host
 };
 
+// What a group of GPUs is compared on (Note [Fleet outliers: median and MAD]): a measurement on one GPU model
+// under one driver, as many ranks running it at once. A row of the store's `measurements`.
+struct Measurement : MeasurementKey {
+  std::int64_t id = 0;
+  std::string model, driver;
+  int concurrent_ranks = 1;
+};
+
+// A GPU as last seen (the newest run that measured it): a row of the store's `devices`.
+struct Device {
+  std::int64_t id = 0;
+  std::string uuid, host, pci_bus_id;
+  std::string seen_at;  // that run's start
+};
+
+// A GPU's runs of one measurement, summarised: how many, their median (the GPU's value) and their scaled MAD
+// about it (its run-to-run scatter; NaN below 2 runs): what the store keeps of each GPU and measurement (Note
+// [Summaries kept at ingest] in summary.hpp) and what the outlier rule judges (outliers.hpp).
+struct GpuSummary {
+  std::size_t runs = 0;
+  double median = std::numeric_limits<double>::quiet_NaN();
+  double scatter = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct SeriesFilter {
+  std::string metric;                // "" every metric
+  std::string since;                 // "" each GPU's newest runs; else its newest of those started since
+  std::vector<std::string> drivers;  // empty: every driver
+};
+
+struct IngestOptions {
+  // false: each metric's statistics only (median, percentiles, mean, ...), not its repetitions (samples).
+  bool keep_samples = true;
+};
+
 class Store {
  public:
   // Opens the database and brings its schema to this memstress's version (schema.hpp); a read-only
   // connection's is checked instead, and refused unless it is that version (check_current).
   explicit Store(std::unique_ptr<Connection> connection);
 
-  // Ingests one file's results (loaded from `text`, whose hash is `sha256`) in one transaction.
-  IngestOutcome ingest(const Results& results, const std::string& sha256, const std::string& path);
+  // Ingests one file's results (its content's hash `sha256`) in a transaction of its own (IngestBatch).
+  IngestOutcome ingest(const Results& results, const std::string& sha256, const std::string& path,
+                       const IngestOptions& options = {});
 
-  // Every finite median of a metric with a better direction, of a row that passed or failed (skipped
-  // and errored rows measured nothing), on a GPU the row names by UUID.
+  // Every finite median of a metric with a better direction, of a row that passed or failed (skipped and
+  // errored rows measured nothing), on a GPU the row names by UUID: one a run. Of one GPU (filter.gpu_uuid)
+  // or host (filter.host), what that GPU or host ran (its history, read through indexes); of neither, all the
+  // store holds.
   std::vector<MetricObservation> observations(const ObservationFilter& filter);
-  // The same, one at a time and never all held (a fleet has millions): `visit` sees each, in no set order.
+  // The same, one at a time and never all held: `visit` sees each, in no set order.
   void for_each_observation(const ObservationFilter& filter,
                             const std::function<void(const MetricObservation&)>& visit);
 
+  // Each GPU's summary of each measurement (Note [Summaries kept at ingest]): the summaries kept, read whole
+  // (a row a GPU and measurement, not a row a run); with filter.since, made from the runs started since (each
+  // GPU's newest kSeriesWindow of them). `visit` sees each once, in no set order.
+  void for_each_series(
+      const SeriesFilter& filter,
+      const std::function<void(const Measurement&, const Device&, const GpuSummary&)>& visit);
+
   // The UUIDs of the GPUs the store holds rows of, sorted.
   std::vector<std::string> gpu_uuids();
+  // The drivers the store holds measurements under, sorted.
+  std::vector<std::string> drivers();
 
-  // Counts of what the store holds, for messages and tests.
+  // Counts of what the store holds, for messages and tests. The samples (a sum over every metric, which reads
+  // the whole table: seconds at a fleet's scale) only where asked for; else 0.
   struct Counts {
     std::int64_t files = 0, runs = 0, rows = 0, metrics = 0, samples = 0;
   };
-  Counts counts();
+  Counts counts(bool samples = true);
 
   [[nodiscard]] Connection& connection() noexcept { return *connection_; }
 
  private:
   std::unique_ptr<Connection> connection_;
+};
+
+// Files ingested in one transaction (Note [Ingesting in batches] in summary.hpp): the writer lock is taken
+// when it starts; add() stores each file as Store::ingest did one; commit() brings the summaries of the GPUs
+// and measurements the batch touched up to date and commits. Destroyed without commit() (an exception, a
+// database error), everything the batch wrote is rolled back: the files before it stay, and ingesting the
+// batch's files again adds them.
+class IngestBatch {
+ public:
+  IngestBatch(Store& store, IngestOptions options);
+  ~IngestBatch();
+  IngestBatch(const IngestBatch&) = delete;
+  IngestBatch& operator=(const IngestBatch&) = delete;
+  IngestBatch(IngestBatch&&) = delete;
+  IngestBatch& operator=(IngestBatch&&) = delete;
+
+  IngestOutcome add(const Results& results, const std::string& sha256, const std::string& path);
+  void commit();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // The run key of Note [Idempotent ingest].

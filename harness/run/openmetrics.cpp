@@ -7,15 +7,16 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 namespace memstress {
 namespace {
 
-std::string escaped(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
+void append_escaped(std::string& out, std::string_view value) {
   for (const char c : value) {
     if (c == '\\') {
       out += "\\\\";
@@ -27,69 +28,82 @@ std::string escaped(std::string_view value) {
       out += c;
     }
   }
+}
+
+void append_label(std::string& out, std::string_view name, std::string_view value) {
+  out += out.empty() || out.back() == '{' ? "" : ",";
+  out += name;
+  out += "=\"";
+  append_escaped(out, value);
+  out += '"';
+}
+
+void append_number(std::string& out, double value) {
+  if (std::isnan(value)) {
+    out += "NaN";
+  } else if (std::isinf(value)) {
+    out += value > 0 ? "+Inf" : "-Inf";
+  } else {
+    fmt::format_to(std::back_inserter(out), "{}", value);
+  }
+}
+
+// A row's labels, escaped once: `{host="...",...,allocator="..."`, left open for what a family adds.
+std::string case_labels(const ExportedRow& row) {
+  std::string out = "{";
+  append_label(out, "host", row.host);
+  append_label(out, "gpu_uuid", row.gpu_uuid);
+  append_label(out, "model", row.model);
+  append_label(out, "rank", row.rank ? std::to_string(*row.rank) : std::string());
+  append_label(out, "workload", row.workload);
+  append_label(out, "case", row.case_label);
+  append_label(out, "allocator", row.allocator);
   return out;
 }
 
-std::string number(double value) {
-  if (std::isnan(value)) {
-    return "NaN";
-  }
-  if (std::isinf(value)) {
-    return value > 0 ? "+Inf" : "-Inf";
-  }
-  return fmt::format("{}", value);
-}
-
-using Labels = std::vector<std::pair<std::string_view, std::string>>;
-
-std::string label_text(const Labels& labels) {
-  std::string out = "{";
-  for (const auto& [name, value] : labels) {
-    out += fmt::format("{}{}=\"{}\"", out.size() > 1 ? "," : "", name, escaped(value));
-  }
-  return out + "}";
-}
-
-Labels case_labels(const ExportedRow& row) {
-  return {{"host", row.host},          {"gpu_uuid", row.gpu_uuid},
-          {"model", row.model},        {"rank", row.rank ? std::to_string(*row.rank) : std::string()},
-          {"workload", row.workload},  {"case", row.case_label},
-          {"allocator", row.allocator}};
-}
-
+// The exposition, written in pieces of about a megabyte (a fleet's is gigabytes: never held whole).
 class Exposition {
  public:
+  explicit Exposition(const std::function<void(std::string_view)>& write) : write_(&write) {
+    out_.reserve(kPiece + 4096);
+  }
   void family(std::string_view name, std::string_view help, std::string_view unit = {}) {
-    out_ += fmt::format("# TYPE {} gauge\n", name);
+    fmt::format_to(std::back_inserter(out_), "# TYPE {} gauge\n", name);
     if (!unit.empty()) {
-      out_ += fmt::format("# UNIT {} {}\n", name, unit);
+      fmt::format_to(std::back_inserter(out_), "# UNIT {} {}\n", name, unit);
     }
-    out_ += fmt::format("# HELP {} {}\n", name, help);
+    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n", name, help);
   }
-  void sample(std::string_view name, const Labels& labels, double value) {
-    out_ += fmt::format("{}{} {}\n", name, label_text(labels), number(value));
+  // A sample: `name`, the open `labels` and what `more` appends to them (each label after a comma), its
+  // value.
+  template <typename More>
+  void sample(std::string_view name, std::string_view labels, More more, double value) {
+    out_ += name;
+    out_ += labels;
+    more(out_);
+    out_ += "} ";
+    append_number(out_, value);
+    out_ += '\n';
+    if (out_.size() >= kPiece) {
+      flush();
+    }
   }
-  std::string finish() { return std::move(out_) + "# EOF\n"; }
+  void finish() {
+    out_ += "# EOF\n";
+    flush();
+  }
 
  private:
+  static constexpr std::size_t kPiece = std::size_t{1} << 20;
+  void flush() {
+    (*write_)(out_);
+    out_.clear();
+  }
+  const std::function<void(std::string_view)>* write_;
   std::string out_;
 };
 
-// The rows left once a later row with the same labels replaced an earlier one.
-std::vector<const ExportedRow*> distinct(const std::vector<ExportedRow>& rows) {
-  std::map<std::string, std::size_t> position;
-  std::vector<const ExportedRow*> out;
-  for (const ExportedRow& row : rows) {
-    const std::string key = label_text(case_labels(row));
-    if (const auto it = position.find(key); it != position.end()) {
-      out[it->second] = &row;
-    } else {
-      position.emplace(key, out.size());
-      out.push_back(&row);
-    }
-  }
-  return out;
-}
+const auto kNoMore = [](std::string& /*out*/) {};
 
 }  // namespace
 
@@ -114,8 +128,30 @@ std::optional<double> iso8601_to_epoch_seconds(std::string_view text) {
 }
 
 std::string openmetrics_text(const std::vector<ExportedRun>& runs, const std::vector<ExportedRow>& rows) {
-  Exposition e;
-  const std::vector<const ExportedRow*> kept = distinct(rows);
+  std::string out;
+  write_openmetrics(runs, rows, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void write_openmetrics(const std::vector<ExportedRun>& runs, const std::vector<ExportedRow>& rows,
+                       const std::function<void(std::string_view)>& write) {
+  Exposition e(write);
+  // The rows left once a later row with the same labels replaced an earlier one, each with its labels.
+  std::vector<std::string> labels;
+  labels.reserve(rows.size());  // never reallocated: `position` holds views of them
+  std::vector<const ExportedRow*> kept;
+  std::vector<std::size_t> label_of;                           // kept -> labels
+  std::unordered_map<std::string_view, std::size_t> position;  // labels -> kept
+  for (const ExportedRow& row : rows) {
+    labels.push_back(case_labels(row));
+    const auto [at, added] = position.try_emplace(labels.back(), kept.size());
+    if (added) {
+      kept.push_back(&row);
+      label_of.push_back(labels.size() - 1);
+    } else {
+      kept[at->second] = &row;
+    }
+  }
   struct Statistic {
     std::string_view family;
     std::string_view help;
@@ -134,30 +170,35 @@ std::string openmetrics_text(const std::vector<ExportedRun>& runs, const std::ve
   }};
   for (const Statistic& stat : kStatistics) {
     e.family(stat.family, stat.help);
-    for (const ExportedRow* row : kept) {
-      for (const MetricResult& m : row->metrics) {
-        Labels labels = case_labels(*row);
-        labels.emplace_back("metric", m.name);
-        labels.emplace_back("unit", m.unit);
-        e.sample(stat.family, labels, stat.value(m));
+    for (std::size_t k = 0; k < kept.size(); ++k) {
+      for (const MetricResult& m : kept[k]->metrics) {
+        e.sample(
+            stat.family, labels[label_of[k]],
+            [&](std::string& out) {
+              append_label(out, "metric", m.name);
+              append_label(out, "unit", m.unit);
+            },
+            stat.value(m));
       }
     }
   }
   e.family("memstress_case_verdict", "1 for the case's verdict (pass, fail, skip, error), 0 for the others");
-  for (const ExportedRow* row : kept) {
+  for (std::size_t k = 0; k < kept.size(); ++k) {
     for (const Verdict v : {Verdict::pass, Verdict::fail, Verdict::skip, Verdict::error}) {
-      Labels labels = case_labels(*row);
-      labels.emplace_back("verdict", std::string(to_string(v)));
-      e.sample("memstress_case_verdict", labels, row->verdict == v ? 1 : 0);
+      e.sample(
+          "memstress_case_verdict", labels[label_of[k]],
+          [&](std::string& out) { append_label(out, "verdict", to_string(v)); },
+          kept[k]->verdict == v ? 1 : 0);
     }
   }
   e.family("memstress_case_checked", "Data items the case verified on the device");
-  for (const ExportedRow* row : kept) {
-    e.sample("memstress_case_checked", case_labels(*row), static_cast<double>(row->checked));
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    e.sample("memstress_case_checked", labels[label_of[k]], kNoMore, static_cast<double>(kept[k]->checked));
   }
   e.family("memstress_case_data_errors", "Of the items verified, how many were wrong (a data error)");
-  for (const ExportedRow* row : kept) {
-    e.sample("memstress_case_data_errors", case_labels(*row), static_cast<double>(row->errors));
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    e.sample("memstress_case_data_errors", labels[label_of[k]], kNoMore,
+             static_cast<double>(kept[k]->errors));
   }
   constexpr std::string_view kStart = "memstress_run_start_timestamp_seconds";
   e.family(kStart, "When the host's memstress run began (seconds since the epoch)", "seconds");
@@ -170,9 +211,13 @@ std::string openmetrics_text(const std::vector<ExportedRun>& runs, const std::ve
   }
   for (const auto& [key, at] : starts) {
     const auto& [host, driver, version] = key;
-    e.sample(kStart, {{"host", host}, {"driver", driver}, {"memstress_version", version}}, at);
+    std::string run_labels = "{";
+    append_label(run_labels, "host", host);
+    append_label(run_labels, "driver", driver);
+    append_label(run_labels, "memstress_version", version);
+    e.sample(kStart, run_labels, kNoMore, at);
   }
-  return e.finish();
+  e.finish();
 }
 
 std::string format_openmetrics(const RunRecord& run) {

@@ -25,8 +25,10 @@
 // format forbids: the later row wins, as the later measurement.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/results/row.hpp"
@@ -58,6 +60,9 @@ struct ExportedRun {
 
 // The exposition, ending in `# EOF`.
 std::string openmetrics_text(const std::vector<ExportedRun>& runs, const std::vector<ExportedRow>& rows);
+// The same, handed to `write` in pieces (a fleet's exposition is gigabytes: never held whole).
+void write_openmetrics(const std::vector<ExportedRun>& runs, const std::vector<ExportedRow>& rows,
+                       const std::function<void(std::string_view)>& write);
 
 // A run of this process: its rows (host and GPU UUID from the row's rank's environment) and its ranks.
 std::string format_openmetrics(const RunRecord& run);

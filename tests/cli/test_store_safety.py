@@ -19,6 +19,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import uuid
 from pathlib import Path
@@ -164,6 +165,133 @@ class ConcurrentIngests(Temp):
                                capture_output=True)
 
 
+def distinct_runs(folder, count):
+    """`count` runs of tests/data/fleet/node01.json, each started a minute after the one before (another run)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = json.loads((FLEET / "node01.json").read_text())
+    paths = []
+    for i in range(count):
+        started = f"2026-11-{1 + i // 1440:02d}T{i // 60 % 24:02d}:{i % 60:02d}:00Z"
+        doc["started_at"] = started
+        doc["argv"] = ["memstress", "run", "--out", f"run{i}.json"]
+        path = folder / f"run{i:04d}.json"
+        path.write_text(json.dumps(doc))
+        paths.append(path)
+    return paths
+
+
+class IngestInputs(Temp):
+    """What db ingest takes besides files: a folder (every results file under it, other files left alone), `-`
+    (the paths standard input lists). An input that gives nothing, or names a file that is not there: one line
+    naming it, exit 2, the rest kept."""
+
+    def totals(self, p):
+        return p.stdout.decode().strip().splitlines()[-1]
+
+    def test_a_folder_is_every_results_file_under_it(self):
+        tree = self.dir / "tree"
+        (tree / "a" / "b").mkdir(parents=True)
+        for node, where in [("node01", tree), ("node02", tree / "a"), ("node03", tree / "a" / "b")]:
+            (where / f"{node}.json").write_bytes((FLEET / f"{node}.json").read_bytes())
+        (tree / "a" / "notes.md").write_text("not results\n")
+        p = run("db", "ingest", tree, "--db", self.dir / "s.sqlite")
+        self.assertEqual(p.returncode, 0, text(p))
+        self.assertIn("3 file(s): 3 added", self.totals(p))
+
+    def test_a_folder_without_results(self):
+        empty = self.dir / "empty"
+        (empty / "sub").mkdir(parents=True)
+        (empty / "sub" / "notes.txt").write_text("x\n")
+        db = self.store()
+        p = run("db", "ingest", empty, "--db", db)
+        self.assertEqual(p.returncode, 2, text(p))
+        self.assertEqual(p.stderr.decode().splitlines(),
+                         [f"memstress db ingest: skipped '{empty}': no results files in it (names ending in .json, "
+                          ".jsonl, .json.xz, .json.gz, .jsonl.xz or .jsonl.gz, in it or in folders under it)"])
+        self.assertRegex(self.totals(p), r"holds 6 run")  # nothing lost
+
+    def test_a_list_on_standard_input(self):
+        db = self.dir / "s.sqlite"
+        listed = "".join(f"{f}\n" for f in NODES[:3]) + f"{self.dir / 'nosuch.json'}\n\n"
+        p = run("db", "ingest", "-", "--db", db, input=listed.encode())
+        self.assertEqual(p.returncode, 2, text(p))
+        self.assertEqual(p.stderr.decode().splitlines(),
+                         [f"memstress db ingest: skipped '{self.dir / 'nosuch.json'}': no such file"])
+        self.assertIn("4 file(s): 3 added, 0 replaced, 0 unchanged, 1 skipped", self.totals(p))
+        p = run("db", "ingest", "-", "--db", db, input=b"")
+        self.assertEqual(p.returncode, 2, text(p))
+        self.assertIn("skipped '-': standard input listed no file", p.stderr.decode())
+        self.refused(run("db", "ingest", "-", "-", "--db", db, input=b""), "'-' given twice")
+
+
+class CrashedIngest(Temp):
+    """An ingest killed (SIGKILL) while a batch is open loses that batch only: the batches committed before it
+    are whole, and ingesting the same files again adds the rest; the store is then the store one ingest of
+    every file makes."""
+
+    def test_killed_mid_batch(self):
+        paths = distinct_runs(self.dir / "runs", 13)
+        db = self.dir / "s.sqlite"
+        p = subprocess.Popen([MEMSTRESS, "db", "ingest", "-", "--batch", "5", "--db", str(db)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            p.stdin.write("".join(f"{f}\n" for f in paths[:10]).encode())
+            p.stdin.flush()
+
+            def files():
+                if not db.exists():
+                    return 0
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+                    try:
+                        return c.execute("SELECT count(*) FROM files").fetchone()[0]
+                    except sqlite3.OperationalError:  # not made yet
+                        return 0
+
+            deadline = time.monotonic() + 60
+            while files() < 10 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(files(), 10, "two batches of 5 committed")
+            # Three more: a batch open (it commits at 5 files, or after 2 s), killed before it commits.
+            p.stdin.write("".join(f"{f}\n" for f in paths[10:]).encode())
+            p.stdin.flush()
+            time.sleep(0.5)
+        finally:
+            p.kill()
+            p.communicate()
+        with sqlite3.connect(db) as c:
+            self.assertEqual(c.execute("PRAGMA integrity_check").fetchone()[0], "ok")
+            self.assertEqual(c.execute("SELECT count(*) FROM files").fetchone()[0], 10)
+        again = run("db", "ingest", *paths, "--db", db)
+        self.assertEqual(again.returncode, 0, text(again))
+        self.assertIn("13 file(s): 3 added, 0 replaced, 10 unchanged", again.stdout.decode())
+        whole = self.dir / "whole.sqlite"
+        self.assertEqual(run("db", "ingest", *paths, "--db", whole).returncode, 0)
+        for q in ("outliers", "export"):
+            args = ["--format", "openmetrics"] if q == "export" else ["--format", "json", "--min-gpus", "3"]
+            self.assertEqual(run("db", q, "--db", db, *args).stdout, run("db", q, "--db", whole, *args).stdout, q)
+
+
+class PruneRefusals(Temp):
+    """db prune: bad input is one line, exit 2, nothing deleted; a prune of every run needs --all."""
+
+    def test_refusals(self):
+        db = self.store(*NODES)
+        self.refused(run("db", "prune", "--db", db, "--before", "2100-01-01"), "would delete every run", "(12)",
+                     "--all")
+        self.refused(run("db", "prune", "--db", db), "give --before DATE, --keep-runs N, or both")
+        self.refused(run("db", "prune", "--db", db, "--before", "yesterday"), "--before 'yesterday'")
+        p = run("db", "prune", "--db", db, "--keep-runs", "0")
+        self.assertEqual(p.returncode, 2, text(p))
+        self.assertIn("--keep-runs: Value 0 not in range", text(p))
+        self.refused(run("db", "prune", "--db", self.dir / "none.sqlite", "--keep-runs", "1"), "no such database")
+        p = run("db", "prune", "--db", db, "--before", "2026-11-15")  # the 570 week goes, the 580 week stays
+        self.assertEqual(p.returncode, 0, text(p))
+        self.assertIn("deleted 6 of 12 run(s)", p.stdout.decode())
+        p = run("db", "prune", "--db", db, "--before", "2100-01-01", "--all")
+        self.assertEqual(p.returncode, 0, text(p))
+        self.assertIn("deleted 6 of 6 run(s)", p.stdout.decode())
+
+
 class EveryByteWritten(Temp):
     """A NUL in a results file: refused at ingest naming the file and the field (PostgreSQL would cut the text
     at it, SQLite would not: both refuse). Output that holds one anyway is written whole, never cut at it."""
@@ -197,6 +325,7 @@ class EveryByteWritten(Temp):
         db = self.store(*NODES)
         with sqlite3.connect(db) as c:
             c.execute("UPDATE rows SET device_name = ?", ("NVIDIA\u0000H100",))
+            c.execute("UPDATE measurements SET model = ?", ("NVIDIA\u0000H100",))  # what history reads
         p = run("db", "export", "--db", db, "--format", "openmetrics")
         self.assertEqual(p.returncode, 0, text(p))
         self.assertTrue(p.stdout.endswith(b"# EOF\n"), p.stdout[-200:])
@@ -299,6 +428,9 @@ class UnboundedInputs(Temp):
                 with self.subTest(source=str(source), command=name):
                     p = run(*cmd, timeout=30)
                     self.assertEqual(p.returncode, 2, text(p))
+                    if name == "ingest" and kind == "a directory":  # a folder of results files: it has none
+                        self.assertIn(f"'{source}': no results files in it", text(p))
+                        continue
                     self.assertIn(f"'{source}': {kind}, not a regular file", text(p))
                     self.assertNotIn("internal error", text(p))
 
@@ -392,6 +524,7 @@ class ValuesNoRunWrites(Temp):
         db = self.dir / "s.sqlite"
         with sqlite3.connect(self.store(*NODES, name="s.sqlite")) as c:
             c.execute("UPDATE ranks SET host = ?", ("node\x1b[2J\r\n",))
+            c.execute("UPDATE devices SET host = ?", ("node\x1b[2J\r\n",))  # a GPU as last seen: history's
         p = run("db", "history", "--db", db, "--gpu", GPU4)
         self.assertEqual(p.returncode, 0, text(p))
         self.assertNotIn(b"\x1b", p.stdout)
