@@ -23,7 +23,10 @@ std::string needs(const Requirements& req) {
   if (req.min_ranks > 1) {
     parts.push_back(fmt::format("{} ranks", req.min_ranks));
   }
-  return parts.empty() ? "any device (the simulated one too)" : fmt::format("{}", fmt::join(parts, ", "));
+  if (parts.empty()) {
+    return req.more.empty() ? "any device (the simulated one too)" : fmt::format("any device ({})", req.more);
+  }
+  return fmt::format("{}{}", fmt::join(parts, ", "), req.more.empty() ? "" : fmt::format(" ({})", req.more));
 }
 
 // An axis's bounds as `list` shows them: "1 to 32", "at least 16" (nothing for choices, text, booleans).
@@ -52,12 +55,18 @@ nlohmann::json list_json(const Registry& registry) {
            {"maximum", std::isfinite(p.maximum) ? nlohmann::json(p.maximum) : nlohmann::json(nullptr)},
            {"help", p.help}});
     }
-    const Requirements req = w->requirements();
+    const Requirements& req = w->requirements();
     workloads.push_back({{"name", w->name()},
                          {"summary", w->summary()},
                          {"default_job", w->in_default_job()},
                          {"max_repetitions", w->max_repetitions()},
-                         {"needs", {{"real_gpu", req.real_gpu}, {"min_ranks", req.min_ranks}}},
+                         {"needs",
+                          {{"real_gpu", req.real_gpu},
+                           {"min_ranks", req.min_ranks},
+                           {"all_ranks", req.all_ranks},
+                           {"more", req.more},
+                           {"text", needs(req)}}},
+                         {"headline", w->headline()},
                          {"params", params}});
   }
   nlohmann::json allocators = nlohmann::json::array();

@@ -176,53 +176,51 @@ class OomRun final : public CaseRun {
   bool noted_oom_ = false;
 };
 
-class Oom final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "oom"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"largest", "max_batch"}; }
-  // One search per case: on a 141 GB H200 a repetition takes 3-8 s (every search probe reserves tens of
-  // GiB), and a second one finds the same threshold.
-  [[nodiscard]] int max_repetitions() const noexcept override { return 1; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "OOM thresholds: the largest single allocation by bisection (vs what is allocatable: free memory, "
-           "or --alloc-limit) and the largest batch of a model-like profile (halve, then bisect), fresh or "
-           "after fragmenting; OOMs are counted, not errors; for a memory-fraction cap pass --alloc-conf "
-           "per_process_memory_fraction:F";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"search",
-         ParamType::choice,
-         {"largest_single", "batch"},
-         {},
-         {"largest_single", "batch"},
-         "largest single allocation, or largest batch of a model-like profile"},
-        {"state",
-         ParamType::choice,
-         {"fresh", "fragmented"},
-         {},
-         {"fresh", "fragmented"},
-         "search an empty allocator, or one fragmented first (small blocks left live in every segment)"},
-        {"params_frac", ParamType::real, {"0.25"}, {}, {}, "batch: parameters, as a fraction of capacity", 0},
-        {"per_sample",
-         ParamType::bytes,
-         {"64M"},
-         {},
-         {},
-         "batch: activation bytes per sample (6 tensors; scaled down so a batch of 8 fits)",
-         16384},
-        {"workspace", ParamType::bytes, {"256M"}, {}, {}, "batch: workspace bytes per batch", 0},
-    };
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<OomRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_oom() {
-  return std::make_unique<Oom>();
+WorkloadDef workloads::oom() {
+  return {
+      .name = "oom",
+      .summary =
+          "thresholds: the largest single allocation (binary search) against free memory, and the largest "
+          "batch a model-like profile fits (halving, then bisecting), fresh and fragmented; every OOM is "
+          "caught and counted (memory fraction: `--alloc-conf per_process_memory_fraction:F`); one search "
+          "per case",
+      .axes =
+          {
+              {.name = "search",
+               .type = ParamType::choice,
+               .defaults = {"largest_single", "batch"},
+               .choices = {"largest_single", "batch"},
+               .help = "largest single allocation, or largest batch of a model-like profile"},
+              {.name = "state",
+               .type = ParamType::choice,
+               .defaults = {"fresh", "fragmented"},
+               .choices = {"fresh", "fragmented"},
+               .help = "search an empty allocator, or one fragmented first (small blocks left live in every "
+                       "segment)"},
+              {.name = "params_frac",
+               .type = ParamType::real,
+               .defaults = {"0.25"},
+               .minimum = 0,
+               .help = "batch: parameters, as a fraction of capacity"},
+              {.name = "per_sample",
+               .type = ParamType::bytes,
+               .defaults = {"64M"},
+               .minimum = 16384,
+               .help = "batch: activation bytes per sample (6 tensors; scaled down so a batch of 8 fits)"},
+              {.name = "workspace",
+               .type = ParamType::bytes,
+               .defaults = {"256M"},
+               .minimum = 0,
+               .help = "batch: workspace bytes per batch"},
+          },
+      .headline = {"largest", "max_batch"},
+      // One search per case: on a 141 GB H200 a repetition takes 3-8 s (every search probe reserves tens of
+      // GiB), and a second one finds the same threshold.
+      .max_repetitions = 1,
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> { return std::make_unique<OomRun>(ctx); },
+  };
 }
 
 }  // namespace memstress::suites

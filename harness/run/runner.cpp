@@ -32,7 +32,7 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t hash) noexcept {
 }
 
 std::optional<std::string> skip_reason(const Workload& w, const DeviceBackend& backend, int world_size) {
-  const Requirements req = w.requirements();
+  const Requirements& req = w.requirements();
   if (req.real_gpu && !backend.has_memory()) {
     return fmt::format("needs a real GPU (running on the simulated device {})", backend.info().label());
   }
