@@ -10,6 +10,7 @@
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/results/former_names.hpp"
 #include "suites/registry.hpp"
 
 namespace memstress::app {
@@ -73,7 +74,11 @@ nlohmann::json list_json(const Registry& registry) {
   for (const std::string_view a : allocator_names()) {
     allocators.push_back(a);
   }
-  return {{"workloads", workloads}, {"allocators", allocators}};
+  nlohmann::json former = nlohmann::json::array();
+  for (const FormerName& f : kFormerNames) {
+    former.push_back({{"workload", f.workload}, {"former", f.former}, {"name", f.name}});
+  }
+  return {{"workloads", workloads}, {"allocators", allocators}, {"former_metric_names", former}};
 }
 
 std::string list_text(const Registry& registry) {

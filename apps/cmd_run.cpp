@@ -279,9 +279,6 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   const Registry registry = suites::builtin_registry();
   SessionOptions& session = in.session;
   session.cases = plan_cases(registry, request);
-  for (const auto& workload : registry.all()) {
-    in.table.headline[std::string(workload->name())] = workload->headline();
-  }
   static_cast<void>(DeviceSpec::parse(resolved_device(f)));
   if (!f.inject_fault.empty()) {
     session.run.fault = FaultInjection::parse(f.inject_fault);

@@ -287,9 +287,9 @@ class DataloaderRun final : public CaseRun {
     ctx.record("compute_busy", "share", Better::none, compute_s / seconds);
     const MemoryStats stats = ctx.allocator().memory_stats();
     ctx.record(
-        "device_reserved_peak", "MiB", Better::lower,
+        "peak_reserved", "MiB", Better::lower,
         static_cast<double>(std::max(reserved_peak_, stat(stats, "reserved_bytes.all.peak"))) / 1048576.0);
-    ctx.record("device_allocated_peak", "MiB", Better::lower,
+    ctx.record("peak_allocated", "MiB", Better::lower,
                static_cast<double>(stat(stats, "allocated_bytes.all.peak")) / 1048576.0);
   }
 

@@ -2,8 +2,8 @@
 //
 // Design. Two searches (axis `search`), each run fresh or after fragmenting the allocator (axis `state`):
 //   largest_single — the largest single allocation, by bisection to 1 MiB between 0 and the device's free
-//     memory plus what the allocator caches; ratio = largest / what was allocatable at the start: the
-//     device's free memory, or what --alloc-limit leaves where that is less (the target on a GPU:
+//     memory plus what the allocator caches; ratio = largest_allocatable / what was allocatable at the start:
+//     the device's free memory, or what --alloc-limit leaves where that is less (the target on a GPU:
 //     >= 0.999). Under --alloc-limit the profile and every bound see the cap as the device's capacity.
 //   batch — the largest batch a model-like profile fits (oom_search.hpp's BatchProfile: parameters once,
 //     six activation tensors per batch and a workspace), found as users find it: from a batch that needs
@@ -12,7 +12,7 @@
 //     from the same state.
 // `fragmented` runs oom_search.hpp's fragment() over 30% of what is allocatable first (after the
 // parameters): small blocks stay live in every segment, so the fragmented figures are never better.
-// Every OOM in a search is an answer, not an error: it is counted (oom_count), the first message of the
+// Every OOM in a search is an answer, not an error: it is counted (num_ooms), the first message of the
 // case goes into a note, and the run goes on. A memory-fraction cap is an allocator setting, not an axis:
 // `--alloc-conf per_process_memory_fraction:0.5` (a run with the cap and one without).
 //
@@ -79,7 +79,7 @@ class OomRun final : public CaseRun {
     } else {
       batch(ctx, log);
     }
-    ctx.record("oom_count", "count", Better::none, static_cast<double>(log.ooms));
+    ctx.record("num_ooms", "count", Better::none, static_cast<double>(log.ooms));
     if (!log.first_oom.empty() && !noted_oom_) {
       ctx.note(fmt::format("first OOM of the search (caught, the search goes on): {}", log.first_oom));
       noted_oom_ = true;
@@ -106,7 +106,7 @@ class OomRun final : public CaseRun {
     const HostTimer timer;
     const std::uint64_t largest = largest_allocatable(allocator, allocatable_bound(allocator), kStep, log);
     const double seconds = timer.seconds();
-    ctx.record("largest", "bytes", Better::higher, static_cast<double>(largest));
+    ctx.record("largest_allocatable", "bytes", Better::higher, static_cast<double>(largest));
     ctx.record("ratio", "ratio", Better::higher,
                allocatable_at_start == 0
                    ? 0.0
@@ -153,7 +153,7 @@ class OomRun final : public CaseRun {
     });
     const double seconds = timer.seconds();
     ctx.record("max_batch", "count", Better::higher, static_cast<double>(max_batch));
-    ctx.record("trials", "count", Better::none, static_cast<double>(log.probes));
+    ctx.record("probes", "count", Better::none, static_cast<double>(log.probes));
     ctx.record("search_time", "s", Better::lower, seconds);
     if (max_batch > 0) {
       SearchLog again;
@@ -215,7 +215,7 @@ WorkloadDef workloads::oom() {
                .minimum = 0,
                .help = "batch: workspace bytes per batch"},
           },
-      .headline = {"largest", "max_batch"},
+      .headline = {"largest_allocatable", "max_batch"},
       // One search per case: on a 141 GB H200 a repetition takes 3-8 s (every search probe reserves tens of
       // GiB), and a second one finds the same threshold.
       .max_repetitions = 1,

@@ -290,7 +290,6 @@ class SizesRun final : public CaseRun {
     for (const std::string_view key : {"num_alloc_retries", "num_ooms"}) {
       ctx.record(key, "count", Better::lower, static_cast<double>(stat(end, key) - stat(before, key)));
     }
-    ctx.record("ooms", "count", Better::lower, static_cast<double>(tally.ooms));
   }
 
   // Frees whatever an interrupted repetition left live. Never throws.

@@ -50,6 +50,32 @@ TEST(Runner, WarmupIsNotMeasuredAndStatsAreSummarized) {
   EXPECT_EQ(row.allocator, "direct");
 }
 
+// Each row names its headline metric: the first of its workload's headline that the case recorded, else the
+// first it recorded; a row without metrics names none.
+TEST(Runner, EachRowNamesItsHeadlineMetric) {
+  const auto record_a_then_b = [](CaseContext& ctx) {
+    ctx.record("a", "count", Better::none, 1);
+    ctx.record("b", "count", Better::none, 2);
+  };
+  Registry r;
+  WorkloadDef preferred = fake_workload("preferred", std::vector<ParamSpec>{}, record_a_then_b);
+  preferred.headline = {"nosuch", "b"};
+  r.add(std::move(preferred));
+  WorkloadDef missing = fake_workload("missing", std::vector<ParamSpec>{}, record_a_then_b);
+  missing.headline = {"nosuch"};
+  r.add(std::move(missing));
+  r.add(fake_workload("nothing", std::vector<ParamSpec>{}, [](CaseContext&) {}));
+  Fixture f;
+  RunOptions opt;
+  opt.quiet = true;
+  EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 0);
+  const std::vector<Row> rows = f.sink.full_rows();
+  ASSERT_EQ(rows.size(), 3U);
+  EXPECT_EQ(rows[0].headline, "b");
+  EXPECT_EQ(rows[1].headline, "a");
+  EXPECT_EQ(rows[2].headline, "");
+}
+
 TEST(Runner, DataErrorsFailTheCase) {
   Registry r;
   r.add(fake_workload("bad", std::vector<ParamSpec>{}, [](CaseContext& ctx) { ctx.verified(100, 1); }));
