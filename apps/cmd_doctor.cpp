@@ -6,6 +6,7 @@
 // snapshot, 3 when the converter or the report cannot run.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <memory>
@@ -153,9 +154,11 @@ Subcommand add_doctor(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--out", flags->out, "Write the JSON document here (the HTML page with --format html)")
       ->check(a_path());
-  sub->add_option("-a,--allocator", flags->peers,
-                  "Also replay these allocators, each once, beside the settings table: rmm-pool, rmm-arena, "
-                  "rmm-async, async, plugin:PATH.so (comma-separated; those that need a GPU use GPU 0)")
+  sub->add_option(
+         "-a,--allocator", flags->peers,
+         fmt::format("Also replay these allocators, each once, beside the settings table: any of {}, or "
+                     "{} (comma-separated; those that need a GPU use GPU 0)",
+                     fmt::join(allocator_names(), ", "), kPluginForm))
       ->delimiter(',');
   sub->add_option(
          "--batch-runs", flags->batch_runs,

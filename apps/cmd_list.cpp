@@ -1,4 +1,5 @@
-// memstress list: the registered workloads, their axes with defaults and bounds, and what they need.
+// memstress list: the registered workloads, their axes with defaults and bounds, and what they need; the
+// allocator peers (Note [The peers in one place], harness/alloc/factory.cpp).
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -74,11 +75,24 @@ nlohmann::json list_json(const Registry& registry) {
   for (const std::string_view a : allocator_names()) {
     allocators.push_back(a);
   }
+  nlohmann::json peers = nlohmann::json::array();
+  for (const PeerInfo& p : allocator_peers()) {
+    peers.push_back({{"name", p.name},
+                     {"origin", p.origin},
+                     {"what", p.what},
+                     {"simulated", p.simulated},
+                     {"baseline", p.baseline},
+                     {"built", p.built}});
+  }
   nlohmann::json former = nlohmann::json::array();
   for (const FormerName& f : kFormerNames) {
     former.push_back({{"workload", f.workload}, {"former", f.former}, {"name", f.name}});
   }
-  return {{"workloads", workloads}, {"allocators", allocators}, {"former_metric_names", former}};
+  return {{"workloads", workloads},
+          {"allocators", allocators},
+          {"peers", peers},
+          {"plugin", {{"name", kPluginForm}, {"what", kPluginWhat}}},
+          {"former_metric_names", former}};
 }
 
 std::string list_text(const Registry& registry) {
@@ -99,10 +113,8 @@ std::string list_text(const Registry& registry) {
     }
     out += '\n';
   }
-  out += fmt::format(
-      "allocators (--allocator): {}, or plugin:PATH.so[:ALLOC:FREE] (a library of your own with "
-      "PyTorch's pluggable-allocator functions)\n",
-      fmt::join(allocator_names(), ", "));
+  out += fmt::format("allocators (--allocator): {}, or {} ({})\n", fmt::join(allocator_names(), ", "),
+                     kPluginForm, kPluginWhat);
   return out;
 }
 

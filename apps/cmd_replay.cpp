@@ -5,6 +5,7 @@
 // the replay ran (OOMs in it are findings, reported), 2 on bad input, 3 when the device asked for is missing.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <memory>
@@ -119,8 +120,8 @@ Subcommand add_replay(CLI::App& app) {
                   "(torch.cuda.memory._dump_snapshot) or an RMM log; plain or .gz")
       ->required();
   sub->add_option("-a,--allocator", flags->allocator,
-                  "caching, expandable, direct, async, the RMM peers where built (memstress list), or "
-                  "plugin:PATH.so")
+                  fmt::format("{}, or {} (memstress list says what each is)",
+                              fmt::join(allocator_names(), ", "), kPluginForm))
       ->capture_default_str();
   sub->add_option("--alloc-conf", flags->alloc_conf,
                   "Allocator settings in PyTorch's syntax (default: $MEMSTRESS_ALLOC_CONF)");

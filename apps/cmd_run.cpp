@@ -4,6 +4,7 @@
 // A rank that fails or hangs ends the job (exit 1) by the --timeout, the results so far kept.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -375,9 +376,10 @@ Subcommand add_run(CLI::App& app, std::vector<std::string> argv) {
                 "GPU CI: any skipped case fails the run (exit 1), each named with its reason");
   sub->add_option(
          "-a,--allocator", flags->allocator,
-         "The shared allocator: caching (PyTorch's rules), expandable, direct (cudaMalloc), async "
-         "(cudaMallocAsync), the RMM peers where built (memstress list), or plugin:PATH.so (a "
-         "library of the C allocator interface); several, comma-separated, run every case under each")
+         fmt::format(
+             "The shared allocator: {}, or {} (a library of the C allocator interface; memstress list "
+             "says what each is); several, comma-separated, run every case under each",
+             fmt::join(allocator_names(), ", "), kPluginForm))
       ->capture_default_str();
   sub->add_option(
       "--alloc-conf", flags->alloc_conf,

@@ -24,6 +24,24 @@ struct AllocatorSpec {
 // --alloc-conf as given, else $MEMSTRESS_ALLOC_CONF, else "" (the allocators' defaults).
 std::string resolved_alloc_conf(std::string flag, const EnvLookup& env = process_env());
 
+// A peer --allocator names (Note [The peers in one place], factory.cpp).
+struct PeerInfo {
+  std::string_view name;
+  std::string_view origin;  // whose allocator it is: "memstress", "PyTorch", "CUDA" or "RMM"
+  std::string_view what;    // what it is, as docs/run.md's allocator table says it
+  bool simulated = false;   // runs on the simulated device too (the others need a real GPU)
+  bool baseline = false;    // what the others are measured against (direct: the driver for every block)
+  bool built = false;       // in this build
+};
+
+// Every peer, built or not, in the order `memstress list` shows them.
+std::vector<PeerInfo> allocator_peers();
+
+// The peer a user brings (--allocator plugin:..., plugin_allocator.hpp), as `memstress list` names it.
+inline constexpr std::string_view kPluginForm = "plugin:PATH.so[:ALLOC:FREE]";
+inline constexpr std::string_view kPluginWhat =
+    "an allocator you bring: a shared library with PyTorch's pluggable-allocator functions";
+
 // The allocator names --allocator accepts that this build has, in the order `memstress list` shows them.
 std::vector<std::string_view> allocator_names();
 
