@@ -1,5 +1,6 @@
 // memstress list: the registered workloads, their axes with defaults and bounds, and what they need; the
-// allocator peers (Note [The peers in one place], harness/alloc/factory.cpp).
+// allocator peers. `--format json` is the registry as data: docs/run.md's tables and the Python package's
+// facts (python/memstress/registry_facts.py) are generated from it (scripts/dev/registry.py).
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
