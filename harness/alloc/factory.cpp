@@ -144,10 +144,9 @@ const Peer* find_peer(std::string_view name) noexcept {
 }
 
 std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& backend) {
-  AllocConfig config = AllocConfig::parse(spec.conf, "--alloc-conf");
   if (const Peer* peer = find_peer(spec.name)) {
     peer->require_built();
-    return peer->make(std::move(config), backend);
+    return peer->make(spec.conf, backend);
   }
   if (is_plugin_name(spec.name)) {
     return make_peer_statistics(make_plugin_allocator(parse_plugin_name(spec.name), backend));
@@ -184,7 +183,6 @@ std::vector<std::string_view> allocator_names() {
 }
 
 void validate(const AllocatorSpec& spec) {
-  static_cast<void>(AllocConfig::parse(spec.conf, "--alloc-conf"));
   if (const Peer* peer = find_peer(spec.name)) {
     peer->require_built();  // before any case runs
     return;
@@ -221,6 +219,21 @@ std::vector<AllocatorSpec> allocator_specs(std::string_view names, const Allocat
     }
   }
   return specs;
+}
+
+std::filesystem::path path_for_allocator(const std::filesystem::path& path, std::string_view allocator,
+                                         bool several) {
+  if (!several) {
+    return path;
+  }
+  constexpr std::string_view kPlugin = "plugin:";
+  const std::string label =
+      allocator.starts_with(kPlugin)
+          ? "plugin-" + std::filesystem::path(allocator.substr(kPlugin.size())).stem().string()
+          : std::string(allocator);
+  std::filesystem::path out = path;
+  out.replace_extension(fmt::format(".{}{}", label, path.extension().string()));
+  return out;
 }
 
 std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBackend& backend) {

@@ -112,6 +112,19 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
   return fail(fmt::format("unknown suffix '{}'", suffix));
 }
 
+std::uint64_t parse_whole_number(std::string_view text, std::string_view what) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  const bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || ec != std::errc{} || ptr != end) {
+    throw InputError(fmt::format("{} '{}': expected a whole number from 0 to {}", what, text,
+                                 std::numeric_limits<std::uint64_t>::max()));
+  }
+  return value;
+}
+
 std::string format_bytes(std::uint64_t bytes) {
   constexpr std::array<std::string_view, 5> kUnits{"B", "K", "M", "G", "T"};
   std::size_t unit = 0;
