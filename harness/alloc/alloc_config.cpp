@@ -115,7 +115,7 @@ class Parser {
     }
   }
   template <typename T>
-  T parse_as(const std::string& word, std::string_view key) const {
+  [[nodiscard]] T parse_as(const std::string& word, std::string_view key) const {
     T v{};
     const auto [p, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
     if (ec != std::errc{} || p != word.data() + word.size()) {
@@ -141,7 +141,7 @@ class Parser {
     }
     fail(fmt::format("{} must be True or False, not '{}'", key, v));
   }
-  std::uint32_t power_of_two_or_zero(const std::string& word) const {
+  [[nodiscard]] std::uint32_t power_of_two_or_zero(const std::string& word) const {
     const auto d = parse_as<std::uint32_t>(word, "roundup_power2_divisions");
     if (d != 0 && !std::has_single_bit(d)) {
       fail(fmt::format("roundup_power2_divisions: {} is not a power of 2", d));

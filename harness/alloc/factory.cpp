@@ -32,7 +32,7 @@ struct Peer {
   bool baseline;
   bool (*built)() noexcept;
   void (*require_built)();  // throws EnvironmentError: exit 3, saying how to build it
-  std::unique_ptr<Allocator> (*make)(AllocConfig config, DeviceBackend& backend);
+  std::unique_ptr<Allocator> (*make)(const AllocConfig& config, DeviceBackend& backend);
 };
 
 bool always() noexcept {
@@ -58,7 +58,7 @@ void require_torch_built() {
   }
 }
 
-std::unique_ptr<Allocator> make_torch([[maybe_unused]] AllocConfig config,
+std::unique_ptr<Allocator> make_torch([[maybe_unused]] const AllocConfig& config,
                                       [[maybe_unused]] DeviceBackend& backend) {
 #if defined(MEMSTRESS_HAVE_TORCH)
   return make_torch_allocator(backend);
@@ -77,7 +77,7 @@ constexpr Peer rmm_peer(std::string_view what) {
           false,
           rmm_built,
           [] { require_rmm_built(R); },
-          [](AllocConfig config, DeviceBackend& backend) {
+          [](const AllocConfig& config, DeviceBackend& backend) {
             return make_peer_statistics(make_rmm_allocator(R, backend, config));
           }};
 }
@@ -96,26 +96,27 @@ constexpr std::array kPeers{
          "PyTorch's behaviour. Each stream has its own pools and lock, so threads on their own streams do "
          "not contend",
          true, false, always, nothing_to_require,
-         [](AllocConfig config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
-           return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
+         [](const AllocConfig& config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+           return std::make_unique<caching::CachingAllocator>(backend, config);
          }},
     Peer{"expandable", "memstress",
          "the same with `expandable_segments:True`: one virtual range per stream and pool, grown and shrunk "
          "page by page (cuMemCreate/cuMemMap)",
          true, false, always, nothing_to_require,
-         [](AllocConfig config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
-           config.expandable_segments = true;
-           return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
+         [](const AllocConfig& config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+           AllocConfig expandable = config;
+           expandable.expandable_segments = true;
+           return std::make_unique<caching::CachingAllocator>(backend, std::move(expandable));
          }},
     Peer{"direct", "CUDA", "cudaMalloc / cudaFree per request: the baseline", true, true, always,
          nothing_to_require,
-         [](AllocConfig /*config*/, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+         [](const AllocConfig& /*config*/, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
            return std::make_unique<DirectAllocator>(backend);
          }},
     Peer{"async", "CUDA",
          "cudaMallocAsync on a pool of its own (`release_threshold_mb:N` sets its release threshold)", false,
          false, always, nothing_to_require,
-         [](AllocConfig config, DeviceBackend& backend) {
+         [](const AllocConfig& config, DeviceBackend& backend) {
            return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
          }},
     Peer{"torch", "PyTorch",
@@ -166,6 +167,7 @@ std::string resolved_alloc_conf(std::string flag, const EnvLookup& env) {
 
 std::vector<PeerInfo> allocator_peers() {
   std::vector<PeerInfo> peers;
+  peers.reserve(kPeers.size());
   for (const Peer& peer : kPeers) {
     peers.push_back({peer.name, peer.origin, peer.what, peer.simulated, peer.baseline, peer.built()});
   }

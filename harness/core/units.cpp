@@ -133,11 +133,11 @@ std::string format_bytes(std::uint64_t bytes) {
     value /= 1024;
     ++unit;
   }
-  if (value < 1024 * 1024 || unit + 1 == kUnits.size()) {
+  if (value < 1024ULL * 1024 || unit + 1 == kUnits.size()) {
     return fmt::format("{}{}", value, kUnits[unit]);
   }
   // Large and not exact at the next unit: show a rounded figure in the largest fitting unit.
-  double scaled = static_cast<double>(bytes);
+  auto scaled = static_cast<double>(bytes);
   std::size_t big = 0;
   while (big + 1 < kUnits.size() && scaled >= 1024.0) {
     scaled /= 1024.0;
