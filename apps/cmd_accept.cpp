@@ -15,6 +15,7 @@
 #include "apps/shipped_profile.hpp"
 #include "harness/accept/input.hpp"
 #include "harness/accept/judge.hpp"
+#include "harness/accept/junit.hpp"
 #include "harness/accept/profile.hpp"
 #include "harness/accept/run_checks.hpp"
 #include "harness/accept/train.hpp"
@@ -24,7 +25,6 @@
 #include "harness/core/error.hpp"
 #include "harness/core/exit_code.hpp"
 #include "harness/core/interrupt.hpp"
-#include "harness/core/json_text.hpp"
 #include "harness/core/log.hpp"
 #include "harness/dist/job.hpp"
 #include "harness/dist/world.hpp"
@@ -128,7 +128,7 @@ LiveRun run_profile(const AcceptFlags& f, const Profile& profile, std::vector<st
       throw InputError(fmt::format("--profile {}: runs[{}] ({}): {}", f.profile, i, r.workload, e.what()));
     }
   }
-  std::unique_ptr<DeviceBackend> backend = open_rank_device(f.device, false, world);
+  std::unique_ptr<DeviceBackend> backend = open_rank_device(f.device, "", world);
   if (!f.any_gpu && backend->info().name != profile.gpu &&
       DeviceSpec::parse(f.device).kind == DeviceSpec::Kind::automatic &&
       backend->info().kind == BackendKind::sim) {
@@ -154,7 +154,7 @@ LiveRun run_profile(const AcceptFlags& f, const Profile& profile, std::vector<st
   options.allocators = {AllocatorSpec{}};  // caching
   options.run.quiet = f.quiet;
   if (!f.inject_fault.empty()) {
-    options.run.fault = FaultInjection::parse(f.inject_fault);
+    options.run.fault = FaultInjection::parse(f.inject_fault, "--inject-fault");
   }
   options.interrupted = [&f](const RunRecord& /*record*/, int signal, const std::string& /*why*/) {
     note("interrupted by {}: nothing judged{}", signal_name(signal),
@@ -185,62 +185,6 @@ LiveRun run_profile(const AcceptFlags& f, const Profile& profile, std::vector<st
     add_run(live.input, memstress_results(header_json(record), std::move(rows)), "this run");
   }
   return live;
-}
-
-std::string junit_of(const Profile& profile,
-                     const std::vector<std::pair<const AcceptCheck*, CheckOutcome>>& results,
-                     const std::vector<RunCheckFailure>& run_failures) {
-  int failures = static_cast<int>(run_failures.size());
-  int skipped = 0;
-  std::string cases;
-  const auto esc = [](const std::string& s) {
-    std::string o;
-    for (const char c : valid_utf8(s)) {
-      o += c == '&'   ? "&amp;"
-           : c == '<' ? "&lt;"
-           : c == '>' ? "&gt;"
-           : c == '"' ? "&quot;"
-                      : std::string(1, c);
-    }
-    return o;
-  };
-  for (const auto& [check, outcome] : results) {
-    failures += outcome.pass || outcome.skipped ? 0 : 1;
-    skipped += outcome.skipped ? 1 : 0;
-    // The same line as the text output, plus its parts as properties, for CI systems that show them.
-    std::string properties;
-    const auto property = [&](const char* name, const std::string& value) {
-      if (!value.empty()) {
-        properties += fmt::format("        <property name=\"{}\" value=\"{}\"/>\n", name, esc(value));
-      }
-    };
-    property("workload", check->workload);
-    property("metric", check->metric);
-    property("measured", outcome.measured ? fmt::format("{}", *outcome.measured) : std::string());
-    property("unit", outcome.unit);
-    property("bound", outcome.bound);
-    property("gpu", outcome.where);
-    property("failure", std::string(to_string(outcome.failure)));
-    const std::string body = outcome.skipped ? fmt::format("<skipped message=\"{}\"/>", esc(outcome.detail))
-                             : outcome.pass  ? fmt::format("<system-out>{}</system-out>", esc(outcome.detail))
-                                             : fmt::format("<failure message=\"{}\"/>", esc(outcome.detail));
-    cases += fmt::format(
-        "    <testcase classname=\"memstress.accept.{}\" name=\"{}\">\n      <properties>\n{}      "
-        "</properties>\n      {}\n    </testcase>\n",
-        esc(profile.name), esc(check->name), properties, body);
-  }
-  for (const RunCheckFailure& failure : run_failures) {
-    cases += fmt::format(
-        "    <testcase classname=\"memstress.accept.{}\" name=\"{}\">\n      <failure message=\"{}\"/>\n    "
-        "</testcase>\n",
-        esc(profile.name), esc(failure.name), esc(failure.detail));
-  }
-  return fmt::format(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memstress\">\n  <testsuite "
-      "name=\"memstress.accept.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  "
-      "</testsuite>\n"
-      "</testsuites>\n",
-      esc(profile.name), results.size() + run_failures.size(), failures, skipped, cases);
 }
 
 // Judges (or trains from) `input`; prints a line per check, a line per failed check of the run itself, and
@@ -282,7 +226,7 @@ int judge(const AcceptFlags& f, Profile& profile, const AcceptInput& input) {
   const std::string about =
       fmt::format("profile {}, {}, {} rank{}", profile.name, profile.gpu, ranks, ranks == 1 ? "" : "s");
   if (!f.junit.empty()) {
-    write_file_atomically(f.junit, junit_of(profile, results, run_failures), "--junit");
+    write_file_atomically(f.junit, format_accept_junit(profile, results, run_failures), "--junit");
   }
   const AcceptVerdict verdict = verdict_of(outcomes, run_failures.size(), about);
   fmt::print("{}\n", verdict.line);

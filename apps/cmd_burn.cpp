@@ -86,7 +86,7 @@ void print_findings(const std::vector<BurnFinding>& found) {
 
 int burn_on_rank(const BurnFlags& f, const BurnProfile& profile, const std::vector<std::string>& argv,
                  InterruptWatch& interrupts, World& world) {
-  std::unique_ptr<DeviceBackend> backend = open_rank_device(f.device, false, world);
+  std::unique_ptr<DeviceBackend> backend = open_rank_device(f.device, "", world);
   const bool sim = backend->info().kind == BackendKind::sim;
   if (!sim && !f.any_gpu && !profile.gpu.empty() && backend->info().name != profile.gpu) {
     throw InputError(

@@ -6,12 +6,14 @@
 // snapshot, 3 when the converter or the report cannot run.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <memory>
-#include <sstream>
+#include <utility>
 
 #include "apps/commands.hpp"
+#include "harness/alloc/alloc_config.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/data_dir.hpp"
@@ -19,10 +21,8 @@
 #include "harness/core/json_text.hpp"
 #include "harness/core/subprocess.hpp"
 #include "harness/core/text_table.hpp"
-#include "harness/core/units.hpp"
 #include "harness/doctor/doctor.hpp"
 #include "harness/doctor/format.hpp"
-#include "harness/memory/sim_backend.hpp"
 
 namespace memstress::app {
 namespace {
@@ -42,38 +42,19 @@ struct DoctorFlags {
   std::uint64_t multiprocessors = 0;    // --multiprocessors, for --batch-runs
 };
 
-// The settings table replays on twice the largest capacity, and a simulated device holds at most
-// SimBackend::kMaxCapacity.
-constexpr std::uint64_t kMaxDoctorCapacity = SimBackend::kMaxCapacity / 2;
-
-std::vector<std::uint64_t> parse_capacities(const std::string& text) {
-  std::vector<std::uint64_t> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    const std::uint64_t c = parse_bytes(item, "--capacity");
-    if (c == 0 || c > kMaxDoctorCapacity) {
-      throw InputError(fmt::format("--capacity '{}': a capacity must be more than 0 bytes and at most {}",
-                                   item, format_bytes(kMaxDoctorCapacity)));
-    }
-    out.push_back(c);
-  }
-  if (out.empty()) {
-    throw InputError(fmt::format("--capacity '{}': give one or more sizes, e.g. 24G,40G,80G", text));
-  }
-  return out;
-}
-
 int doctor_command(const DoctorFlags& f) {
   if (!f.out.empty()) {
     check_output_path(f.out, "--out");  // before the replays, not after them
   }
   doctor::DoctorOptions options;
   if (!f.capacity.empty()) {
-    options.capacities = parse_capacities(f.capacity);
+    options.capacities = doctor::parse_capacities(f.capacity, "--capacity");
   }
+  options.capacities_flag = "--capacity";
   if (f.alloc_conf_given) {
-    options.alloc_conf = f.alloc_conf;
+    options.alloc_conf = AllocConfig::parse(f.alloc_conf, "--alloc-conf");
   }
+  options.alloc_conf_flag = "--alloc-conf";
   options.trace_device = f.trace_device;
   for (const std::string& peer : f.peers) {
     AllocatorSpec spec;
@@ -99,13 +80,10 @@ int doctor_command(const DoctorFlags& f) {
     if (f.batch_runs.size() != 2) {
       throw InputError(fmt::format("--batch-runs: give two snapshots (A,B), not {}", f.batch_runs.size()));
     }
-    const auto [batch_a, batch_b] = parse_batch_pair(f.batch);
+    doctor::BatchPair batches = doctor::BatchPair::parse(f.batch, "--batch");
     run_a.emplace(doctor::load_input(f.batch_runs[0]));
     run_b.emplace(doctor::load_input(f.batch_runs[1]));
-    options.batch_runs = doctor::BatchRuns{&*run_a, &*run_b, batch_a, batch_b, f.multiprocessors};
-    if (batch_a == 0 || batch_b == 0 || batch_a == batch_b) {
-      throw InputError(fmt::format("--batch '{}': two different batch sizes above 0, one per run", f.batch));
-    }
+    options.batch_runs = doctor::BatchRuns{&*run_a, &*run_b, std::move(batches), f.multiprocessors};
   }
   const doctor::DoctorReport report = doctor::diagnose(doctor::load_input(f.snapshot), options);
   const nlohmann::json doc = doctor::doctor_document(report);
@@ -153,9 +131,11 @@ Subcommand add_doctor(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--out", flags->out, "Write the JSON document here (the HTML page with --format html)")
       ->check(a_path());
-  sub->add_option("-a,--allocator", flags->peers,
-                  "Also replay these allocators, each once, beside the settings table: rmm-pool, rmm-arena, "
-                  "rmm-async, async, plugin:PATH.so (comma-separated; those that need a GPU use GPU 0)")
+  sub->add_option(
+         "-a,--allocator", flags->peers,
+         fmt::format("Also replay these allocators, each once, beside the settings table: any of {}, or "
+                     "{} (comma-separated; those that need a GPU use GPU 0)",
+                     fmt::join(allocator_names(), ", "), kPluginForm))
       ->delimiter(',');
   sub->add_option(
          "--batch-runs", flags->batch_runs,

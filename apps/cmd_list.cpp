@@ -1,4 +1,6 @@
-// memstress list: the registered workloads, their axes with defaults and bounds, and what they need.
+// memstress list: the registered workloads, their axes with defaults and bounds, and what they need; the
+// allocator peers. `--format json` is the registry as data: docs/run.md's tables and the Python package's
+// facts (python/memstress/registry_facts.py) are generated from it (scripts/dev/registry.py).
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,6 +12,7 @@
 #include "apps/commands.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/json_text.hpp"
+#include "harness/results/former_names.hpp"
 #include "suites/registry.hpp"
 
 namespace memstress::app {
@@ -23,7 +26,10 @@ std::string needs(const Requirements& req) {
   if (req.min_ranks > 1) {
     parts.push_back(fmt::format("{} ranks", req.min_ranks));
   }
-  return parts.empty() ? "any device (the simulated one too)" : fmt::format("{}", fmt::join(parts, ", "));
+  if (parts.empty()) {
+    return req.more.empty() ? "any device (the simulated one too)" : fmt::format("any device ({})", req.more);
+  }
+  return fmt::format("{}{}", fmt::join(parts, ", "), req.more.empty() ? "" : fmt::format(" ({})", req.more));
 }
 
 // An axis's bounds as `list` shows them: "1 to 32", "at least 16" (nothing for choices, text, booleans).
@@ -52,19 +58,42 @@ nlohmann::json list_json(const Registry& registry) {
            {"maximum", std::isfinite(p.maximum) ? nlohmann::json(p.maximum) : nlohmann::json(nullptr)},
            {"help", p.help}});
     }
-    const Requirements req = w->requirements();
+    const Requirements& req = w->requirements();
     workloads.push_back({{"name", w->name()},
                          {"summary", w->summary()},
                          {"default_job", w->in_default_job()},
                          {"max_repetitions", w->max_repetitions()},
-                         {"needs", {{"real_gpu", req.real_gpu}, {"min_ranks", req.min_ranks}}},
+                         {"needs",
+                          {{"real_gpu", req.real_gpu},
+                           {"min_ranks", req.min_ranks},
+                           {"all_ranks", req.all_ranks},
+                           {"more", req.more},
+                           {"text", needs(req)}}},
+                         {"headline", w->headline()},
                          {"params", params}});
   }
   nlohmann::json allocators = nlohmann::json::array();
   for (const std::string_view a : allocator_names()) {
     allocators.push_back(a);
   }
-  return {{"workloads", workloads}, {"allocators", allocators}};
+  nlohmann::json peers = nlohmann::json::array();
+  for (const PeerInfo& p : allocator_peers()) {
+    peers.push_back({{"name", p.name},
+                     {"origin", p.origin},
+                     {"what", p.what},
+                     {"simulated", p.simulated},
+                     {"baseline", p.baseline},
+                     {"built", p.built}});
+  }
+  nlohmann::json former = nlohmann::json::array();
+  for (const FormerName& f : kFormerNames) {
+    former.push_back({{"workload", f.workload}, {"former", f.former}, {"name", f.name}});
+  }
+  return {{"workloads", workloads},
+          {"allocators", allocators},
+          {"peers", peers},
+          {"plugin", {{"name", kPluginForm}, {"what", kPluginWhat}}},
+          {"former_metric_names", former}};
 }
 
 std::string list_text(const Registry& registry) {
@@ -85,10 +114,8 @@ std::string list_text(const Registry& registry) {
     }
     out += '\n';
   }
-  out += fmt::format(
-      "allocators (--allocator): {}, or plugin:PATH.so[:ALLOC:FREE] (a library of your own with "
-      "PyTorch's pluggable-allocator functions)\n",
-      fmt::join(allocator_names(), ", "));
+  out += fmt::format("allocators (--allocator): {}, or {} ({})\n", fmt::join(allocator_names(), ", "),
+                     kPluginForm, kPluginWhat);
   return out;
 }
 

@@ -11,9 +11,9 @@
 #include <iterator>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "apps/commands.hpp"
+#include "harness/alloc/alloc_config.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/json_text.hpp"
@@ -21,7 +21,6 @@
 #include "harness/core/units.hpp"
 #include "harness/doctor/batch_format.hpp"
 #include "harness/doctor/batch_model.hpp"
-#include "harness/memory/sim_backend.hpp"
 
 namespace memstress::app {
 namespace {
@@ -43,17 +42,19 @@ struct PredictFlags {
 };
 
 int predict_command(const PredictFlags& f) {
-  const auto [batch_a, batch_b] = parse_batch_pair(f.batch);
+  const doctor::BatchPair batches = doctor::BatchPair::parse(f.batch, "--batch");
+  const std::uint64_t batch_a = batches.first();
+  const std::uint64_t batch_b = batches.second();
   if (!f.out.empty()) {
     check_output_path(f.out, "--out");  // before the replays, not after them
   }
   std::optional<std::uint64_t> capacity;
   if (!f.capacity.empty()) {
-    capacity = parse_bytes(f.capacity, "--capacity");
-    if (*capacity == 0 || *capacity > SimBackend::kMaxCapacity) {
-      throw InputError(fmt::format("--capacity {}: a capacity must be more than 0 bytes and at most {}",
-                                   f.capacity, format_bytes(SimBackend::kMaxCapacity)));
-    }
+    capacity = doctor::parse_capacity(f.capacity, "--capacity");
+  }
+  std::optional<AllocConfig> given;
+  if (!f.alloc_conf.empty()) {
+    given = AllocConfig::parse(f.alloc_conf, "--alloc-conf");
   }
   const doctor::DoctorInput a = doctor::load_input(f.snapshot_a);
   const doctor::DoctorInput b = doctor::load_input(f.snapshot_b);
@@ -66,19 +67,12 @@ int predict_command(const PredictFlags& f) {
                     "(e.g. --capacity 40G)",
                     f.snapshot_a));
   }
-  replay::SweepSetting setting{"caching", ""};
-  std::string origin = "assumed: PyTorch's defaults";
-  if (!f.alloc_conf.empty()) {
-    setting = doctor::setting_from_pytorch_conf(f.alloc_conf, "--alloc-conf");
-    origin = "--alloc-conf";
-  } else if (a.facts.alloc_conf) {
-    setting =
-        doctor::setting_from_pytorch_conf(*a.facts.alloc_conf, f.snapshot_a + ": its allocator_settings");
-    origin = "the first snapshot";
-  }
+  // Note [The setting a program ran with].
+  const doctor::SettingInForce in_force =
+      doctor::setting_in_force(given, "--alloc-conf", a.facts, f.snapshot_a, "the first snapshot");
   const doctor::BatchModel model = doctor::build_batch_model(
-      a, b, batch_a, batch_b, f.trace_device, doctor::gpu_of_runs(a, b, *capacity, f.multiprocessors));
-  const doctor::BatchAnswer answer = doctor::search_batch(model, setting, *capacity, f.max_batch);
+      a, b, batches, f.trace_device, doctor::gpu_of_runs(a, b, *capacity, f.multiprocessors));
+  const doctor::BatchAnswer answer = doctor::search_batch(model, in_force.setting, *capacity, f.max_batch);
   if (!f.write_trace.empty()) {
     const std::size_t colon = f.write_trace.find(':');
     std::uint64_t n = 0;
@@ -98,8 +92,8 @@ int predict_command(const PredictFlags& f) {
         "--write-trace");
   }
 
-  doctor::BatchReport report{f.snapshot_a, f.snapshot_b, batch_a, batch_b, &a,
-                             &b,           &model,       &answer, origin,  f.max_batch};
+  doctor::BatchReport report{f.snapshot_a, f.snapshot_b, batch_a, batch_b,         &a,
+                             &b,           &model,       &answer, in_force.origin, f.max_batch};
   const nlohmann::json doc = doctor::batch_document(report);
   if (!f.out.empty()) {
     write_file_atomically(f.out, json_text(doc, 2) + "\n", "--out");
@@ -109,29 +103,6 @@ int predict_command(const PredictFlags& f) {
 }
 
 }  // namespace
-
-std::pair<std::uint64_t, std::uint64_t> parse_batch_pair(const std::string& text) {
-  std::stringstream in(text);
-  std::vector<std::uint64_t> values;
-  for (std::string item; std::getline(in, item, ',');) {
-    std::size_t used = 0;
-    std::uint64_t v = 0;
-    try {
-      v = std::stoull(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || item.front() == '-') {
-      throw InputError(fmt::format("--batch '{}': '{}' is not a batch size", text, item));
-    }
-    values.push_back(v);
-  }
-  if (values.size() != 2) {
-    throw InputError(
-        fmt::format("--batch '{}': give the two batch sizes, the first snapshot's first (e.g. 8,16)", text));
-  }
-  return {values[0], values[1]};
-}
 
 Subcommand add_predict_batch(CLI::App& app) {
   auto flags = std::make_shared<PredictFlags>();

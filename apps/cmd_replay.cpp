@@ -5,12 +5,14 @@
 // the replay ran (OOMs in it are findings, reported), 2 on bad input, 3 when the device asked for is missing.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "apps/commands.hpp"
+#include "harness/alloc/alloc_config.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
@@ -43,7 +45,7 @@ int replay_command(const ReplayFlags& f) {
   const DeviceSpec spec = DeviceSpec::parse(f.device);
   AllocatorSpec allocator_spec;
   allocator_spec.name = f.allocator;
-  allocator_spec.conf = f.alloc_conf;
+  allocator_spec.conf = AllocConfig::parse(f.alloc_conf, "--alloc-conf");  // parsed once, and carried
   validate(allocator_spec);
   if (!f.out.empty()) {
     check_output_path(f.out, "--out");
@@ -81,7 +83,7 @@ int replay_command(const ReplayFlags& f) {
     // Simulated devices replay side by side; replays on one real GPU would compete for its memory.
     const unsigned threads = resolved.kind == DeviceSpec::Kind::sim ? 0 : 1;
     const replay::Sweep sweep = replay::run_sweep(
-        trace, replay::sweep_grid(f.alloc_conf),
+        trace, replay::sweep_grid(allocator_spec.conf),
         [&] { return make_backend(resolved, SimAddressOrder::cuda_like); }, options, threads);
     sweep_doc = replay::sweep_json(sweep);
     sweep_text = replay::format_sweep(sweep);
@@ -119,8 +121,8 @@ Subcommand add_replay(CLI::App& app) {
                   "(torch.cuda.memory._dump_snapshot) or an RMM log; plain or .gz")
       ->required();
   sub->add_option("-a,--allocator", flags->allocator,
-                  "caching, expandable, direct, async, the RMM peers where built (memstress list), or "
-                  "plugin:PATH.so")
+                  fmt::format("{}, or {} (memstress list says what each is)",
+                              fmt::join(allocator_names(), ", "), kPluginForm))
       ->capture_default_str();
   sub->add_option("--alloc-conf", flags->alloc_conf,
                   "Allocator settings in PyTorch's syntax (default: $MEMSTRESS_ALLOC_CONF)");

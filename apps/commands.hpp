@@ -30,9 +30,6 @@ inline const CLI::Validator& a_path() {
   return kValidator;
 }
 
-// "8,16": two batch sizes (predict-batch's and doctor's --batch); throws InputError naming --batch.
-std::pair<std::uint64_t, std::uint64_t> parse_batch_pair(const std::string& text);
-
 // For floating-point options: NaN passes every range check (each comparison with it is false), so it is
 // refused first, with infinities ("nan", "inf" and their spellings are numbers to strtod).
 inline const CLI::Validator& a_finite_number() {

@@ -77,15 +77,15 @@ std::string plugin_label(std::string_view spec) {
 }
 
 Peers::Peers(const std::vector<std::string>& plugins) {
-  for (const std::string_view name : {"caching", "expandable", "direct"}) {
-    const Peer peer = keep(std::string(name), std::string(name));
+  // Every peer memstress has (Note [The peers in one place], harness/alloc/factory.cpp) on the GPU, those
+  // that run on it on the simulated device too.
+  for (const PeerInfo& info : allocator_peers()) {
+    const Peer peer = keep(std::string(info.name), std::string(info.name));
     cuda_.push_back(peer);
-    sim_.push_back(peer);
+    if (info.simulated) {
+      sim_.push_back(peer);
+    }
   }
-  for (const std::string_view name : {"async", "rmm-pool", "rmm-arena", "rmm-async"}) {
-    cuda_.push_back(keep(std::string(name), std::string(name)));
-  }
-  sim_threads_ = {sim_[0], sim_[2]};  // caching and direct
   std::vector<std::string> specs{"plugin:" + example_plugin()};
   for (const std::string& plugin : plugins) {
     specs.push_back("plugin:" + plugin);
@@ -102,9 +102,7 @@ Peers::Peers(const std::vector<std::string>& plugins) {
     const Peer peer = keep(std::move(label), std::move(spec));
     cuda_.push_back(peer);
     sim_.push_back(peer);
-    sim_threads_.push_back(peer);
   }
-  cuda_.push_back(keep("torch", "torch"));
 }
 
 Peer Peers::keep(std::string label, std::string spec) {

@@ -36,8 +36,9 @@ struct Peer {
   std::string_view spec;   // "caching", "plugin:/…/libmemstress_caching_plugin.so"
 };
 
-// The peers each device runs. "torch" is PyTorch's own caching allocator (the gpu-torch preset builds it;
-// elsewhere its rows are skipped with the reason), as are the rmm-* peers where the build has no RMM.
+// The peers each device runs: every peer of `memstress list` on the GPU, those that run on the simulated
+// device (allocator_peers()) there too. A peer this build lacks ("torch", PyTorch's own caching allocator,
+// outside the gpu-torch preset; the rmm-* peers without RMM) has its rows skipped with the reason.
 // "plugin-caching" is examples/allocator-plugin's caching plugin, found beside the binary (the build tree's
 // examples/allocator-plugin/, or an install's lib/memstress/plugins/) and loaded by path as
 // `--allocator plugin:PATH` loads it (bound to memstress's backend, so it runs on both devices). Each
@@ -55,13 +56,12 @@ class Peers {
 
   [[nodiscard]] std::span<const Peer> cuda() const noexcept { return cuda_; }
   [[nodiscard]] std::span<const Peer> sim() const noexcept { return sim_; }
-  [[nodiscard]] std::span<const Peer> sim_threads() const noexcept { return sim_threads_; }
 
  private:
   Peer keep(std::string label, std::string spec);
 
   std::deque<std::string> text_;  // what the views point into (a deque never moves its elements)
-  std::vector<Peer> cuda_, sim_, sim_threads_;
+  std::vector<Peer> cuda_, sim_;
 };
 
 // The label of a plugin peer: "plugin-" and the library's file name without "lib", "memstress_",

@@ -126,7 +126,7 @@ void register_device(Device device, std::span<const Peer> peers) {
 }  // namespace
 
 void register_thread_benchmarks(const Peers& peers) {
-  register_device(Device::sim, peers.sim_threads());
+  register_device(Device::sim, peers.sim());
   register_device(Device::cuda, peers.cuda());
 }
 

@@ -27,72 +27,109 @@ namespace {
 
 using namespace memstress;
 
-class StandIn final : public Workload {
- public:
-  StandIn(std::string name, std::vector<ParamSpec> params, bool all_ranks, bool in_default_job)
-      : name_(std::move(name)), params_(std::move(params)), all_ranks_(all_ranks), default_(in_default_job) {}
-
-  [[nodiscard]] std::string_view name() const noexcept override { return name_; }
-  [[nodiscard]] std::string_view summary() const noexcept override { return "stand-in"; }
-  [[nodiscard]] std::vector<ParamSpec> params() const override { return params_; }
-  [[nodiscard]] Requirements requirements() const noexcept override { return {false, 1, all_ranks_}; }
-  [[nodiscard]] bool in_default_job() const noexcept override { return default_; }
-  [[nodiscard]] bool applies(const ParamSet& params) const override {
-    // As transfers: pageable host memory means nothing for a device-to-device copy.
-    for (const auto& [key, value] : params.values()) {
-      if (key == "host" && value == "pageable") {
-        return std::none_of(params.values().begin(), params.values().end(),
-                            [](const auto& kv) { return kv.first == "direction" && kv.second == "d2d"; });
-      }
+// As transfers: pageable host memory means nothing for a device-to-device copy.
+bool applies(const ParamSet& params) {
+  for (const auto& [key, value] : params.values()) {
+    if (key == "host" && value == "pageable") {
+      return std::none_of(params.values().begin(), params.values().end(),
+                          [](const auto& kv) { return kv.first == "direction" && kv.second == "d2d"; });
     }
-    return true;
   }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& /*ctx*/) const override { return nullptr; }
+  return true;
+}
 
- private:
-  std::string name_;
-  std::vector<ParamSpec> params_;
-  bool all_ranks_;
-  bool default_;
-};
+WorkloadDef stand_in(std::string name, std::vector<ParamSpec> axes, bool all_ranks, bool in_default_job) {
+  return {.name = std::move(name),
+          .summary = "stand-in",
+          .needs = {.all_ranks = all_ranks},
+          .axes = std::move(axes),
+          .in_default_job = in_default_job,
+          .applies = applies,
+          .prepare = [](CaseContext& /*ctx*/) -> std::unique_ptr<CaseRun> { return nullptr; }};
+}
 
 // Axes as the suites declare them (suites/*.cpp): every type, with and without bounds and --full values.
 Registry stand_in_registry() {
   Registry r;
-  r.add(std::make_unique<StandIn>(
-      "alloc-smoke",
-      std::vector<ParamSpec>{
-          {"bytes", ParamType::bytes, {"1M", "64M", "1G"}, {"512", "1M", "64M", "1G"}, {}, "buffer size", 1},
-          {"count", ParamType::integer, {"16"}, {"16", "64"}, {}, "buffers live at once", 1}},
-      false, true));
-  r.add(std::make_unique<StandIn>(
-      "transfers",
-      std::vector<ParamSpec>{
-          {"direction", ParamType::choice, {"h2d", "d2h"}, {}, {"h2d", "d2h", "d2d"}, "copy direction"},
-          {"host",
-           ParamType::choice,
-           {"pinned"},
-           {"pinned", "pageable"},
-           {"pinned", "pageable"},
-           "host memory"},
-          {"bytes", ParamType::bytes, {"256M"}, {"16M", "256M", "1G"}, {}, "copy size", 16},
-          {"overlap", ParamType::boolean, {"false"}, {"false", "true"}, {}, "copies overlap"}},
-      false, true));
-  r.add(std::make_unique<StandIn>(
+  r.add(stand_in("alloc-smoke",
+                 std::vector<ParamSpec>{{.name = "bytes",
+                                         .type = ParamType::bytes,
+                                         .defaults = {"1M", "64M", "1G"},
+                                         .full_defaults = {"512", "1M", "64M", "1G"},
+                                         .minimum = 1,
+                                         .help = "buffer size"},
+                                        {.name = "count",
+                                         .type = ParamType::integer,
+                                         .defaults = {"16"},
+                                         .full_defaults = {"16", "64"},
+                                         .minimum = 1,
+                                         .help = "buffers live at once"}},
+                 false, true));
+  r.add(stand_in("transfers",
+                 std::vector<ParamSpec>{{.name = "direction",
+                                         .type = ParamType::choice,
+                                         .defaults = {"h2d", "d2h"},
+                                         .choices = {"h2d", "d2h", "d2d"},
+                                         .help = "copy direction"},
+                                        {.name = "host",
+                                         .type = ParamType::choice,
+                                         .defaults = {"pinned"},
+                                         .full_defaults = {"pinned", "pageable"},
+                                         .choices = {"pinned", "pageable"},
+                                         .help = "host memory"},
+                                        {.name = "bytes",
+                                         .type = ParamType::bytes,
+                                         .defaults = {"256M"},
+                                         .full_defaults = {"16M", "256M", "1G"},
+                                         .minimum = 16,
+                                         .help = "copy size"},
+                                        {.name = "overlap",
+                                         .type = ParamType::boolean,
+                                         .defaults = {"false"},
+                                         .full_defaults = {"false", "true"},
+                                         .help = "copies overlap"}},
+                 false, true));
+  r.add(stand_in(
       "integrity",
       std::vector<ParamSpec>{
-          {"fraction", ParamType::real, {"0.95"}, {"0.98"}, {}, "share of free memory tested", 0.01, 0.99},
-          {"patterns", ParamType::text, {"ones,zeros"}, {}, {}, "patterns"},
-          {"block", ParamType::bytes, {"1G"}, {}, {}, "block size", 1 << 20}},
+          {.name = "fraction",
+           .type = ParamType::real,
+           .defaults = {"0.95"},
+           .full_defaults = {"0.98"},
+           .minimum = 0.01,
+           .maximum = 0.99,
+           .help = "share of free memory tested"},
+          {.name = "patterns", .type = ParamType::text, .defaults = {"ones,zeros"}, .help = "patterns"},
+          {.name = "block",
+           .type = ParamType::bytes,
+           .defaults = {"1G"},
+           .minimum = 1 << 20,
+           .help = "block size"}},
       false, true));
-  r.add(std::make_unique<StandIn>(
-      "collectives",
-      std::vector<ParamSpec>{
-          {"op", ParamType::choice, {"all_reduce"}, {}, {"all_reduce", "all_gather"}, "op"},
-          {"compute_us", ParamType::real, {"0"}, {"0", "500"}, {}, "compute per step"},
-          {"bytes", ParamType::bytes, {"1M"}, {}, {}, "message size", 4, 1099511627776.0},
-          {"warm", ParamType::integer, {"-1"}, {}, {}, "signed", -5, 5}},
-      true, false));
+  r.add(stand_in("collectives",
+                 std::vector<ParamSpec>{{.name = "op",
+                                         .type = ParamType::choice,
+                                         .defaults = {"all_reduce"},
+                                         .choices = {"all_reduce", "all_gather"},
+                                         .help = "op"},
+                                        {.name = "compute_us",
+                                         .type = ParamType::real,
+                                         .defaults = {"0"},
+                                         .full_defaults = {"0", "500"},
+                                         .help = "compute per step"},
+                                        {.name = "bytes",
+                                         .type = ParamType::bytes,
+                                         .defaults = {"1M"},
+                                         .minimum = 4,
+                                         .maximum = 1099511627776.0,
+                                         .help = "message size"},
+                                        {.name = "warm",
+                                         .type = ParamType::integer,
+                                         .defaults = {"-1"},
+                                         .minimum = -5,
+                                         .maximum = 5,
+                                         .help = "signed"}},
+                 true, false));
   return r;
 }
 
@@ -116,7 +153,7 @@ void check_canonical(const Registry& registry, const PlanRequest& request,
         }
       }
     }
-    const std::vector<ParamSpec> specs = c.workload->params();
+    const std::vector<ParamSpec>& specs = c.workload->params();
     for (const std::pair<std::string, std::string>& kv : c.params.values()) {
       const std::string& value = kv.second;  // (clang 14 cannot capture a structured binding)
       const auto spec =

@@ -97,41 +97,48 @@ class AllocSmokeRun final : public CaseRun {
   std::size_t count_;
 };
 
-class AllocSmoke final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "alloc-smoke"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"alloc"}; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "allocate and free batches through the shared allocator on any device; checks alignment, overlap "
-           "and accounting; alloc/free latency";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"bytes", ParamType::bytes, {"1M", "64M", "1G"}, {"512", "1M", "64M", "1G"}, {}, "buffer size", 1},
-        {"count", ParamType::integer, {"16"}, {"16", "64"}, {}, "buffers live at once", 1, 1'000'000},
-    };
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    // A batch larger than the whole device can never be live at once: a small device (sim:8G, a MIG slice)
-    // skips that case, saying why, instead of failing it with an out-of-memory error.
-    const std::uint64_t bytes = ctx.params().bytes("bytes");
-    const auto count = static_cast<std::uint64_t>(ctx.params().integer("count"));
-    const std::uint64_t total = ctx.device().mem_info().total;
-    if (count != 0 && bytes > total / count) {
-      const double batch = static_cast<double>(bytes) * static_cast<double>(count);
-      throw SkipCase(
-          fmt::format("needs {} live at once (count x bytes); the device has {} in all",
-                      batch < 1.8e19 ? human_bytes(bytes * count) : fmt::format("{:.3g} bytes", batch),
-                      human_bytes(total)));
-    }
-    return std::make_unique<AllocSmokeRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_alloc_smoke() {
-  return std::make_unique<AllocSmoke>();
+WorkloadDef workloads::alloc_smoke() {
+  return {
+      .name = "alloc-smoke",
+      .summary =
+          "allocate and free batches through the shared allocator; checks alignment, overlap, allocator and "
+          "device accounting; alloc/free latency",
+      .axes =
+          {
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"1M", "64M", "1G"},
+               .full_defaults = {"512", "1M", "64M", "1G"},
+               .minimum = 1,
+               .help = "buffer size"},
+              {.name = "count",
+               .type = ParamType::integer,
+               .defaults = {"16"},
+               .full_defaults = {"16", "64"},
+               .minimum = 1,
+               .maximum = 1'000'000,
+               .help = "buffers live at once"},
+          },
+      .headline = {"alloc"},
+      .prepare = [](CaseContext& ctx)
+          -> std::unique_ptr<CaseRun> {  // A batch larger than the whole device can never be live at once: a
+                                         // small device (sim:8G, a MIG slice)
+        // skips that case, saying why, instead of failing it with an out-of-memory error.
+        const std::uint64_t bytes = ctx.params().bytes("bytes");
+        const auto count = static_cast<std::uint64_t>(ctx.params().integer("count"));
+        const std::uint64_t total = ctx.device().mem_info().total;
+        if (count != 0 && bytes > total / count) {
+          const double batch = static_cast<double>(bytes) * static_cast<double>(count);
+          throw SkipCase(
+              fmt::format("needs {} live at once (count x bytes); the device has {} in all",
+                          batch < 1.8e19 ? human_bytes(bytes * count) : fmt::format("{:.3g} bytes", batch),
+                          human_bytes(total)));
+        }
+        return std::make_unique<AllocSmokeRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

@@ -473,108 +473,104 @@ std::vector<std::string> strings(std::span<const std::string_view> names) {
   return {names.begin(), names.end()};
 }
 
-class Collectives final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "collectives"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"busbw"}; }
-  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "NCCL all_reduce, all_gather, reduce_scatter, broadcast, alltoall and a sendrecv ring over the "
-           "shared allocator's buffers: algbw and busbw as nccl-tests reports them, against plain cudaMalloc "
-           "buffers, and under allocation and copy churn";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"collective",
-         ParamType::choice,
-         strings(collective_names()),
-         {},
-         strings(collective_names()),
-         "the collective (sum for reductions; broadcast from rank 0; sendrecv: to rank+1, from rank-1)"},
-        {"dtype",
-         ParamType::choice,
-         {"float"},
-         strings(dtype_names()),
-         strings(dtype_names()),
-         "element type"},
-        {"place",
-         ParamType::choice,
-         {"out"},
-         {"out", "in"},
-         {"out", "in"},
-         "out of place, or in place (not for alltoall and sendrecv)"},
-        {"pressure",
-         ParamType::choice,
-         {"none", "churn"},
-         {},
-         {"none", "churn"},
-         "none, or churn: another thread allocates, fills and frees blocks and copies host-to-device on the "
-         "same GPU meanwhile"},
-        {"timing",
-         ParamType::choice,
-         {"events"},
-         {},
-         {"events", "host", "graph", "graph_each"},
-         "events: GPU time between CUDA events; host: nccl-tests' default (a host clock around iters "
-         "launches); graph: the iters collectives as one CUDA graph, captured once and replayed; "
-         "graph_each: nccl-tests' -G 1 (a new graph each repetition, its first launch timed)"},
-        {"iters",
-         ParamType::integer,
-         {"20"},
-         {},
-         {},
-         "collectives per timed region with timing=host, graph or graph_each (nccl-tests' -n); timing=events "
-         "chooses "
-         "its own and takes only the default",
-         1,
-         10000},
-        {"buffers",
-         ParamType::choice,
-         {"allocator"},
-         {},
-         {"allocator", "ncclmem"},
-         "where the buffers come from: the shared allocator, or ncclMemAlloc as nccl-tests allocates them"},
-        {"bytes",
-         ParamType::bytes,
-         {"256M"},
-         {"1M", "4M", "16M", "64M", "256M", "1G", "4G"},
-         {},
-         "nccl-tests' size: the larger of one rank's send and receive buffers",
-         1},
-        {"rotate",
-         ParamType::bytes,
-         {"0"},
-         {},
-         {},
-         "move each collective of a timed region to the next slot of buffers this large, as nccl-tests "
-         "does with its -e (0: one buffer)",
-         0},
-        {"l2",
-         ParamType::choice,
-         {"warm"},
-         {},
-         {"warm", "flushed"},
-         "warm: a timed region finds the L2 as the last left it; flushed: written over first, as "
-         "nccl-tests' slots come to a line in a sweep of many sizes"},
-    };
-  }
-  [[nodiscard]] Requirements requirements() const noexcept override {
-    return {.real_gpu = true, .all_ranks = true};
-  }
-  [[nodiscard]] bool applies(const ParamSet& p) const override {
-    const bool placed = p.text("place") == "out" || has_in_place(parse_collective(p.text("collective")));
-    const bool counted = p.text("timing") != "events" || p.integer("iters") == kDefaultIters;
-    return placed && counted;  // events mode ignores iters: one case, not one per value
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<CollectivesRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_collectives() {
-  return std::make_unique<Collectives>();
+WorkloadDef workloads::collectives() {
+  return {
+      .name = "collectives",
+      .summary =
+          "NCCL all_reduce (sum), all_gather, reduce_scatter (sum), broadcast (root 0), alltoall and a "
+          "sendrecv ring over buffers from the shared allocator; float, half, bfloat16, int32, double; in "
+          "place and out of place; sizes by `-b/-e/-f` as nccl-tests counts them; time averaged over ranks "
+          "(timed four ways, `timing=events` the GPU's time, `host` nccl-tests' default, `graph` a graph "
+          "captured once and replayed, `graph_each` nccl-tests' `-G 1` with a new graph each repetition; "
+          "buffers from the shared allocator or, `buffers=ncclmem`, from `ncclMemAlloc` as nccl-tests has "
+          "them; `rotate=SIZE` moves each collective of a region to the next slot of buffers that large, as "
+          "nccl-tests does within its `-e`, and `l2=flushed` writes over the L2 before each region: "
+          "docs/benchmarks.md), algbw and busbw by nccl-tests' formulas, `vs_ref` against the same "
+          "collectives on plain `cudaMalloc` buffers; `pressure=churn`: busbw while another thread churns "
+          "allocations and H2D copies on the same GPU, `quiet_busbw` and `slowdown`; every result element "
+          "checked on the device",
+      .needs = {.real_gpu = true,
+                .all_ranks = true,
+                .more = "and an NCCL communicator; one process alone makes a one-rank one"},
+      .axes =
+          {
+              {.name = "collective",
+               .type = ParamType::choice,
+               .defaults = strings(collective_names()),
+               .choices = strings(collective_names()),
+               .help = "the collective (sum for reductions; broadcast from rank 0; sendrecv: to rank+1, from "
+                       "rank-1)"},
+              {.name = "dtype",
+               .type = ParamType::choice,
+               .defaults = {"float"},
+               .full_defaults = strings(dtype_names()),
+               .choices = strings(dtype_names()),
+               .help = "element type"},
+              {.name = "place",
+               .type = ParamType::choice,
+               .defaults = {"out"},
+               .full_defaults = {"out", "in"},
+               .choices = {"out", "in"},
+               .help = "out of place, or in place (not for alltoall and sendrecv)"},
+              {.name = "pressure",
+               .type = ParamType::choice,
+               .defaults = {"none", "churn"},
+               .choices = {"none", "churn"},
+               .help = "none, or churn: another thread allocates, fills and frees blocks and copies "
+                       "host-to-device on the same GPU meanwhile"},
+              {.name = "timing",
+               .type = ParamType::choice,
+               .defaults = {"events"},
+               .choices = {"events", "host", "graph", "graph_each"},
+               .help = "events: GPU time between CUDA events; host: nccl-tests' default (a host clock around "
+                       "iters launches); graph: the iters collectives as one CUDA graph, captured once and "
+                       "replayed; graph_each: nccl-tests' -G 1 (a new graph each repetition, its first "
+                       "launch timed)"},
+              {.name = "iters",
+               .type = ParamType::integer,
+               .defaults = {"20"},
+               .minimum = 1,
+               .maximum = 10000,
+               .help = "collectives per timed region with timing=host, graph or graph_each (nccl-tests' -n); "
+                       "timing=events chooses its own and takes only the default"},
+              {.name = "buffers",
+               .type = ParamType::choice,
+               .defaults = {"allocator"},
+               .choices = {"allocator", "ncclmem"},
+               .help = "where the buffers come from: the shared allocator, or ncclMemAlloc as nccl-tests "
+                       "allocates them"},
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"256M"},
+               .full_defaults = {"1M", "4M", "16M", "64M", "256M", "1G", "4G"},
+               .minimum = 1,
+               .help = "nccl-tests' size: the larger of one rank's send and receive buffers"},
+              {.name = "rotate",
+               .type = ParamType::bytes,
+               .defaults = {"0"},
+               .minimum = 0,
+               .help = "move each collective of a timed region to the next slot of buffers this large, as "
+                       "nccl-tests does with its -e (0: one buffer)"},
+              {.name = "l2",
+               .type = ParamType::choice,
+               .defaults = {"warm"},
+               .choices = {"warm", "flushed"},
+               .help = "warm: a timed region finds the L2 as the last left it; flushed: written over first, "
+                       "as nccl-tests' slots come to a line in a sweep of many sizes"},
+          },
+      .headline = {"busbw"},
+      .measures_bandwidth = true,
+      .applies = [](const ParamSet& p) -> bool {
+        const bool placed = p.text("place") == "out" || has_in_place(parse_collective(p.text("collective")));
+        const bool counted = p.text("timing") != "events" || p.integer("iters") == kDefaultIters;
+        return placed && counted;  // events mode ignores iters: one case, not one per value
+      },
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        return std::make_unique<CollectivesRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

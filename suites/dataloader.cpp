@@ -287,9 +287,9 @@ class DataloaderRun final : public CaseRun {
     ctx.record("compute_busy", "share", Better::none, compute_s / seconds);
     const MemoryStats stats = ctx.allocator().memory_stats();
     ctx.record(
-        "device_reserved_peak", "MiB", Better::lower,
+        "peak_reserved", "MiB", Better::lower,
         static_cast<double>(std::max(reserved_peak_, stat(stats, "reserved_bytes.all.peak"))) / 1048576.0);
-    ctx.record("device_allocated_peak", "MiB", Better::lower,
+    ctx.record("peak_allocated", "MiB", Better::lower,
                static_cast<double>(stat(stats, "allocated_bytes.all.peak")) / 1048576.0);
   }
 
@@ -395,61 +395,87 @@ class DataloaderRun final : public CaseRun {
   std::int64_t reserved_peak_ = 0;
 };
 
-class Dataloader final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "dataloader"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"samples/s"}; }
-  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "producers (threads or worker processes) fill batches, a pinning stage stages them in the pinned "
-           "cache (or not), a copy stream moves them, a compute stream checks and consumes them: samples/s, "
-           "H2D GB/s vs pinned transfers, where time goes, device memory";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"workers",
-         ParamType::choice,
-         {"thread", "process"},
-         {"thread", "process"},
-         {"thread", "process"},
-         "producers are threads, or forked processes writing into shared memory"},
-        {"producers", ParamType::integer, {"4"}, {"1", "4", "8"}, {}, "producer workers", 1, kMaxWorkers},
-        {"pin_threads", ParamType::integer, {"4"}, {"1", "4"}, {}, "pinning threads", 1, kMaxWorkers},
-        {"prefetch",
-         ParamType::integer,
-         {"2"},
-         {"2", "4"},
-         {},
-         "batches in flight per producer (PyTorch's prefetch_factor): ring slots = prefetch x producers",
-         1,
-         kMaxPrefetch},
-        {"bytes", ParamType::bytes, {"32M"}, {"8M", "32M", "128M"}, {}, "batch size in bytes", 4096},
-        {"pin",
-         ParamType::boolean,
-         {"true", "false"},
-         {"true", "false"},
-         {},
-         "stage batches in pinned memory from the pinned cache (false: copy from pageable memory)"},
-        {"dtype",
-         ParamType::choice,
-         {"uint8"},
-         {"uint8", "fp32"},
-         {"uint8", "fp16", "bf16", "fp32"},
-         "sample element type (a sample is 3x224x224 elements): sets samples per batch"},
-        // Costs time, not memory: up to 10^9 (the signal tests run a case of 10^8 until they stop it).
-        {"batches", ParamType::integer, {"64"}, {"256"}, {}, "batches per repetition", 1, 1'000'000'000},
-        {"compute_us", ParamType::real, {"0"}, {"0", "500"}, {}, "compute per batch, microseconds", 0, 1e6},
-    };
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<DataloaderRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_dataloader() {
-  return std::make_unique<Dataloader>();
+WorkloadDef workloads::dataloader() {
+  return {
+      .name = "dataloader",
+      .summary =
+          "producer threads or forked worker processes fill a shared-memory ring (`prefetch` x `producers` "
+          "slots, as PyTorch's DataLoader), pinning threads stage batches in the pinned cache (or not: "
+          "`pin=false`), a copy stream and a compute stream that checks every batch: samples/s, H2D GB/s "
+          "against pinned transfers, where time goes, device memory",
+      .needs = {.more = "the copies need a GPU"},
+      .axes =
+          {
+              {.name = "workers",
+               .type = ParamType::choice,
+               .defaults = {"thread", "process"},
+               .full_defaults = {"thread", "process"},
+               .choices = {"thread", "process"},
+               .help = "producers are threads, or forked processes writing into shared memory"},
+              {.name = "producers",
+               .type = ParamType::integer,
+               .defaults = {"4"},
+               .full_defaults = {"1", "4", "8"},
+               .minimum = 1,
+               .maximum = kMaxWorkers,
+               .help = "producer workers"},
+              {.name = "pin_threads",
+               .type = ParamType::integer,
+               .defaults = {"4"},
+               .full_defaults = {"1", "4"},
+               .minimum = 1,
+               .maximum = kMaxWorkers,
+               .help = "pinning threads"},
+              {.name = "prefetch",
+               .type = ParamType::integer,
+               .defaults = {"2"},
+               .full_defaults = {"2", "4"},
+               .minimum = 1,
+               .maximum = kMaxPrefetch,
+               .help = "batches in flight per producer (PyTorch's prefetch_factor): ring slots = prefetch x "
+                       "producers"},
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"32M"},
+               .full_defaults = {"8M", "32M", "128M"},
+               .minimum = 4096,
+               .help = "batch size in bytes"},
+              {.name = "pin",
+               .type = ParamType::boolean,
+               .defaults = {"true", "false"},
+               .full_defaults = {"true", "false"},
+               .help =
+                   "stage batches in pinned memory from the pinned cache (false: copy from pageable memory)"},
+              {.name = "dtype",
+               .type = ParamType::choice,
+               .defaults = {"uint8"},
+               .full_defaults = {"uint8", "fp32"},
+               .choices = {"uint8", "fp16", "bf16", "fp32"},
+               .help = "sample element type (a sample is 3x224x224 elements): sets samples per batch"},
+              // Costs time, not memory: up to 10^9 (the signal tests run a case of 10^8 until they stop it).
+              {.name = "batches",
+               .type = ParamType::integer,
+               .defaults = {"64"},
+               .full_defaults = {"256"},
+               .minimum = 1,
+               .maximum = 1'000'000'000,
+               .help = "batches per repetition"},
+              {.name = "compute_us",
+               .type = ParamType::real,
+               .defaults = {"0"},
+               .full_defaults = {"0", "500"},
+               .minimum = 0,
+               .maximum = 1e6,
+               .help = "compute per batch, microseconds"},
+          },
+      .headline = {"samples/s"},
+      .measures_bandwidth = true,
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        return std::make_unique<DataloaderRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

@@ -298,40 +298,38 @@ class FragmentationRun final : public CaseRun {
   std::vector<std::optional<LiveBlocks::Id>> slots_;
 };
 
-class FragmentationWorkload final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "fragmentation"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"utilization"}; }
-  // One search per case: on a 141 GB H200 a repetition takes 3-8 s (every search probe reserves tens of
-  // GiB), and a second one finds the same threshold.
-  [[nodiscard]] int max_repetitions() const noexcept override { return 1; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "adversarial and realistic allocation patterns (interleaved lifetimes, growing sequence, growing "
-           "KV cache, 16x8 then 32x4, a split large segment): peaks, utilization, reserved-minus-allocated, "
-           "inactive-split bytes, external fragmentation, the largest block still allocatable";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    const std::vector<std::string> patterns(kPatterns.begin(), kPatterns.end());
-    return {
-        {"pattern", ParamType::choice, patterns, {}, patterns, "allocation pattern"},
-        {"scale",
-         ParamType::bytes,
-         {"64M"},
-         {"16M", "64M", "256M"},
-         {},
-         "the pattern's unit size (lowered where the pattern would pass half of the device)",
-         static_cast<double>(kMinScale)},
-    };
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<FragmentationRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_fragmentation() {
-  return std::make_unique<FragmentationWorkload>();
+WorkloadDef workloads::fragmentation() {
+  const std::vector<std::string> patterns(kPatterns.begin(), kPatterns.end());
+  return {
+      .name = "fragmentation",
+      .summary =
+          "adversarial and realistic patterns (interleaved lifetimes, growing sequence lengths, a growing KV "
+          "cache, 8 x 16 MiB then 4 x 32 MiB, a large segment split by small blocks): peaks, utilization, "
+          "inactive-split bytes, the largest block still allocatable; one search per case",
+      .axes =
+          {
+              {.name = "pattern",
+               .type = ParamType::choice,
+               .defaults = patterns,
+               .choices = patterns,
+               .help = "allocation pattern"},
+              {.name = "scale",
+               .type = ParamType::bytes,
+               .defaults = {"64M"},
+               .full_defaults = {"16M", "64M", "256M"},
+               .minimum = static_cast<double>(kMinScale),
+               .help = "the pattern's unit size (lowered where the pattern would pass half of the device)"},
+          },
+      .headline = {"utilization"},
+      // One search per case: on a 141 GB H200 a repetition takes 3-8 s (every search probe reserves tens of
+      // GiB), and a second one finds the same threshold.
+      .max_repetitions = 1,
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        return std::make_unique<FragmentationRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

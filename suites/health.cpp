@@ -100,34 +100,38 @@ class HealthRun final : public CaseRun {
   GpuHealth notes_;
 };
 
-class Health final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "health"; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "GPU health from NVML: ECC, retired/remapped rows, XIDs and throttling during the run, PCIe link "
-           "vs "
-           "its maximum, NVLink errors";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {{"bytes",
-             ParamType::bytes,
-             {"64M"},
-             {},
-             {},
-             "copied both ways over PCIe while the link is read",
-             4096}};
-  }
-  [[nodiscard]] int max_repetitions() const noexcept override { return 1; }
-  [[nodiscard]] bool in_default_job() const noexcept override { return false; }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<HealthRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_health() {
-  return std::make_unique<Health>();
+WorkloadDef workloads::health() {
+  return {
+      .name = "health",
+      .summary =
+          "the GPU's health as DCGM's checks read it, one metric a figure: ECC errors "
+          "(`ecc.volatile.uncorrected`, `.corrected`, `ecc.aggregate.*`), retired pages and remapped rows "
+          "(pending, failed), XID events and clock-throttle time by cause since the run began (`xid.events`, "
+          "`throttle.thermal_ms`, ...), hardware and thermal slowdown when read, the PCIe link's generation "
+          "and width against their maximum while copies keep it busy (`pcie.gen_below_max`, "
+          "`pcie.width_below_max`; the copies are checked on the device), NVLink's active links, its replay, "
+          "recovery and CRC-flit errors (`nvlink.errors`) and, apart, its corrected data CRC and ECC counts "
+          "(`nvlink.corrected`, and `nvlink.corrected_per_s`, the rate DCGM judges at 100 a second). A "
+          "figure the GPU does not give is a `not measured: NAME (why)` note, and an acceptance check on it "
+          "is skipped, not failed. Not in the default job: acceptance profiles run it",
+      .needs = {.more = "NVML on a real GPU; on the simulated device, readings injected with "
+                        "`MEMSTRESS_INJECT_HEALTH=FILE` for tests"},
+      .axes =
+          {
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"64M"},
+               .minimum = 4096,
+               .help = "copied both ways over PCIe while the link is read"},
+          },
+      .max_repetitions = 1,
+      .in_default_job = false,
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        return std::make_unique<HealthRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

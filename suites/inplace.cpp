@@ -173,31 +173,38 @@ class InplaceRun final : public CaseRun {
   kernels::CheckTally tally_;
 };
 
-class Inplace final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "inplace"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"inplace_GB/s"}; }
-  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "elementwise chain (scale, axpy, relu, fp32<->bf16) in place vs out of place: extra peak memory, "
-           "GB/s against the D2D ceiling, bit-exact agreement with each other and a fused reference";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"bytes", ParamType::bytes, {"256M"}, {"16M", "256M", "1G"}, {}, "size of x (fp32)", 16},
-        {"rounds", ParamType::integer, {"4"}, {"1", "4"}, {}, "times the chain is applied", 1, 10'000},
-    };
-  }
-  [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<InplaceRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_inplace() {
-  return std::make_unique<Inplace>();
+WorkloadDef workloads::inplace() {
+  return {
+      .name = "inplace",
+      .summary =
+          "an elementwise chain (scale, axpy, relu, fp32<->bf16) in place and out of place: extra peak "
+          "memory, GB/s against the D2D ceiling, and bit-exact agreement of the two with a fused reference "
+          "kernel",
+      .needs = {.real_gpu = true},
+      .axes =
+          {
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"256M"},
+               .full_defaults = {"16M", "256M", "1G"},
+               .minimum = 16,
+               .help = "size of x (fp32)"},
+              {.name = "rounds",
+               .type = ParamType::integer,
+               .defaults = {"4"},
+               .full_defaults = {"1", "4"},
+               .minimum = 1,
+               .maximum = 10'000,
+               .help = "times the chain is applied"},
+          },
+      .headline = {"inplace_GB/s"},
+      .measures_bandwidth = true,
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        return std::make_unique<InplaceRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

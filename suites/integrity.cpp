@@ -182,49 +182,53 @@ class IntegrityRun final : public CaseRun {
   kernels::Checker checker_{/*planted=*/true};
 };
 
-class Integrity final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "integrity"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"coverage"}; }
-  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "fill and verify a share of device memory (default 95% of free) with several patterns and moving "
-           "inversions; bad words are read again and classified persistent or transient, with their "
-           "addresses; "
-           "coverage, fill and check GB/s, seconds per GiB";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"fraction", ParamType::real, {"0.95"}, {"0.98"}, {}, "share of free memory tested", 0.01, 0.99},
-        {"patterns",
-         ParamType::text,
-         {"random+checkerboard+walking_ones+walking_zeros+address"},
-         {},
-         {},
-         "patterns, joined by +, each over all blocks"},
-        {"inversions",
-         ParamType::boolean,
-         {"true"},
-         {},
-         {},
-         "after each fill, moving inversions: the complement written going up the blocks, the pattern going "
-         "down, each word compared before it is rewritten"},
-        {"block", ParamType::bytes, {"1G"}, {}, {}, "block size (the allocation unit tested)", 1 << 20},
-    };
-  }
-  [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
-  // Not in the quick default job: it touches all of the device's memory several times. `accept` runs it.
-  [[nodiscard]] bool in_default_job() const noexcept override { return false; }
-  [[nodiscard]] int max_repetitions() const noexcept override { return 1; }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<IntegrityRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_integrity() {
-  return std::make_unique<Integrity>();
+WorkloadDef workloads::integrity() {
+  return {
+      .name = "integrity",
+      .summary =
+          "fill and verify most of the device's free memory (`fraction` of it, in blocks from the shared "
+          "allocator) with several patterns (five by default), each followed by moving inversions "
+          "(`inversions=true`: the complement written going up, the pattern going down, each word compared "
+          "first); a block with bad words is read again, so persistent errors are told from transient ones, "
+          "words the inversions found are `inversion_errors`, and a bad word's note gives its device "
+          "address; `coverage` (bytes tested over total memory), fill and check GB/s, `s/GiB` (the whole "
+          "test's seconds per GiB tested). Not in the default job: acceptance profiles run it",
+      .needs = {.real_gpu = true},
+      .axes =
+          {
+              {.name = "fraction",
+               .type = ParamType::real,
+               .defaults = {"0.95"},
+               .full_defaults = {"0.98"},
+               .minimum = 0.01,
+               .maximum = 0.99,
+               .help = "share of free memory tested"},
+              {.name = "patterns",
+               .type = ParamType::text,
+               .defaults = {"random+checkerboard+walking_ones+walking_zeros+address"},
+               .help = "patterns, joined by +, each over all blocks"},
+              {.name = "inversions",
+               .type = ParamType::boolean,
+               .defaults = {"true"},
+               .help = "after each fill, moving inversions: the complement written going up the blocks, the "
+                       "pattern going down, each word compared before it is rewritten"},
+              {.name = "block",
+               .type = ParamType::bytes,
+               .defaults = {"1G"},
+               .minimum = 1 << 20,
+               .help = "block size (the allocation unit tested)"},
+          },
+      .headline = {"coverage"},
+      .max_repetitions = 1,
+      // Not in the quick default job: it touches all of the device's memory several times. `accept` runs it.
+      .in_default_job = false,
+      .measures_bandwidth = true,
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        return std::make_unique<IntegrityRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

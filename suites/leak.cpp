@@ -289,52 +289,57 @@ void require_detectable(std::uint64_t per_epoch, double retained) {
   }
 }
 
-class Leak final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "leak"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"leaked"}; }
-  // Note [Verdict]: a case with retained > 0 plants the leak that the detector must find.
-  [[nodiscard]] std::string self_test(const ParamSet& params) const override {
-    return params.real("retained") > 0 ? "planted leak found" : std::string();
-  }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "epochs that free their working set except a retained fraction; fits allocated bytes per epoch "
-           "to a line and flags growth > max(1 MiB, 0.5% of per_epoch)/epoch with R² > 0.9. Passes when "
-           "the detector agrees with the configuration (retained > 0 flagged, retained = 0 not), so a "
-           "retained = 0 case fails only if the allocator itself leaks";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"epochs", ParamType::integer, {"20"}, {"100"}, {}, "epochs per repetition", 3, 10'000},
-        {"per_epoch", ParamType::bytes, {"256M"}, {"256M", "1G"}, {}, "bytes allocated per epoch", 64 << 10},
-        {"retained",
-         ParamType::real,
-         {"0", "0.05"},
-         {"0", "0.02", "0.05"},
-         {},
-         "fraction of each epoch's bytes kept until the repetition ends: 0, or enough for twice the growth "
-         "threshold (at least 1% and 2 MiB per epoch)",
-         0,
-         1},
-    };
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    const std::int64_t epochs = ctx.params().integer("epochs");
-    const double retained = ctx.params().real("retained");
-    if (retained > 1) {
-      throw InputError(fmt::format("leak: retained must be between 0 and 1, not {}", retained));
-    }
-    const std::uint64_t per_epoch = fitted_per_epoch(ctx, epochs, retained);
-    require_detectable(per_epoch, retained);
-    return std::make_unique<LeakRun>(ctx, make_plan(epochs, per_epoch, retained, ctx.seed()), per_epoch,
-                                     retained);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_leak() {
-  return std::make_unique<Leak>();
+WorkloadDef workloads::leak() {
+  return {
+      .name = "leak",
+      .summary =
+          "epochs that free their working set except a retained fraction; fits allocated bytes per epoch to "
+          "a line and flags growth > max(1 MiB, 0.5% of per_epoch)/epoch with R² > 0.9. Passes when the "
+          "detector agrees with the configuration (retained > 0 flagged, retained = 0 not), so a retained = "
+          "0 case fails only if the allocator itself leaks",
+      .axes =
+          {
+              {.name = "epochs",
+               .type = ParamType::integer,
+               .defaults = {"20"},
+               .full_defaults = {"100"},
+               .minimum = 3,
+               .maximum = 10'000,
+               .help = "epochs per repetition"},
+              {.name = "per_epoch",
+               .type = ParamType::bytes,
+               .defaults = {"256M"},
+               .full_defaults = {"256M", "1G"},
+               .minimum = 64 << 10,
+               .help = "bytes allocated per epoch"},
+              {.name = "retained",
+               .type = ParamType::real,
+               .defaults = {"0", "0.05"},
+               .full_defaults = {"0", "0.02", "0.05"},
+               .minimum = 0,
+               .maximum = 1,
+               .help = "fraction of each epoch's bytes kept until the repetition ends: 0, or enough for "
+                       "twice the growth threshold (at least 1% and 2 MiB per epoch)"},
+          },
+      .headline = {"leaked"},
+      // Note [Verdict]: a case with retained > 0 plants the leak that the detector must find.
+      .self_test = [](const ParamSet& params) -> std::string {
+        return params.real("retained") > 0 ? "planted leak found" : std::string();
+      },
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        const std::int64_t epochs = ctx.params().integer("epochs");
+        const double retained = ctx.params().real("retained");
+        if (retained > 1) {
+          throw InputError(fmt::format("leak: retained must be between 0 and 1, not {}", retained));
+        }
+        const std::uint64_t per_epoch = fitted_per_epoch(ctx, epochs, retained);
+        require_detectable(per_epoch, retained);
+        return std::make_unique<LeakRun>(ctx, make_plan(epochs, per_epoch, retained, ctx.seed()), per_epoch,
+                                         retained);
+      },
+  };
 }
 
 }  // namespace memstress::suites

@@ -217,53 +217,46 @@ class NcclMemoryRun final : public CaseRun {
   kernels::CollectiveChecker checker_;
 };
 
-class NcclMemory final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "nccl_memory"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"comm_total"}; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "device memory taken by the CUDA context, an NCCL communicator's creation and its first "
-           "collective of each kind, and what create-use-destroy cycles leave behind";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"channels",
-         ParamType::integer,
-         {"0"},
-         {"0", "2", "8", "32"},
-         {},
-         "NCCL channels, pinned with ncclConfig_t minCTAs = maxCTAs (0: NCCL's choice)",
-         0,
-         64},
-        {"cycles",
-         ParamType::integer,
-         {"3"},
-         {"100"},
-         {},
-         "communicators created, used and destroyed after the first to check that nothing is left behind",
-         0,
-         10000},
-        {"bytes",
-         ParamType::bytes,
-         {"4M"},
-         {},
-         {},
-         "the size of each first collective (nccl-tests' size)",
-         1},
-    };
-  }
-  [[nodiscard]] Requirements requirements() const noexcept override {
-    return {.real_gpu = true, .all_ranks = true};
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<NcclMemoryRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_nccl_memory() {
-  return std::make_unique<NcclMemory>();
+WorkloadDef workloads::nccl_memory() {
+  return {
+      .name = "nccl_memory",
+      .summary =
+          "the device memory the CUDA context and NCCL take per GPU: a second context, a new communicator "
+          "(`channels` pinned or NCCL's choice) and its first collective of each kind, in MiB, with whatever "
+          "`NCCL_BUFFSIZE`/`NCCL_ALGO`/`NCCL_PROTO` is set (noted in the row); `cycles` more communicators "
+          "created, used and destroyed must leave no memory behind (more than 2 MiB fails the case); every "
+          "first collective's result checked on the device",
+      .needs = {.real_gpu = true, .all_ranks = true, .more = "and an NCCL communicator under `mpirun`"},
+      .axes =
+          {
+              {.name = "channels",
+               .type = ParamType::integer,
+               .defaults = {"0"},
+               .full_defaults = {"0", "2", "8", "32"},
+               .minimum = 0,
+               .maximum = 64,
+               .help = "NCCL channels, pinned with ncclConfig_t minCTAs = maxCTAs (0: NCCL's choice)"},
+              {.name = "cycles",
+               .type = ParamType::integer,
+               .defaults = {"3"},
+               .full_defaults = {"100"},
+               .minimum = 0,
+               .maximum = 10000,
+               .help = "communicators created, used and destroyed after the first to check that nothing is "
+                       "left behind"},
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"4M"},
+               .minimum = 1,
+               .help = "the size of each first collective (nccl-tests' size)"},
+          },
+      .headline = {"comm_total"},
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        return std::make_unique<NcclMemoryRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

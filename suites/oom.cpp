@@ -2,8 +2,8 @@
 //
 // Design. Two searches (axis `search`), each run fresh or after fragmenting the allocator (axis `state`):
 //   largest_single — the largest single allocation, by bisection to 1 MiB between 0 and the device's free
-//     memory plus what the allocator caches; ratio = largest / what was allocatable at the start: the
-//     device's free memory, or what --alloc-limit leaves where that is less (the target on a GPU:
+//     memory plus what the allocator caches; ratio = largest_allocatable / what was allocatable at the start:
+//     the device's free memory, or what --alloc-limit leaves where that is less (the target on a GPU:
 //     >= 0.999). Under --alloc-limit the profile and every bound see the cap as the device's capacity.
 //   batch — the largest batch a model-like profile fits (oom_search.hpp's BatchProfile: parameters once,
 //     six activation tensors per batch and a workspace), found as users find it: from a batch that needs
@@ -12,7 +12,7 @@
 //     from the same state.
 // `fragmented` runs oom_search.hpp's fragment() over 30% of what is allocatable first (after the
 // parameters): small blocks stay live in every segment, so the fragmented figures are never better.
-// Every OOM in a search is an answer, not an error: it is counted (oom_count), the first message of the
+// Every OOM in a search is an answer, not an error: it is counted (num_ooms), the first message of the
 // case goes into a note, and the run goes on. A memory-fraction cap is an allocator setting, not an axis:
 // `--alloc-conf per_process_memory_fraction:0.5` (a run with the cap and one without).
 //
@@ -79,7 +79,7 @@ class OomRun final : public CaseRun {
     } else {
       batch(ctx, log);
     }
-    ctx.record("oom_count", "count", Better::none, static_cast<double>(log.ooms));
+    ctx.record("num_ooms", "count", Better::none, static_cast<double>(log.ooms));
     if (!log.first_oom.empty() && !noted_oom_) {
       ctx.note(fmt::format("first OOM of the search (caught, the search goes on): {}", log.first_oom));
       noted_oom_ = true;
@@ -106,7 +106,7 @@ class OomRun final : public CaseRun {
     const HostTimer timer;
     const std::uint64_t largest = largest_allocatable(allocator, allocatable_bound(allocator), kStep, log);
     const double seconds = timer.seconds();
-    ctx.record("largest", "bytes", Better::higher, static_cast<double>(largest));
+    ctx.record("largest_allocatable", "bytes", Better::higher, static_cast<double>(largest));
     ctx.record("ratio", "ratio", Better::higher,
                allocatable_at_start == 0
                    ? 0.0
@@ -153,7 +153,7 @@ class OomRun final : public CaseRun {
     });
     const double seconds = timer.seconds();
     ctx.record("max_batch", "count", Better::higher, static_cast<double>(max_batch));
-    ctx.record("trials", "count", Better::none, static_cast<double>(log.probes));
+    ctx.record("probes", "count", Better::none, static_cast<double>(log.probes));
     ctx.record("search_time", "s", Better::lower, seconds);
     if (max_batch > 0) {
       SearchLog again;
@@ -176,53 +176,51 @@ class OomRun final : public CaseRun {
   bool noted_oom_ = false;
 };
 
-class Oom final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "oom"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"largest", "max_batch"}; }
-  // One search per case: on a 141 GB H200 a repetition takes 3-8 s (every search probe reserves tens of
-  // GiB), and a second one finds the same threshold.
-  [[nodiscard]] int max_repetitions() const noexcept override { return 1; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "OOM thresholds: the largest single allocation by bisection (vs what is allocatable: free memory, "
-           "or --alloc-limit) and the largest batch of a model-like profile (halve, then bisect), fresh or "
-           "after fragmenting; OOMs are counted, not errors; for a memory-fraction cap pass --alloc-conf "
-           "per_process_memory_fraction:F";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"search",
-         ParamType::choice,
-         {"largest_single", "batch"},
-         {},
-         {"largest_single", "batch"},
-         "largest single allocation, or largest batch of a model-like profile"},
-        {"state",
-         ParamType::choice,
-         {"fresh", "fragmented"},
-         {},
-         {"fresh", "fragmented"},
-         "search an empty allocator, or one fragmented first (small blocks left live in every segment)"},
-        {"params_frac", ParamType::real, {"0.25"}, {}, {}, "batch: parameters, as a fraction of capacity", 0},
-        {"per_sample",
-         ParamType::bytes,
-         {"64M"},
-         {},
-         {},
-         "batch: activation bytes per sample (6 tensors; scaled down so a batch of 8 fits)",
-         16384},
-        {"workspace", ParamType::bytes, {"256M"}, {}, {}, "batch: workspace bytes per batch", 0},
-    };
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<OomRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_oom() {
-  return std::make_unique<Oom>();
+WorkloadDef workloads::oom() {
+  return {
+      .name = "oom",
+      .summary =
+          "thresholds: the largest single allocation (binary search) against free memory, and the largest "
+          "batch a model-like profile fits (halving, then bisecting), fresh and fragmented; every OOM is "
+          "caught and counted (memory fraction: `--alloc-conf per_process_memory_fraction:F`); one search "
+          "per case",
+      .axes =
+          {
+              {.name = "search",
+               .type = ParamType::choice,
+               .defaults = {"largest_single", "batch"},
+               .choices = {"largest_single", "batch"},
+               .help = "largest single allocation, or largest batch of a model-like profile"},
+              {.name = "state",
+               .type = ParamType::choice,
+               .defaults = {"fresh", "fragmented"},
+               .choices = {"fresh", "fragmented"},
+               .help = "search an empty allocator, or one fragmented first (small blocks left live in every "
+                       "segment)"},
+              {.name = "params_frac",
+               .type = ParamType::real,
+               .defaults = {"0.25"},
+               .minimum = 0,
+               .help = "batch: parameters, as a fraction of capacity"},
+              {.name = "per_sample",
+               .type = ParamType::bytes,
+               .defaults = {"64M"},
+               .minimum = 16384,
+               .help = "batch: activation bytes per sample (6 tensors; scaled down so a batch of 8 fits)"},
+              {.name = "workspace",
+               .type = ParamType::bytes,
+               .defaults = {"256M"},
+               .minimum = 0,
+               .help = "batch: workspace bytes per batch"},
+          },
+      .headline = {"largest_allocatable", "max_batch"},
+      // One search per case: on a 141 GB H200 a repetition takes 3-8 s (every search probe reserves tens of
+      // GiB), and a second one finds the same threshold.
+      .max_repetitions = 1,
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> { return std::make_unique<OomRun>(ctx); },
+  };
 }
 
 }  // namespace memstress::suites

@@ -349,66 +349,60 @@ class P2pRun final : public CaseRun {
   std::vector<std::unique_ptr<Gpu>> gpus_;            // stable addresses for Leg
 };
 
-class P2p final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "p2p"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"GB/s min", "latency_us max"}; }
-  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "peer copy bandwidth matrix between the GPUs of a node (measured by local rank 0): copy engine "
-           "and SM copies, read and write, one direction and both; peer load latency by pointer chase";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"measure",
-         ParamType::choice,
-         {"bandwidth", "latency"},
-         {},
-         {"bandwidth", "latency"},
-         "bandwidth: the copy matrix; latency: a pointer chase through each GPU's memory from every GPU"},
-        {"engine",
-         ParamType::choice,
-         {"ce", "sm"},
-         {},
-         {"ce", "sm"},
-         "ce: cudaMemcpyPeerAsync; sm: a copy kernel through the peer mapping"},
-        {"access",
-         ParamType::choice,
-         {"write", "read"},
-         {},
-         {"write", "read"},
-         "write: the source GPU pushes; read: the destination GPU pulls"},
-        {"direction",
-         ParamType::choice,
-         {"uni", "bidir"},
-         {},
-         {"uni", "bidir"},
-         "uni: one direction at a time; bidir: both directions of a pair at once"},
-        {"bytes",
-         ParamType::bytes,
-         {"256M"},
-         {"1M", "16M", "256M", "1G"},
-         {},
-         "copy size; with measure=latency the size of the chain chased",
-         static_cast<double>(kernels::kChaseStride)},
-    };
-  }
-  [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
-  // Note [Latency]: a chase is SM loads by the reader, one direction.
-  [[nodiscard]] bool applies(const ParamSet& p) const override {
-    return p.text("measure") == "bandwidth" ||
-           (p.text("engine") == "sm" && p.text("access") == "read" && p.text("direction") == "uni");
-  }
-  // Skips (SkipCase) on other local ranks and with one GPU.
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<P2pRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_p2p() {
-  return std::make_unique<P2p>();
+WorkloadDef workloads::p2p() {
+  return {
+      .name = "p2p",
+      .summary =
+          "the host's peer copy matrix, measured by its first rank alone: copy engine "
+          "(`cudaMemcpyPeerAsync`) or SM copy through the peer mapping, the source pushing (`access=write`) "
+          "or the destination pulling (`read`), one direction or both at once; `GB/s i->j` (`i<->j`) per "
+          "pair and `GB/s min` (the slowest and fastest pair named in a note), `peer_refused` (the pairs "
+          "refused peer access); every copy checked on its destination GPU; the contexts it made on the "
+          "other GPUs are given back after the case",
+      .needs = {.real_gpu = true,
+                .more = "2 or more visible; skipped otherwise, and on every rank of a host but its first"},
+      .axes =
+          {
+              {.name = "measure",
+               .type = ParamType::choice,
+               .defaults = {"bandwidth", "latency"},
+               .choices = {"bandwidth", "latency"},
+               .help = "bandwidth: the copy matrix; latency: a pointer chase through each GPU's memory from "
+                       "every GPU"},
+              {.name = "engine",
+               .type = ParamType::choice,
+               .defaults = {"ce", "sm"},
+               .choices = {"ce", "sm"},
+               .help = "ce: cudaMemcpyPeerAsync; sm: a copy kernel through the peer mapping"},
+              {.name = "access",
+               .type = ParamType::choice,
+               .defaults = {"write", "read"},
+               .choices = {"write", "read"},
+               .help = "write: the source GPU pushes; read: the destination GPU pulls"},
+              {.name = "direction",
+               .type = ParamType::choice,
+               .defaults = {"uni", "bidir"},
+               .choices = {"uni", "bidir"},
+               .help = "uni: one direction at a time; bidir: both directions of a pair at once"},
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"256M"},
+               .full_defaults = {"1M", "16M", "256M", "1G"},
+               .minimum = static_cast<double>(kernels::kChaseStride),
+               .help = "copy size; with measure=latency the size of the chain chased"},
+          },
+      .headline = {"GB/s min", "latency_us max"},
+      .measures_bandwidth = true,
+      // Note [Latency]: a chase is SM loads by the reader, one direction.
+      .applies = [](const ParamSet& p) -> bool {
+        return p.text("measure") == "bandwidth" ||
+               (p.text("engine") == "sm" && p.text("access") == "read" && p.text("direction") == "uni");
+      },
+      // Skips (SkipCase) on other local ranks and with one GPU.
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> { return std::make_unique<P2pRun>(ctx); },
+  };
 }
 
 }  // namespace memstress::suites

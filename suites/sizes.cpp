@@ -290,7 +290,6 @@ class SizesRun final : public CaseRun {
     for (const std::string_view key : {"num_alloc_retries", "num_ooms"}) {
       ctx.record(key, "count", Better::lower, static_cast<double>(stat(end, key) - stat(before, key)));
     }
-    ctx.record("ooms", "count", Better::lower, static_cast<double>(tally.ooms));
   }
 
   // Frees whatever an interrupted repetition left live. Never throws.
@@ -351,60 +350,73 @@ PlanSpec plan_spec(CaseContext& ctx) {
                   .streams = static_cast<std::uint32_t>(p.integer("streams"))};
 }
 
-class Sizes final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "sizes"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"ops"}; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "allocation churn (RMM's random_allocations and beyond): random allocs and frees of sizes from a "
-           "distribution under a cap on live bytes; ops/s, alloc/free latency p50/p99, peaks, "
-           "fragmentation, retries and OOMs; every block filled and checked on a GPU";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    std::vector<std::string> dists(size_dist_names().begin(), size_dist_names().end());
-    return {
-        {"ops",
-         ParamType::integer,
-         {"20000"},
-         {"100000"},
-         {},
-         "allocate/free operations in the plan",
-         1,
-         10'000'000},
-        {"alloc_prob", ParamType::real, {"0.55"}, {}, {}, "probability that an operation allocates", 0, 1},
-        {"dist",
-         ParamType::choice,
-         {"uniform", "log_uniform", "bimodal"},
-         dists,
-         dists,
-         "size distribution (bimodal: 90% 1K..1M, 10% 16M..256M; ignores min/max_bytes; fixed: max_bytes)"},
-        {"min_bytes", ParamType::bytes, {"512"}, {}, {}, "smallest request", 1},
-        {"max_bytes", ParamType::bytes, {"64M"}, {}, {}, "largest request", 1},
-        {"max_live",
-         ParamType::bytes,
-         {"4G"},
-         {"4G", "16G"},
-         {},
-         "cap on live bytes (at most 80% of the device)",
-         1},
-        {"streams", ParamType::integer, {"1"}, {"1", "4"}, {}, "streams the blocks are allocated on", 1, 32},
-    };
-  }
-  // min_bytes against max_bytes (and dist=pow2's power of two between them): a usage error at plan time.
-  void validate(const ParamSet& p) const override {
-    static_cast<void>(SizeDistribution(parse_size_dist(p.text("dist"), "sizes.dist"), p.bytes("min_bytes"),
-                                       p.bytes("max_bytes")));
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    const PlanSpec spec = plan_spec(ctx);
-    return std::make_unique<SizesRun>(ctx, make_plan(spec, ctx.seed()), spec.streams);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_sizes() {
-  return std::make_unique<Sizes>();
+WorkloadDef workloads::sizes() {
+  std::vector<std::string> dists(size_dist_names().begin(), size_dist_names().end());
+  return {
+      .name = "sizes",
+      .summary =
+          "allocation churn in RMM's style: N operations, allocation probability, fixed / uniform / "
+          "log-uniform / power-of-two / bimodal sizes, a cap on live bytes; ops/s, alloc/free p50/p99, "
+          "peaks, fragmentation, retries, OOMs; on a GPU every block is filled and checked",
+      .axes =
+          {
+              {.name = "ops",
+               .type = ParamType::integer,
+               .defaults = {"20000"},
+               .full_defaults = {"100000"},
+               .minimum = 1,
+               .maximum = 10'000'000,
+               .help = "allocate/free operations in the plan"},
+              {.name = "alloc_prob",
+               .type = ParamType::real,
+               .defaults = {"0.55"},
+               .minimum = 0,
+               .maximum = 1,
+               .help = "probability that an operation allocates"},
+              {.name = "dist",
+               .type = ParamType::choice,
+               .defaults = {"uniform", "log_uniform", "bimodal"},
+               .full_defaults = dists,
+               .choices = dists,
+               .help = "size distribution (bimodal: 90% 1K..1M, 10% 16M..256M; ignores min/max_bytes; fixed: "
+                       "max_bytes)"},
+              {.name = "min_bytes",
+               .type = ParamType::bytes,
+               .defaults = {"512"},
+               .minimum = 1,
+               .help = "smallest request"},
+              {.name = "max_bytes",
+               .type = ParamType::bytes,
+               .defaults = {"64M"},
+               .minimum = 1,
+               .help = "largest request"},
+              {.name = "max_live",
+               .type = ParamType::bytes,
+               .defaults = {"4G"},
+               .full_defaults = {"4G", "16G"},
+               .minimum = 1,
+               .help = "cap on live bytes (at most 80% of the device)"},
+              {.name = "streams",
+               .type = ParamType::integer,
+               .defaults = {"1"},
+               .full_defaults = {"1", "4"},
+               .minimum = 1,
+               .maximum = 32,
+               .help = "streams the blocks are allocated on"},
+          },
+      .headline = {"ops"},
+      // min_bytes against max_bytes (and dist=pow2's power of two between them): a usage error at plan time.
+      .validate = [](const ParamSet& p) -> void {
+        static_cast<void>(SizeDistribution(parse_size_dist(p.text("dist"), "sizes.dist"),
+                                           p.bytes("min_bytes"), p.bytes("max_bytes")));
+      },
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        const PlanSpec spec = plan_spec(ctx);
+        return std::make_unique<SizesRun>(ctx, make_plan(spec, ctx.seed()), spec.streams);
+      },
+  };
 }
 
 }  // namespace memstress::suites

@@ -66,35 +66,38 @@ class SmokeRun final : public CaseRun {
   DeviceTimer check_timer_;
 };
 
-class Smoke final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "smoke"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"fill"}; }
-  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "allocate, fill with a pattern and verify it on the device; alloc/free latency, fill and check "
-           "GB/s";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    std::vector<std::string> patterns;
-    for (const kernels::Pattern p : kernels::all_patterns()) {
-      patterns.emplace_back(kernels::to_string(p));
-    }
-    return {
-        {"bytes", ParamType::bytes, {"64M", "1G"}, {"1M", "64M", "1G", "4G"}, {}, "buffer size", 16},
-        {"pattern", ParamType::choice, {"random"}, patterns, patterns, "data pattern written and checked"},
-    };
-  }
-  [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<SmokeRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_smoke() {
-  return std::make_unique<Smoke>();
+WorkloadDef workloads::smoke() {
+  std::vector<std::string> patterns;
+  for (const kernels::Pattern p : kernels::all_patterns()) {
+    patterns.emplace_back(kernels::to_string(p));
+  }
+  return {
+      .name = "smoke",
+      .summary =
+          "allocate through the shared allocator, fill with a verifiable pattern (from seed and index), "
+          "check it on the device, report alloc/free latency and fill/check GB/s",
+      .needs = {.real_gpu = true},
+      .axes =
+          {
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"64M", "1G"},
+               .full_defaults = {"1M", "64M", "1G", "4G"},
+               .minimum = 16,
+               .help = "buffer size"},
+              {.name = "pattern",
+               .type = ParamType::choice,
+               .defaults = {"random"},
+               .full_defaults = patterns,
+               .choices = patterns,
+               .help = "data pattern written and checked"},
+          },
+      .headline = {"fill"},
+      .measures_bandwidth = true,
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> { return std::make_unique<SmokeRun>(ctx); },
+  };
 }
 
 }  // namespace memstress::suites

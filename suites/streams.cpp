@@ -242,48 +242,56 @@ class StreamsRun final : public CaseRun {
   std::vector<kernels::CheckTally> tallies_;
 };
 
-class Streams final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "streams"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"ops/s"}; }
-  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "1-32 streams, a host thread each, allocating, filling, computing on and freeing blocks, each "
-           "block "
-           "checked on the next stream (record_stream): ops/s, GB/s, achieved concurrency, pending-free "
-           "bytes, "
-           "data errors";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"streams",
-         ParamType::integer,
-         {"1", "4", "16"},
-         {"1", "2", "4", "8", "16", "32"},
-         {},
-         "streams, one host thread each",
-         1,
-         kMaxStreams},
-        {"bytes", ParamType::bytes, {"1M"}, {"64K", "1M", "16M"}, {}, "block size", 256},
-        {"ops", ParamType::integer, {"200"}, {"1000"}, {}, "rounds per thread and repetition", 1, 1'000'000},
-        {"cross",
-         ParamType::boolean,
-         {"true"},
-         {"true", "false"},
-         {},
-         "check each block on the next stream (record_stream) rather than its own"},
-        {"spin_us", ParamType::real, {"20"}, {"20"}, {}, "compute kernel per round, microseconds", 0, 1e6},
-    };
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<StreamsRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_streams() {
-  return std::make_unique<Streams>();
+WorkloadDef workloads::streams() {
+  return {
+      .name = "streams",
+      .summary =
+          "1-32 streams, a host thread each, allocating, filling, computing on and freeing blocks; each "
+          "block is checked on the next stream behind `record_stream`: ops/s, GB/s, achieved concurrency, "
+          "pending-free bytes; on the simulated device the bookkeeping is checked",
+      .axes =
+          {
+              {.name = "streams",
+               .type = ParamType::integer,
+               .defaults = {"1", "4", "16"},
+               .full_defaults = {"1", "2", "4", "8", "16", "32"},
+               .minimum = 1,
+               .maximum = kMaxStreams,
+               .help = "streams, one host thread each"},
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"1M"},
+               .full_defaults = {"64K", "1M", "16M"},
+               .minimum = 256,
+               .help = "block size"},
+              {.name = "ops",
+               .type = ParamType::integer,
+               .defaults = {"200"},
+               .full_defaults = {"1000"},
+               .minimum = 1,
+               .maximum = 1'000'000,
+               .help = "rounds per thread and repetition"},
+              {.name = "cross",
+               .type = ParamType::boolean,
+               .defaults = {"true"},
+               .full_defaults = {"true", "false"},
+               .help = "check each block on the next stream (record_stream) rather than its own"},
+              {.name = "spin_us",
+               .type = ParamType::real,
+               .defaults = {"20"},
+               .full_defaults = {"20"},
+               .minimum = 0,
+               .maximum = 1e6,
+               .help = "compute kernel per round, microseconds"},
+          },
+      .headline = {"ops/s"},
+      .measures_bandwidth = true,
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        return std::make_unique<StreamsRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

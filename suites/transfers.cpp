@@ -545,70 +545,71 @@ class TransfersRun final : public CaseRun {
   kernels::CheckTally tally_;
 };
 
-class Transfers final : public Workload {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "transfers"; }
-  [[nodiscard]] std::vector<std::string> headline() const override { return {"GB/s"}; }
-  [[nodiscard]] bool measures_bandwidth() const noexcept override { return true; }
-  [[nodiscard]] std::string_view summary() const noexcept override {
-    return "H2D, D2H, both at once and D2D copies from pinned, pageable and registered host memory, by copy "
-           "engine or SM kernel, over 1-32 streams: GB/s against a plain cudaMemcpyAsync loop";
-  }
-  [[nodiscard]] std::vector<ParamSpec> params() const override {
-    return {
-        {"direction",
-         ParamType::choice,
-         {"h2d", "d2h", "bidir", "d2d"},
-         {},
-         {"h2d", "d2h", "bidir", "d2d"},
-         "copy direction (bidir: H2D and D2H at once)"},
-        {"host",
-         ParamType::choice,
-         {"pinned", "pageable"},
-         {"pinned", "pageable", "registered"},
-         {"pinned", "pageable", "registered"},
-         "host memory: the pinned cache, ordinary pages, or cudaHostRegister'ed pages (not used by d2d)"},
-        {"engine",
-         ParamType::choice,
-         {"ce"},
-         {"ce", "sm"},
-         {"ce", "sm"},
-         "ce: cudaMemcpyAsync (copy engines); sm: a copy kernel"},
-        {"streams",
-         ParamType::integer,
-         {"1"},
-         {"1", "4"},
-         {},
-         "streams the copy is split over",
-         1,
-         kMaxStreams},
-        {"bytes",
-         ParamType::bytes,
-         {"1M", "256M"},
-         {"4K", "64K", "1M", "16M", "256M", "1G"},
-         {},
-         "copy size",
-         16},
-    };
-  }
-  [[nodiscard]] Requirements requirements() const noexcept override { return {.real_gpu = true}; }
-  [[nodiscard]] bool applies(const ParamSet& p) const override {
-    const std::string& direction = p.text("direction");
-    const std::string& host = p.text("host");
-    if (direction == "d2d") {
-      return host == "pinned";  // host memory plays no part: one case, not three
-    }
-    return !(host == "pageable" && p.text("engine") == "sm");  // a kernel cannot read pageable memory
-  }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& ctx) const override {
-    return std::make_unique<TransfersRun>(ctx);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Workload> make_transfers() {
-  return std::make_unique<Transfers>();
+WorkloadDef workloads::transfers() {
+  return {
+      .name = "transfers",
+      .summary =
+          "H2D, D2H, both at once and D2D; pinned (the shared pinned cache), pageable and "
+          "`cudaHostRegister`ed host memory; copy engine (`cudaMemcpyAsync`) or SM copy kernel; 1-32 "
+          "streams; sizes by `-b/-e/-f`; GB/s with p10/p90/CV (both at once also each direction under the "
+          "other's load, `h2d_GB/s` and `d2h_GB/s`: by copy engine from page-locked memory each timed in a "
+          "window of its own while the other moves twice its bytes, as nvbandwidth times them (pageable: in "
+          "the one window of both); by SM both ways are one split-warp kernel and each is half of both), "
+          "`vs_ref` against a plain `cudaMemcpyAsync` loop timed side by side, for pinned host memory "
+          "`page_locked` (1 when the driver knows every host buffer as page-locked), and `numa_local` (1 "
+          "when every host buffer's pages lie on the GPU's NUMA node); under `mpirun` without `--in-turn`, "
+          "every rank's timed copies start together (every GPU at once)",
+      .needs = {.real_gpu = true},
+      .axes =
+          {
+              {.name = "direction",
+               .type = ParamType::choice,
+               .defaults = {"h2d", "d2h", "bidir", "d2d"},
+               .choices = {"h2d", "d2h", "bidir", "d2d"},
+               .help = "copy direction (bidir: H2D and D2H at once)"},
+              {.name = "host",
+               .type = ParamType::choice,
+               .defaults = {"pinned", "pageable"},
+               .full_defaults = {"pinned", "pageable", "registered"},
+               .choices = {"pinned", "pageable", "registered"},
+               .help = "host memory: the pinned cache, ordinary pages, or cudaHostRegister'ed pages (not "
+                       "used by d2d)"},
+              {.name = "engine",
+               .type = ParamType::choice,
+               .defaults = {"ce"},
+               .full_defaults = {"ce", "sm"},
+               .choices = {"ce", "sm"},
+               .help = "ce: cudaMemcpyAsync (copy engines); sm: a copy kernel"},
+              {.name = "streams",
+               .type = ParamType::integer,
+               .defaults = {"1"},
+               .full_defaults = {"1", "4"},
+               .minimum = 1,
+               .maximum = kMaxStreams,
+               .help = "streams the copy is split over"},
+              {.name = "bytes",
+               .type = ParamType::bytes,
+               .defaults = {"1M", "256M"},
+               .full_defaults = {"4K", "64K", "1M", "16M", "256M", "1G"},
+               .minimum = 16,
+               .help = "copy size"},
+          },
+      .headline = {"GB/s"},
+      .measures_bandwidth = true,
+      .applies = [](const ParamSet& p) -> bool {
+        const std::string& direction = p.text("direction");
+        const std::string& host = p.text("host");
+        if (direction == "d2d") {
+          return host == "pinned";  // host memory plays no part: one case, not three
+        }
+        return !(host == "pageable" && p.text("engine") == "sm");  // a kernel cannot read pageable memory
+      },
+      .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
+        return std::make_unique<TransfersRun>(ctx);
+      },
+  };
 }
 
 }  // namespace memstress::suites

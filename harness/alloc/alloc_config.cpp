@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <utility>
 #include <vector>
 
 #include "harness/core/error.hpp"
@@ -46,6 +47,7 @@ class Parser {
     AllocConfig config;
     config.text = std::string(text_);
     while (i_ < tokens_.size()) {
+      const std::size_t first = i_;
       const std::string key = next("a key");
       expect(":");
       if (key == "max_split_size_mb") {
@@ -73,8 +75,9 @@ class Parser {
       } else if (key == "release_lock_on_cudamalloc" || key == "pinned_use_cuda_host_register" ||
                  key == "pinned_use_background_threads" || key == "graph_capture_record_stream_reuse") {
         static_cast<void>(boolean(key));  // PyTorch's; nothing to do here
-      } else if (key == "pinned_num_register_threads" || key == "pinned_reserve_segment_size_mb" ||
-                 key == "backend") {
+      } else if (key == "backend") {
+        config.backend = next(key);
+      } else if (key == "pinned_num_register_threads" || key == "pinned_reserve_segment_size_mb") {
         static_cast<void>(next(key));
       } else {
         fail(
@@ -83,6 +86,11 @@ class Parser {
                         "per_process_memory_fraction, release_threshold_mb)",
                         key));
       }
+      std::string part;
+      for (std::size_t t = first; t < i_; ++t) {
+        part += tokens_[t];
+      }
+      config.parts.push_back(std::move(part));
       if (i_ < tokens_.size()) {
         expect(",");
       }
@@ -107,7 +115,7 @@ class Parser {
     }
   }
   template <typename T>
-  T parse_as(const std::string& word, std::string_view key) const {
+  [[nodiscard]] T parse_as(const std::string& word, std::string_view key) const {
     T v{};
     const auto [p, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
     if (ec != std::errc{} || p != word.data() + word.size()) {
@@ -133,7 +141,7 @@ class Parser {
     }
     fail(fmt::format("{} must be True or False, not '{}'", key, v));
   }
-  std::uint32_t power_of_two_or_zero(const std::string& word) const {
+  [[nodiscard]] std::uint32_t power_of_two_or_zero(const std::string& word) const {
     const auto d = parse_as<std::uint32_t>(word, "roundup_power2_divisions");
     if (d != 0 && !std::has_single_bit(d)) {
       fail(fmt::format("roundup_power2_divisions: {} is not a power of 2", d));

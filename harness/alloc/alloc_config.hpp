@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace memstress {
 
@@ -28,7 +29,11 @@ struct AllocConfig {
   bool expandable_segments = false;
   std::optional<double> memory_fraction;           // per_process_memory_fraction (memstress)
   std::optional<std::uint64_t> release_threshold;  // release_threshold_mb, for the async peer (memstress)
-  std::string text;                                // as given (canonical form of the keys)
+  std::string backend;  // PyTorch's backend key: "native", "cudaMallocAsync"; "": none
+  std::string text;     // as given (canonical form of the keys)
+  // Each key:value as given, in order, spaces left out: "roundup_power2_divisions:[256:1,>:4]" is one (the
+  // grammar's parts, for whoever names or counts a setting's keys: a comma inside brackets parts none).
+  std::vector<std::string> parts;
 
   // Throws InputError naming `what` (e.g. "--alloc-conf") and the offending key.
   static AllocConfig parse(std::string_view text, std::string_view what);

@@ -22,14 +22,17 @@
 namespace memstress {
 namespace {
 
-// One peer --allocator names: what it is, whether this build has it (and the error saying how to get it
-// where not), and how it is made from the parsed --alloc-conf.
+// One peer --allocator names: what it is (PeerInfo), whether this build has it (and the error saying how to
+// get it where not), and how it is made from the parsed --alloc-conf.
 struct Peer {
   std::string_view name;
-  std::string_view description;
+  std::string_view origin;
+  std::string_view what;
+  bool simulated;
+  bool baseline;
   bool (*built)() noexcept;
   void (*require_built)();  // throws EnvironmentError: exit 3, saying how to build it
-  std::unique_ptr<Allocator> (*make)(AllocConfig config, DeviceBackend& backend);
+  std::unique_ptr<Allocator> (*make)(const AllocConfig& config, DeviceBackend& backend);
 };
 
 bool always() noexcept {
@@ -55,7 +58,7 @@ void require_torch_built() {
   }
 }
 
-std::unique_ptr<Allocator> make_torch([[maybe_unused]] AllocConfig config,
+std::unique_ptr<Allocator> make_torch([[maybe_unused]] const AllocConfig& config,
                                       [[maybe_unused]] DeviceBackend& backend) {
 #if defined(MEMSTRESS_HAVE_TORCH)
   return make_torch_allocator(backend);
@@ -66,37 +69,65 @@ std::unique_ptr<Allocator> make_torch([[maybe_unused]] AllocConfig config,
 }
 
 template <RmmResource R>
-constexpr Peer rmm_peer(std::string_view description) {
-  return {rmm_peer_name(R), description, rmm_built, [] { require_rmm_built(R); },
-          [](AllocConfig config, DeviceBackend& backend) {
+constexpr Peer rmm_peer(std::string_view what) {
+  return {rmm_peer_name(R),
+          "RMM",
+          what,
+          false,
+          false,
+          rmm_built,
+          [] { require_rmm_built(R); },
+          [](const AllocConfig& config, DeviceBackend& backend) {
             return make_peer_statistics(make_rmm_allocator(R, backend, config));
           }};
 }
 
-// In the order `memstress list` shows them: a build without a peer lists the others (allocator_names()).
+// Note [The peers in one place]. Every peer, in the order `memstress list` shows them (a build without a peer
+// lists the others: allocator_names()). Everything else that lists peers reads this table: `memstress list
+// --format json` publishes it, docs/run.md's allocator table and the Python report's facts are generated from
+// that (scripts/dev/registry.py), and the GPU conformance tests, the micro-benchmarks, the `--allocator` help
+// of run, replay and doctor and scripts/lab/gpu-allocators take their peers from it.
 constexpr std::array kPeers{
-    Peer{"caching", "PyTorch's caching allocator rules", always, nothing_to_require,
-         [](AllocConfig config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
-           return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
+    Peer{"caching", "memstress",
+         "PyTorch's CUDA caching allocator rebuilt: same rounding (512 B, `roundup_power2_divisions`), pools "
+         "(≤ 1 MiB in 2 MiB segments; larger in 20 MiB or rounded segments), best fit per stream, splitting "
+         "and merging, `max_split_size_mb`, `garbage_collection_threshold`, memory fraction, "
+         "release-and-retry on failure, pending frees for `record_stream` — so PyTorch traces replay with "
+         "PyTorch's behaviour. Each stream has its own pools and lock, so threads on their own streams do "
+         "not contend",
+         true, false, always, nothing_to_require,
+         [](const AllocConfig& config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+           return std::make_unique<caching::CachingAllocator>(backend, config);
          }},
-    Peer{"expandable", "the caching allocator with expandable segments", always, nothing_to_require,
-         [](AllocConfig config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
-           config.expandable_segments = true;
-           return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
+    Peer{"expandable", "memstress",
+         "the same with `expandable_segments:True`: one virtual range per stream and pool, grown and shrunk "
+         "page by page (cuMemCreate/cuMemMap)",
+         true, false, always, nothing_to_require,
+         [](const AllocConfig& config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+           AllocConfig expandable = config;
+           expandable.expandable_segments = true;
+           return std::make_unique<caching::CachingAllocator>(backend, std::move(expandable));
          }},
-    Peer{"direct", "cudaMalloc and cudaFree for every block", always, nothing_to_require,
-         [](AllocConfig /*config*/, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+    Peer{"direct", "CUDA", "cudaMalloc / cudaFree per request: the baseline", true, true, always,
+         nothing_to_require,
+         [](const AllocConfig& /*config*/, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
            return std::make_unique<DirectAllocator>(backend);
          }},
-    Peer{"async", "cudaMallocAsync, the driver's stream-ordered pool", always, nothing_to_require,
-         [](AllocConfig config, DeviceBackend& backend) {
+    Peer{"async", "CUDA",
+         "cudaMallocAsync on a pool of its own (`release_threshold_mb:N` sets its release threshold)", false,
+         false, always, nothing_to_require,
+         [](const AllocConfig& config, DeviceBackend& backend) {
            return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
          }},
-    Peer{"torch", "PyTorch's own allocator (the gpu-torch preset)", torch_built, require_torch_built,
-         make_torch},
-    rmm_peer<RmmResource::pool>("RMM's pool over cudaMalloc"),
-    rmm_peer<RmmResource::arena>("RMM's arena over cudaMalloc"),
-    rmm_peer<RmmResource::async>("RMM's cudaMallocAsync resource"),
+    Peer{"torch", "PyTorch",
+         "PyTorch's own allocator, side by side (built by the `gpu-torch` preset where PyTorch is installed)",
+         false, false, torch_built, require_torch_built, make_torch},
+    rmm_peer<RmmResource::pool>("RAPIDS RMM's `pool_memory_resource` over `cuda_memory_resource` (grows on "
+                                "demand; `per_process_memory_fraction:F` caps it)"),
+    rmm_peer<RmmResource::arena>(
+        "RMM's `arena_memory_resource` (takes its whole arena up front: RMM's default is half the free "
+        "memory; `per_process_memory_fraction:F` sizes it)"),
+    rmm_peer<RmmResource::async>("RMM's `cuda_async_memory_resource` (`release_threshold_mb:N`)"),
 };
 
 const Peer* find_peer(std::string_view name) noexcept {
@@ -114,10 +145,9 @@ const Peer* find_peer(std::string_view name) noexcept {
 }
 
 std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& backend) {
-  AllocConfig config = AllocConfig::parse(spec.conf, "--alloc-conf");
   if (const Peer* peer = find_peer(spec.name)) {
     peer->require_built();
-    return peer->make(std::move(config), backend);
+    return peer->make(spec.conf, backend);
   }
   if (is_plugin_name(spec.name)) {
     return make_peer_statistics(make_plugin_allocator(parse_plugin_name(spec.name), backend));
@@ -135,6 +165,15 @@ std::string resolved_alloc_conf(std::string flag, const EnvLookup& env) {
   return value == nullptr ? std::string() : std::string(value);
 }
 
+std::vector<PeerInfo> allocator_peers() {
+  std::vector<PeerInfo> peers;
+  peers.reserve(kPeers.size());
+  for (const Peer& peer : kPeers) {
+    peers.push_back({peer.name, peer.origin, peer.what, peer.simulated, peer.baseline, peer.built()});
+  }
+  return peers;
+}
+
 std::vector<std::string_view> allocator_names() {
   std::vector<std::string_view> names;
   for (const Peer& peer : kPeers) {
@@ -146,7 +185,6 @@ std::vector<std::string_view> allocator_names() {
 }
 
 void validate(const AllocatorSpec& spec) {
-  static_cast<void>(AllocConfig::parse(spec.conf, "--alloc-conf"));
   if (const Peer* peer = find_peer(spec.name)) {
     peer->require_built();  // before any case runs
     return;
@@ -183,6 +221,21 @@ std::vector<AllocatorSpec> allocator_specs(std::string_view names, const Allocat
     }
   }
   return specs;
+}
+
+std::filesystem::path path_for_allocator(const std::filesystem::path& path, std::string_view allocator,
+                                         bool several) {
+  if (!several) {
+    return path;
+  }
+  constexpr std::string_view kPlugin = "plugin:";
+  const std::string label =
+      allocator.starts_with(kPlugin)
+          ? "plugin-" + std::filesystem::path(allocator.substr(kPlugin.size())).stem().string()
+          : std::string(allocator);
+  std::filesystem::path out = path;
+  out.replace_extension(fmt::format(".{}{}", label, path.extension().string()));
+  return out;
 }
 
 std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBackend& backend) {

@@ -75,7 +75,9 @@ Command python_module(std::string_view module, const std::vector<std::string>& a
   if (path != nullptr && *path != '\0') {
     python_path += fmt::format(":{}", path);
   }
-  Command command{"/usr/bin/env", {std::move(python_path), "python3", "-m", std::string(module)}};
+  Command command{
+      "/usr/bin/env",
+      {std::move(python_path), "python3", "-m", std::string(module)}};  // another program's command line
   command.args.insert(command.args.end(), args.begin(), args.end());
   return command;
 }

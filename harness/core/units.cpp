@@ -112,6 +112,19 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
   return fail(fmt::format("unknown suffix '{}'", suffix));
 }
 
+std::uint64_t parse_whole_number(std::string_view text, std::string_view what) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  const bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || ec != std::errc{} || ptr != end) {
+    throw InputError(fmt::format("{} '{}': expected a whole number from 0 to {}", what, text,
+                                 std::numeric_limits<std::uint64_t>::max()));
+  }
+  return value;
+}
+
 std::string format_bytes(std::uint64_t bytes) {
   constexpr std::array<std::string_view, 5> kUnits{"B", "K", "M", "G", "T"};
   std::size_t unit = 0;
@@ -120,11 +133,11 @@ std::string format_bytes(std::uint64_t bytes) {
     value /= 1024;
     ++unit;
   }
-  if (value < 1024 * 1024 || unit + 1 == kUnits.size()) {
+  if (value < 1024ULL * 1024 || unit + 1 == kUnits.size()) {
     return fmt::format("{}{}", value, kUnits[unit]);
   }
   // Large and not exact at the next unit: show a rounded figure in the largest fitting unit.
-  double scaled = static_cast<double>(bytes);
+  auto scaled = static_cast<double>(bytes);
   std::size_t big = 0;
   while (big + 1 < kUnits.size() && scaled >= 1024.0) {
     scaled /= 1024.0;

@@ -15,6 +15,10 @@ namespace memstress {
 // Throws InputError naming `what` (the flag or parameter) on anything else.
 std::uint64_t parse_bytes(std::string_view text, std::string_view what);
 
+// A whole number from 0 to 2^64 - 1 written in decimal digits (no sign, fraction or exponent: a value that
+// does not fit is an error, never silently another, as a seed must be). Throws InputError naming `what`.
+std::uint64_t parse_whole_number(std::string_view text, std::string_view what);
+
 // Formats with binary suffixes, exact where it can ("64M", "1G", "1536K", "100B"), otherwise with two
 // decimals ("1.50G" is never produced for an exact 1536M). Round-trips through parse_bytes when exact.
 // For messages; where the value must survive, use exact_bytes.

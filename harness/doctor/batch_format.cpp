@@ -110,7 +110,7 @@ nlohmann::json batch_document(const BatchReport& r) {
         {"multiprocessors", m.multiprocessors == 0 ? nlohmann::json() : nlohmann::json(m.multiprocessors)}}},
       {"setting",
        {{"allocator", a.setting.allocator},
-        {"alloc_conf", a.setting.conf},
+        {"alloc_conf", a.setting.conf.text},
         {"pytorch_alloc_conf", pytorch_conf(a.setting)},
         {"origin", r.setting_origin}}},
       {"capacity", a.capacity},

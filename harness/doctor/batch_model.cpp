@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -150,22 +152,47 @@ std::optional<GpuShape> gpu_of_runs(const DoctorInput& a, const DoctorInput& b, 
   return std::nullopt;
 }
 
-BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second, std::uint64_t batch_first,
-                             std::uint64_t batch_second, const std::string& trace_device,
-                             const std::optional<GpuShape>& gpu) {
-  if (batch_first == 0 || batch_second == 0 || batch_first == batch_second) {
-    throw InputError(fmt::format("--batch {},{}: two different batch sizes above 0, one per snapshot",
-                                 batch_first, batch_second));
+BatchPair::BatchPair(std::uint64_t first, std::uint64_t second, std::string what)
+    : first_(first), second_(second), what_(std::move(what)) {
+  if (first_ == 0 || second_ == 0 || first_ == second_) {
+    throw InputError(
+        fmt::format("{} {},{}: two different batch sizes above 0, one per run", what_, first_, second_));
   }
+}
+
+BatchPair BatchPair::parse(const std::string& text, std::string what) {
+  std::vector<std::uint64_t> values;
+  for (std::size_t begin = 0; begin <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string_view item(text.data() + begin, comma - begin);
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc{} || end != item.data() + item.size()) {
+      throw InputError(fmt::format("{} '{}': '{}' is not a batch size", what, text, item));
+    }
+    values.push_back(v);
+    begin = comma + 1;
+  }
+  if (values.size() != 2) {
+    throw InputError(
+        fmt::format("{} '{}': give the two batch sizes, the first snapshot's first (e.g. 8,16)", what, text));
+  }
+  return {values[0], values[1], std::move(what)};
+}
+
+BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second, const BatchPair& batches,
+                             const std::string& trace_device, const std::optional<GpuShape>& gpu) {
+  const std::uint64_t batch_first = batches.first();
+  const std::uint64_t batch_second = batches.second();
   // The recorder notes the batch it was told (memstress_torch.record(batch=...)): a --batch that says
   // otherwise has the files in the other order, or names the wrong runs.
   for (const auto& [input, given] : {std::pair{&first, batch_first}, std::pair{&second, batch_second}}) {
     const std::optional<std::uint64_t> noted = input->facts.recorded_number("batch");
     if (noted && *noted != given) {
       throw InputError(fmt::format(
-          "--batch {},{}: {} was recorded at batch {} (the recorder's note), not {}; give the batch sizes in "
+          "{} {},{}: {} was recorded at batch {} (the recorder's note), not {}; give the batch sizes in "
           "the order of the snapshots",
-          batch_first, batch_second, input->trace.name, *noted, given));
+          batches.what(), batch_first, batch_second, input->trace.name, *noted, given));
     }
   }
   const bool swapped = batch_second > batch_first;  // the larger batch's run is the template

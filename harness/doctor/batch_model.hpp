@@ -171,10 +171,30 @@ struct BatchModel {
   }
 };
 
-// Throws InputError when the batches are equal or not positive, or a run has no allocation.
-// `gpu`: the GPU's figures (Note [A reduction's scratch stops growing]); none leaves every request uncapped.
-[[nodiscard]] BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b, std::uint64_t batch_a,
-                                           std::uint64_t batch_b, const std::string& trace_device,
+// The batch sizes of two runs of one program, the first run's first: both above 0 and different (what a
+// model of two runs needs), the one check of predict-batch's and doctor's --batch.
+class BatchPair {
+ public:
+  // Throws InputError naming `what` (the command's flag) unless both are above 0 and different.
+  BatchPair(std::uint64_t first, std::uint64_t second, std::string what);
+  // "8,16". Throws InputError naming `what` for anything else.
+  [[nodiscard]] static BatchPair parse(const std::string& text, std::string what);
+
+  [[nodiscard]] std::uint64_t first() const noexcept { return first_; }
+  [[nodiscard]] std::uint64_t second() const noexcept { return second_; }
+  [[nodiscard]] const std::string& what() const noexcept { return what_; }
+
+ private:
+  std::uint64_t first_;
+  std::uint64_t second_;
+  std::string what_;
+};
+
+// Throws InputError naming the batches' `what` when a run was recorded at another batch than the pair says,
+// or has no allocation. `gpu`: the GPU's figures (Note [A reduction's scratch stops growing]); none leaves
+// every request uncapped.
+[[nodiscard]] BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b,
+                                           const BatchPair& batches, const std::string& trace_device,
                                            const std::optional<GpuShape>& gpu = std::nullopt);
 
 // The template with every allocation (and its frees) resized for batch `n`, by the model or, `pessimistic`,

@@ -144,7 +144,7 @@ void recommend_only_what_grants(DoctorReport& r) {
   }
   const replay::SweepSetting& named = r.oom->would_grant[*r.oom->named].setting;
   for (std::size_t i = 0; i < a.rows.size(); ++i) {
-    if (a.rows[i].setting.allocator == named.allocator && a.rows[i].setting.conf == named.conf) {
+    if (same_setting(a.rows[i].setting, named)) {
       a.recommended = i;
       a.recommended_fits_all = std::all_of(a.rows[i].verdicts.begin(), a.rows[i].verdicts.end(),
                                            [](const CapacityVerdict& v) { return v.fits; });
@@ -173,8 +173,7 @@ void decide_by_the_batch_runs(DoctorReport& r, const BatchRuns& runs) {
   }
   const std::optional<GpuShape> gpu =
       gpu_of_runs(*runs.first, *runs.second, r.oom->limit->bytes, runs.multiprocessors);
-  const BatchModel model =
-      build_batch_model(*runs.first, *runs.second, runs.batch_first, runs.batch_second, r.trace_device, gpu);
+  const BatchModel model = build_batch_model(*runs.first, *runs.second, runs.batches, r.trace_device, gpu);
   const std::uint64_t limit = r.oom->limit->bytes;
   if (r.recorded_batch && *r.recorded_batch > 0) {
     const std::uint64_t batch = *r.recorded_batch;
@@ -234,28 +233,21 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
       r.other_devices.push_back(trace.devices[i]);
     }
   }
-  if (options.alloc_conf) {
-    r.setting = setting_from_pytorch_conf(*options.alloc_conf, "--alloc-conf");
-    r.setting_origin = "--alloc-conf";
-  } else if (input.facts.alloc_conf) {
-    r.setting = setting_from_pytorch_conf(*input.facts.alloc_conf,
-                                          fmt::format("{}: its allocator_settings", r.input));
-    r.setting_origin = "the snapshot";
-  } else {
-    r.setting = {"caching", ""};
-    r.setting_origin = "assumed: PyTorch's defaults (the input does not say; give --alloc-conf)";
-  }
+  SettingInForce in_force =
+      setting_in_force(options.alloc_conf, options.alloc_conf_flag, input.facts, r.input, "the snapshot");
+  r.setting = std::move(in_force.setting);
+  r.setting_origin = std::move(in_force.origin);
   if (r.setting.allocator == "async") {
     throw InputError(fmt::format(
         "{}: the program ran with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, the driver's own pool, "
-        "which "
-        "a simulated device cannot replay; to judge PyTorch's caching allocator for it, give --alloc-conf "
-        "(e.g. --alloc-conf '' for its defaults)",
-        r.input));
+        "which a simulated device cannot replay; to judge PyTorch's caching allocator for it, give {} "
+        "(e.g. {} '' for its defaults)",
+        r.input, options.alloc_conf_flag, options.alloc_conf_flag));
   }
   LimitHint hint;
   if (!options.capacities.empty()) {
     hint.given = options.capacities.front();
+    hint.given_origin = options.capacities_flag;
   }
   hint.recorded = recorded_capacity(input.facts, hint.recorded_origin);
 
@@ -288,12 +280,13 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   r.own_capacity = own;
   if (!options.capacities.empty()) {
     r.capacities = options.capacities;
-    r.capacity_origin = "--capacity";
+    r.capacity_origin = options.capacities_flag;
   } else if (own) {
     r.capacities = {*own};
     r.capacity_origin = own_origin;
   } else {
-    r.capacity_origin = "none known (give --capacity, e.g. --capacity 24G,40G,80G)";
+    r.capacity_origin = fmt::format("none known (give {}, e.g. {} 24G,40G,80G)", options.capacities_flag,
+                                    options.capacities_flag);
   }
 
   // What it needed, under its own setting, on the capacity it had: a program that ran near its limit

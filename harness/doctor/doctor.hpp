@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/doctor/batch_model.hpp"
 #include "harness/doctor/growth.hpp"
 #include "harness/doctor/input.hpp"
 #include "harness/doctor/oom.hpp"
@@ -22,8 +23,7 @@ namespace memstress::doctor {
 struct BatchRuns {
   const DoctorInput* first = nullptr;
   const DoctorInput* second = nullptr;
-  std::uint64_t batch_first = 0;
-  std::uint64_t batch_second = 0;
+  BatchPair batches;
   std::uint64_t multiprocessors =
       0;  // the GPU's (predict-batch --multiprocessors); 0: the runs' recorded figures
 };
@@ -39,10 +39,15 @@ struct BatchAdvice {
   std::int64_t grows_with_batch = 0;
 };
 
+// The flags of the command that name what it gave (a library names no flag of its own): the outputs say
+// where a capacity or a setting came from by them, and the advice names them.
 struct DoctorOptions {
   std::vector<std::uint64_t> capacities;  // empty: the recorded GPU's, when the snapshot says
-  std::optional<std::string> alloc_conf;  // the setting the program ran with, when the snapshot lacks it
-  std::string trace_device;               // "cuda:1"; empty: the trace's first device
+  std::string capacities_flag;            // "--capacity"
+  // The setting the program ran with, given (Note [The setting a program ran with], settings.hpp).
+  std::optional<AllocConfig> alloc_conf;
+  std::string alloc_conf_flag;  // "--alloc-conf"
+  std::string trace_device;     // "cuda:1"; empty: the trace's first device
   std::size_t top_sites = 10;
   unsigned threads =
       0;  // replays side by side, at most (0: one per hardware thread; Note [Replays side by side])
@@ -100,7 +105,7 @@ struct DoctorReport {
   std::vector<std::string> other_devices;
   bool frames_recorded = false;
   replay::SweepSetting setting;           // the one the program ran with
-  std::string setting_origin;             // "the snapshot", "--alloc-conf", "assumed: PyTorch's defaults"
+  std::string setting_origin;             // SettingInForce::origin
   std::vector<std::uint64_t> capacities;  // judged in the settings table
   std::string capacity_origin;
   std::optional<std::uint64_t> own_capacity;    // the limit in force (Note [The limit in force]), when known

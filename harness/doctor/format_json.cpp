@@ -18,7 +18,7 @@ nlohmann::json oom_at_json(const OomAt& at) {
 }
 
 nlohmann::json setting_json(const replay::SweepSetting& s) {
-  return {{"allocator", s.allocator}, {"alloc_conf", s.conf}, {"pytorch_alloc_conf", pytorch_conf(s)}};
+  return {{"allocator", s.allocator}, {"alloc_conf", s.conf.text}, {"pytorch_alloc_conf", pytorch_conf(s)}};
 }
 
 nlohmann::json settings_json(const SettingsAnswer& a) {

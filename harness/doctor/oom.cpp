@@ -47,16 +47,6 @@ SurvivedRefusals oom_lines(const replay::ReplayTrace& trace, std::uint32_t devic
   return s;
 }
 
-bool same_setting(const replay::SweepSetting& a, const replay::SweepSetting& b) {
-  return a.allocator == b.allocator && a.conf == b.conf;
-}
-
-// Knobs a user sets: "expandable_segments:True,max_split_size_mb:64" is two; PyTorch's defaults none.
-std::size_t knobs(const replay::SweepSetting& s) {
-  const std::string conf = pytorch_conf(s);
-  return conf.empty() ? 0 : static_cast<std::size_t>(std::count(conf.begin(), conf.end(), ',')) + 1;
-}
-
 // Note [The limit in force].
 std::optional<Limit> limit_in_force(const LimitHint& hint, const OomAnalysis& a, std::int64_t replay_peak) {
   std::optional<std::uint64_t> device_capacity;
@@ -69,7 +59,7 @@ std::optional<Limit> limit_in_force(const LimitHint& hint, const OomAnalysis& a,
   if (hint.given) {
     l.bytes = *hint.given;
     l.source = LimitSource::given;
-    l.origin = "--capacity";
+    l.origin = hint.given_origin;
     return l;
   }
   if (hint.recorded) {
@@ -223,11 +213,11 @@ std::optional<OomAnalysis> analyse_oom(const replay::ReplayTrace& trace, const L
   a.recorded_peak_reserved = unconstrained.trace_peak_reserved;
   if (hint.given && a.recorded_reserved && static_cast<std::int64_t>(*hint.given) < *a.recorded_reserved) {
     throw InputError(fmt::format(
-        "--capacity {}: below the {} PyTorch had reserved when the program of {} ran out, so not the limit "
-        "it "
-        "ran under; give that limit first (the capacities after it are asked only whether the program fits "
-        "them), or leave --capacity out to judge it against the limit the snapshot tells",
-        human_bytes(*hint.given), human_bytes(static_cast<std::uint64_t>(*a.recorded_reserved)), trace.name));
+        "{} {}: below the {} PyTorch had reserved when the program of {} ran out, so not the limit it ran "
+        "under; give that limit first (the capacities after it are asked only whether the program fits "
+        "them), or leave {} out to judge it against the limit the snapshot tells",
+        hint.given_origin, human_bytes(*hint.given),
+        human_bytes(static_cast<std::uint64_t>(*a.recorded_reserved)), trace.name, hint.given_origin));
   }
   a.limit = limit_in_force(hint, a, unconstrained.peak_reserved);
   if (!a.limit) {

@@ -54,6 +54,7 @@ enum class LimitSource { given, recorder, inferred, device };
 // What the caller knows of the limit before the OOM is read: --capacity, the recorder's note.
 struct LimitHint {
   std::optional<std::uint64_t> given;
+  std::string given_origin;  // the command's flag that gave it ("--capacity")
   std::optional<std::uint64_t> recorded;
   std::string recorded_origin;
 };

@@ -7,10 +7,13 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 
 #include "harness/alloc/alloc_config.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/parallel.hpp"
+#include "harness/core/units.hpp"
 #include "harness/memory/cuda_backend.hpp"
 #include "harness/memory/cuda_handles.hpp"
 #include "harness/memory/device_spec.hpp"
@@ -20,52 +23,89 @@ namespace {
 
 constexpr std::string_view kExpandable = "expandable_segments:True";
 
-std::vector<std::string> parts_of(const std::string& conf) {
-  std::vector<std::string> parts;
-  std::stringstream in(conf);
-  for (std::string part; std::getline(in, part, ',');) {
-    if (!part.empty()) {
-      parts.push_back(part);
-    }
-  }
-  return parts;
-}
-
-bool same_setting(const replay::SweepSetting& a, const replay::SweepSetting& b) {
-  return a.allocator == b.allocator &&
-         AllocConfig::parse(a.conf, "").text == AllocConfig::parse(b.conf, "").text;
+// A part's key: "max_split_size_mb" of "max_split_size_mb:128".
+std::string_view key_of(std::string_view part) {
+  return part.substr(0, part.find(':'));
 }
 
 }  // namespace
 
-std::string pytorch_conf(const replay::SweepSetting& setting) {
-  if (setting.allocator == "async") {
-    return setting.conf.empty() ? "backend:cudaMallocAsync"
-                                : fmt::format("backend:cudaMallocAsync,{}", setting.conf);
-  }
-  if (setting.allocator != "expandable") {
-    return setting.conf;
-  }
-  return setting.conf.empty() ? std::string(kExpandable) : fmt::format("{},{}", kExpandable, setting.conf);
+bool same_setting(const replay::SweepSetting& a, const replay::SweepSetting& b) {
+  return a.allocator == b.allocator && a.conf.parts == b.conf.parts;
 }
 
-replay::SweepSetting setting_from_pytorch_conf(const std::string& conf, const std::string& what) {
-  const AllocConfig parsed = AllocConfig::parse(conf, what);  // InputError naming `what`
-  replay::SweepSetting s{parsed.expandable_segments ? "expandable" : "caching", ""};
-  std::vector<std::string> kept;
-  for (const std::string& part : parts_of(conf)) {
-    if (part == "backend:cudaMallocAsync") {
-      s.allocator = "async";  // PyTorch's other backend: the driver's pool, not the caching allocator
-    } else if (part.rfind("expandable_segments", 0) != 0 && part.rfind("backend", 0) != 0) {
-      kept.push_back(part);
-    }
+std::size_t knobs(const replay::SweepSetting& setting) {
+  const bool named = setting.allocator == "async" || setting.allocator == "expandable";
+  return setting.conf.parts.size() + (named ? 1 : 0);
+}
+
+std::string pytorch_conf(const replay::SweepSetting& setting) {
+  const std::string& conf = setting.conf.text;
+  if (setting.allocator == "async") {
+    return conf.empty() ? "backend:cudaMallocAsync" : fmt::format("backend:cudaMallocAsync,{}", conf);
   }
-  s.conf = fmt::format("{}", fmt::join(kept, ","));
+  if (setting.allocator != "expandable") {
+    return conf;
+  }
+  return conf.empty() ? std::string(kExpandable) : fmt::format("{},{}", kExpandable, conf);
+}
+
+replay::SweepSetting setting_of(const AllocConfig& config) {
+  replay::SweepSetting s{config.expandable_segments ? "expandable" : "caching", config};
+  if (config.backend == "cudaMallocAsync") {
+    s.allocator = "async";  // PyTorch's other backend: the driver's pool, not the caching allocator
+  }
+  // The allocator's name says what expandable_segments and backend said: the setting keeps the rest.
+  s.conf.expandable_segments = false;
+  s.conf.backend.clear();
+  std::erase_if(s.conf.parts, [](const std::string& part) {
+    return key_of(part) == "expandable_segments" || key_of(part) == "backend";
+  });
+  s.conf.text = fmt::format("{}", fmt::join(s.conf.parts, ","));
   return s;
 }
 
+replay::SweepSetting setting_from_pytorch_conf(const std::string& conf, const std::string& what) {
+  return setting_of(AllocConfig::parse(conf, what));  // InputError naming `what`
+}
+
+SettingInForce setting_in_force(const std::optional<AllocConfig>& given, std::string_view flag,
+                                const SnapshotFacts& facts, const std::string& name,
+                                std::string_view recorded) {
+  if (given) {
+    return {setting_of(*given), std::string(flag)};
+  }
+  if (facts.alloc_conf) {
+    return {setting_from_pytorch_conf(*facts.alloc_conf, fmt::format("{}: its allocator_settings", name)),
+            std::string(recorded)};
+  }
+  return {{"caching", {}},
+          fmt::format("assumed: PyTorch's defaults (the input does not say; give {})", flag)};
+}
+
+std::uint64_t parse_capacity(const std::string& text, std::string_view what) {
+  const std::uint64_t c = parse_bytes(text, what);
+  if (c == 0 || c > kMaxCapacity) {
+    throw InputError(fmt::format("{} '{}': a capacity must be more than 0 bytes and at most {}", what, text,
+                                 format_bytes(kMaxCapacity)));
+  }
+  return c;
+}
+
+std::vector<std::uint64_t> parse_capacities(const std::string& text, std::string_view what) {
+  std::vector<std::uint64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    out.push_back(parse_capacity(item, what));
+  }
+  if (out.empty()) {
+    throw InputError(fmt::format("{} '{}': give one or more sizes, e.g. 24G,40G,80G", what, text));
+  }
+  return out;
+}
+
 std::vector<replay::SweepSetting> doctor_grid(const replay::SweepSetting& recorded) {
-  std::vector<replay::SweepSetting> grid = replay::sweep_grid("");
+  std::vector<replay::SweepSetting> grid = replay::sweep_grid();
   if (std::none_of(grid.begin(), grid.end(), [&](const auto& s) { return same_setting(s, recorded); })) {
     grid.push_back(recorded);
   }
@@ -201,9 +241,8 @@ SettingsAnswer judge_settings(const replay::ReplayTrace& trace, const LiveWalk& 
   // Lowest peak first; at equal peaks, settings with the same figures together, the one with fewer parts
   // first (PyTorch's defaults before any change).
   std::stable_sort(answer.rows.begin(), answer.rows.end(), [](const SettingRow& a, const SettingRow& b) {
-    const auto parts = [](const SettingRow& r) { return parts_of(pytorch_conf(r.setting)).size(); };
-    return std::tuple(a.peak_reserved, a.peak_allocated, parts(a), a.retries) <
-           std::tuple(b.peak_reserved, b.peak_allocated, parts(b), b.retries);
+    return std::tuple(a.peak_reserved, a.peak_allocated, knobs(a.setting), a.retries) <
+           std::tuple(b.peak_reserved, b.peak_allocated, knobs(b.setting), b.retries);
   });
   for (std::size_t r = 0; r < answer.rows.size(); ++r) {
     const SettingRow& row = answer.rows[r];
@@ -235,7 +274,7 @@ std::vector<PeerRow> judge_peers(const replay::ReplayTrace& trace, const std::ve
   for (const std::string& name : allocators) {
     PeerRow row;
     row.allocator = name;
-    const replay::SweepSetting setting{name, ""};
+    const replay::SweepSetting setting{name, {}};
     std::optional<replay::ReplayResult> result;
     try {
       result = replay::replay_setting(trace, setting, sim_device(kUnconstrained), options).result;

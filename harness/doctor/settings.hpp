@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "harness/alloc/alloc_config.hpp"
 #include "harness/doctor/facts.hpp"
 #include "harness/doctor/live_walk.hpp"
 #include "harness/memory/sim_backend.hpp"
@@ -24,10 +26,39 @@ namespace memstress::doctor {
 // How PyTorch users write a setting: "expandable_segments:True,max_split_size_mb:64"; "" = PyTorch's
 // defaults. `direct` has none (cudaMalloc per allocation: not a PyTorch setting).
 [[nodiscard]] std::string pytorch_conf(const replay::SweepSetting& setting);
+// A parsed PYTORCH_CUDA_ALLOC_CONF as a setting of the grid (expandable_segments:True selects the expandable
+// allocator, backend:cudaMallocAsync the async one; the setting keeps the other parts).
+[[nodiscard]] replay::SweepSetting setting_of(const AllocConfig& config);
+// One setting: the same allocator and the same parts.
+[[nodiscard]] bool same_setting(const replay::SweepSetting& a, const replay::SweepSetting& b);
+// Knobs a user sets: "expandable_segments:True,max_split_size_mb:64" is two; PyTorch's defaults none.
+[[nodiscard]] std::size_t knobs(const replay::SweepSetting& setting);
 // The other way: a PYTORCH_CUDA_ALLOC_CONF string as a setting of the grid (expandable_segments:True
 // selects the expandable allocator). Throws InputError naming `what` for a string memstress cannot parse.
 [[nodiscard]] replay::SweepSetting setting_from_pytorch_conf(const std::string& conf,
                                                              const std::string& what);
+
+// The most memory a capacity asked about may name: the settings table replays on a simulated device of twice
+// the largest capacity asked about, and a simulated device holds at most SimBackend::kMaxCapacity. The one
+// bound of the doctor's and predict-batch's --capacity.
+inline constexpr std::uint64_t kMaxCapacity = SimBackend::kMaxCapacity / 2;
+
+// "40G": a capacity above 0 and at most kMaxCapacity; "24G,40G,80G": one or more. Throw InputError naming
+// `what` (the command's flag) for anything else.
+[[nodiscard]] std::uint64_t parse_capacity(const std::string& text, std::string_view what);
+[[nodiscard]] std::vector<std::uint64_t> parse_capacities(const std::string& text, std::string_view what);
+
+// Note [The setting a program ran with]. The doctor and predict-batch judge a program under the setting it
+// ran with: the one the command was given (`given`, parsed from its flag `flag`), else the one the snapshot
+// recorded (its allocator_settings, `facts` of the input `name`), else PyTorch's defaults, assumed. `origin`
+// says which, as both commands' outputs name it: the flag, `recorded` ("the snapshot"), or the assumption.
+struct SettingInForce {
+  replay::SweepSetting setting;
+  std::string origin;
+};
+[[nodiscard]] SettingInForce setting_in_force(const std::optional<AllocConfig>& given, std::string_view flag,
+                                              const SnapshotFacts& facts, const std::string& name,
+                                              std::string_view recorded);
 
 // Where a replay ran out.
 struct OomAt {

@@ -73,6 +73,21 @@ std::unique_ptr<DeviceBackend> current_cuda_backend(int ordinal) {
 
 }  // namespace
 
+std::string required_device(const std::string& device, std::string_view device_what, bool required,
+                            bool from_env, std::string_view flag) {
+  if (!required) {
+    return device;
+  }
+  const DeviceSpec spec = DeviceSpec::parse(device);
+  if (spec.kind == DeviceSpec::Kind::sim && from_env) {
+    return device;  // asked for by name in a job that requires a GPU by its environment (its CPU tests)
+  }
+  if (spec.kind == DeviceSpec::Kind::sim) {
+    throw InputError(fmt::format("{} with {} {}: the simulated device is no GPU", flag, device_what, device));
+  }
+  return spec.kind == DeviceSpec::Kind::automatic ? "cuda" : device;
+}
+
 std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec, SimAddressOrder sim_order) {
   switch (spec.kind) {
     case DeviceSpec::Kind::sim:

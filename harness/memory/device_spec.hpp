@@ -24,6 +24,13 @@ struct DeviceSpec {
   [[nodiscard]] std::string to_string() const;
 };
 
+// GPU CI (Note in README "In GPU CI"): with a GPU required (`required`, by the command's flag `flag`), `auto`
+// means `cuda`, so a machine without a usable GPU exits 3 instead of falling back to the simulated device and
+// skipping every GPU case. The simulated device named (by `device_what`) is refused (InputError naming both),
+// unless the requirement came from the environment alone (`from_env`: a job's CPU tests, which name it).
+std::string required_device(const std::string& device, std::string_view device_what, bool required,
+                            bool from_env, std::string_view flag);
+
 // Resolves `auto` and builds the backend. Throws EnvironmentError (exit 3) when cuda is asked for and
 // no usable GPU is present.
 // `sim_order` places the simulated device's reservations (sim_backend.hpp).

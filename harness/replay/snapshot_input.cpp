@@ -36,10 +36,10 @@ InputKind input_kind(const std::filesystem::path& path) {
 ConvertedTrace::ConvertedTrace(const std::filesystem::path& input, bool with_facts)
     : dir_("replay"), trace_(dir_.path() / "converted.trace.csv.gz") {
   const std::string what = fmt::format("converting {}", input.string());
-  std::vector<std::string> args{input.string(), "-o", trace_.string()};
+  std::vector<std::string> args{input.string(), "-o", trace_.string()};  // another program's command line
   if (with_facts) {
     facts_ = dir_.path() / "facts.json";
-    args.insert(args.end(), {"--facts", facts_.string(), "--quiet"});
+    args.insert(args.end(), {"--facts", facts_.string(), "--quiet"});  // another program's command line
   }
   const int rc = run_program(python_module(kConverter, args, what), what);
   if (rc == 0) {

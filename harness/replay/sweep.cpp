@@ -23,7 +23,7 @@ std::int64_t margin(const ReplayResult& r) {
 
 }  // namespace
 
-std::vector<SweepSetting> sweep_grid(const std::string& base_conf) {
+std::vector<SweepSetting> sweep_grid(const AllocConfig& base) {
   constexpr std::array<const char*, 4> kSplit{"", "max_split_size_mb:64", "max_split_size_mb:128",
                                               "max_split_size_mb:512"};
   constexpr std::array<const char*, 3> kRoundup{"", "roundup_power2_divisions:4",
@@ -34,18 +34,19 @@ std::vector<SweepSetting> sweep_grid(const std::string& base_conf) {
     for (const char* split : kSplit) {
       for (const char* roundup : kRoundup) {
         for (const char* gc : kGc) {
-          std::vector<std::string> parts;
-          for (const char* p : {base_conf.c_str(), split, roundup, gc}) {
+          std::vector<std::string> parts = base.parts;
+          for (const char* p : {split, roundup, gc}) {
             if (*p != '\0') {
               parts.emplace_back(p);
             }
           }
-          grid.push_back({allocator, join_conf(parts)});
+          // The grid's own parts after parts already parsed: nothing a user gave is parsed again.
+          grid.push_back({allocator, AllocConfig::parse(join_conf(parts), "the sweep's grid")});
         }
       }
     }
   }
-  grid.push_back({"direct", base_conf});
+  grid.push_back({"direct", base});
   return grid;
 }
 
@@ -56,7 +57,7 @@ ReplayRun replay_setting(const ReplayTrace& trace, const SweepSetting& setting,
   spec.name = setting.allocator;
   spec.conf = setting.conf;
   const std::unique_ptr<Allocator> allocator = make_allocator(spec, *device);
-  return ReplayRun{setting.conf, replay_trace(trace, *allocator, options)};
+  return ReplayRun{setting.conf.text, replay_trace(trace, *allocator, options)};
 }
 
 Sweep run_sweep(const ReplayTrace& trace, const std::vector<SweepSetting>& grid,

@@ -19,17 +19,20 @@
 #include <string>
 #include <vector>
 
+#include "harness/alloc/alloc_config.hpp"
 #include "harness/memory/backend.hpp"
 #include "harness/replay/report.hpp"
 
 namespace memstress::replay {
 
+// An allocator and its settings, parsed (conf.text is the setting as the tables and documents show it).
 struct SweepSetting {
   std::string allocator;
-  std::string conf;
+  AllocConfig conf;
 };
 
-[[nodiscard]] std::vector<SweepSetting> sweep_grid(const std::string& base_conf);
+// `base`'s parts come first in every setting.
+[[nodiscard]] std::vector<SweepSetting> sweep_grid(const AllocConfig& base = {});
 
 struct Sweep {
   std::vector<ReplayRun> rows;  // sorted by peak reserved (then OOMs, then retries)

@@ -11,6 +11,7 @@
 #include "harness/core/json_field.hpp"
 #include "harness/core/json_text.hpp"
 #include "harness/core/units.hpp"
+#include "harness/results/former_names.hpp"
 #include "harness/results/read.hpp"
 
 namespace memstress {
@@ -154,6 +155,7 @@ ResultRow read_row(const JsonField& j) {
   for (const auto& [name, metric] : j["metrics"].members()) {
     row.metrics.push_back(read_metric(metric, name));
   }
+  adopt_one_names(row.workload, row.metrics);  // Note [One name per figure]
   if (const std::optional<JsonField> notes = j.find("notes")) {
     for (const JsonField& n : notes->elements()) {
       row.notes.push_back(n.string());

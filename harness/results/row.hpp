@@ -82,6 +82,10 @@ struct Row {
   int rank = 0;
   DeviceRef device;
   std::vector<MetricResult> metrics;
+  // The metric the row heads with, a name among its metrics (its workload's headline,
+  // harness/run/workload.hpp): what the run table shows and a person quotes first. Empty for a row without
+  // metrics, and in older files.
+  std::string headline;
   std::uint64_t checked = 0;  // data items verified on the device
   std::uint64_t errors = 0;   // of those, wrong
   Verdict verdict = Verdict::pass;

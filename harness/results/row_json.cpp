@@ -89,6 +89,9 @@ void to_json(nlohmann::json& j, const Row& row) {
       {"started_at", row.started_at},
       {"seconds", row.seconds},
   };
+  if (!row.headline.empty()) {
+    j["headline"] = row.headline;  // only where the row has metrics: files without it read as before
+  }
   if (!row.self_test.empty()) {
     j["self_test"] = row.self_test;  // only on self-tests: other rows read as before
   }
@@ -139,6 +142,11 @@ void from_json(const nlohmann::json& j, Row& row) {
   row.started_at = j.at("started_at").get<std::string>();
   row.seconds = j.at("seconds").get<double>();
   row.self_test = j.contains("self_test") ? j.at("self_test").get<std::string>() : std::string();
+  row.headline = j.contains("headline") ? j.at("headline").get<std::string>() : std::string();
+  if (!row.headline.empty() && row.metric(row.headline) == nullptr) {
+    throw InputError(
+        fmt::format("row of {}: headline '{}' is not among its metrics", row.workload, row.headline));
+  }
 }
 
 }  // namespace memstress

@@ -24,9 +24,9 @@ bool parse_number(std::string_view text, T& value) {
 
 }  // namespace
 
-FaultInjection FaultInjection::parse(std::string_view text) {
+FaultInjection FaultInjection::parse(std::string_view text, std::string_view what) {
   const auto bad = [&] {
-    return InputError(fmt::format("--inject-fault '{}': expected RANK:CASE_INDEX:exit|hang|throw", text));
+    return InputError(fmt::format("{} '{}': expected RANK:CASE_INDEX:exit|hang|throw", what, text));
   };
   const std::size_t first = text.find(':');
   const std::size_t second = first == std::string_view::npos ? first : text.find(':', first + 1);
@@ -34,6 +34,7 @@ FaultInjection FaultInjection::parse(std::string_view text) {
     throw bad();
   }
   FaultInjection fault;
+  fault.what = std::string(what);
   if (!parse_number(text.substr(0, first), fault.rank) || fault.rank < 0 ||
       !parse_number(text.substr(first + 1, second - first - 1), fault.case_index)) {
     throw bad();
@@ -57,16 +58,16 @@ void maybe_inject(const std::optional<FaultInjection>& fault, int rank, std::siz
   }
   switch (fault->kind) {
     case FaultInjection::Kind::exit:
-      note("{}: exiting at case index {}", fault->origin, case_index);
+      note("{}: exiting at case index {}", fault->what, case_index);
       std::fflush(stderr);
       std::_Exit(1);
     case FaultInjection::Kind::hang:
-      note("{}: hanging at case index {}", fault->origin, case_index);
+      note("{}: hanging at case index {}", fault->what, case_index);
       for (;;) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
       }
     case FaultInjection::Kind::raise:
-      throw std::runtime_error(fmt::format("--inject-fault: a fault injected at case index {}", case_index));
+      throw std::runtime_error(fmt::format("{}: a fault injected at case index {}", fault->what, case_index));
   }
 }
 

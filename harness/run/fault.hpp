@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace memstress {
@@ -17,10 +18,10 @@ struct FaultInjection {
   int rank = 0;
   std::size_t case_index = 0;
   Kind kind = Kind::raise;
-  std::string_view origin = "--inject-fault";  // what planted it, for the note it makes
+  std::string what;  // the command's flag that asked for it, which its notes and its error name
 
-  // "1:2:hang". Throws InputError naming --inject-fault on anything else.
-  static FaultInjection parse(std::string_view text);
+  // "1:2:hang". Throws InputError naming `what` on anything else.
+  static FaultInjection parse(std::string_view text, std::string_view what);
 };
 
 // Injects `fault` if it is for this rank and case: may not return (exit, hang) or throw (raise).

@@ -10,8 +10,36 @@
 namespace memstress {
 namespace {
 
-// XML text: markup characters escaped, control characters and bytes that are not UTF-8 replaced.
-std::string escape(std::string_view text) {
+std::string testcase(const Row& row, bool several_places, std::string_view skips_fail_by) {
+  std::string name = fmt::format("{} [{}]", row.case_label(), row.allocator);
+  if (several_places) {
+    name += fmt::format(" rank {} {}", row.rank, row.device.label);
+  }
+  std::string body;
+  const std::string reason = xml_text(row.reason);
+  switch (row.verdict) {
+    case Verdict::pass:
+      break;
+    case Verdict::fail:
+      body = fmt::format("<failure message=\"{}\">{}</failure>", reason, reason);
+      break;
+    case Verdict::error:
+      body = fmt::format("<error message=\"{}\">{}</error>", reason, reason);
+      break;
+    case Verdict::skip:
+      body = skips_fail_by.empty()
+                 ? fmt::format("<skipped message=\"{}\"/>", reason)
+                 : fmt::format("<failure message=\"skipped, and {} fails a skip: {}\">{}</failure>",
+                               xml_text(skips_fail_by), reason, reason);
+      break;
+  }
+  return fmt::format("    <testcase classname=\"memstress.{}\" name=\"{}\" time=\"{:.3f}\">{}</testcase>\n",
+                     xml_text(row.workload), xml_text(name), row.seconds, body);
+}
+
+}  // namespace
+
+std::string xml_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (const char c : valid_utf8(std::string(text))) {
@@ -43,37 +71,8 @@ std::string escape(std::string_view text) {
   return out;
 }
 
-std::string testcase(const Row& row, bool several_places, bool skips_fail) {
-  std::string name = fmt::format("{} [{}]", row.case_label(), row.allocator);
-  if (several_places) {
-    name += fmt::format(" rank {} {}", row.rank, row.device.label);
-  }
-  std::string body;
-  const std::string reason = escape(row.reason);
-  switch (row.verdict) {
-    case Verdict::pass:
-      break;
-    case Verdict::fail:
-      body = fmt::format("<failure message=\"{}\">{}</failure>", reason, reason);
-      break;
-    case Verdict::error:
-      body = fmt::format("<error message=\"{}\">{}</error>", reason, reason);
-      break;
-    case Verdict::skip:
-      body =
-          skips_fail
-              ? fmt::format("<failure message=\"skipped, and --fail-on-skip fails a skip: {}\">{}</failure>",
-                            reason, reason)
-              : fmt::format("<skipped message=\"{}\"/>", reason);
-      break;
-  }
-  return fmt::format("    <testcase classname=\"memstress.{}\" name=\"{}\" time=\"{:.3f}\">{}</testcase>\n",
-                     escape(row.workload), escape(name), row.seconds, body);
-}
-
-}  // namespace
-
-std::string format_junit(const RunRecord& run, bool skips_fail) {
+std::string format_junit(const RunRecord& run, std::string_view skips_fail_by) {
+  const bool skips_fail = !skips_fail_by.empty();
   std::map<std::string, std::vector<const Row*>> by_workload;  // sorted: stable output
   bool several_places = false;
   for (const Row& row : run.rows) {
@@ -94,15 +93,15 @@ std::string format_junit(const RunRecord& run, bool skips_fail) {
       errors += row->verdict == Verdict::error ? 1 : 0;
       skipped += skip && !skips_fail ? 1 : 0;
       seconds += row->seconds;
-      cases += testcase(*row, several_places, skips_fail);
+      cases += testcase(*row, several_places, skips_fail_by);
     }
     out += fmt::format(
         "  <testsuite name=\"memstress.{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
         "time=\"{:.3f}\" timestamp=\"{}\">\n{}  </testsuite>\n",
-        escape(workload), rows.size(), failures, errors, skipped, seconds, escape(run.started_at), cases);
+        xml_text(workload), rows.size(), failures, errors, skipped, seconds, xml_text(run.started_at), cases);
   }
   if (run.status == RunStatus::aborted) {
-    const std::string reason = escape(run.abort_reason);
+    const std::string reason = xml_text(run.abort_reason);
     out += fmt::format(
         "  <testsuite name=\"memstress.run\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\">\n"
         "    <testcase classname=\"memstress.run\" name=\"run completed\"><error message=\"run aborted: "
@@ -116,13 +115,13 @@ std::string format_junit(const RunRecord& run, bool skips_fail) {
 
 std::string format_junit_not_run(const std::string& suite, const std::string& name,
                                  const std::string& reason) {
-  const std::string why = escape(reason);
+  const std::string why = xml_text(reason);
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memstress\">\n"
       "  <testsuite name=\"{}\" tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\">\n"
       "    <testcase classname=\"{}\" name=\"{}\"><failure message=\"{}\">{}</failure></testcase>\n"
       "  </testsuite>\n</testsuites>\n",
-      escape(suite), escape(suite), escape(name), why, why);
+      xml_text(suite), xml_text(suite), xml_text(name), why, why);
 }
 
 }  // namespace memstress

@@ -6,13 +6,19 @@
 // time. An aborted run adds an <error> testcase saying why, so a CI system never shows it as green.
 
 #include <string>
+#include <string_view>
 
 #include "harness/results/row.hpp"
 
 namespace memstress {
 
-// `skips_fail` (run --fail-on-skip): a skipped case is a <failure> saying so, as the exit code says.
-[[nodiscard]] std::string format_junit(const RunRecord& run, bool skips_fail = false);
+// Text for XML (an attribute's value or an element's text): markup characters escaped, control characters
+// and bytes that are not UTF-8 replaced. The one escaper of every JUnit report (run's, accept's).
+[[nodiscard]] std::string xml_text(std::string_view text);
+
+// `skips_fail_by` (run's --fail-on-skip; "": none): a skipped case is a <failure> saying so by its name, as
+// the exit code says.
+[[nodiscard]] std::string format_junit(const RunRecord& run, std::string_view skips_fail_by = {});
 
 // A run that could not start (no GPU where one was required): one failing testcase `name` of suite `suite`
 // with `reason`, so that CI shows a failed test rather than a missing report.

@@ -1,6 +1,8 @@
 #pragma once
 
-// Parameter axes. A workload declares its axes (name, type, default values); the command line may
+// Parameter axes. A workload declares its axes (name, type, default values), with designated initialisers
+// (`{.name = "alloc_prob", .type = ParamType::real, .defaults = {"0.55"}, .minimum = 0, .maximum = 1,
+// .help = "..."}`: the members below are in the order those name them); the command line may
 // replace an axis's values (`-p streams=1,2,4` or `-p smoke.bytes=64M,1G`, and `-b/-e/-f` for the
 // `bytes` axis); the harness runs the Cartesian product. Values are validated and put in canonical form
 // before anything runs, so a typo is a usage error (exit 2) and "64M" and "67108864" are one case.
@@ -19,16 +21,16 @@ enum class ParamType { integer, bytes, real, boolean, choice, text };
 std::string_view to_string(ParamType type) noexcept;
 
 struct ParamSpec {
-  std::string name;
+  std::string name{};
   ParamType type = ParamType::integer;
-  std::vector<std::string> defaults;       // the quick default job
-  std::vector<std::string> full_defaults;  // with --full; empty means the same as defaults
-  std::vector<std::string> choices;        // for ParamType::choice
-  std::string help;
-  double minimum = 0;  // smallest value for integer, bytes and real axes
+  std::vector<std::string> defaults{};       // the quick default job
+  std::vector<std::string> full_defaults{};  // with --full; empty means the same as defaults
+  std::vector<std::string> choices{};        // for ParamType::choice
+  double minimum = 0;                        // smallest value for integer, bytes and real axes
   // Largest value for them. Every integer axis has a finite one (a count of buffers, operations or
   // epochs past it would run out of host memory or run for days); `memstress list` shows both bounds.
   double maximum = std::numeric_limits<double>::infinity();
+  std::string help{};
 
   // Canonical form of `value`; throws InputError naming `what` when it does not fit the type, is not
   // finite (a number axis: nan, inf) or lies outside [minimum, maximum]. A size's canonical form is exact

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "harness/core/text_table.hpp"
-#include "harness/run/metric_names.hpp"
 #include "harness/run/quantity.hpp"
 
 namespace memstress {
@@ -19,12 +18,12 @@ std::string format_rank_summary(const std::vector<RankSpread>& spreads, double t
                            x.node.empty() ? "" : " on " + x.node, x.worse * 100.0);
     }
     flagged += s.stragglers.empty() ? 0 : 1;
-    // In the unit the median chose (Note [One unit style per metric]), the metric by its one name.
+    // In the unit the median chose (Note [One unit style per metric]).
     const DisplayScale scale = display_scale(s.median, s.unit);
     const auto number = [&](double v) { return format_number(v / scale.divisor); };
-    lines.push_back({s.workload, s.case_label, s.allocator, std::string(display_name(s.metric)),
-                     std::to_string(s.ranks), fmt::format("{} (rank {})", number(s.min), s.min_rank),
-                     number(s.median), fmt::format("{} (rank {})", number(s.max), s.max_rank),
+    lines.push_back({s.workload, s.case_label, s.allocator, s.metric, std::to_string(s.ranks),
+                     fmt::format("{} (rank {})", number(s.min), s.min_rank), number(s.median),
+                     fmt::format("{} (rank {})", number(s.max), s.max_rank),
                      scale.unit.empty() ? s.unit : scale.unit, names.empty() ? "-" : names});
   }
   return fmt::format("\nAcross ranks (stragglers: worse than the median by more than {:.0f}%):\n",

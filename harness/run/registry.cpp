@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "harness/core/error.hpp"
 
 namespace memstress {
 
-void Registry::add(std::unique_ptr<Workload> workload) {
+void Registry::add(WorkloadDef def) {
+  auto workload = std::make_unique<Workload>(std::move(def));
   if (find(workload->name()) != nullptr) {
     throw std::logic_error(fmt::format("workload '{}' registered twice", workload->name()));
   }

@@ -9,11 +9,12 @@
 namespace memstress {
 
 // The workloads this binary knows, in registration order. Built once at start-up (suites/registry.cpp
-// adds the built-in ones) and read-only afterwards.
+// adds the built-in ones, Note [A workload in one place]) and read-only afterwards.
 class Registry {
  public:
-  // Throws std::logic_error on a duplicate name (a programming error, caught by the tests).
-  void add(std::unique_ptr<Workload> workload);
+  // Throws std::logic_error on a duplicate name or a definition Workload refuses (programming errors,
+  // caught by the tests).
+  void add(WorkloadDef def);
   [[nodiscard]] const Workload* find(std::string_view name) const noexcept;
   // Throws InputError listing the known names.
   [[nodiscard]] const Workload& get(std::string_view name) const;

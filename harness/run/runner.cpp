@@ -32,7 +32,7 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t hash) noexcept {
 }
 
 std::optional<std::string> skip_reason(const Workload& w, const DeviceBackend& backend, int world_size) {
-  const Requirements req = w.requirements();
+  const Requirements& req = w.requirements();
   if (req.real_gpu && !backend.has_memory()) {
     return fmt::format("needs a real GPU (running on the simulated device {})", backend.info().label());
   }
@@ -40,6 +40,16 @@ std::optional<std::string> skip_reason(const Workload& w, const DeviceBackend& b
     return fmt::format("needs {} ranks (running with {})", req.min_ranks, world_size);
   }
   return std::nullopt;
+}
+
+// The first of the workload's headline metrics the case recorded, else the first it recorded ("" for none).
+std::string headline_of(const Workload& w, const std::vector<MetricResult>& metrics) {
+  for (const std::string& name : w.headline()) {
+    if (find_metric(metrics, name) != nullptr) {
+      return name;
+    }
+  }
+  return metrics.empty() ? std::string() : metrics.front().name;
 }
 
 // Is the device still usable after an error? A sticky error (illegal address, launch failure) makes
@@ -168,6 +178,7 @@ void Runner::run_case(const PlannedCase& planned, std::size_t index, const std::
     }
   }
   row.metrics = ctx.take_metrics();
+  row.headline = headline_of(*planned.workload, row.metrics);
   row.checked = ctx.checked();
   row.errors = ctx.errors();
   row.notes = ctx.take_notes();

@@ -24,18 +24,36 @@
 
 namespace memstress {
 
-std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool require_gpu, World& world) {
+std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, std::string_view required_by,
+                                                World& world) {
   std::unique_ptr<DeviceBackend> backend;
   try {
     backend = make_backend(rank_device(device, world));
   } catch (const EnvironmentError& e) {
-    if (require_gpu) {
-      throw EnvironmentError(fmt::format("--require-gpu: {}", e.what()));
+    if (!required_by.empty()) {
+      throw EnvironmentError(fmt::format("{}: {}", required_by, e.what()));
     }
     throw;
   }
   check_one_rank_per_gpu(world, device, backend->info());
   return backend;
+}
+
+int note_skipped_cases(const RunRecord& run, std::string_view flag) {
+  constexpr int kNamed = 5;
+  int skipped = 0;
+  for (const Row& row : run.rows) {
+    if (row.verdict != Verdict::skip) {
+      continue;
+    }
+    if (++skipped <= kNamed) {
+      note("{}: skipped: {} {} [{}]: {}", flag, row.workload, row.case_label(), row.allocator, row.reason);
+    }
+  }
+  if (skipped > 0) {
+    note("{}: {} case(s) skipped: the run fails", flag, skipped);
+  }
+  return skipped;
 }
 
 Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend, World& world,

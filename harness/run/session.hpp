@@ -68,9 +68,15 @@ struct SessionParts {
   Allocator& allocator;  // the options' first allocator, one for the whole loop
 };
 
-// The rank's device (--device as rank_device reads it), no GPU driven by two ranks (check_one_rank_per_gpu).
-// With `require_gpu`, a missing GPU names the flag. Collective.
-std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, bool require_gpu, World& world);
+// The rank's device (as rank_device reads it), no GPU driven by two ranks (check_one_rank_per_gpu).
+// `required_by`: the command's flag that requires a GPU, named where none is found ("": none required).
+// Collective.
+std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, std::string_view required_by,
+                                                World& world);
+
+// --fail-on-skip's count: the run's skipped cases, the first few each named with its reason in a note that
+// starts with `flag`, and a last line saying the run fails by them.
+int note_skipped_cases(const RunRecord& run, std::string_view flag);
 
 class Session {
  public:

@@ -7,7 +7,6 @@
 #include <set>
 
 #include "harness/core/text_table.hpp"
-#include "harness/run/metric_names.hpp"
 #include "harness/run/quantity.hpp"
 #include "harness/run/rank_table.hpp"
 
@@ -55,13 +54,10 @@ std::string label_of(const Row& row, const std::set<std::string>& keys) {
   return label;
 }
 
-const MetricResult* headline_of(const Row& row, const TableOptions& options) {
-  if (const auto it = options.headline.find(row.workload); it != options.headline.end()) {
-    for (const std::string& name : it->second) {
-      if (const MetricResult* m = row.metric(name)) {
-        return m;
-      }
-    }
+// The row's headline metric; a row that names none (read from an older file) heads with its first metric.
+const MetricResult* headline_of(const Row& row) {
+  if (const MetricResult* m = row.metric(row.headline)) {
+    return m;
   }
   return row.metrics.empty() ? nullptr : &row.metrics.front();
 }
@@ -177,9 +173,8 @@ std::vector<Line> default_lines(const RunRecord& run, const Columns& cols, const
       line.push_back(cols.ranked ? fmt::format("{}:{}", row.rank, row.device.label) : row.device.label);
     }
     line.emplace_back(to_string(row.verdict));
-    if (const MetricResult* m = headline_of(row, options)) {
-      line.insert(line.end(),
-                  {std::string(display_name(m->name)), format_quantity(m->summary.median, m->unit)});
+    if (const MetricResult* m = headline_of(row)) {
+      line.insert(line.end(), {m->name, format_quantity(m->summary.median, m->unit)});
     } else {
       line.insert(line.end(), {"-", ""});
     }
@@ -199,24 +194,21 @@ std::vector<Line> wide_lines(const RunRecord& run) {
                     ranked ? fmt::format("{}:{}", row.rank, row.device.label) : row.device.label,
                     std::string(to_string(row.verdict))};
     const std::string note = table_note(row);
-    const std::vector<ShownMetric> metrics = shown_metrics(row);
-    if (metrics.empty()) {
+    if (row.metrics.empty()) {
       Line line = head;
       line.insert(line.end(), {"-", "", "", "", "", "", "", note});
       lines.push_back(std::move(line));
       continue;
     }
     bool first = true;
-    for (const ShownMetric& shown : metrics) {
-      const MetricResult& m = *shown.metric;
+    for (const MetricResult& m : row.metrics) {
       const Summary& s = m.summary;
       const DisplayScale scale = display_scale(s.median, m.unit);
       Line line = first ? head : Line{"", "", "", "", ""};
-      line.insert(line.end(),
-                  {std::string(shown.name), std::to_string(s.n), format_number(s.median / scale.divisor),
-                   spread(s, s.p10, scale), spread(s, s.p90, scale),
-                   s.n > 1 && std::isfinite(s.cv) ? fmt::format("{:.1f}%", s.cv * 100.0) : "-",
-                   scale.unit.empty() ? m.unit : scale.unit, first ? note : ""});
+      line.insert(line.end(), {m.name, std::to_string(s.n), format_number(s.median / scale.divisor),
+                               spread(s, s.p10, scale), spread(s, s.p90, scale),
+                               s.n > 1 && std::isfinite(s.cv) ? fmt::format("{:.1f}%", s.cv * 100.0) : "-",
+                               scale.unit.empty() ? m.unit : scale.unit, first ? note : ""});
       lines.push_back(std::move(line));
       first = false;
     }

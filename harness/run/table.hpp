@@ -9,19 +9,18 @@
 // are the same for all of them: --wide shows them). ALLOCATOR and DEVICE are columns only where they vary
 // (several allocators; several devices, RANK:DEVICE with several ranks), as in `compare`'s table; otherwise
 // a line above the table says what they are for every row ("every row: allocator caching, device
-// sim:80G"). METRIC and VALUE are the case's headline metric (the first of
-// the workload's Workload::headline() that the row has, else its first metric) in human units (Note [One
-// unit style per metric], harness/run/quantity.hpp), its median over the repetitions. NOTE is short: why a
-// case was skipped, failed or errored (the reason's first line), or for a self-test what its pass means
+// sim:80G"). METRIC and VALUE are the case's headline metric (the row's `headline`, which the runner chose
+// from its workload's WorkloadDef::headline; a row without one, from an older file, shows its first metric)
+// in human units (Note [One unit style per metric], harness/run/quantity.hpp), its median over the
+// repetitions. NOTE is short: why a case was skipped, failed or errored (the reason's first line), or for a
+// self-test what its pass means
 // ("self-test: planted leak found"); it is cut with "..." where the line would pass the width.
 // --wide is the table for a closer look, one line per metric: every parameter, the device, every metric
 // with N, median, p10, p90 and CV in the unit the median chose (spread only with more than one sample,
-// "-" otherwise) and the whole first line of the note. Both name each figure once (Note [One name per
-// figure], harness/run/metric_names.hpp); the JSON and CSV keep the recorded names and raw numbers.
+// "-" otherwise) and the whole first line of the note. Both name each figure by its one name, as its row
+// does (Note [One name per figure], harness/results/former_names.hpp); the JSON and CSV keep raw numbers.
 
 #include <cstddef>
-#include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -32,8 +31,6 @@ namespace memstress {
 struct TableOptions {
   bool wide = false;        // --wide
   std::size_t width = 160;  // the default table cuts notes to keep its lines within this many columns
-  // Per workload, the metrics the default table may show, in order of preference (Workload::headline()).
-  std::map<std::string, std::vector<std::string>, std::less<>> headline;
 };
 
 std::string format_table(const RunRecord& run, const TableOptions& options = {});

@@ -11,7 +11,8 @@ first, then row lines, then at most one footer line, last (a run that crashed ha
 last line cut short: that line is left out and said so, as `memstress compare` does). A document whose
 "schema" is "memstress.replay/1" (`memstress replay --out`) is checked against memstress-replay-1.schema.json.
 Any other FILE is a whole run document, checked against memstress-run-1.schema.json. Beyond the schemas, the
-summary must count the rows' verdicts, no row may have more errors than checked items, or pass with errors,
+summary must count the rows' verdicts, no row may have more errors than checked items, or pass with errors, or
+name a headline metric it does not have,
 and a document's rank_summary (runs of several ranks) must be what its rows give: recomputed here, case by
 case, stragglers included.
 
@@ -122,10 +123,13 @@ def row_errors(row: Any, path: str) -> list[str]:
     """What the schema cannot say about one (schema-valid) row."""
     if not isinstance(row, dict) or not isinstance(row.get("verification"), dict):
         return []
+    out = []
+    headline = row.get("headline")
+    if isinstance(headline, str) and isinstance(row.get("metrics"), dict) and headline not in row["metrics"]:
+        out.append(f"{path}.headline: {headline[:80]!r} is not among the row's metrics")
     checked, errors = row["verification"].get("checked"), row["verification"].get("errors")
     if not isinstance(checked, int) or not isinstance(errors, int):
-        return []
-    out = []
+        return out
     if errors > checked:
         out.append(f"{path}.verification: {errors} errors among {checked} items checked")
     if errors > 0 and row.get("verdict") == "pass":

@@ -7,7 +7,8 @@
 tables: runs every workload that `memstress list` names with its default parameters on `-d sim` and
 measures the widest line of the table: each must fit in --width columns. Each also runs with --wide, which
 must show more: the spread and device columns. In both, no number has an exponent and no figure is named
-by one of its second names (harness/run/metric_names.hpp). Prints the widths per workload.
+by a second name older files used (Note [One name per figure] in harness/results/former_names.hpp, as
+`memstress list --format json` gives them). Prints the widths per workload.
 
 progress: runs `memstress run RUN_ARGS --progress always` (a slow case) and counts the live line's draws on
 stderr (the text between carriage returns that says "running"): one case's line must be drawn at least
@@ -33,8 +34,11 @@ def widest(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
 
 
-# Names the tables never print (Note [One name per figure]), as a METRIC cell: two spaces either side.
-SECOND_NAMES = re.compile(r"  (ooms|oom_count|trials|largest|device_allocated_peak|device_reserved_peak)  ")
+# A name the tables never print (Note [One name per figure]), as a METRIC cell: two spaces either side.
+def second_names(listed: dict) -> re.Pattern[str]:
+    return re.compile("  (" + "|".join(re.escape(f["former"]) for f in listed["former_metric_names"]) + ")  ")
+
+
 EXPONENT = re.compile(r"[0-9]e[+-]?[0-9]")
 
 
@@ -43,7 +47,9 @@ def check_tables(memstress: str, width: int) -> int:
     if listed.returncode != 0:
         print(f"FAIL: memstress list exited {listed.returncode}: {listed.stderr}")
         return 1
-    names = [w["name"] for w in json.loads(listed.stdout)["workloads"]]
+    registry = json.loads(listed.stdout)
+    names = [w["name"] for w in registry["workloads"]]
+    second = second_names(registry)
     failures = 0
     print(f"{'workload':<14} {'default':>7} {'--wide':>7}")
     for name in names:
@@ -67,7 +73,7 @@ def check_tables(memstress: str, width: int) -> int:
             print(f"FAIL: {name}: the default table shows spread columns")
             failures += 1
         for text in (table.stdout, wide.stdout):
-            for pattern in (SECOND_NAMES, EXPONENT):
+            for pattern in (second, EXPONENT):
                 if m := pattern.search(text):
                     print(f"FAIL: {name}: {m.group(0)!r} in a table")
                     failures += 1

@@ -254,7 +254,7 @@ def two_nodes(args, work: Path) -> None:
         for earlier in (0, 2):
             check(start[later] >= end[earlier] - 0.002, f"rank {later} started before rank {earlier} ended")
     check(start[2] < start[1], "rank 2 (node b's local rank 0) ran in the first turn, beside rank 0")
-    entry = next(e for e in doc["rank_summary"]["cases"] if e["metric"] == "largest")
+    entry = next(e for e in doc["rank_summary"]["cases"] if e["metric"] == "largest_allocatable")
     check([(s["rank"], s.get("node")) for s in entry["stragglers"]] == [(3, "b")], f"stragglers: {entry['stragglers']}")
     check("rank 3 on b (50% worse)" in done.stdout, "the table names the straggler with its node")
     validate(out, out.with_suffix(".jsonl"))

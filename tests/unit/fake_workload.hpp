@@ -14,42 +14,27 @@
 
 namespace memstress::testing {
 
-class FakeWorkload final : public Workload {
- public:
-  using Body = std::function<void(CaseContext&)>;
+using FakeBody = std::function<void(CaseContext&)>;
 
-  FakeWorkload(std::string name, std::vector<ParamSpec> params, Body body, Requirements req = {},
-               bool in_default = true)
-      : name_(std::move(name)),
-        params_(std::move(params)),
-        body_(std::move(body)),
-        req_(req),
-        in_default_(in_default) {}
-
-  [[nodiscard]] std::string_view name() const noexcept override { return name_; }
-  [[nodiscard]] std::string_view summary() const noexcept override { return "a test workload"; }
-  [[nodiscard]] std::vector<ParamSpec> params() const override { return params_; }
-  [[nodiscard]] Requirements requirements() const noexcept override { return req_; }
-  [[nodiscard]] bool in_default_job() const noexcept override { return in_default_; }
-  [[nodiscard]] std::unique_ptr<CaseRun> prepare(CaseContext& /*ctx*/) const override {
-    return std::make_unique<Run>(body_);
-  }
-
- private:
+// A case of it runs `body` once a repetition.
+inline WorkloadDef fake_workload(std::string name, std::vector<ParamSpec> axes, FakeBody body,
+                                 Requirements needs = {}, bool in_default = true) {
   class Run final : public CaseRun {
    public:
-    explicit Run(Body body) : body_(std::move(body)) {}
+    explicit Run(FakeBody body) : body_(std::move(body)) {}
     void iteration(CaseContext& ctx) override { body_(ctx); }
 
    private:
-    Body body_;
+    FakeBody body_;
   };
-
-  std::string name_;
-  std::vector<ParamSpec> params_;
-  Body body_;
-  Requirements req_;
-  bool in_default_;
-};
+  return {.name = std::move(name),
+          .summary = "a test workload",
+          .needs = std::move(needs),
+          .axes = std::move(axes),
+          .in_default_job = in_default,
+          .prepare = [body = std::move(body)](CaseContext& /*ctx*/) -> std::unique_ptr<CaseRun> {
+            return std::make_unique<Run>(body);
+          }};
+}
 
 }  // namespace memstress::testing

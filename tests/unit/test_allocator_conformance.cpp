@@ -33,7 +33,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Allocator> make(DeviceBackend& dev, std::string conf = {}) {
     AllocatorSpec spec;
     spec.name = GetParam();
-    spec.conf = std::move(conf);
+    spec.conf = AllocConfig::parse(conf, "conf");
     return make_allocator(spec, dev);
   }
 };

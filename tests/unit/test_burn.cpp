@@ -287,7 +287,7 @@ TEST(BurnSoak, TheWholeLoopKeepsMemoryFilesAndRowSizesFlatOverThousandsOfInterva
   options.out = out;
   options.run.quiet = true;
   options.row_digests = false;  // as `memstress burn` runs it
-  Session session(std::move(options), open_rank_device("sim:1G", false, world), world, interrupts);
+  Session session(std::move(options), open_rank_device("sim:1G", "", world), world, interrupts);
   BurnProfile profile = default_burn_profile();
   profile.duration_s = 6;
   profile.interval_s = 0.002;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "harness/core/error.hpp"
 #include "harness/results/lenient_json.hpp"
@@ -95,6 +96,37 @@ TEST(LoadResults, TheHeaderSaysTheJobsRanksAndWhyItWasAborted) {
   ASSERT_EQ(r.identities.size(), 2U);
   EXPECT_EQ(r.identities[1].device_label, "cuda:4");
   EXPECT_EQ(r.identities[1].device_pci_bus_id, "0000:04:00.0");
+}
+
+// Note [One name per figure]: an older file's second names read as the one names newer rows record, so that
+// the two compare; a figure an older row has under both names is kept once, or twice where the two disagree.
+TEST(LoadResults, AnOlderFilesSecondNamesReadAsTheOneNames) {
+  nlohmann::json doc = nlohmann::json::parse(slurp(kFixtures / "base.json"));
+  const nlohmann::json metric = doc["rows"][0]["metrics"]["fill"];
+  nlohmann::json oom = doc["rows"][0];
+  oom["workload"] = "oom";
+  oom["metrics"] = {{"largest", metric}, {"oom_count", metric}, {"trials", metric}, {"ratio", metric}};
+  nlohmann::json sizes = doc["rows"][0];
+  sizes["workload"] = "sizes";
+  sizes["metrics"] = {{"ooms", metric}, {"num_ooms", metric}};
+  nlohmann::json disagree = sizes;
+  disagree["metrics"]["ooms"]["median"] = 1.0;
+  nlohmann::json other = doc["rows"][0];  // another workload's figure of that name is its own
+  other["metrics"] = {{"largest", metric}};
+  doc["rows"] = {oom, sizes, disagree, other};
+  const Results r = parse_results(doc.dump());
+  const auto names = [](const ResultRow& row) {
+    std::vector<std::string> out;
+    for (const MetricResult& m : row.metrics) {
+      out.push_back(m.name);
+    }
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(names(r.rows[0]), (Names{"largest_allocatable", "num_ooms", "ratio", "probes"}));
+  EXPECT_EQ(names(r.rows[1]), (Names{"num_ooms"}));
+  EXPECT_EQ(names(r.rows[2]), (Names{"num_ooms", "ooms"}));
+  EXPECT_EQ(names(r.rows[3]), (Names{"largest"}));
 }
 
 TEST(LoadResults, StreamReadsAsTheDocument) {

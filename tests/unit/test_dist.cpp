@@ -280,19 +280,19 @@ TEST(RankSetup, TwoRanksOnOneGpuAreRefusedByItsUuid) {
 }
 
 TEST(FaultInjection, ParsesRankCaseAndKind) {
-  const FaultInjection f = FaultInjection::parse("1:2:hang");
+  const FaultInjection f = FaultInjection::parse("1:2:hang", "--inject-fault");
   EXPECT_EQ(f.rank, 1);
   EXPECT_EQ(f.case_index, 2U);
   EXPECT_EQ(f.kind, FaultInjection::Kind::hang);
-  EXPECT_EQ(FaultInjection::parse("0:0:exit").kind, FaultInjection::Kind::exit);
-  EXPECT_EQ(FaultInjection::parse("3:10:throw").kind, FaultInjection::Kind::raise);
+  EXPECT_EQ(FaultInjection::parse("0:0:exit", "--inject-fault").kind, FaultInjection::Kind::exit);
+  EXPECT_EQ(FaultInjection::parse("3:10:throw", "--inject-fault").kind, FaultInjection::Kind::raise);
   for (const char* bad : {"", "1", "1:2", "1:2:explode", "-1:0:exit", "a:0:exit", "1:b:exit", "1:2:exit:3"}) {
-    EXPECT_THROW(static_cast<void>(FaultInjection::parse(bad)), InputError) << bad;
+    EXPECT_THROW(static_cast<void>(FaultInjection::parse(bad, "--inject-fault")), InputError) << bad;
   }
 }
 
 TEST(FaultInjection, ThrowsOnlyOnItsRankAndCase) {
-  const std::optional<FaultInjection> fault = FaultInjection::parse("1:2:throw");
+  const std::optional<FaultInjection> fault = FaultInjection::parse("1:2:throw", "--inject-fault");
   EXPECT_NO_THROW(maybe_inject(std::nullopt, 1, 2));
   EXPECT_NO_THROW(maybe_inject(fault, 0, 2));
   EXPECT_NO_THROW(maybe_inject(fault, 1, 1));

@@ -480,7 +480,9 @@ TEST(DoctorGrowth, AOneTimeJumpIsNotGrowth) {
 }
 
 TEST(DoctorPeak, TheSitesAtThePeakAreTheLiveAllocationsByLine) {
-  const DoctorReport r = diagnose(training_loop(3, /*leak=*/false).input(), {});
+  DoctorOptions options;
+  options.alloc_conf_flag = "--alloc-conf";  // the command's flag, named in the advice
+  const DoctorReport r = diagnose(training_loop(3, /*leak=*/false).input(), options);
   EXPECT_EQ(r.live_at_peak, static_cast<std::int64_t>(64 * kMiB + kMiB * 8 * 16 + 4));
   ASSERT_EQ(r.sites_at_peak.size(), 3U);
   EXPECT_EQ(r.site_name(r.sites_at_peak[0].site), "model.py:42 in forward");
@@ -557,7 +559,7 @@ TEST(DoctorOom, TheSettingItRanWithDoesNotFitWhereItRanOut) {
   EXPECT_EQ(ran.verdicts[0].oom->event, r.oom->at.event);
   const auto expandable =
       std::find_if(r.settings.rows.begin(), r.settings.rows.end(), [](const SettingRow& row) {
-        return row.setting.allocator == "expandable" && row.setting.conf.empty();
+        return row.setting.allocator == "expandable" && row.setting.conf.text.empty();
       });
   ASSERT_NE(expandable, r.settings.rows.end());
   EXPECT_TRUE(expandable->verdicts[0].fits);  // as the OOM section says: expandable grants it
@@ -677,7 +679,8 @@ TEST(DoctorOom, TheWholeStepDecidesWhereTwoBatchRunsAreGiven) {
   OomAnalysis base;
   base.limit = Limit{100 * kMiB, LimitSource::given, "--capacity", std::nullopt, std::nullopt};
   base.cause = OomCause::at_the_limit;
-  base.would_grant = {{{"expandable", ""}, 95 * kMiB}, {{"caching", "max_split_size_mb:64"}, 96 * kMiB}};
+  base.would_grant = {{{"expandable", {}}, 95 * kMiB},
+                      {{"caching", AllocConfig::parse("max_split_size_mb:64", "conf")}, 96 * kMiB}};
   base.named = 0;
   // The pessimistic step fits under the second only: fragmentation, and that one named.
   OomAnalysis a = base;
@@ -727,16 +730,28 @@ TEST(DoctorSettings, TheRecordedSettingIsTakenFromTheSnapshotOrTheFlag) {
   input.facts.alloc_conf = "expandable_segments:True,max_split_size_mb:256";
   const DoctorReport r = diagnose(input, {});
   EXPECT_EQ(r.setting.allocator, "expandable");
-  EXPECT_EQ(r.setting.conf, "max_split_size_mb:256");
+  EXPECT_EQ(r.setting.conf.text, "max_split_size_mb:256");
   EXPECT_EQ(r.setting_origin, "the snapshot");
   ASSERT_TRUE(r.settings.recorded.has_value());  // not of the grid: added to it
   EXPECT_EQ(r.settings.rows.size(), 50U);
   EXPECT_EQ(setting_from_pytorch_conf("backend:cudaMallocAsync", "x").allocator, "async");
   EXPECT_EQ(pytorch_conf(setting_from_pytorch_conf("backend:cudaMallocAsync", "x")),
             "backend:cudaMallocAsync");
-  DoctorOptions bad;
-  bad.alloc_conf = "max_split_size_mb:lots";
-  EXPECT_THROW((void)diagnose(input, bad), InputError);
+  DoctorOptions given;  // the command's --alloc-conf wins over the snapshot's, named by its flag
+  given.alloc_conf = AllocConfig::parse("max_split_size_mb:64", "--alloc-conf");
+  given.alloc_conf_flag = "--alloc-conf";
+  const DoctorReport g = diagnose(input, given);
+  EXPECT_EQ(g.setting.allocator, "caching");
+  EXPECT_EQ(g.setting.conf.text, "max_split_size_mb:64");
+  EXPECT_EQ(g.setting_origin, "--alloc-conf");
+  // A part in brackets is one part: the setting keeps it whole, without expandable_segments.
+  const replay::SweepSetting bracketed =
+      setting_from_pytorch_conf("roundup_power2_divisions:[256:1,>:4],expandable_segments:True", "x");
+  EXPECT_EQ(bracketed.allocator, "expandable");
+  EXPECT_EQ(bracketed.conf.text, "roundup_power2_divisions:[256:1,>:4]");
+  EXPECT_EQ(knobs(bracketed), 2U);
+  input.facts.alloc_conf = "max_split_size_mb:lots";
+  EXPECT_THROW((void)diagnose(input, {}), InputError);
 }
 
 TEST(DoctorDocument, HasEverySection) {

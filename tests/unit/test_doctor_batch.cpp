@@ -83,7 +83,7 @@ std::uint64_t largest_fitting(std::uint64_t capacity, std::uint64_t limit) {
     options.stop_at_first_oom = true;
     const DoctorInput in = program(n, false, true);
     const replay::ReplayResult r =
-        replay::replay_setting(in.trace, {"caching", ""}, sim_device(capacity), options).result;
+        replay::replay_setting(in.trace, {"caching", {}}, sim_device(capacity), options).result;
     if (!r.ooms.empty()) {
       break;
     }
@@ -93,7 +93,8 @@ std::uint64_t largest_fitting(std::uint64_t capacity, std::uint64_t limit) {
 }
 
 TEST(PredictBatch, MatchesEveryRequestOfTheSameProgramAndModelsTheBatch) {
-  const BatchModel m = build_batch_model(program(4, false, true), program(8, false, true), 4, 8, "");
+  const BatchModel m =
+      build_batch_model(program(4, false, true), program(8, false, true), BatchPair(4, 8, "--batch"), "");
   EXPECT_EQ(m.match.pairs.size(), m.requests_a);
   EXPECT_EQ(m.match.only_a, 0U);
   EXPECT_TRUE(m.match.by_site);
@@ -107,9 +108,10 @@ TEST(PredictBatch, MatchesEveryRequestOfTheSameProgramAndModelsTheBatch) {
 }
 
 TEST(PredictBatch, TheLargestBatchIsTheProgramsOwn) {
-  const BatchModel m = build_batch_model(program(4, false, true), program(8, false, true), 4, 8, "");
+  const BatchModel m =
+      build_batch_model(program(4, false, true), program(8, false, true), BatchPair(4, 8, "--batch"), "");
   for (const std::uint64_t capacity : {512 * kMiB, 1024 * kMiB, 3000 * kMiB}) {
-    const BatchAnswer a = search_batch(m, {"caching", ""}, capacity, 10000);
+    const BatchAnswer a = search_batch(m, {"caching", {}}, capacity, 10000);
     ASSERT_TRUE(a.largest_fit.has_value());
     EXPECT_EQ(a.largest_fit->batch, largest_fitting(capacity, 400)) << capacity;
     // The batch named (Note [The batch that is safe]) is never above the estimate, and this program is
@@ -209,7 +211,8 @@ TEST(PredictBatchSearch, TheScanReplaysAtMostKScanMostBatches) {
 }
 
 TEST(PredictBatch, ARequestOfOneRunOnlyIsCountedAndTheRestStillMatch) {
-  const BatchModel m = build_batch_model(program(4, true, true), program(8, false, true), 4, 8, "");
+  const BatchModel m =
+      build_batch_model(program(4, true, true), program(8, false, true), BatchPair(4, 8, "--batch"), "");
   EXPECT_TRUE(m.template_is_second);  // the run at the larger batch
   EXPECT_EQ(m.match.only_a, 0U);
   EXPECT_EQ(m.match.only_b, 3U);  // the workspace of each step, made at batch 4 only
@@ -218,7 +221,8 @@ TEST(PredictBatch, ARequestOfOneRunOnlyIsCountedAndTheRestStillMatch) {
 }
 
 TEST(PredictBatch, WithoutFramesTheSameProgramIsMatchedByOrder) {
-  const BatchModel m = build_batch_model(program(4, false, false), program(8, false, false), 4, 8, "");
+  const BatchModel m =
+      build_batch_model(program(4, false, false), program(8, false, false), BatchPair(4, 8, "--batch"), "");
   EXPECT_FALSE(m.match.by_site);
   EXPECT_EQ(m.match.pairs.size(), m.requests_a);
   EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);
@@ -232,17 +236,21 @@ TEST(PredictBatch, SitesAreMatchedByWhatTheyAreNotByEachSnapshotsNumbering) {
   for (std::int32_t& site : b.facts.alloc_sites) {
     site = site < 0 ? site : last - site;
   }
-  const BatchModel m = build_batch_model(program(4, false, true), b, 4, 8, "");
+  const BatchModel m = build_batch_model(program(4, false, true), b, BatchPair(4, 8, "--batch"), "");
   EXPECT_EQ(m.match.pairs.size(), m.requests_a);
   EXPECT_EQ(m.match.only_a + m.match.only_b, 0U);
   EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);
 }
 
 TEST(PredictBatch, EqualOrZeroBatchesAreRefused) {
-  EXPECT_THROW((void)build_batch_model(program(4, false, true), program(8, false, true), 4, 4, ""),
-               InputError);
-  EXPECT_THROW((void)build_batch_model(program(4, false, true), program(8, false, true), 0, 8, ""),
-               InputError);
+  EXPECT_THROW(BatchPair(4, 4, "--batch"), InputError);
+  EXPECT_THROW(BatchPair(0, 8, "--batch"), InputError);
+  for (const char* bad : {"4", "4,4", "0,8", "4,8,16", "4,x", "-4,8", "4,", ""}) {
+    EXPECT_THROW((void)BatchPair::parse(bad, "--batch"), InputError) << bad;
+  }
+  const BatchPair pair = BatchPair::parse("8,16", "--batch");
+  EXPECT_EQ(pair.first(), 8U);
+  EXPECT_EQ(pair.second(), 16U);
 }
 
 // Note [A reduction's scratch stops growing]: a bias gradient's sum over 4n rows of 2048 outputs (g = 16
@@ -295,7 +303,8 @@ std::uint64_t pytorchs_scratch(std::uint64_t n) {
 
 BatchModel scratch_model(std::uint64_t first, std::uint64_t second, const Reduction& how,
                          std::optional<GpuShape> gpu = GpuShape{132, 2048}) {
-  return build_batch_model(reduction(first, how), reduction(second, how), first, second, "", gpu);
+  return build_batch_model(reduction(first, how), reduction(second, how), BatchPair(first, second, "--batch"),
+                           "", gpu);
 }
 
 std::uint64_t scratch_at(const BatchModel& m, std::uint64_t n, bool pessimistic = false) {
@@ -342,7 +351,7 @@ TEST(PredictBatch, AScratchIsCappedOnlyWhereTheGpuAndThePatternSayItIsOne) {
   EXPECT_EQ(scratch_model(4, 8, {pytorchs_scratch, 16384}).capped, 0U);  // 8 x 2048 bytes
   // The pattern in one run only.
   EXPECT_EQ(build_batch_model(reduction(4, {pytorchs_scratch}), reduction(8, {pytorchs_scratch, 4096, false}),
-                              4, 8, "", GpuShape{132, 2048})
+                              BatchPair(4, 8, "--batch"), "", GpuShape{132, 2048})
                 .capped,
             0U);
   // Fewer threads a multiprocessor than assumed: a lower cap; assuming 2048 only ever raises it.
@@ -403,21 +412,23 @@ DoctorInput convolutions(std::uint64_t n, bool marked) {
 
 TEST(PredictBatch, AConvolutionsWorkspaceIsOneItDoesWithoutWhereTheRecorderMarkedIt) {
   constexpr std::uint64_t kCapacity = 1024 * kMiB;
-  const BatchModel plain = build_batch_model(convolutions(4, false), convolutions(8, false), 4, 8, "");
+  const BatchModel plain =
+      build_batch_model(convolutions(4, false), convolutions(8, false), BatchPair(4, 8, "--batch"), "");
   EXPECT_FALSE(plain.convolutions_marked);
   EXPECT_EQ(plain.freed_at_once, 18U);
   EXPECT_EQ(plain.survivable, 0U);
-  const BatchModel marked = build_batch_model(convolutions(4, true), convolutions(8, true), 4, 8, "");
+  const BatchModel marked =
+      build_batch_model(convolutions(4, true), convolutions(8, true), BatchPair(4, 8, "--batch"), "");
   EXPECT_TRUE(marked.convolutions_marked);
   EXPECT_EQ(marked.survivable, 18U);
 
   // Unmarked, every workspace is needed: the last layer's, beside five activations and the weights.
-  const BatchAnswer needed = search_batch(plain, {"caching", ""}, kCapacity, 10000);
+  const BatchAnswer needed = search_batch(plain, {"caching", {}}, kCapacity, 10000);
   ASSERT_TRUE(needed.largest_fit && needed.safe_fit);
   EXPECT_EQ(needed.largest_fit->refusals_survived, 0U);
   // Marked, the estimate goes on without the workspaces it is refused: further, though not as far as the
   // activations alone would fit (the workspaces granted earlier in the step leave their segments split).
-  const BatchAnswer without = search_batch(marked, {"caching", ""}, kCapacity, 10000);
+  const BatchAnswer without = search_batch(marked, {"caching", {}}, kCapacity, 10000);
   ASSERT_TRUE(without.largest_fit && without.safe_fit);
   EXPECT_GT(without.largest_fit->batch, needed.largest_fit->batch);
   EXPECT_GT(without.largest_fit->refusals_survived, 0U);

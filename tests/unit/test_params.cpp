@@ -7,7 +7,8 @@ namespace memstress {
 namespace {
 
 TEST(ParamSpec, CanonicalFormsMakeEqualCasesEqual) {
-  const ParamSpec bytes{"bytes", ParamType::bytes, {"64M"}, {}, {}, "", 1};
+  const ParamSpec bytes{
+      .name = "bytes", .type = ParamType::bytes, .defaults = {"64M"}, .minimum = 1, .help = ""};
   EXPECT_EQ(bytes.canonical("67108864", "-p bytes"), "64M");
   EXPECT_EQ(bytes.canonical("64M", "-p bytes"), "64M");
   // A size format_bytes cannot write exactly stays exact: it was "1.50G" (1610612736) and "1.15G" (no
@@ -16,17 +17,23 @@ TEST(ParamSpec, CanonicalFormsMakeEqualCasesEqual) {
   EXPECT_EQ(bytes.canonical("1234567890", "-p bytes"), "1234567890B");
   EXPECT_EQ(bytes.canonical("1GB", "-p bytes"), "1000000000B");
   EXPECT_EQ(bytes.canonical("1.5G", "-p bytes"), "1536M");
-  const ParamSpec flag{"pin", ParamType::boolean, {"true"}, {}, {}, ""};
+  const ParamSpec flag{.name = "pin", .type = ParamType::boolean, .defaults = {"true"}, .help = ""};
   EXPECT_EQ(flag.canonical("yes", "-p pin"), "true");
   EXPECT_EQ(flag.canonical("0", "-p pin"), "false");
-  const ParamSpec n{"streams", ParamType::integer, {"1"}, {}, {}, "", 1};
+  const ParamSpec n{
+      .name = "streams", .type = ParamType::integer, .defaults = {"1"}, .minimum = 1, .help = ""};
   EXPECT_EQ(n.canonical("8", "-p streams"), "8");
 }
 
 TEST(ParamSpec, RejectsWrongTypesAndOutOfRangeNamingTheFlag) {
-  const ParamSpec n{"streams", ParamType::integer, {"1"}, {}, {}, "", 1};
-  const ParamSpec choice{"pattern", ParamType::choice, {"random"}, {}, {"random", "ones"}, ""};
-  const ParamSpec flag{"pin", ParamType::boolean, {"true"}, {}, {}, ""};
+  const ParamSpec n{
+      .name = "streams", .type = ParamType::integer, .defaults = {"1"}, .minimum = 1, .help = ""};
+  const ParamSpec choice{.name = "pattern",
+                         .type = ParamType::choice,
+                         .defaults = {"random"},
+                         .choices = {"random", "ones"},
+                         .help = ""};
+  const ParamSpec flag{.name = "pin", .type = ParamType::boolean, .defaults = {"true"}, .help = ""};
   for (const auto& [spec, value] : std::vector<std::pair<ParamSpec, std::string>>{
            {n, "two"}, {n, "0"}, {n, "1.5"}, {choice, "zeros"}, {flag, "maybe"}}) {
     try {

@@ -10,19 +10,28 @@
 namespace memstress {
 namespace {
 
-using testing::FakeWorkload;
+using testing::fake_workload;
 
 Registry make_registry() {
   Registry r;
   const auto nothing = [](CaseContext&) {};
-  r.add(std::make_unique<FakeWorkload>(
+  r.add(fake_workload(
       "copy",
-      std::vector<ParamSpec>{{"bytes", ParamType::bytes, {"1M", "4M"}, {"1M", "4M", "16M"}, {}, "", 1},
-                             {"streams", ParamType::integer, {"1"}, {}, {}, "", 1}},
+      std::vector<ParamSpec>{
+          {.name = "bytes",
+           .type = ParamType::bytes,
+           .defaults = {"1M", "4M"},
+           .full_defaults = {"1M", "4M", "16M"},
+           .minimum = 1,
+           .help = ""},
+          {.name = "streams", .type = ParamType::integer, .defaults = {"1"}, .minimum = 1, .help = ""}},
       nothing));
-  r.add(std::make_unique<FakeWorkload>(
-      "churn", std::vector<ParamSpec>{{"ops", ParamType::integer, {"100"}, {}, {}, "", 1}}, nothing));
-  r.add(std::make_unique<FakeWorkload>("long", std::vector<ParamSpec>{}, nothing, Requirements{}, false));
+  r.add(fake_workload(
+      "churn",
+      std::vector<ParamSpec>{
+          {.name = "ops", .type = ParamType::integer, .defaults = {"100"}, .minimum = 1, .help = ""}},
+      nothing));
+  r.add(fake_workload("long", std::vector<ParamSpec>{}, nothing, Requirements{}, false));
   return r;
 }
 
@@ -167,14 +176,28 @@ TEST(Plan, InTurnRefusesAWorkloadWhoseRanksWorkTogether) {
 
 TEST(Registry, RejectsDuplicatesAndListsKnownNames) {
   Registry r = make_registry();
-  EXPECT_THROW(r.add(std::make_unique<FakeWorkload>("copy", std::vector<ParamSpec>{}, [](CaseContext&) {})),
-               std::logic_error);
+  EXPECT_THROW(r.add(fake_workload("copy", std::vector<ParamSpec>{}, [](CaseContext&) {})), std::logic_error);
   try {
     static_cast<void>(r.get("nope"));
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("copy, churn, long"), std::string::npos) << e.what();
   }
+}
+
+// Note [A workload in one place]: a definition without what every workload has, or with an axis named twice,
+// is a programming error.
+TEST(Registry, RefusesADefinitionThatIsNotWhole) {
+  const auto nothing = [](CaseContext&) {};
+  Registry r;
+  WorkloadDef unnamed = fake_workload("", std::vector<ParamSpec>{}, nothing);
+  EXPECT_THROW(r.add(std::move(unnamed)), std::logic_error);
+  WorkloadDef no_prepare = fake_workload("idle", std::vector<ParamSpec>{}, nothing);
+  no_prepare.prepare = nullptr;
+  EXPECT_THROW(r.add(std::move(no_prepare)), std::logic_error);
+  const ParamSpec x{.name = "x", .type = ParamType::integer, .defaults = {"1"}, .minimum = 1, .maximum = 8};
+  EXPECT_THROW(r.add(fake_workload("twice", std::vector<ParamSpec>{x, x}, nothing)), std::logic_error);
+  EXPECT_TRUE(r.all().empty());
 }
 
 }  // namespace

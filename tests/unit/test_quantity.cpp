@@ -1,5 +1,5 @@
 // Numbers for people (harness/run/quantity.hpp): one rule per unit family, 4 significant digits, no
-// exponent; and one name per figure (harness/run/metric_names.hpp).
+// exponent.
 
 #include <gtest/gtest.h>
 
@@ -7,14 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/run/metric_names.hpp"
 #include "harness/run/quantity.hpp"
-#include "metric_fixture.hpp"
 
 namespace memstress {
 namespace {
-
-using testing::metric_of;
 
 TEST(Quantity, NumbersHaveFourSignificantDigitsAndNoExponent) {
   EXPECT_EQ(format_number(3185.2), "3185");
@@ -57,32 +53,6 @@ TEST(Quantity, TheSpreadUsesTheScaleOfTheMedian) {
   const DisplayScale scale = display_scale(1.5 * 1024 * 1024 * 1024, "bytes");
   EXPECT_EQ(scale.unit, "GiB");
   EXPECT_EQ(format_scaled(512.0 * 1024 * 1024, scale), "0.5 GiB");
-}
-
-TEST(MetricNames, OneNamePerFigure) {
-  EXPECT_EQ(display_name("ooms"), "num_ooms");
-  EXPECT_EQ(display_name("oom_count"), "num_ooms");
-  EXPECT_EQ(display_name("trials"), "probes");
-  EXPECT_EQ(display_name("largest"), "largest_allocatable");
-  EXPECT_EQ(display_name("device_allocated_peak"), "peak_allocated");
-  EXPECT_EQ(display_name("fill"), "fill");
-}
-
-TEST(MetricNames, AFigureRecordedTwiceIsShownOnceUnlessTheTwoDisagree) {
-  Row row;
-  row.metrics = {metric_of("ops", "ops/s", Better::none, {1e6}),
-                 metric_of("num_ooms", "count", Better::none, {3}),
-                 metric_of("ooms", "count", Better::none, {3})};
-  std::vector<ShownMetric> shown = shown_metrics(row);
-  ASSERT_EQ(shown.size(), 2U);
-  EXPECT_EQ(shown[1].name, "num_ooms");
-  row.metrics[2] = metric_of("ooms", "count", Better::none, {4});
-  shown = shown_metrics(row);
-  ASSERT_EQ(shown.size(), 3U);
-  EXPECT_EQ(shown[2].name, "ooms");  // as recorded: both are visible
-  Row oom;
-  oom.metrics = {metric_of("oom_count", "count", Better::none, {2})};
-  EXPECT_EQ(shown_metrics(oom).at(0).name, "num_ooms");
 }
 
 }  // namespace

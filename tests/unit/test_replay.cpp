@@ -225,7 +225,7 @@ TEST(Replay, SweepRanksTheGridByPeakReserved) {
       parse_replay_trace(trace_text({"alloc,0," + mib(30) + ",0", "alloc,1," + mib(3) + ",0",
                                      "free,0," + mib(30) + ",0", "alloc,2," + mib(33) + ",0"}),
                          "t.csv");
-  const std::vector<SweepSetting> grid = sweep_grid("");
+  const std::vector<SweepSetting> grid = sweep_grid();
   EXPECT_EQ(grid.size(), 49U);
   const Sweep sweep = run_sweep(trace, grid, [] { return std::make_unique<SimBackend>(1ULL << 30); }, {});
   ASSERT_EQ(sweep.rows.size(), grid.size());

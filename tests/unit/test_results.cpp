@@ -125,6 +125,20 @@ TEST(ResultJson, MetricReadsBackAsWritten) {
   EXPECT_EQ(better_from_string(""), std::nullopt);
 }
 
+// The row names its headline metric where it has one; a row read back keeps it, a file without it reads as
+// before, and a headline that names no metric of the row is refused.
+TEST(ResultJson, TheHeadlineReadsBackAndMustNameAMetric) {
+  Row row = make_row("smoke", Verdict::pass);
+  nlohmann::json j = row;
+  EXPECT_FALSE(j.contains("headline"));
+  row.headline = row.metrics.front().name;
+  j = row;
+  EXPECT_EQ(j.at("headline"), row.headline);
+  EXPECT_EQ(j.get<Row>().headline, row.headline);
+  j["headline"] = "nosuch";
+  EXPECT_THROW(static_cast<void>(j.get<Row>()), InputError);
+}
+
 TEST(AtomicFile, ReplacesWholeFileAndLeavesNoTemporary) {
   const TempDir dir;
   const fs::path p = dir.path() / "f.json";

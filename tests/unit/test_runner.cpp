@@ -16,7 +16,7 @@
 namespace memstress {
 namespace {
 
-using testing::FakeWorkload;
+using testing::fake_workload;
 
 struct Fixture {
   SimBackend device{1ULL << 30};
@@ -30,7 +30,7 @@ std::vector<PlannedCase> cases_of(const Registry& r) {
 
 TEST(Runner, WarmupIsNotMeasuredAndStatsAreSummarized) {
   Registry r;
-  r.add(std::make_unique<FakeWorkload>("count", std::vector<ParamSpec>{}, [](CaseContext& ctx) {
+  r.add(fake_workload("count", std::vector<ParamSpec>{}, [](CaseContext& ctx) {
     ctx.record("iteration", "count", Better::none, ctx.iteration());
     ctx.verified(10, 0);
   }));
@@ -50,10 +50,35 @@ TEST(Runner, WarmupIsNotMeasuredAndStatsAreSummarized) {
   EXPECT_EQ(row.allocator, "direct");
 }
 
+// Each row names its headline metric: the first of its workload's headline that the case recorded, else the
+// first it recorded; a row without metrics names none.
+TEST(Runner, EachRowNamesItsHeadlineMetric) {
+  const auto record_a_then_b = [](CaseContext& ctx) {
+    ctx.record("a", "count", Better::none, 1);
+    ctx.record("b", "count", Better::none, 2);
+  };
+  Registry r;
+  WorkloadDef preferred = fake_workload("preferred", std::vector<ParamSpec>{}, record_a_then_b);
+  preferred.headline = {"nosuch", "b"};
+  r.add(std::move(preferred));
+  WorkloadDef missing = fake_workload("missing", std::vector<ParamSpec>{}, record_a_then_b);
+  missing.headline = {"nosuch"};
+  r.add(std::move(missing));
+  r.add(fake_workload("nothing", std::vector<ParamSpec>{}, [](CaseContext&) {}));
+  Fixture f;
+  RunOptions opt;
+  opt.quiet = true;
+  EXPECT_EQ(Runner(f.allocator, opt).run(cases_of(r), f.sink), 0);
+  const std::vector<Row> rows = f.sink.full_rows();
+  ASSERT_EQ(rows.size(), 3U);
+  EXPECT_EQ(rows[0].headline, "b");
+  EXPECT_EQ(rows[1].headline, "a");
+  EXPECT_EQ(rows[2].headline, "");
+}
+
 TEST(Runner, DataErrorsFailTheCase) {
   Registry r;
-  r.add(std::make_unique<FakeWorkload>("bad", std::vector<ParamSpec>{},
-                                       [](CaseContext& ctx) { ctx.verified(100, 1); }));
+  r.add(fake_workload("bad", std::vector<ParamSpec>{}, [](CaseContext& ctx) { ctx.verified(100, 1); }));
   Fixture f;
   RunOptions opt;
   opt.quiet = true;
@@ -64,11 +89,10 @@ TEST(Runner, DataErrorsFailTheCase) {
 
 TEST(Runner, ExceptionsBecomeErrorRowsAndTheRunGoesOn) {
   Registry r;
-  r.add(std::make_unique<FakeWorkload>("oom", std::vector<ParamSpec>{}, [](CaseContext& ctx) {
+  r.add(fake_workload("oom", std::vector<ParamSpec>{}, [](CaseContext& ctx) {
     static_cast<void>(ctx.allocator().allocate(2ULL << 30));  // more than the device has
   }));
-  r.add(std::make_unique<FakeWorkload>("fine", std::vector<ParamSpec>{},
-                                       [](CaseContext& ctx) { ctx.verified(1, 0); }));
+  r.add(fake_workload("fine", std::vector<ParamSpec>{}, [](CaseContext& ctx) { ctx.verified(1, 0); }));
   Fixture f;
   RunOptions opt;
   opt.quiet = true;
@@ -83,10 +107,10 @@ TEST(Runner, ExceptionsBecomeErrorRowsAndTheRunGoesOn) {
 
 TEST(Runner, RealGpuWorkloadsAreSkippedWithAReasonOnTheSimulatedDevice) {
   Registry r;
-  r.add(std::make_unique<FakeWorkload>(
+  r.add(fake_workload(
       "gpu-only", std::vector<ParamSpec>{}, [](CaseContext&) { FAIL() << "must not run"; },
       Requirements{.real_gpu = true}));
-  r.add(std::make_unique<FakeWorkload>(
+  r.add(fake_workload(
       "two-ranks", std::vector<ParamSpec>{}, [](CaseContext&) { FAIL() << "must not run"; },
       Requirements{.min_ranks = 2}));
   Fixture f;
@@ -102,9 +126,8 @@ TEST(Runner, RealGpuWorkloadsAreSkippedWithAReasonOnTheSimulatedDevice) {
 
 TEST(Runner, ACaseThatFindsAtRunTimeThatItCannotRunIsSkippedNotFailed) {
   Registry r;
-  r.add(std::make_unique<FakeWorkload>("not-here", std::vector<ParamSpec>{}, [](CaseContext&) {
-    throw SkipCase("measured by local rank 0 alone");
-  }));
+  r.add(fake_workload("not-here", std::vector<ParamSpec>{},
+                      [](CaseContext&) { throw SkipCase("measured by local rank 0 alone"); }));
   Fixture f;
   RunOptions opt;
   opt.quiet = true;
@@ -116,8 +139,10 @@ TEST(Runner, ACaseThatFindsAtRunTimeThatItCannotRunIsSkippedNotFailed) {
 
 TEST(Runner, CaseSeedsAreStableAndDistinct) {
   Registry r;
-  r.add(std::make_unique<FakeWorkload>(
-      "w", std::vector<ParamSpec>{{"x", ParamType::integer, {"1", "2"}, {}, {}, ""}}, [](CaseContext&) {}));
+  r.add(fake_workload(
+      "w",
+      std::vector<ParamSpec>{{.name = "x", .type = ParamType::integer, .defaults = {"1", "2"}, .help = ""}},
+      [](CaseContext&) {}));
   const auto cases = cases_of(r);
   EXPECT_EQ(case_seed(7, cases[0]), case_seed(7, cases[0]));
   EXPECT_NE(case_seed(7, cases[0]), case_seed(7, cases[1]));
@@ -126,7 +151,7 @@ TEST(Runner, CaseSeedsAreStableAndDistinct) {
 
 TEST(Runner, UnitMismatchIsAProgrammingError) {
   Registry r;
-  r.add(std::make_unique<FakeWorkload>("w", std::vector<ParamSpec>{}, [](CaseContext& ctx) {
+  r.add(fake_workload("w", std::vector<ParamSpec>{}, [](CaseContext& ctx) {
     ctx.record("t", "us", Better::lower, 1);
     ctx.record("t", "ms", Better::lower, 1);
   }));
@@ -170,7 +195,7 @@ TEST(Runner, InTurnTakesOneTurnPerLocalRankAndRunsInItsOwn) {
   Registry r;
   SecondRankOfANodeOfTwo world;
   int barriers_before_running = -1;
-  r.add(std::make_unique<FakeWorkload>("count", std::vector<ParamSpec>{}, [&](CaseContext& ctx) {
+  r.add(fake_workload("count", std::vector<ParamSpec>{}, [&](CaseContext& ctx) {
     barriers_before_running = world.barriers;
     ctx.record("n", "count", Better::none, 1);
   }));

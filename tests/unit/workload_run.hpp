@@ -43,7 +43,7 @@ inline std::vector<std::string> labels(const std::vector<PlannedCase>& cases) {
 inline AllocatorSpec spec(std::string name, std::string conf = {}) {
   AllocatorSpec s;
   s.name = std::move(name);
-  s.conf = std::move(conf);
+  s.conf = AllocConfig::parse(conf, "conf");
   return s;
 }
 

@@ -28,12 +28,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import _json
+from .. import _json, registry
 
 MIB = 1 << 20
 GIB = 1 << 30
-# The order rows appear in: memstress's own, PyTorch's, CUDA's, RMM's, the example plugin, the baseline.
-ORDER = ["caching", "expandable", "torch", "async", "rmm-pool", "rmm-arena", "rmm-async", "plugin-caching", "direct"]
+# The order rows appear in: memstress's own peers, PyTorch's, CUDA's, RMM's (each origin's as `memstress list`
+# orders them: ..registry), the example plugin, the baseline.
+ORIGINS = ("memstress", "PyTorch", "CUDA", "RMM")
+EXAMPLE_PLUGIN = "plugin-caching"  # examples/allocator-plugin's caching plugin, as scripts/lab/gpu-allocators runs it
+# The other libraries' allocators, which caching's pair latency is set against.
+OTHER_LIBRARIES = ("PyTorch", "RMM")
 # (family, bytes, threads): BM_Pair is one thread on the default stream; BM_Threads gives each thread a stream.
 LATENCY_COLUMNS = [("BM_Pair", 512, 1), ("BM_Pair", 1 << 20, 1), ("BM_Threads", 512, 1), ("BM_Threads", 512, 16),
                    ("BM_Threads", 1 << 20, 1), ("BM_Threads", 1 << 20, 16)]
@@ -120,11 +124,20 @@ def latency_key(family: str, size: int, threads: int) -> str:
     return f"{family}/{size}/threads:{threads}"
 
 
+def order() -> list[str]:
+    """Every peer's name in the order of the table's rows (ORIGINS)."""
+    peers = registry.peers()
+    ranked = sorted((p for p in peers if not p["baseline"]),
+                    key=lambda p: ORIGINS.index(p["origin"]) if p["origin"] in ORIGINS else len(ORIGINS))
+    return [p["name"] for p in ranked] + [EXAMPLE_PLUGIN] + [p["name"] for p in peers if p["baseline"]]
+
+
 def ratios(bench: dict[str, dict]) -> list[dict]:
-    """caching's pair latency over torch's and over each RMM resource's, per benchmark, size and threads."""
+    """caching's pair latency over each other library's allocator's (torch's, each RMM resource's), per benchmark,
+    size and threads."""
     out = []
     mine = bench.get("caching", {}).get("latency", {})
-    for other in ("torch", "rmm-pool", "rmm-arena", "rmm-async"):
+    for other in (p["name"] for p in registry.peers() if p["origin"] in OTHER_LIBRARIES):
         theirs = bench.get(other, {}).get("latency", {})
         for key in (latency_key(*column) for column in LATENCY_COLUMNS):
             if key in mine and key in theirs and theirs[key] > 0:
@@ -146,7 +159,8 @@ def build(replays: list[dict], benches: list[dict]) -> dict[str, Any]:
 
 def _peers(data: dict) -> list[str]:
     seen = set(data["bench"]) | {p for rows in data["traces"].values() for p in rows}
-    return [p for p in ORDER if p in seen] + sorted(seen - set(ORDER))
+    known = order()
+    return [p for p in known if p in seen] + sorted(seen - set(known))
 
 
 def _best(values: dict[str, float | None], low: bool) -> str:

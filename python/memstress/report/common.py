@@ -30,6 +30,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .. import registry
+
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 BYTE_UNITS = {"bytes": 1, "B": 1, "KiB": KIB, "MiB": MIB, "GiB": GIB}
@@ -166,9 +168,11 @@ def runs_with(runs: list[tuple[str, dict]], workload: str) -> list[tuple[str, li
 
 
 # Note [Series colours]: the fixed ones, from matplotlib's tab10; series of one kind never share a colour.
+TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+# allocators (and the benchmark's peers): tab10's, in the order `memstress list` names them (caching blue)
+PEER_COLOURS = dict(zip((p["name"] for p in registry.peers()), TAB10))
 KNOWN = {
-    # allocators (and the benchmark's peers)
-    "caching": "#1f77b4", "expandable": "#ff7f0e", "direct": "#2ca02c", "async": "#d62728", "torch": "#9467bd",
+    **PEER_COLOURS,
     # copy directions
     "h2d": "#1f77b4", "d2h": "#ff7f0e", "bidir": "#2ca02c", "d2d": "#d62728",
     # collectives, as nccl-tests names them
@@ -181,9 +185,10 @@ KNOWN = {
 }
 # For every other name: colours none of KNOWN uses (Dark2, then tab10's and tab20b's others), the most distinct
 # first.
-SPARE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#17becf", "#666666", "#a6761d",
-         "#bcbd22", "#393b79", "#e377c2", "#637939", "#843c39", "#7b4173", "#5254a3", "#8ca252", "#bd9e39",
-         "#ad494a", "#a55194", "#7f7f7f", "#8c6d31"]
+SPARE = [c for c in ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#17becf", "#666666",
+                     "#a6761d", "#bcbd22", "#393b79", "#e377c2", "#637939", "#843c39", "#7b4173", "#5254a3",
+                     "#8ca252", "#bd9e39", "#ad494a", "#a55194", "#7f7f7f", "#8c6d31")
+         if c not in PEER_COLOURS.values()]
 
 
 class Colours:
@@ -306,31 +311,19 @@ def section(title: str, sentence: str, body: str) -> str:
     return f"<h2>{html.escape(title)}</h2><p class='what'>{html.escape(sentence)}</p>{body}"
 
 
-# Note [Headline metrics]. A run document does not say which of a row's metrics is its headline (each row holds
-# every metric its workload measured, by name), so the page chooses, per workload: the figure its section draws
-# and a person quotes first. The first of a workload's names that the row measured is its headline; a workload
-# not listed here takes its first higher-is-better rate (a unit per second), else its first metric by name.
-HEADLINE = {
-    "smoke": ("fill",),  # GB/s of the fill kernel
-    "alloc-smoke": ("alloc",),  # us per allocation
-    "sizes": ("ops",),  # allocator ops/s
-    "fragmentation": ("utilization",),  # peak allocated / peak reserved
-    "oom": ("ratio", "max_batch"),  # largest single allocation / free; the largest batch
-    "leak": ("growth_per_epoch",),
-    "streams": ("ops/s",),
-    "transfers": ("GB/s",),
-    "inplace": ("inplace_GB/s",),
-    "dataloader": ("samples/s",),
-    "integrity": ("coverage",),  # share of total memory tested (its errors are the verdict's)
-    "collectives": ("busbw",),  # nccl-tests' bus bandwidth
-    "p2p": ("GB/s min", "latency_us max"),  # the slowest pair, or the slowest peer load
-}
+# Note [Headline metrics]. Each row names its headline metric ("headline": the figure its section draws and a person
+# quotes first), which memstress chose from its workload's headline metrics (WorkloadDef::headline, harness/run/
+# workload.hpp). A row of an older file, which names none, heads with the first of its workload's headline metrics
+# that it measured, as `memstress list --format json` gives them (..registry); a row of a workload the registry does
+# not know, with its first higher-is-better rate (a unit per second), else its first metric by name.
 
 
 def headline(row: dict) -> tuple[str, dict] | None:
     """(name, metric) of a row's headline metric (Note [Headline metrics]); None where it measured nothing."""
     metrics = {name: m for name in sorted(row.get("metrics") or {}) if (m := metric(row, name))}
-    for name in HEADLINE.get(str(row.get("workload")), ()):
+    named = row.get("headline")
+    for name in (named,) if isinstance(named, str) and named in metrics else registry.headline_names(
+            str(row.get("workload"))):
         if name in metrics:
             return name, metrics[name]
     rates = [n for n, m in metrics.items() if m.get("better") == "higher" and "/s" in str(m.get("unit"))]

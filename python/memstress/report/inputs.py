@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import _json, _output
+from .. import _json, _output, registry
 from .common import STREAM_NOTE
 
 
@@ -74,7 +74,7 @@ def load(path: Path) -> tuple[str, Any]:
         raise BadInput(f"{name}: {e}") from None
     encodable = _output.clean if _json.has_surrogate_escape(text) else lambda doc: doc  # the walk only if needed
     if _json.is_stream(text):
-        return "run", encodable(load_stream(name, text))
+        return "run", one_names(encodable(load_stream(name, text)))
     try:
         # memstress's own rules (_json.strict_loads): no key twice, no number beyond a double. Google Benchmark
         # writes NaN and Infinity bare, so they are read here and refused below in any other document.
@@ -95,7 +95,7 @@ def load(path: Path) -> tuple[str, Any]:
     schema = str(doc.get("schema", ""))
     if schema.startswith("memstress.run/"):
         check_schema(name, doc, "run")
-        return "run", doc
+        return "run", one_names(doc)
     if schema.startswith("memstress.compare/"):
         return "compare", doc
     if schema.startswith("memstress.replay/"):
@@ -115,6 +115,15 @@ def load(path: Path) -> tuple[str, Any]:
         return "devices", doc  # `memstress devices --format json`
     raise BadInput(f"{name}: a document of no known kind (schema {schema[:80]!r}): not memstress, compare, replay, "
                    "doctor, devices, db outliers, db history, allocator table or Google Benchmark JSON")
+
+
+def one_names(run: dict) -> dict:
+    """A run's rows with their figures under their one names (registry.adopt_one_names), as `memstress compare`
+    reads them."""
+    for row in run.get("rows") or []:
+        if isinstance(row, dict):
+            registry.adopt_one_names(row)
+    return run
 
 
 JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
