@@ -88,9 +88,11 @@ if(MEMSTRESS_HAVE_RMM)
   endif()
 endif()
 # Allocator plugins: the interface (README "Bring your own allocator") and the two example plugins.
-install(FILES harness/alloc/allocator_plugin.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memstress)
-install(TARGETS memstress_caching_plugin memstress_cudamalloc_plugin
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/memstress/plugins)
+if(MEMSTRESS_CUDA)
+  install(FILES harness/alloc/allocator_plugin.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memstress)
+  install(TARGETS memstress_caching_plugin memstress_cudamalloc_plugin
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/memstress/plugins)
+endif()
 
 # What the last real `cmake --install` of this build tree installed first (the binary, as the manifest names
 # it): cpack installs too, into a staging directory or under its packaging prefix with DESTDIR, and rewrites the

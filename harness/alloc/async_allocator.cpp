@@ -241,4 +241,10 @@ std::unique_ptr<Allocator> make_async_allocator(DeviceBackend& backend, std::uin
   return std::make_unique<AsyncAllocator>(backend, release_threshold);
 }
 
+bool async_built() noexcept {
+  return true;
+}
+
+void require_async_built() {}
+
 }  // namespace memstress

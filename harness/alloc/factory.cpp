@@ -88,7 +88,7 @@ constexpr std::array kPeers{
          [](AllocConfig /*config*/, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
            return std::make_unique<DirectAllocator>(backend);
          }},
-    Peer{"async", "cudaMallocAsync, the driver's stream-ordered pool", always, nothing_to_require,
+    Peer{"async", "cudaMallocAsync, the driver's stream-ordered pool", async_built, require_async_built,
          [](AllocConfig config, DeviceBackend& backend) {
            return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
          }},
