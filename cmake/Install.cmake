@@ -20,6 +20,11 @@
 # harness/core/data_dir.hpp). MEMSTRESS_DATA_SUBDIR and MEMSTRESS_DATA_RELDIR are set in
 # cmake/InstallDirs.cmake, before the targets.
 
+if(SKBUILD)
+  include(Wheel) # the wheel's files only
+  return()
+endif()
+
 install(TARGETS memstress RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET memstress_bench)
   install(TARGETS memstress_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -30,9 +35,9 @@ install(DIRECTORY python/memstress DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python F
         PATTERN "__pycache__" EXCLUDE)
 # The recorder on Python's own path too, where the prefix holds a directory of it (~/.local's user site, a virtual
 # environment, Debian's /usr/local dist-packages): `import memstress_torch` with no PYTHONPATH. There go
-# memstress_torch.py and the files of the package it imports (memstress/__init__.py, recorder.py, recorder_marks.py
-# and find_max.py), not the programs, which find results/schema/ beside python/ under share/memstress. Which
-# directory is decided at install time, for the prefix installed to (cmake/python_site_dir.py); where there is none,
+# memstress_torch.py and the files of the package it imports (memstress/__init__.py, recorder.py, recorder_marks.py,
+# find_max.py and _launcher.py; and api.py: memstress.doctor()), not the programs, which find results/schema/ beside
+# python/ under share/memstress. Which directory is decided at install time, for the prefix installed to (cmake/python_site_dir.py); where there is none,
 # PYTHONPATH=$(memstress --python-path) imports it, and the install says so.
 find_package(Python3 3.9 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
@@ -48,7 +53,9 @@ if(Python3_Interpreter_FOUND)
             file(INSTALL \"${PROJECT_SOURCE_DIR}/python/memstress/__init__.py\"
                          \"${PROJECT_SOURCE_DIR}/python/memstress/recorder.py\"
                          \"${PROJECT_SOURCE_DIR}/python/memstress/recorder_marks.py\"
-                         \"${PROJECT_SOURCE_DIR}/python/memstress/find_max.py\" DESTINATION \"\${_ms_site}/memstress\")
+                         \"${PROJECT_SOURCE_DIR}/python/memstress/find_max.py\"
+                         \"${PROJECT_SOURCE_DIR}/python/memstress/_launcher.py\"
+                         \"${PROJECT_SOURCE_DIR}/python/memstress/api.py\" DESTINATION \"\${_ms_site}/memstress\")
           else()
             message(STATUS \"memstress_torch.py: no directory of \${CMAKE_INSTALL_PREFIX} is on the path of \${_ms_python}: import it with PYTHONPATH=$(memstress --python-path)\")
           endif()")

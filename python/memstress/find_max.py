@@ -56,7 +56,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .recorder import MAX_ENTRIES, PROG, memory_fraction, snapshot_metadata, write_pickle
+from . import _launcher
+from .recorder import MAX_ENTRIES, PROG, import_torch, memory_fraction, snapshot_metadata, write_pickle
 from .recorder_marks import ConvolutionMarks
 
 __all__ = ["FAR", "NEARER", "FoundBatch", "PredictError", "Trial", "find_max_batch", "memstress_binary",
@@ -101,7 +102,9 @@ def process_limit(torch: Any, device: int) -> int:
 
 
 def memstress_binary(memstress: str | None = None) -> str:
-    found = memstress or os.environ.get("MEMSTRESS") or shutil.which("memstress")
+    """`memstress`, else $MEMSTRESS, else the binary installed with this package (the wheel's), else ``memstress``
+    on PATH."""
+    found = _launcher.find(memstress)
     if not found:
         raise PredictError(f"{PROG}: no memstress binary: pass memstress=PATH, set MEMSTRESS, or put it on PATH")
     return found
@@ -224,7 +227,8 @@ def _predict(binary: str, search: _Search, a: int, b: int, max_batch: int, alloc
     if trace_device is not None:
         cmd += ["--trace-device", trace_device]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600,
+                              env=_launcher.environment())
     except (OSError, subprocess.TimeoutExpired) as e:
         raise PredictError(f"{PROG}: could not run {binary} predict-batch: {e}") from None
     if done.returncode != 0:
@@ -299,8 +303,7 @@ def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, m
                    log: Callable[[str], None] = _stderr) -> FoundBatch:
     """The largest batch `step` runs with in `capacity` bytes: two recorded trials, predict-batch, one confirmation
     (the module's docstring tells the whole of it). Raises PredictError when memstress predict-batch fails."""
-    import torch  # noqa: PLC0415 - programs import this module before torch
-
+    torch = import_torch()  # one line and exit 3 without it, or without a GPU
     began = time.perf_counter()
     index = torch.cuda.current_device() if device is None else _device_index(torch, device)
     capacity = process_limit(torch, index) if capacity is None else int(capacity)

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import pickle
+import subprocess
 import sys
 import tempfile
 import types
@@ -81,8 +82,9 @@ class FakeTorch(types.ModuleType):
         self.steps: list[tuple[int, bool]] = []  # (batch, history on)
         self.weights: list[float] = []  # the model's weight as each step began
         self.empty_caches = 0
+        self.version = types.SimpleNamespace(cuda="13.0")
         self.cuda = types.SimpleNamespace(
-            OutOfMemoryError=FakeOOM,
+            OutOfMemoryError=FakeOOM, is_available=lambda: True,
             memory=types.SimpleNamespace(_record_memory_history=self._history, _snapshot=self._snapshot),
             current_device=lambda: 0, mem_get_info=lambda d=0: (self.free, self.total),
             memory_reserved=lambda d=0: self.reserved, get_device_name=lambda d=0: name,
@@ -391,6 +393,25 @@ class FindMaxBatch(unittest.TestCase):
         with mock.patch.dict(os.environ, {"MEMSTRESS": str(self.binary)}):
             found, _ = self.find(FakeTorch(), FakeModel(), memstress=None)
         self.assertEqual(found.batch, 10)
+
+
+    def test_without_torch_or_a_gpu_it_says_so_in_one_line(self) -> None:
+        python = str(HERE.parents[1] / "python")
+        for code, said in (
+                ("import sys; sys.modules['torch'] = None\nimport memstress_torch\n"
+                 "memstress_torch.find_max_batch(print)", "needs PyTorch"),
+                ("import sys; sys.modules['torch'] = None\nimport memstress_torch\nmemstress_torch.record('r.pickle')",
+                 "needs PyTorch"),
+                ("import sys, types; t = types.ModuleType('torch'); t.__version__ = '2.11.0+cpu'\n"
+                 "t.version = types.SimpleNamespace(cuda=None); t.cuda = types.SimpleNamespace(is_available=lambda: "
+                 "False)\nsys.modules['torch'] = t\nimport memstress_torch\nmemstress_torch.record('r.pickle')",
+                 "needs a CUDA GPU, and torch 2.11.0+cpu (built without CUDA) sees none")):
+            with self.subTest(said):
+                done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                                      cwd=self.tmp, env={**os.environ, "PYTHONPATH": python})
+                self.assertEqual(done.returncode, 3, done.stderr)
+                self.assertEqual(len(done.stderr.splitlines()), 1, done.stderr)
+                self.assertTrue(done.stderr.startswith(f"memstress_torch: error: {said}"), done.stderr)
 
 
 class Metadata(unittest.TestCase):

@@ -162,6 +162,8 @@ NOT_RUN = {
     "straggler planted and its checks (tests/mpi/check_job.py)",
     "scripts/lab/gpu-nccl-tests NCCL_TESTS_SRC": "needs 2 or more GPUs and a checkout of nccl-tests; run on 4 H100s, "
     "its record is results/h100x4/nccl-tests-580.159.04/",
+    "cmake --preset nocuda && cmake --build --preset nocuda": "minutes of building; CTest's wheel.install builds the "
+    "same configuration through pip wheel (tests/wheel/test_wheel.py) and checks what it made",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 # `memstress db` is built only where SQLite and libcrypto were found (cmake/FleetStore.cmake); elsewhere its
