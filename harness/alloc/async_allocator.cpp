@@ -157,7 +157,7 @@ class AsyncAllocator final : public Allocator {
  private:
   static cuda::Stream stream_on(int device) {
     const cuda::ScopedDevice current(device);
-    return cuda::Stream();
+    return {};
   }
 
   void* do_allocate(std::size_t bytes, StreamRef stream) override {

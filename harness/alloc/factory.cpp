@@ -55,6 +55,7 @@ void require_torch_built() {
   }
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): Peer::make's signature (the caching peers move it)
 std::unique_ptr<Allocator> make_torch([[maybe_unused]] AllocConfig config,
                                       [[maybe_unused]] DeviceBackend& backend) {
 #if defined(MEMSTRESS_HAVE_TORCH)
@@ -68,6 +69,7 @@ std::unique_ptr<Allocator> make_torch([[maybe_unused]] AllocConfig config,
 template <RmmResource R>
 constexpr Peer rmm_peer(std::string_view description) {
   return {rmm_peer_name(R), description, rmm_built, [] { require_rmm_built(R); },
+          // NOLINTNEXTLINE(performance-unnecessary-value-param): Peer::make's signature
           [](AllocConfig config, DeviceBackend& backend) {
             return make_peer_statistics(make_rmm_allocator(R, backend, config));
           }};
@@ -85,10 +87,12 @@ constexpr std::array kPeers{
            return std::make_unique<caching::CachingAllocator>(backend, std::move(config));
          }},
     Peer{"direct", "cudaMalloc and cudaFree for every block", always, nothing_to_require,
+         // NOLINTNEXTLINE(performance-unnecessary-value-param): Peer::make's signature
          [](AllocConfig /*config*/, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
            return std::make_unique<DirectAllocator>(backend);
          }},
     Peer{"async", "cudaMallocAsync, the driver's stream-ordered pool", async_built, require_async_built,
+         // NOLINTNEXTLINE(performance-unnecessary-value-param): Peer::make's signature
          [](AllocConfig config, DeviceBackend& backend) {
            return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
          }},
