@@ -180,7 +180,7 @@ class Wheel(unittest.TestCase):
                              "not a PyTorch memory snapshot")
         self.assert_one_line(self.memstress("doctor", "/etc/hostname"), 2, "memstress: error: ", "/etc/hostname")
         self.assert_one_line(self.memstress("doctor", DOCTOR_CASES["oom"][0], "--capacity", "1G"), 2,
-                             "--capacity 1G", "below")
+                             "--capacity", "below the 1.99 GiB PyTorch had reserved")
 
     def test_what_needs_a_gpu_says_this_build_has_none(self) -> None:
         for command in (["run", "oom", "-d", "sim"], ["accept", "--profile", "h100"], ["list"]):
