@@ -10,7 +10,8 @@ PYTHONPATH: the doctor on committed corpus snapshots, whose JSON must be byte fo
 binary of this build, with CUDA), the Python package (import memstress_torch, python -m memstress_torch,
 memstress.doctor()), the refusals of bad input, and what the wheel holds: at most 20 MB, a platform tag that is
 the building interpreter's own, a binary and libraries that need none of CUDA, NCCL, MPI, cuBLAS or NVML, and a
-build that read none of their headers. Skipped (exit 77) where the python running it has no scikit-build-core.
+build that read none of their headers. Skipped (exit 77) where the python running it has no scikit-build-core,
+except under MEMSTRESS_REQUIRE_PYDEPS=1 (CI), where that fails.
 """
 
 from __future__ import annotations
@@ -203,6 +204,10 @@ if __name__ == "__main__":
     try:
         import scikit_build_core  # noqa: F401
     except ImportError:
+        if os.environ.get("MEMSTRESS_REQUIRE_PYDEPS") == "1":  # CI: a missing build backend must not pass as a skip
+            print(f"test_wheel.py: {sys.executable} has no scikit-build-core (requirements.txt), which "
+                  "MEMSTRESS_REQUIRE_PYDEPS=1 requires", file=sys.stderr)
+            sys.exit(1)
         print(f"test_wheel.py: skipped: {sys.executable} has no scikit-build-core (requirements.txt)", file=sys.stderr)
         sys.exit(EXIT_SKIP)
     unittest.main()
