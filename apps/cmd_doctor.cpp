@@ -92,7 +92,8 @@ int doctor_command(const DoctorFlags& f) {
     const std::filesystem::path json = dir.path() / "doctor.json";
     write_file_atomically(json, json_text(doc) + "\n", "the doctor's document");
     const std::string_view what = "memstress doctor --format html";
-    return run_program(python_module("memstress.report", {json.string(), "-o", f.out}, what), what);
+    return run_program(
+        python_module("memstress.report", {json.string(), "-o", f.out}, "memstress doctor", what), what);
   }
   if (!f.out.empty()) {
     write_file_atomically(f.out, json_text(doc, 2) + "\n", "--out");

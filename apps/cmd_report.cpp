@@ -19,8 +19,9 @@ Subcommand add_report(CLI::App& app) {
   sub->prefix_command();  // every argument goes to the script, --help and -o included
   sub->set_help_flag();
   return {sub, [sub]() -> int {
-            exec_program(python_module("memstress.report", sub->remaining(), "memstress report"),
-                         "memstress report");
+            exec_program(
+                python_module("memstress.report", sub->remaining(), "memstress report", "memstress report"),
+                "memstress report");
           }};
 }
 

@@ -51,8 +51,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): see abo
                "Print the directory of memstress_torch.py, the PyTorch recorder, for PYTHONPATH, and exit");
   if (argc == 2 && std::string_view(argv[1]) == "--python-path") {
     try {
-      fmt::print("{}\n",
-                 memstress::data_path("python", "the PyTorch recorder (memstress_torch.py)").string());
+      fmt::print("{}\n", memstress::python_dir("the PyTorch recorder (memstress_torch.py)").string());
       return 0;
     } catch (const memstress::Error& e) {
       fmt::print(stderr, "memstress: error: {}\n", e.what());
@@ -109,6 +108,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): see abo
     }
     fmt::print(stderr, "{}internal error: {}\n", memstress::note_prefix(), e.what());
     return to_int(ExitCode::check_failed);
+  } catch (const memstress::ReportedInputError& e) {  // its line is printed already
+    return to_int(e.exit_code());
   } catch (const memstress::Error& e) {
     fmt::print(stderr, "{}error: {}\n", memstress::note_prefix(), e.what());
     return to_int(e.exit_code());

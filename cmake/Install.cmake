@@ -21,6 +21,11 @@
 # harness/core/data_dir.hpp). MEMSTRESS_DATA_SUBDIR and MEMSTRESS_DATA_RELDIR are set in
 # cmake/InstallDirs.cmake, before the targets.
 
+if(SKBUILD)
+  include(Wheel) # the wheel's files only
+  return()
+endif()
+
 install(TARGETS memstress RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET memstress_bench)
   install(TARGETS memstress_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -35,9 +40,9 @@ install(DIRECTORY python/memstress DESTINATION ${MEMSTRESS_DATA_SUBDIR}/python F
         PATTERN "__pycache__" EXCLUDE)
 # The recorder on Python's own path too, where the prefix holds a directory of it (~/.local's user site, a virtual
 # environment, Debian's /usr/local dist-packages): `import memstress_torch` with no PYTHONPATH. There go
-# memstress_torch.py and the files of the package it imports (memstress/__init__.py, recorder.py, recorder_marks.py
-# and find_max.py), not the programs, which find results/schema/ beside python/ under share/memstress. Which
-# directory is decided at install time, for the prefix installed to (cmake/python_site_dir.py); where there is none,
+# memstress_torch.py and the files of the package it imports (memstress/__init__.py, recorder.py, recorder_marks.py,
+# find_max.py and _launcher.py; and api.py: memstress.doctor()), not the programs, which find results/schema/ beside
+# python/ under share/memstress. Which directory is decided at install time, for the prefix installed to (cmake/python_site_dir.py); where there is none,
 # PYTHONPATH=$(memstress --python-path) imports it, and the install says so.
 find_package(Python3 3.9 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
@@ -53,7 +58,9 @@ if(Python3_Interpreter_FOUND)
             file(INSTALL \"${PROJECT_SOURCE_DIR}/python/memstress/__init__.py\"
                          \"${PROJECT_SOURCE_DIR}/python/memstress/recorder.py\"
                          \"${PROJECT_SOURCE_DIR}/python/memstress/recorder_marks.py\"
-                         \"${PROJECT_SOURCE_DIR}/python/memstress/find_max.py\" DESTINATION \"\${_ms_site}/memstress\")
+                         \"${PROJECT_SOURCE_DIR}/python/memstress/find_max.py\"
+                         \"${PROJECT_SOURCE_DIR}/python/memstress/_launcher.py\"
+                         \"${PROJECT_SOURCE_DIR}/python/memstress/api.py\" DESTINATION \"\${_ms_site}/memstress\")
           else()
             message(STATUS \"memstress_torch.py: no directory of \${CMAKE_INSTALL_PREFIX} is on the path of \${_ms_python}: import it with PYTHONPATH=$(memstress --python-path)\")
           endif()")
@@ -93,9 +100,11 @@ if(MEMSTRESS_HAVE_RMM)
   endif()
 endif()
 # Allocator plugins: the interface (README "Bring your own allocator") and the two example plugins.
-install(FILES harness/alloc/allocator_plugin.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memstress)
-install(TARGETS memstress_caching_plugin memstress_cudamalloc_plugin
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/memstress/plugins)
+if(MEMSTRESS_CUDA)
+  install(FILES harness/alloc/allocator_plugin.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memstress)
+  install(TARGETS memstress_caching_plugin memstress_cudamalloc_plugin
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/memstress/plugins)
+endif()
 
 # What the last real `cmake --install` of this build tree installed first (the binary, as the manifest names
 # it): cpack installs too, into a staging directory or under its packaging prefix with DESTDIR, and rewrites the

@@ -157,7 +157,7 @@ class AsyncAllocator final : public Allocator {
  private:
   static cuda::Stream stream_on(int device) {
     const cuda::ScopedDevice current(device);
-    return cuda::Stream();
+    return {};
   }
 
   void* do_allocate(std::size_t bytes, StreamRef stream) override {
@@ -240,5 +240,11 @@ std::unique_ptr<Allocator> make_async_allocator(DeviceBackend& backend, std::uin
   }
   return std::make_unique<AsyncAllocator>(backend, release_threshold);
 }
+
+bool async_built() noexcept {
+  return true;
+}
+
+void require_async_built() {}
 
 }  // namespace memstress

@@ -12,4 +12,9 @@ namespace memstress {
 // synchronizations; default: everything). Needs a real GPU: throws EnvironmentError on the simulated one.
 std::unique_ptr<Allocator> make_async_allocator(DeviceBackend& backend, std::uint64_t release_threshold);
 
+// Whether this build has the peer: not without CUDA (Note [The build without CUDA], cmake/HostOnly.cmake,
+// cuda_peers_unavailable.cpp), where require_async_built() throws EnvironmentError (exit 3) saying so.
+bool async_built() noexcept;
+void require_async_built();
+
 }  // namespace memstress

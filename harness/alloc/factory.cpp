@@ -115,7 +115,7 @@ constexpr std::array kPeers{
          }},
     Peer{"async", "CUDA",
          "cudaMallocAsync on a pool of its own (`release_threshold_mb:N` sets its release threshold)", false,
-         false, always, nothing_to_require,
+         false, async_built, require_async_built,
          [](const AllocConfig& config, DeviceBackend& backend) {
            return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
          }},

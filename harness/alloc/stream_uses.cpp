@@ -7,12 +7,6 @@
 
 namespace memstress {
 
-void StreamUses::add(StreamRef stream) {
-  if (stream != own_ && std::find(others_.begin(), others_.end(), stream) == others_.end()) {
-    others_.push_back(stream);
-  }
-}
-
 StreamRef StreamUses::free_stream(cudaStream_t joined) const {
   if (others_.empty()) {
     return own_;

@@ -6,8 +6,7 @@
 // them (PyTorch's "unifying free stream": no caller's stream is made to wait for another's work). Shared by
 // the peers that free in stream order and keep no pending-free list of their own (async, rmm-*, plugin).
 
-#include <cuda_runtime_api.h>
-
+#include <algorithm>
 #include <vector>
 
 #include "harness/memory/stream_ref.hpp"
@@ -21,10 +20,15 @@ class StreamUses {
 
   [[nodiscard]] StreamRef own() const noexcept { return own_; }
   // Records a use on `stream` (the own stream and repeats are ignored).
-  void add(StreamRef stream);
-  // The stream to free on: own() when no other stream used it, else `joined` after it was made to wait
-  // for every stream's work enqueued so far (needs a real GPU; throws ApiError).
-  [[nodiscard]] StreamRef free_stream(cudaStream_t joined) const;
+  void add(StreamRef stream) {
+    if (stream != own_ && std::find(others_.begin(), others_.end(), stream) == others_.end()) {
+      others_.push_back(stream);
+    }
+  }
+  // The stream to free on: own() when no other stream used it, else `joined` (a cudaStream_t) after it was
+  // made to wait for every stream's work enqueued so far (needs a real GPU; throws ApiError; stream_uses.cpp,
+  // in the GPU build only).
+  [[nodiscard]] StreamRef free_stream(CUstream_st* joined) const;
 
  private:
   StreamRef own_;

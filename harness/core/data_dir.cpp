@@ -10,8 +10,8 @@
 
 #include "harness/core/error.hpp"
 
-#ifndef MEMSTRESS_DATA_RELDIR
-#error "MEMSTRESS_DATA_RELDIR (the data directory relative to the binary's) is set by harness/CMakeLists.txt"
+#if !defined(MEMSTRESS_DATA_RELDIR) || !defined(MEMSTRESS_PYTHON_RELDIR)
+#error "MEMSTRESS_DATA_RELDIR and MEMSTRESS_PYTHON_RELDIR are set by harness/core/CMakeLists.txt"
 #endif
 
 namespace memstress {
@@ -58,13 +58,18 @@ std::filesystem::path data_path(const std::filesystem::path& relative, std::stri
   return path;
 }
 
-Command python_module(std::string_view module, const std::vector<std::string>& args, std::string_view what) {
-  const std::filesystem::path python = data_path("python", what);
+std::filesystem::path python_dir(std::string_view what) {
+  return data_path(MEMSTRESS_PYTHON_RELDIR, what).lexically_normal();
+}
+
+Command python_module(std::string_view module, const std::vector<std::string>& args, std::string_view prog,
+                      std::string_view what) {
+  const std::filesystem::path python = python_dir(what);
   std::string relative(module);
   std::replace(relative.begin(), relative.end(), '.', '/');
-  std::filesystem::path source = std::filesystem::path("python") / relative;
+  std::filesystem::path source = std::filesystem::path(MEMSTRESS_PYTHON_RELDIR) / relative;
   std::error_code ec;
-  if (std::filesystem::is_directory(python.parent_path() / source, ec)) {
+  if (std::filesystem::is_directory(python / relative, ec)) {
     source /= "__main__.py";  // a package runs its __main__.py
   } else {
     source += ".py";
@@ -75,9 +80,12 @@ Command python_module(std::string_view module, const std::vector<std::string>& a
   if (path != nullptr && *path != '\0') {
     python_path += fmt::format(":{}", path);
   }
-  Command command{
-      "/usr/bin/env",
-      {std::move(python_path), "python3", "-m", std::string(module)}};  // another program's command line
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): memstress never sets it
+  const char* launcher = std::getenv("MEMSTRESS_LAUNCHER_PYTHON");
+  std::string interpreter = launcher != nullptr && *launcher != '\0' ? std::string(launcher) : "python3";
+  Command command{"/usr/bin/env",
+                  {std::move(python_path), fmt::format("MEMSTRESS_PROG={}", prog), std::move(interpreter),
+                   "-m", std::string(module)}};  // another program's command line
   command.args.insert(command.args.end(), args.begin(), args.end());
   return command;
 }

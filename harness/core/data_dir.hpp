@@ -13,8 +13,17 @@
 // scripts/, profiles/ and results/schema/ of the checkout, so a built binary behaves as an installed one
 // does, and an edited Python module takes effect without a rebuild. The data directory is recognized by
 // what it holds (profiles/), never assumed. Its Python is run as modules of the package memstress
-// (python_module below), with <data directory>/python first on PYTHONPATH, so that the copy installed with
-// this binary is the one that runs whatever else is on the path.
+// (python_module below), with the directory holding that package (<data directory>/python) first on
+// PYTHONPATH, so that the copy installed with this binary is the one that runs whatever else is on the path.
+//
+// The wheel (pyproject.toml) lays the same files out as Python's packages are laid out: the package memstress
+// and memstress_torch.py in site-packages, the binary in memstress/_bin/ and the rest in memstress/_data/. So
+// the directory of the Python is configured too, relative to the data directory (MEMSTRESS_PYTHON_RELDIR:
+// "python", or the wheel's "../.."; cmake/InstallDirs.cmake). The wheel's `memstress` command is a launcher
+// that pip writes for the python it installed into (memstress._launcher): it runs this binary with that
+// python named in MEMSTRESS_LAUNCHER_PYTHON, and python_module runs it, so the binary called through that
+// command by its absolute path, with no environment activated, runs its Python with the packages installed
+// beside it.
 
 #include <filesystem>
 #include <optional>
@@ -32,13 +41,20 @@ namespace memstress {
 // looked otherwise.
 [[nodiscard]] std::filesystem::path data_path(const std::filesystem::path& relative, std::string_view what);
 
-// `python3 -m MODULE ARGS...` for a module of the package memstress under the data directory
-// ("memstress.report"), with <data directory>/python put first on PYTHONPATH (before any PYTHONPATH of this
-// process). python3 is the first on PATH, found by /usr/bin/env as a script's `#!/usr/bin/env python3` line
-// finds it (exit 127 where there is none); the module then moves to the python that has what it needs, the
-// checkout's .venv first (python/memstress/_pyenv.py). Throws EnvironmentError (exit 3) naming `what` where
-// the module's file is missing, as data_path does.
+// The directory holding the package memstress and memstress_torch.py (what `memstress --python-path`
+// prints); throws as data_path does.
+[[nodiscard]] std::filesystem::path python_dir(std::string_view what);
+
+// `python3 -m MODULE ARGS...` for a module of the package memstress under python_dir() ("memstress.report"),
+// with that directory put first on PYTHONPATH (before any PYTHONPATH of this process), and MEMSTRESS_PROG
+// set to `prog`, the name the module prints its messages and usage under ("memstress report"). The python is
+// the one
+// MEMSTRESS_LAUNCHER_PYTHON names (the wheel's launcher), else python3, the first on PATH, found by
+// /usr/bin/env as a script's `#!/usr/bin/env python3` line finds it (exit 127 where there is none); the
+// module then moves to the python that has what it needs, the checkout's .venv first
+// (python/memstress/_pyenv.py). Throws EnvironmentError (exit 3) naming `what` where the module's file is
+// missing, as data_path does.
 [[nodiscard]] Command python_module(std::string_view module, const std::vector<std::string>& args,
-                                    std::string_view what);
+                                    std::string_view prog, std::string_view what);
 
 }  // namespace memstress

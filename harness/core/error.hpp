@@ -24,6 +24,15 @@ class InputError : public Error {
   explicit InputError(const std::string& what) : Error(ExitCode::bad_input, what) {}
 };
 
+// Bad input that a program memstress ran (the snapshot converter) has already refused in memstress's own
+// words
+// ("memstress: error: FILE: ..."): main() prints nothing more, so that the refusal stays one line. Exit
+// code 2.
+class ReportedInputError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // What the run needs is not there (no GPU, no driver, no MPI launcher). Exit code 3.
 class EnvironmentError : public Error {
  public:

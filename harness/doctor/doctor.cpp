@@ -183,8 +183,17 @@ void decide_by_the_batch_runs(DoctorReport& r, const BatchRuns& runs) {
   }
   if (r.oom->cause == OomCause::exhaustion) {
     const BatchAnswer answer = search_batch(model, r.setting, limit, kMaxBatch);
-    r.batch_advice = BatchAdvice{answer.safe_fit ? answer.safe_fit->batch : 0,
-                                 answer.largest_fit ? answer.largest_fit->batch : 0};
+    r.batch_advice = BatchAdvice{.safe = answer.safe_fit ? answer.safe_fit->batch : 0,
+                                 .estimate = answer.largest_fit ? answer.largest_fit->batch : 0,
+                                 .top = std::nullopt};
+    // An inferred limit lies in [limit, upper): the answer at the most it can be too, so that the advice
+    // gives the range the cap leaves open rather than only its pessimistic end.
+    if (const Limit& l = *r.oom->limit;
+        l.source == LimitSource::inferred && l.upper && *l.upper > limit + 1) {
+      const BatchAnswer top = search_batch(model, r.setting, *l.upper - 1, kMaxBatch);
+      r.batch_advice->top = BatchAdvice::AtLimit{*l.upper - 1, top.safe_fit ? top.safe_fit->batch : 0,
+                                                 top.largest_fit ? top.largest_fit->batch : 0};
+    }
     if (r.recorded_batch && *r.recorded_batch > 1) {
       // Note [What grows with the batch].
       BatchAdvice& advice = *r.batch_advice;

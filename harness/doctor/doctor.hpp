@@ -30,10 +30,17 @@ struct BatchRuns {
 
 // What the batch runs say at the limit: the safe end of the range and the estimate (0: none fits); and, at
 // the OOM's batch, the peak of the step's live bytes and what of it grows with the batch (the activations and
-// workspaces: the peak less the peak at batch 1), Note [What grows with the batch].
+// workspaces: the peak less the peak at batch 1), Note [What grows with the batch]. An inferred limit is a
+// range (Note [The limit in force]): `top` is what they say at its top, the most the cap can have been.
 struct BatchAdvice {
+  struct AtLimit {
+    std::uint64_t limit = 0;
+    std::uint64_t safe = 0;
+    std::uint64_t estimate = 0;
+  };
   std::uint64_t safe = 0;
   std::uint64_t estimate = 0;
+  std::optional<AtLimit> top;
   std::uint64_t batch = 0;  // the OOM's (the recorder's); 0: not known, nor the two below
   std::int64_t peak_live = 0;
   std::int64_t grows_with_batch = 0;

@@ -112,6 +112,10 @@ nlohmann::json oom_json(const OomAnalysis& o) {
 
 nlohmann::json batch_advice_json(const BatchAdvice& b) {
   nlohmann::json j = {{"safe_batch", b.safe}, {"estimate", b.estimate}};
+  if (b.top) {  // an inferred limit's top (Note [The limit in force])
+    j["at_the_limits_top"] = {
+        {"limit", b.top->limit}, {"safe_batch", b.top->safe}, {"estimate", b.top->estimate}};
+  }
   if (b.batch > 0) {
     j["at_batch"] = {
         {"batch", b.batch}, {"peak_live", b.peak_live}, {"grows_with_batch", b.grows_with_batch}};
@@ -175,6 +179,11 @@ nlohmann::json doctor_document(const DoctorReport& r) {
     timeline.push_back({p.event_index, p.time_ns, p.allocated, p.reserved});
   }
   const Needed& n = r.needed;
+  const Recommendation recommended = recommendation(r);
+  nlohmann::json advice = nlohmann::json::array();
+  for (const Advice& a : advice_of(format_doctor(r))) {
+    advice.push_back({{"section", a.section}, {"text", a.text}});
+  }
   return {
       {"schema", "memstress.doctor/1"},
       {"input",
@@ -208,6 +217,13 @@ nlohmann::json doctor_document(const DoctorReport& r) {
        r.refusals ? nlohmann::json({{"count", r.refusals->count}, {"largest_request", r.refusals->largest}})
                   : nlohmann::json(nullptr)},
       {"batch_advice", r.batch_advice ? batch_advice_json(*r.batch_advice) : nlohmann::json(nullptr)},
+      // The setting the doctor recommends, none when none (`oom.named` is only what grants the OOM's
+      // request), and the sentence the text says it with; and every "->" sentence of the text, by section.
+      {"recommendation",
+       {{"setting", recommended.setting ? setting_json(*recommended.setting) : nlohmann::json(nullptr)},
+        {"sentence", recommended.sentence}}},
+      {"advice", advice},
+      {"recording_stops_at_the_oom", r.oom.has_value()},
       {"settings", settings_json(r.settings)},
       {"peers", peers_json(r.peers)},
       {"growth",

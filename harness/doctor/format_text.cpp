@@ -35,6 +35,10 @@ std::string conf_name(const replay::SweepSetting& s) {
   return conf.empty() ? "(PyTorch's defaults)" : conf;
 }
 
+std::string limit_text(const Limit& l) {
+  return bytes(static_cast<std::int64_t>(l.bytes));
+}
+
 std::string where_it_ran_out(const DoctorReport& r, const OomAt& at) {
   return fmt::format("OOM at event {} ({}{})", at.event, bytes(static_cast<std::int64_t>(at.request)),
                      at.site >= 0 ? " at " + r.site_name(at.site) : std::string());
@@ -76,9 +80,25 @@ void needed(std::string& out, const DoctorReport& r) {
        fmt::format("event {} of {}, {} into the run", n.peak_event, n.events, seconds(n.peak_time_ns))});
   out += render_table(t);
   const auto unused = static_cast<double>(n.peak_reserved - n.peak_allocated);
+  if (!r.oom) {
+    out += fmt::format(
+        "-> At its peak it needed {} of GPU memory from PyTorch's allocator; {} of that ({}) was "
+        "reserved but not allocated.\n",
+        bytes(n.peak_reserved), bytes(n.peak_reserved - n.peak_allocated),
+        percent(unused, static_cast<double>(n.peak_reserved)));
+    return;
+  }
+  // A program that ran out never reached its peak: the recording stops at the OOM, and the most it reserved
+  // before it is no measure of what it needed (under a cap it ran out of, it reads as less than the cap).
+  const OomAnalysis& o = *r.oom;
+  const std::int64_t least = o.allocated + static_cast<std::int64_t>(o.at.request);
+  const bool over = o.limit && least > static_cast<std::int64_t>(o.limit->bytes);
   out += fmt::format(
-      "-> At its peak it needed {} of GPU memory from PyTorch's allocator; {} of that ({}) was "
-      "reserved but not allocated.\n",
+      "-> It ran out of memory, and the recording stops there, before what the rest of the step would "
+      "have needed: it needed at least {}, the {} allocated when it ran out and the {} it asked for{}. Up to "
+      "then it reserved at most {}, {} of it ({}) reserved but not allocated at the peak.\n",
+      bytes(least), bytes(o.allocated), bytes(static_cast<std::int64_t>(o.at.request)),
+      over ? fmt::format(", more than the {} it could use", limit_text(*o.limit)) : std::string(),
       bytes(n.peak_reserved), bytes(n.peak_reserved - n.peak_allocated),
       percent(unused, static_cast<double>(n.peak_reserved)));
 }
@@ -109,10 +129,6 @@ void at_peak(std::string& out, const DoctorReport& r) {
   }
 }
 
-std::string limit_text(const Limit& l) {
-  return bytes(static_cast<std::int64_t>(l.bytes));
-}
-
 constexpr std::string_view kShrinkActivations =
     "In training, activation checkpointing (torch.utils.checkpoint) shrinks activations; mixed precision "
     "(torch.autocast, bf16) shrinks them and caches alike.";
@@ -130,12 +146,22 @@ void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysi
       bytes(o.allocated), bytes(static_cast<std::int64_t>(o.at.request)),
       bytes(static_cast<std::int64_t>(limit)));
   const std::optional<std::uint64_t> batch = r.recorded_batch;
-  if (r.batch_advice && r.batch_advice->safe > 0) {
+  if (const std::optional<BatchAdvice>& b = r.batch_advice; b && b->safe > 0 && b->top) {
+    // An inferred limit is a range (Note [The limit in force]): the batch at either end of it.
+    out += fmt::format(
+        "-> Lower the batch to {}: the largest batch sure to fit {}, the least the inferred limit can be, "
+        "from "
+        "the two batch runs (predict-batch's range there: {}..{}). Under a limit of {}, the most it can be, "
+        "the "
+        "range is {}..{}. Give the cap it ran under with --capacity for one answer.\n",
+        b->safe, limit_text(*o.limit), b->safe, b->estimate, bytes(static_cast<std::int64_t>(b->top->limit)),
+        b->top->safe, b->top->estimate);
+  } else if (b && b->safe > 0) {
     out += fmt::format(
         "-> Lower the batch to {}: the largest batch sure to fit the limit, from the two batch runs "
         "(predict-batch's range: {}..{}).\n",
-        r.batch_advice->safe, r.batch_advice->safe, r.batch_advice->estimate);
-  } else if (r.batch_advice) {
+        b->safe, b->safe, b->estimate);
+  } else if (b) {
     out += "-> Even the smaller batch run does not fit the limit: lower the batch below it.\n";
   } else if (batch && *batch >= 2) {
     out += fmt::format(
@@ -143,13 +169,13 @@ void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysi
         "at "
         "about half of it and run\n     memstress predict-batch {} SMALLER.pickle --batch {},{} --capacity "
         "{}\n",
-        *batch, r.input, *batch, *batch / 2, limit);
+        *batch, r.input, *batch, *batch / 2, format_bytes(limit));
   } else {
     out += fmt::format(
         "-> Lower the batch. For the largest batch that fits, record the step at two batch sizes "
         "(python -m memstress_torch --batch N) and run memstress predict-batch A B --batch N,M --capacity "
         "{}\n",
-        limit);
+        format_bytes(limit));
   }
   if (const std::optional<BatchAdvice>& b = r.batch_advice; b && b->batch > 0 && b->peak_live > 0) {
     // Note [What grows with the batch] (doctor.cpp).
@@ -246,7 +272,11 @@ void oom(std::string& out, const DoctorReport& r) {
   if (o.limit->source == LimitSource::inferred) {
     std::string origin = o.limit->origin;
     origin[0] = 'I';  // "inferred from the OOM: ..."
-    out += fmt::format("-> {}.\n", origin);
+    out += fmt::format(
+        "-> {}. It is judged at {}, the least it can have been (--capacity {}); where you know the cap it "
+        "ran "
+        "under, give that instead: --capacity CAP.\n",
+        origin, limit_text(*o.limit), format_bytes(o.limit->bytes));
   }
   if (o.replay_failed_earlier) {
     out +=
@@ -309,19 +339,21 @@ void oom(std::string& out, const DoctorReport& r) {
 }
 
 // With an OOM the recommendation is the OOM's: only a setting whose replay granted the request.
-void settings_after_an_oom(std::string& out, const OomAnalysis& o) {
+Recommendation after_an_oom(const OomAnalysis& o) {
   if (*o.cause == OomCause::fragmentation) {
-    out += fmt::format(
-        "-> Recommended: PYTORCH_CUDA_ALLOC_CONF={} (it grants the OOM's request; see The OOM).\n",
-        pytorch_conf(o.would_grant[*o.named].setting));
-  } else if (*o.cause == OomCause::exhaustion) {
-    out += fmt::format("-> No setting is recommended: none avoids the OOM at the {} limit.\n",
-                       bytes(static_cast<std::int64_t>(o.limit->bytes)));
-  } else if (*o.cause == OomCause::at_the_limit) {
-    out += "-> No setting is recommended: none is sure to avoid the OOM (see The OOM).\n";
-  } else {
-    out += "-> No setting is recommended: the OOM was not reproduced (see The OOM).\n";
+    const replay::SweepSetting& named = o.would_grant[*o.named].setting;
+    return {named,
+            fmt::format("Recommended: PYTORCH_CUDA_ALLOC_CONF={} (it grants the OOM's request; see The OOM).",
+                        pytorch_conf(named))};
   }
+  if (*o.cause == OomCause::exhaustion) {
+    return {std::nullopt, fmt::format("No setting is recommended: none avoids the OOM at the {} limit.",
+                                      bytes(static_cast<std::int64_t>(o.limit->bytes)))};
+  }
+  if (*o.cause == OomCause::at_the_limit) {
+    return {std::nullopt, "No setting is recommended: none is sure to avoid the OOM (see The OOM)."};
+  }
+  return {std::nullopt, "No setting is recommended: the OOM was not reproduced (see The OOM)."};
 }
 
 void settings(std::string& out, const DoctorReport& r) {
@@ -332,11 +364,12 @@ void settings(std::string& out, const DoctorReport& r) {
     head.push_back(fmt::format("AT {}", bytes(static_cast<std::int64_t>(c))));
   }
   // Settings with the same figures are one line (the JSON document lists each); the setting it ran with
-  // and direct always have their own.
+  // and direct always have their own. A recording that ends in an OOM fits a capacity only as far as it goes.
+  const std::string fits = r.oom ? "fits to the OOM" : "fits";
   const auto figures = [&](const SettingRow& row) {
     TableLine f{bytes(row.peak_reserved), fmt::format("{:.3f}", row.utilization)};
     for (const CapacityVerdict& v : row.verdicts) {
-      f.push_back(v.fits ? std::string("fits") : v.oom ? where_it_ran_out(r, *v.oom) : std::string("OOM"));
+      f.push_back(v.fits ? fits : v.oom ? where_it_ran_out(r, *v.oom) : std::string("OOM"));
     }
     return f;
   };
@@ -376,34 +409,24 @@ void settings(std::string& out, const DoctorReport& r) {
         "can "
         "fit a limit below that peak.)\n";
   }
+  const bool fits_somewhere = std::any_of(a.rows.begin(), a.rows.end(), [](const SettingRow& row) {
+    return std::any_of(row.verdicts.begin(), row.verdicts.end(),
+                       [](const CapacityVerdict& v) { return v.fits; });
+  });
+  if (r.oom && fits_somewhere) {
+    out +=
+        "   (The recording stops at the OOM: \"fits to the OOM\" says that what was recorded, up to the "
+        "request "
+        "that ran out, fits there; what the rest of the step needs is not in it.)\n";
+  }
   if (r.oom && r.oom->cause) {
-    settings_after_an_oom(out, *r.oom);
+    out += fmt::format("-> {}\n", recommendation(r).sentence);
     return;
   }
   if (!a.recommended) {
     return;
   }
-  const SettingRow& best = a.rows[*a.recommended];
-  const std::string conf = pytorch_conf(best.setting);
-  std::string versus;
-  if (a.recorded && *a.recorded != *a.recommended) {
-    const SettingRow& ran = a.rows[*a.recorded];
-    versus = fmt::format(", {} less than the {} of the setting it ran with",
-                         percent(static_cast<double>(ran.peak_reserved - best.peak_reserved),
-                                 static_cast<double>(ran.peak_reserved)),
-                         bytes(ran.peak_reserved));
-  }
-  if (a.recorded && a.rows[*a.recorded].peak_reserved <= best.peak_reserved) {
-    out += fmt::format(
-        "-> The setting it ran with already has the lowest peak of the sweep's caching settings ({}): "
-        "no setting needs less.\n",
-        bytes(best.peak_reserved));
-  } else {
-    out += fmt::format(
-        "-> Recommended: PYTORCH_CUDA_ALLOC_CONF={} (peak reserved {}{}){}.\n",
-        conf.empty() ? "\"\" (PyTorch's defaults)" : conf, bytes(best.peak_reserved), versus,
-        !r.capacities.empty() && !a.recommended_fits_all ? "; it still does not fit every capacity" : "");
-  }
+  out += fmt::format("-> {}\n", recommendation(r).sentence);
   const auto direct = std::find_if(a.rows.begin(), a.rows.end(),
                                    [](const SettingRow& row) { return row.setting.allocator == "direct"; });
   if (direct != a.rows.end()) {
@@ -512,7 +535,7 @@ void peers(std::string& out, const DoctorReport& r) {
                    fmt::format("{:.3f}", row.utilization)};
     for (const CapacityVerdict& v : row.verdicts) {
       line.push_back(!v.judged      ? std::string("not judged")
-                     : v.fits       ? std::string("fits")
+                     : v.fits       ? std::string(r.oom ? "fits to the OOM" : "fits")
                      : row.ooms > 0 ? std::string("OOM")
                                     : std::string("needs more"));
     }
@@ -527,6 +550,58 @@ void peers(std::string& out, const DoctorReport& r) {
 }
 
 }  // namespace
+
+Recommendation recommendation(const DoctorReport& r) {
+  if (r.oom && r.oom->cause) {
+    return after_an_oom(*r.oom);
+  }
+  const SettingsAnswer& a = r.settings;
+  if (!a.recommended) {
+    return {std::nullopt, "No setting is recommended: no setting of the sweep was judged."};
+  }
+  const SettingRow& best = a.rows[*a.recommended];
+  if (a.recorded && a.rows[*a.recorded].peak_reserved <= best.peak_reserved) {
+    return {std::nullopt,
+            fmt::format("The setting it ran with already has the lowest peak of the sweep's caching "
+                        "settings ({}): no setting needs less.",
+                        bytes(best.peak_reserved))};
+  }
+  const std::string conf = pytorch_conf(best.setting);
+  std::string versus;
+  if (a.recorded && *a.recorded != *a.recommended) {
+    const SettingRow& ran = a.rows[*a.recorded];
+    versus = fmt::format(", {} less than the {} of the setting it ran with",
+                         percent(static_cast<double>(ran.peak_reserved - best.peak_reserved),
+                                 static_cast<double>(ran.peak_reserved)),
+                         bytes(ran.peak_reserved));
+  }
+  return {
+      best.setting,
+      fmt::format(
+          "Recommended: PYTORCH_CUDA_ALLOC_CONF={} (peak reserved {}{}){}.",
+          conf.empty() ? "\"\" (PyTorch's defaults)" : conf, bytes(best.peak_reserved), versus,
+          !r.capacities.empty() && !a.recommended_fits_all ? "; it still does not fit every capacity" : "")};
+}
+
+std::vector<Advice> advice_of(const std::string& text) {
+  std::vector<Advice> advice;
+  std::string section;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    end = end == std::string::npos ? text.size() : end;
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    if (line.starts_with("== ") && line.ends_with(" ==")) {
+      section = std::string(line.substr(3, line.size() - 6));
+    } else if (line.starts_with("-> ")) {
+      advice.push_back({section, std::string(line.substr(3))});
+    } else if (line.starts_with("     ") && !advice.empty()) {  // a command the sentence above gives
+      advice.back().text += "\n" + std::string(line.substr(5));
+    }
+  }
+  return advice;
+}
 
 std::string format_doctor(const DoctorReport& report) {
   std::string out;

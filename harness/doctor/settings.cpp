@@ -14,9 +14,8 @@
 #include "harness/core/error.hpp"
 #include "harness/core/parallel.hpp"
 #include "harness/core/units.hpp"
-#include "harness/memory/cuda_backend.hpp"
-#include "harness/memory/cuda_handles.hpp"
 #include "harness/memory/device_spec.hpp"
+#include "harness/memory/gpu_backend.hpp"
 
 namespace memstress::doctor {
 namespace {
@@ -267,9 +266,7 @@ std::vector<PeerRow> judge_peers(const replay::ReplayTrace& trace, const std::ve
                                  const replay::ReplayOptions& base) {
   replay::ReplayOptions options = base;
   options.timeline_points = 1;
-  const replay::BackendFactory gpu = [] {
-    return std::unique_ptr<DeviceBackend>(std::make_unique<CudaBackend>(0));
-  };
+  const replay::BackendFactory gpu = [] { return make_gpu_backend(0); };
   std::vector<PeerRow> rows;
   for (const std::string& name : allocators) {
     PeerRow row;
@@ -280,7 +277,7 @@ std::vector<PeerRow> judge_peers(const replay::ReplayTrace& trace, const std::ve
       result = replay::replay_setting(trace, setting, sim_device(kUnconstrained), options).result;
       row.device = "sim";
     } catch (const EnvironmentError& on_sim) {
-      if (cuda::device_count() == 0) {
+      if (gpu_count() == 0) {
         row.skipped = fmt::format("no GPU here, and {}", on_sim.what());
       } else {
         try {

@@ -9,6 +9,7 @@
 #include "harness/core/error.hpp"
 #include "harness/memory/cuda_handles.hpp"
 #include "harness/memory/driver_api.hpp"
+#include "harness/memory/gpu_backend.hpp"
 #include "harness/memory/uuid.hpp"
 
 namespace memstress {
@@ -199,6 +200,23 @@ void CudaBackend::unmap(void* address, std::size_t bytes) noexcept {
     MEMSTRESS_CU_WARN(driver_api().mem_release(it->second.handle));
     it = mappings_.erase(it);
   }
+}
+
+int gpu_count() {
+  return cuda::device_count();
+}
+
+std::string_view no_gpu_reason() noexcept {
+  return "no NVIDIA driver or no GPU";
+}
+
+// The backend's device becomes the calling thread's current device, so that a rank of an mpirun job (or
+// --device cuda:N) drives cuda:N, not cuda:0. Threads that workloads start make it current themselves
+// (cuda::ScopedDevice).
+std::unique_ptr<DeviceBackend> make_gpu_backend(int ordinal) {
+  auto backend = std::make_unique<CudaBackend>(ordinal);
+  MEMSTRESS_CUDA_TRY(cudaSetDevice(ordinal));
+  return backend;
 }
 
 }  // namespace memstress

@@ -4,12 +4,10 @@
 
 #include <charconv>
 
-#include "harness/core/cuda_check.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/log.hpp"
 #include "harness/core/units.hpp"
-#include "harness/memory/cuda_backend.hpp"
-#include "harness/memory/cuda_handles.hpp"
+#include "harness/memory/gpu_backend.hpp"
 #include "harness/memory/sim_backend.hpp"
 
 namespace memstress {
@@ -60,19 +58,6 @@ std::string DeviceSpec::to_string() const {
   return "auto";
 }
 
-namespace {
-
-// The backend's device becomes the calling thread's current device: workloads make streams and launch
-// kernels on the current device, and a rank of an mpirun job (or --device cuda:N) drives cuda:N, not
-// cuda:0. Threads that workloads start make it current themselves (cuda::ScopedDevice).
-std::unique_ptr<DeviceBackend> current_cuda_backend(int ordinal) {
-  auto backend = std::make_unique<CudaBackend>(ordinal);
-  MEMSTRESS_CUDA_TRY(cudaSetDevice(ordinal));
-  return backend;
-}
-
-}  // namespace
-
 std::string required_device(const std::string& device, std::string_view device_what, bool required,
                             bool from_env, std::string_view flag) {
   if (!required) {
@@ -93,14 +78,14 @@ std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec, SimAddressOr
     case DeviceSpec::Kind::sim:
       return std::make_unique<SimBackend>(spec.sim_capacity, sim_order);
     case DeviceSpec::Kind::cuda:
-      if (cuda::device_count() == 0) {
+      if (gpu_count() == 0) {
         throw EnvironmentError(
-            fmt::format("--device {}: no CUDA device found (no NVIDIA driver or no GPU)", spec.to_string()));
+            fmt::format("--device {}: no CUDA device found ({})", spec.to_string(), no_gpu_reason()));
       }
-      return current_cuda_backend(spec.ordinal);
+      return make_gpu_backend(spec.ordinal);
     case DeviceSpec::Kind::automatic:
-      if (cuda::device_count() > 0) {
-        return current_cuda_backend(spec.ordinal);
+      if (gpu_count() > 0) {
+        return make_gpu_backend(spec.ordinal);
       }
       note(
           "no CUDA device found: running on the simulated device sim:{} (workloads that need a real GPU "

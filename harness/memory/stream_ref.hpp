@@ -1,8 +1,10 @@
 #pragma once
 
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
+
+// cudaStream_t is a CUstream_st*: named here without CUDA's headers, so that the build without CUDA
+// (Note [The build without CUDA], cmake/HostOnly.cmake) compiles every file that passes streams around.
+struct CUstream_st;
 
 namespace memstress {
 
@@ -11,12 +13,12 @@ namespace memstress {
 struct StreamRef {
   std::uintptr_t id = 0;
 
-  static StreamRef from(cudaStream_t stream) noexcept {
+  static StreamRef from(CUstream_st* stream) noexcept {
     return StreamRef{
         reinterpret_cast<std::uintptr_t>(stream)};  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
   }
-  [[nodiscard]] cudaStream_t cuda() const noexcept {
-    return reinterpret_cast<cudaStream_t>(id);  // NOLINT(performance-no-int-to-ptr)
+  [[nodiscard]] CUstream_st* cuda() const noexcept {
+    return reinterpret_cast<CUstream_st*>(id);  // NOLINT(performance-no-int-to-ptr)
   }
   friend bool operator==(StreamRef, StreamRef) = default;
 };

@@ -12,11 +12,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
-#include <unordered_map>
 
 #include "harness/memory/backend.hpp"
-#include "harness/memory/cuda_handles.hpp"
 #include "harness/memory/stream_ref.hpp"
 
 namespace memstress::replay {
@@ -37,10 +34,11 @@ class ReplayDevice {
   void synchronize();
 
  private:
+  // The GPU's current device and streams (replay_device.cpp), on a real GPU only: none in the build without
+  // CUDA (Note [The build without CUDA], cmake/HostOnly.cmake), which has no real GPU.
+  struct Gpu;
   DeviceBackend& backend_;
-  bool real_ = false;
-  std::optional<cuda::ScopedDevice> current_;
-  std::unordered_map<std::uint64_t, cuda::Stream> streams_;
+  std::unique_ptr<Gpu> gpu_;
 };
 
 }  // namespace memstress::replay

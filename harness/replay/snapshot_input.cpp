@@ -8,6 +8,7 @@
 
 #include "harness/core/data_dir.hpp"
 #include "harness/core/error.hpp"
+#include "harness/core/launcher.hpp"
 #include "harness/trace/trace_file.hpp"
 
 namespace memstress::replay {
@@ -41,12 +42,16 @@ ConvertedTrace::ConvertedTrace(const std::filesystem::path& input, bool with_fac
     facts_ = dir_.path() / "facts.json";
     args.insert(args.end(), {"--facts", facts_.string(), "--quiet"});  // another program's command line
   }
-  const int rc = run_program(python_module(kConverter, args, what), what);
+  // Its refusal of the input is memstress's: printed as memstress prints its errors ("memstress: error: "),
+  // and only once.
+  std::string prog = note_prefix();  // "memstress: "
+  prog.resize(prog.size() - 2);
+  const int rc = run_program(python_module(kConverter, args, prog, what), what);
   if (rc == 0) {
     return;
   }
   if (rc == kExitBadInput) {
-    throw InputError(
+    throw ReportedInputError(
         fmt::format("{}: the converter ({}) rejected it (its message is above)", input.string(), kConverter));
   }
   if (rc == kExitEnvMissing || rc == kExitNotFound) {

@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 
 EXIT_ENV = 3
+_PROG = "MEMSTRESS_PROG"  # the name a program runs under, set by the memstress binary that ran it
 _CHOSEN = "MEMSTRESS_PYENV_CHOSEN"  # the program run again under the python chosen for it
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # python/ of the checkout, share/memstress/python installed
 _MIN_VERSION = (3, 9)
@@ -44,6 +45,12 @@ _PROBE = (
     "ok = sys.version_info >= (3, 9) and all(importlib.util.find_spec(m) for m in sys.argv[1:])\n"
     "sys.exit(0 if ok else 1)\n"
 )
+
+
+def prog(module: str) -> str:
+    """The name a program prints its usage and messages under: the command that ran it (``memstress report``, set
+    by the binary in MEMSTRESS_PROG), else how it was run (``python3 -m memstress.report``)."""
+    return os.environ.get(_PROG) or f"python3 -m {module}"
 
 
 def _has(python: str, modules: list[str]) -> bool:

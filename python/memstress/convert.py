@@ -3,7 +3,8 @@
     python3 -m memstress.convert SNAPSHOT -o TRACE [--device LABEL] [--facts FACTS.json]
 
 (PYTHONPATH naming python/ of the checkout, or share/memstress/python installed; ``memstress replay`` and
-``memstress doctor`` run it so. Its usage, messages and the traces it writes still name it
+``memstress doctor`` run it so. Its usage and messages name it as it was run: ``memstress`` where the binary
+ran it, so that its refusal of an input reads as the binary's own error; the traces it writes still name
 torch_snapshot_to_trace, its old name.)
 
 SNAPSHOT is either
@@ -104,7 +105,6 @@ from .rmm_log import RMM_HEADER, convert_rmm, rmm_device
 from .torch_snapshot import convert_snapshot
 from .trace_builder import InputError, Summary, TraceBuilder, Written, close_output, open_output, show, write_trace
 
-PROG = "torch_snapshot_to_trace"
 EXIT_OK, EXIT_INPUT = 0, 2
 GZIP_MAGIC = b"\x1f\x8b"
 # The largest snapshot read, compressed or not, and decompressed (docs/limits.md): a gzip of 2 MB can inflate
@@ -274,9 +274,9 @@ def _counts(counter: Counter) -> str:
     return ", ".join(f"{name} {n}" for name, n in counter.most_common())
 
 
-def report(summary: Summary, source: Path, target: Path) -> Iterator[str]:
+def report(summary: Summary, source: Path, target: Path, prog: str = "python3 -m memstress.convert") -> Iterator[str]:
     total = sum(summary.written.values())
-    yield f"{PROG}: {source} ({summary.source_kind}) -> {target}: {total} lines"
+    yield f"{prog}: {source} ({summary.source_kind}) -> {target}: {total} lines"
     yield f"  by action: {_counts(summary.written) or 'none'}"
     yield f"  devices: {', '.join(sorted(summary.devices)) or 'none'}; " \
           f"streams: {', '.join(map(str, sorted(summary.streams))) or 'none'}"
@@ -300,8 +300,11 @@ def report(summary: Summary, source: Path, target: Path) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import _pyenv
+
+    prog = _pyenv.prog("memstress.convert")
     parser = argparse.ArgumentParser(
-        prog="torch_snapshot_to_trace.py",
+        prog=prog,
         description="Convert a PyTorch memory snapshot pickle (torch.cuda.memory._dump_snapshot) or an "
                     "RMM logging_resource_adaptor CSV into a memstress trace v1.")
     parser.add_argument("snapshot", type=Path, help="the snapshot pickle or RMM CSV (gzip allowed)")
@@ -313,9 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", help="device label for an RMM log (default: cuda:N from a '.devN' "
                                          "file name, else cuda:0)")
     args = parser.parse_args(argv)
-    from . import _pyenv
-
-    _pyenv.ensure(PROG, __file__, [])  # the project's .venv when there is one (stdlib only otherwise)
+    _pyenv.ensure(prog, __file__, [])  # the project's .venv when there is one (stdlib only otherwise)
     if args.device is not None and not re.fullmatch(r"[^,\s]+", args.device):
         parser.error(f"--device '{args.device}': a label has no commas or spaces (e.g. cuda:0)")
     if args.device is not None and _output.clean_text(args.device) != args.device:
@@ -327,10 +328,10 @@ def main(argv: list[str] | None = None) -> int:
                 _output.check_target(path, flag)  # before the work, not after it
         summary = convert(args.snapshot, args.output, args.device, args.facts)
     except (InputError, _output.OutputError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     if not args.quiet:
-        for line in report(summary, args.snapshot, args.output):
+        for line in report(summary, args.snapshot, args.output, prog):
             print(line, file=sys.stderr)
     return EXIT_OK
 

@@ -30,11 +30,19 @@ restored, and a smaller batch confirmed instead (predict-batch's safe batch, els
 else 90%; then 80% of the last, at most six confirmations in all).
 ``restore``: modules and optimizers whose ``state_dict()`` is copied to the CPU before the first trial
 and loaded back before every other trial and after the last, so each trial starts as a fresh process would
-(an optimizer with no state yet) and the search leaves them as they were. Without them each trial starts
-from what the last one left, which can name a batch a fresh process cannot run. It returns a
-``FoundBatch``: the batch that ran, every trial ``(batch, kind, ok, seconds, refused)`` with kind ``"record"``
-or ``"confirm"`` and ``refused`` the requests PyTorch refused during it (a trial that ran with some ran on a
-library's fallbacks, at the edge), the steps taken, the OOMs met, the seconds taken and predict-batch's JSON.
+(an optimizer with no state yet) and the search leaves them as they were (Note [A trial starts fresh]). Left
+out (None), they are found: the modules and optimizers that ``step`` reaches (what it names, its closure, a
+bound method's object, a partial's arguments, and their attributes, two levels deep). ``restore=()`` says the
+step keeps no state between steps (inference). Where none is given or found, each trial starts from what the
+one before left, the batch returned was not confirmed from a fresh start, and the search says so
+(``FoundBatch.fresh`` is False). It returns a ``FoundBatch``: the batch that ran, every trial
+``(batch, kind, ok, seconds, refused)`` with kind ``"record"`` or ``"confirm"`` and ``refused`` the requests
+PyTorch refused during it (a trial that ran with some ran on a library's fallbacks, at the edge), the steps
+taken, the OOMs met, the seconds taken, predict-batch's JSON, what each trial was put back to (``restored``:
+the type of each module and optimizer) and whether every trial started from it (``fresh``).
+
+Without torch, or without a GPU torch can use, it says so in one line and exits 3 (SystemExit), as the recorder
+does.
 
 Only PyTorch (and the standard library) is needed. Programs import it as ``memstress_torch`` (python/memstress_torch.py,
 which re-exports it with the recorder).
@@ -43,7 +51,9 @@ which re-exports it with the recorder).
 from __future__ import annotations
 
 import copy
+import functools
 import gc
+import inspect
 import json
 import os
 import shutil
@@ -52,11 +62,13 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .recorder import MAX_ENTRIES, PROG, memory_fraction, snapshot_metadata, write_pickle
+from . import _launcher
+from .recorder import MAX_ENTRIES, PROG, import_torch, memory_fraction, snapshot_metadata, write_pickle
 from .recorder_marks import ConvolutionMarks
 
 __all__ = ["FAR", "NEARER", "FoundBatch", "PredictError", "Trial", "find_max_batch", "memstress_binary",
@@ -85,6 +97,8 @@ class FoundBatch:
     seconds: float = 0.0
     prediction: dict[str, Any] | None = None  # predict-batch's JSON (the last one asked)
     steps: int = 0  # calls of step(): steps_per_trial a trial, fewer where one ran out
+    restored: list[str] = field(default_factory=list)  # the types of what each trial was put back to
+    fresh: bool = True  # every trial started as a fresh process would (Note [A trial starts fresh])
 
 
 def _stderr(message: str) -> None:
@@ -101,10 +115,78 @@ def process_limit(torch: Any, device: int) -> int:
 
 
 def memstress_binary(memstress: str | None = None) -> str:
-    found = memstress or os.environ.get("MEMSTRESS") or shutil.which("memstress")
+    """`memstress`, else $MEMSTRESS, else the binary installed with this package (the wheel's), else ``memstress``
+    on PATH."""
+    found = _launcher.find(memstress)
     if not found:
         raise PredictError(f"{PROG}: no memstress binary: pass memstress=PATH, set MEMSTRESS, or put it on PATH")
     return found
+
+
+# Note [A trial starts fresh]. A batch that runs in this process after other trials need not run in a fresh one:
+# an optimizer creates its state during its first step, after the activations were freed, and that state lands in
+# the activations' cached segments, so the second step of a fresh process fits worse than a step whose optimizer
+# state was laid out by earlier, smaller trials. Under a 12 GiB cap on an H100, without restore a BERT step's search
+# named 44 where a fresh process runs 42, and a checkpointed Llama's 19 where it runs 18; with restore=(model,
+# optimizer) 42 and 17. So every trial starts from the state saved before the first (the optimizer as it was, with
+# no state where it had none), and the confirming trial is a fresh run's first steps. The state is what the caller
+# names, else what the step reaches (_state_holders); where there is none to restore, the search cannot start a
+# trial fresh, and says that the batch it returns was not confirmed for a fresh process.
+STATE_SEARCH_DEPTH = 2
+_STATE_SEARCH_FANOUT = 64  # the items of one container or object looked at
+
+
+def _state_holders(torch: Any, step: Callable[[int], Any]) -> list[Any]:
+    """The modules and optimizers `step` reaches (Note [A trial starts fresh]): its closure and the globals it
+    names, a bound method's object, a partial's arguments, a callable object's attributes, and what those hold,
+    STATE_SEARCH_DEPTH levels down; a module held by another one found is left to it."""
+    kinds = tuple(k for k in (getattr(getattr(torch, "nn", None), "Module", None),
+                              getattr(getattr(torch, "optim", None), "Optimizer", None)) if isinstance(k, type))
+    if not kinds:
+        return []
+    found: list[Any] = []
+    seen: set[int] = set()
+    todo: list[tuple[Any, int]] = [(step, 0)]
+    while todo:
+        obj, depth = todo.pop(0)
+        if id(obj) in seen or obj is None or isinstance(obj, (types.ModuleType, type, str, bytes, int, float)):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, kinds):
+            found.append(obj)
+            continue
+        if depth > STATE_SEARCH_DEPTH:
+            continue
+        try:
+            reached = _reaches(obj)[:_STATE_SEARCH_FANOUT]
+        except Exception:  # noqa: BLE001 - an object that will not be looked into holds nothing found
+            reached = []
+        todo.extend((child, depth + 1) for child in reached)
+    module = kinds[0] if hasattr(kinds[0], "modules") else None
+    inside = {id(sub) for m in found if module and isinstance(m, module) for sub in list(m.modules())[1:]}
+    return [m for m in found if id(m) not in inside]
+
+
+def _reaches(obj: Any) -> list[Any]:
+    """What a step's search looks into next: what a function names, a method's object, a partial's arguments, a
+    container's items, an object's attributes."""
+    if isinstance(obj, functools.partial):
+        return [obj.func, *obj.args, *obj.keywords.values()]
+    if inspect.ismethod(obj):
+        return [obj.__self__, obj.__func__]
+    if inspect.isfunction(obj):
+        try:
+            names = inspect.getclosurevars(obj)
+        except (TypeError, ValueError):
+            return []
+        return [*names.nonlocals.values(), *names.globals.values()]
+    if isinstance(obj, dict):
+        return list(obj.values())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return list(obj)
+    held = list(vars(obj).values()) if hasattr(obj, "__dict__") else []
+    call = vars(type(obj)).get("__call__")  # a callable object's own code
+    return [*held, call] if inspect.isfunction(call) else held
 
 
 def _to_cpu(value: Any, tensor_type: type) -> Any:
@@ -121,7 +203,8 @@ class _Search:
     """One find_max_batch: its trial steps, the OOMs met, the recordings and the state to put back."""
 
     def __init__(self, torch: Any, step: Callable[[int], Any], device: int, capacity: int, stacks: str,
-                 restore: Iterable[Any], log: Callable[[str], None], steps_per_trial: int = 2) -> None:
+                 restore: Iterable[Any], log: Callable[[str], None], steps_per_trial: int = 2,
+                 fresh: bool = True) -> None:
         self.torch = torch
         self.step = step
         self.steps_per_trial = max(1, int(steps_per_trial))
@@ -138,6 +221,7 @@ class _Search:
         self.work = tempfile.mkdtemp(prefix="memstress-find-")
         self.marks = ConvolutionMarks(torch)
         self.saved = [(obj, _to_cpu(obj.state_dict(), torch.Tensor)) for obj in restore]
+        self.fresh = fresh  # every trial starts from the saved state, as a fresh process would
 
     def restore(self) -> None:
         self.pristine = True
@@ -224,7 +308,8 @@ def _predict(binary: str, search: _Search, a: int, b: int, max_batch: int, alloc
     if trace_device is not None:
         cmd += ["--trace-device", trace_device]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600,
+                              env=_launcher.environment())
     except (OSError, subprocess.TimeoutExpired) as e:
         raise PredictError(f"{PROG}: could not run {binary} predict-batch: {e}") from None
     if done.returncode != 0:
@@ -293,26 +378,39 @@ NEARER = 0.75
 
 
 def find_max_batch(step: Callable[[int], Any], capacity: int | None = None, *, memstress: str | None = None,
-                   start: int | None = None, max_batch: int = 1_000_000, restore: Iterable[Any] = (),
+                   start: int | None = None, max_batch: int = 1_000_000, restore: Iterable[Any] | None = None,
                    steps_per_trial: int = 2,
                    alloc_conf: str | None = None, device: Any = None, stacks: str = "python",
                    log: Callable[[str], None] = _stderr) -> FoundBatch:
     """The largest batch `step` runs with in `capacity` bytes: two recorded trials, predict-batch, one confirmation
     (the module's docstring tells the whole of it). Raises PredictError when memstress predict-batch fails."""
-    import torch  # noqa: PLC0415 - programs import this module before torch
-
+    torch = import_torch()  # one line and exit 3 without it, or without a GPU
     began = time.perf_counter()
     index = torch.cuda.current_device() if device is None else _device_index(torch, device)
     capacity = process_limit(torch, index) if capacity is None else int(capacity)
     binary = memstress_binary(memstress)
     max_batch = max(1, int(max_batch))
     trace_device = None if device is None else f"cuda:{index}"
-    search = _Search(torch, step, index, capacity, stacks, restore, log, steps_per_trial)
+    # Note [A trial starts fresh]: the state to put back, the caller's, else what the step reaches.
+    holders = list(restore) if restore is not None else _state_holders(torch, step)
+    fresh = restore is not None or bool(holders)
+    names = [type(h).__name__ for h in holders]
+    if restore is None and holders:
+        log(f"{PROG}: each trial starts from the state of {', '.join(names)}, found in the step (restore= to name "
+            "them)")
+    elif not fresh:
+        log(f"{PROG}: no model or optimizer found in the step and no restore= given: each trial starts from what "
+            "the one before left, so a fresh process may not run the batch found; pass restore=(model, optimizer)")
+    search = _Search(torch, step, index, capacity, stacks, holders, log, steps_per_trial, fresh)
     prediction: dict[str, Any] | None = None
 
     def found() -> FoundBatch:
-        return FoundBatch(search.ran, search.trials, search.ooms, round(time.perf_counter() - began, 4), prediction,
-                          search.steps)
+        result = FoundBatch(search.ran, search.trials, search.ooms, round(time.perf_counter() - began, 4),
+                            prediction, search.steps, names, fresh)
+        if not fresh and result.batch:
+            log(f"{PROG}: batch {result.batch} ran in this process after the trials before it, not from a fresh "
+                "start: not confirmed for a fresh process")
+        return result
 
     try:
         # Two recordings, b1 and 2 * b1; a b1 that does not run is halved, a 2 * b1 that does not run ends it.

@@ -57,6 +57,7 @@ from .recorder_marks import ConvolutionMarks
 __all__ = ["MAX_ENTRIES", "MIN_PAUSE", "PAUSE_PER_DUMP", "PROG", "Recorder", "main", "record", "snapshot_metadata"]
 
 PROG = "memstress_torch"
+EXIT_ENV = 3
 MAX_ENTRIES = 1_000_000
 # Note [OOMs that PyTorch survives]. PyTorch calls the out-of-memory observer at every refused request, also those
 # the program survives: cuDNN asks for a workspace, is refused and falls back to an algorithm that needs less (a
@@ -69,6 +70,27 @@ MAX_ENTRIES = 1_000_000
 # it keeps that file.
 PAUSE_PER_DUMP = 10
 MIN_PAUSE = 1.0
+
+
+def import_torch() -> Any:
+    """torch, imported when recording starts (programs import this module first). Without it, or without a GPU it
+    can use, one line on stderr naming what is missing and SystemExit(3), not a traceback: nothing can be recorded
+    then, and the line says what to install or where to run."""
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError as e:
+        _missing(f"needs PyTorch, which {sys.executable} cannot import ({e}): install torch in this environment "
+                 "(pip install torch), or run with the python that has it")
+    if not torch.cuda.is_available():
+        built = f"built with CUDA {torch.version.cuda}" if torch.version.cuda else "built without CUDA"
+        _missing(f"needs a CUDA GPU, and torch {torch.__version__} ({built}) sees none "
+                 "(torch.cuda.is_available() is False): run where the program trains")
+    return torch
+
+
+def _missing(what: str) -> None:
+    print(f"{PROG}: error: {what}", file=sys.stderr, flush=True)
+    raise SystemExit(EXIT_ENV)
 
 
 def memory_fraction(torch: Any, device: int) -> float | None:
@@ -163,7 +185,7 @@ class Recorder:
     def __init__(self, path: str, *, batch: int | None = None, stacks: str = "python",
                  max_entries: int = MAX_ENTRIES, capacity: int | None = None, torch: Any = None) -> None:
         if torch is None:
-            import torch  # noqa: PLC0415 - the recorder is imported before torch in some scripts
+            torch = import_torch()
         self.torch = torch
         self.path = os.path.abspath(path)
         self.batch = batch

@@ -2,8 +2,8 @@
 
     python3 -m memstress.validate FILE...
 
-(PYTHONPATH naming python/ of the checkout, or share/memstress/python installed; its usage still names it
-validate_results.py, its old name.)
+(PYTHONPATH naming python/ of the checkout, or share/memstress/python installed; its usage and messages name it
+so.)
 
 A FILE ending in .jsonl (or .ndjson), or whose first line is a stream's header line (as `memstress compare`
 tells them), is a JSON Lines stream, checked line by line against memstress-rows-1.schema.json: a header line
@@ -357,8 +357,11 @@ def check_stream(path: Path, line_validator, text: str) -> tuple[list[str], str]
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import _pyenv
+
+    prog = _pyenv.prog("memstress.validate")
     parser = argparse.ArgumentParser(
-        prog="validate_results.py",
+        prog=prog,
         description="Validate memstress results (.json run documents, .jsonl streams) against results/schema/.",
         epilog="exit codes: 0 valid, 1 invalid, 2 unreadable, not JSON or nested too deep, 77 jsonschema not installed",
     )
@@ -368,10 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="backslashreplace")  # a file name's stray bytes: printed escaped, no traceback
-
-    from . import _pyenv
-
-    _pyenv.ensure("validate_results.py", __file__, ["jsonschema", "referencing"], exit_if_missing=False)
+    _pyenv.ensure(prog, __file__, ["jsonschema", "referencing"], exit_if_missing=False)
     modules = import_jsonschema()
     if modules is None:
         # What needs no schema is still checked: a file that cannot be read, is not JSON or is nested too deep

@@ -5,7 +5,7 @@
     python3 scripts/lab/doctor_programs.py PROGRAM --batch N [--steps S] [--cap BYTES] [--record SNAPSHOT]
                                        [--stacks python|none] [--out RESULT.json] [--device cuda|cpu]
     python3 scripts/lab/doctor_programs.py PROGRAM --find-max memstress|lightning --cap BYTES [--memstress BIN]
-                                       [--out RESULT.json]
+                                       [--restore given|found|off] [--out RESULT.json]
     python3 scripts/lab/doctor_programs.py --list
 
 One program per run, in a process of its own (a fresh CUDA context and an empty allocator):
@@ -21,6 +21,9 @@ the CPU (no cap, no recording, no peaks: a smoke test of the program itself).
 (`memstress`: two recorded steps, predict-batch through --memstress BIN, one confirmation) or with Lightning's
 batch-size finder (`lightning`: Tuner.scale_batch_size, mode "binsearch", one step a trial, from 2), and writes
 what it took: the batch found, every trial's batch, the OOMs met, the seconds, or the error if it failed.
+--restore says what find_max_batch puts back before each trial: `given` (default) the program's model and
+optimizer (restore=), `found` what it finds in the step itself (restore left out), `off` nothing (restore=(),
+each trial from what the one before left).
 
 Exit 0 whether or not it ran out (that is a finding); 2 bad usage (an --out that exists and is not a regular
 file: python/memstress/_output.py); 3 no CUDA.
@@ -512,14 +515,16 @@ FRAGMENTATION = tuple(name for name, spec in SPECS.items() if spec.kind == "frag
 STEPS_PER_TRIAL = 2
 
 
-def find_with_memstress(torch: Any, prog: Program, cap: int | None, memstress: str | None) -> dict[str, Any]:
+def find_with_memstress(torch: Any, prog: Program, cap: int | None, memstress: str | None,
+                        restore: str = "given") -> dict[str, Any]:
     import memstress_torch
 
-    found = memstress_torch.find_max_batch(prog.probe, capacity=cap, memstress=memstress, restore=prog.modules,
+    kept = {"given": prog.modules, "found": None, "off": ()}[restore]
+    found = memstress_torch.find_max_batch(prog.probe, capacity=cap, memstress=memstress, restore=kept,
                                            steps_per_trial=STEPS_PER_TRIAL)
     keys = ("safe_batch", "range", "sure", "record_at", "estimate")
     return {"batch": found.batch, "trials": [list(t) for t in found.trials], "trial_count": len(found.trials),
-            "trial_steps": found.steps,
+            "restore": restore, "restored": found.restored, "fresh": found.fresh, "trial_steps": found.steps,
             "ooms": found.ooms, "seconds": found.seconds,
             "prediction": {k: found.prediction.get(k) for k in keys if k in found.prediction} if found.prediction
             else None}
@@ -600,7 +605,7 @@ def find_max(args: argparse.Namespace, torch: Any, prog: Program) -> dict[str, A
         return result
     try:
         if args.find_max == "memstress":
-            result.update(find_with_memstress(torch, prog, args.cap, args.memstress))
+            result.update(find_with_memstress(torch, prog, args.cap, args.memstress, args.restore))
         else:
             result.update(find_with_lightning(torch, prog, args.device))
     except Exception as e:  # noqa: BLE001 - a search that fails is a finding, reported
@@ -621,6 +626,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--find-max", choices=("memstress", "lightning"), help="find the largest batch in-process")
     parser.add_argument("--memstress", help="the memstress binary, for --find-max memstress")
+    parser.add_argument("--restore", default="given", choices=("given", "found", "off"),
+                        help="what find_max_batch puts back before each trial (--find-max memstress)")
     parser.add_argument("--list", action="store_true", help="print the programs (JSON) and exit")
     args = parser.parse_args(argv)
     if args.list:

@@ -120,7 +120,7 @@ class Installed(unittest.TestCase):
         done = self.memstress("replay", "run.snapshot.pickle", "--device", "sim:8G")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("replay: run.snapshot.pickle", done.stdout)
-        self.assertIn("torch_snapshot_to_trace: run.snapshot.pickle (PyTorch memory snapshot)", done.stderr)
+        self.assertIn("memstress: run.snapshot.pickle (PyTorch memory snapshot)", done.stderr)
         (self.cwd / "evil.pickle").write_bytes(snapshot_fixtures.malicious_pickle("touch pwned"))
         refused = self.memstress("replay", "evil.pickle", "--device", "sim:8G")
         self.assertEqual(refused.returncode, 2, refused.stderr)

@@ -287,7 +287,7 @@ class ReportInput(TempDir):
         for name, (path, words) in self.bad_json_inputs().items():
             with self.subTest(name):
                 done = run(REPORT, COMPARE_DATA / "base.json", path, "-o", self.dir / "r.html")
-                self.assert_refused(done, f"scripts/report: {path}: ", words)
+                self.assert_refused(done, f"python3 -m memstress.report: {path}: ", words)
         self.assertFalse((self.dir / "r.html").exists())
 
     def test_fields_of_the_wrong_type_name_the_file_they_are_in(self) -> None:
@@ -332,7 +332,7 @@ class ReportInput(TempDir):
                     self.assertIn("3 rows", page)
                 else:
                     self.assertIn(note, page)
-                    self.assertIn(f"scripts/report: note: {self.dir / name}: ", done.stderr)
+                    self.assertIn(f"python3 -m memstress.report: note: {self.dir / name}: ", done.stderr)
                     self.assertIn("status running (did not finish)", page)
 
     def test_a_broken_stream_names_the_line(self) -> None:

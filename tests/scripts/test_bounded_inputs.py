@@ -151,7 +151,7 @@ class SnapshotExpansion(TempDir):
         source = self.write("bomb.pickle", trace_bomb(10_000))
         done, took = run("memstress.convert", source, "-o", self.dir / "t.trace.csv.gz", "--facts",
                          self.dir / "f.json", python=sys.executable)
-        self.assert_refused(done, f"torch_snapshot_to_trace: error: {source}: reaches 100,000,000 trace entries",
+        self.assert_refused(done, f"python3 -m memstress.convert: error: {source}: reaches 100,000,000 trace entries",
                             "docs/limits.md")
         self.assertLess(took, 10)  # a python's start included; the refusal itself is milliseconds
         self.assertEqual(sorted(p.name for p in self.dir.iterdir()), ["bomb.pickle"])
@@ -342,7 +342,7 @@ class ReportReads(ResultsFiles):
 
         def refused(path: Path, words: str) -> None:
             done, took = run("memstress.report", COMPARE_DATA / "base.json", path, "-o", out)
-            self.assert_refused(done, f"scripts/report: {path}: ", words)
+            self.assert_refused(done, f"python3 -m memstress.report: {path}: ", words)
             self.assertLess(took, PROMPT_S)
             self.assertFalse(out.exists())
 

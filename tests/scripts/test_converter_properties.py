@@ -933,10 +933,10 @@ class CommandLine(PropertyTest):
         self.assertIn(code, (0, 2), stderr)
         if code == 2:
             self.assertEqual(len(stderr.splitlines()), 1, stderr)
-            self.assertTrue(stderr.startswith(f"torch_snapshot_to_trace: error: {source}"), stderr)
+            self.assertTrue(stderr.startswith(f"python3 -m memstress.convert: error: {source}"), stderr)
             self.assertFalse(target.exists())
         else:
-            self.assertTrue(stderr.startswith(f"torch_snapshot_to_trace: {source} ("), stderr)
+            self.assertTrue(stderr.startswith(f"python3 -m memstress.convert: {source} ("), stderr)
             parse_trace(target.read_text(encoding="utf-8"), target.name)
 
 

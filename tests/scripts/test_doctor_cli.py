@@ -8,6 +8,7 @@ against a stand-in for torch (the real one is exercised on a GPU by scripts/lab/
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
@@ -116,6 +117,68 @@ class Doctor(unittest.TestCase):
         self.assertIn("-> Lower the batch", out)
         self.assertNotIn("Fragmentation", out)
         self.assertNotIn("Recommended", out)
+
+    def test_an_inferred_limit_reads_as_a_size_and_asks_for_the_real_cap(self) -> None:
+        out = self.run_ms("doctor", "capped.pickle").stdout
+        doc = json.loads(self.run_ms("doctor", "capped.pickle", "--format", "json").stdout)
+        limit = doc["oom"]["limit"]
+        self.assertEqual(limit["source"], "inferred")
+        self.assertNotIn(str(limit["bytes"]), out)  # never in bytes
+        self.assertIn(f"(--capacity {limit['bytes'] >> 20}M); where you know the cap it ran under, give that "
+                      "instead: --capacity CAP.", out)
+        self.assertIn(f"--capacity {limit['bytes'] >> 20}M\n", out)  # the command it suggests
+        # A program that ran out never reached its peak: what it needed at least, not a peak under the cap.
+        needed = out.split("== What it needed")[1].split("\n== ")[0]
+        self.assertIn("-> It ran out of memory, and the recording stops there", needed)
+        self.assertIn("it needed at least 1.06 GiB, the 64.00 MiB allocated when it ran out and the 1024.00 MiB it "
+                      "asked for, more than the 106.00 MiB it could use", needed)
+        self.assertNotIn("At its peak it needed", out)
+
+    def test_with_two_batch_runs_an_inferred_limit_gives_the_batch_at_both_ends_of_its_range(self) -> None:
+        runs = ["--batch-runs", "b4.pickle,b8.pickle", "--batch", "4,8"]
+        doc = json.loads(self.run_ms("doctor", "capped.pickle", *runs, "--format", "json").stdout)
+        limit, advice = doc["oom"]["limit"], doc["batch_advice"]
+        top = advice["at_the_limits_top"]
+        self.assertEqual(top["limit"], limit["upper"] - 1)
+        self.assertGreaterEqual(top["safe_batch"], advice["safe_batch"])
+        self.assertGreaterEqual(top["estimate"], advice["estimate"])
+        self.assertGreater(top["estimate"], advice["estimate"])  # 1.09 GiB holds more samples than 106 MiB
+        out = self.run_ms("doctor", "capped.pickle", *runs).stdout
+        self.assertIn(f"-> Lower the batch to {advice['safe_batch']}: the largest batch sure to fit 106.00 MiB, the "
+                      "least the inferred limit can be", out)
+        self.assertIn(f"the range is {top['safe_batch']}..{top['estimate']}. Give the cap it ran under with "
+                      "--capacity for one answer.", out)
+        # A cap given is one limit: one answer.
+        given = json.loads(self.run_ms("doctor", "capped.pickle", *runs, "--capacity", "200M", "--format",
+                                       "json").stdout)
+        self.assertNotIn("at_the_limits_top", given["batch_advice"])
+
+    def test_the_json_says_the_recommendation_and_every_sentence_of_the_text(self) -> None:
+        for snapshot, setting in (("capped.pickle", None), ("fixed.pickle", "any")):
+            with self.subTest(snapshot):
+                doc = json.loads(self.run_ms("doctor", snapshot, "--format", "json").stdout)
+                out = self.run_ms("doctor", snapshot).stdout
+                said = doc["recommendation"]
+                self.assertIn(f"-> {said['sentence']}\n", out)
+                if setting is None:
+                    self.assertIsNone(said["setting"])
+                    self.assertTrue(said["sentence"].startswith("No setting is recommended"))
+                arrows = [line[3:] for line in out.splitlines() if line.startswith("-> ")]
+                self.assertEqual([a["text"].split("\n")[0] for a in doc["advice"]], arrows)
+                self.assertEqual(doc["recording_stops_at_the_oom"], doc["oom"] is not None)
+        doc = json.loads(self.run_ms("doctor", "capped.pickle", "--format", "json").stdout)
+        self.assertIn({"section": "The OOM", "text": next(a["text"] for a in doc["advice"]
+                                                          if a["text"].startswith("Exhaustion"))}, doc["advice"])
+        # A sentence that gives a command carries it, as the text prints it on the line below.
+        doc = json.loads(self.run_ms("doctor", "b32-oom.pickle", "--capacity", "280M", "--format", "json").stdout)
+        lower = next(a["text"] for a in doc["advice"] if a["text"].startswith("Lower the batch"))
+        self.assertIn("\nmemstress predict-batch b32-oom.pickle SMALLER.pickle --batch 32,16 --capacity 280M", lower)
+
+    def test_capacities_above_the_oom_fit_only_to_the_oom(self) -> None:
+        out = self.run_ms("doctor", "capped.pickle", "--capacity", "120M,8G").stdout
+        self.assertIn("fits to the OOM", out)
+        self.assertIn('(The recording stops at the OOM: "fits to the OOM" says that what was recorded', out)
+        self.assertNotIn("fits to the OOM", self.run_ms("doctor", "fixed.pickle", "--capacity", "8G").stdout)
 
     def test_with_two_batch_runs_the_exhaustion_says_what_grows_with_the_batch(self) -> None:
         # 64 MiB of weights, 6 MiB of activations a sample (Note [What grows with the batch], doctor.cpp): at
@@ -243,6 +306,35 @@ class Doctor(unittest.TestCase):
         for heading in ("What it needed", "Who holds the memory at the peak", "Settings", "Growth"):
             self.assertIn(heading, page)
         self.assertIn("<img", page)
+        # The text's own sentences, the snapshot's name, never the temporary file the report was given.
+        out = self.run_ms("doctor", "leak.pickle").stdout
+        for line in out.splitlines():
+            if line.startswith("-> "):
+                self.assertIn("-&gt; " + html.escape(line[3:]), page)
+        self.assertIn("<li>leak.pickle (doctor)</li>", page)
+        self.assertNotIn("doctor.json", page)
+        self.assertIn("memstress doctor: wrote doctor.html", done.stderr)
+
+    def test_the_answer_says_when_the_gpus_multiprocessors_are_not_known(self) -> None:
+        args = ["predict-batch", "b4.pickle", "b8.pickle", "--batch", "4,8", "--capacity", "1G"]
+        line = next(x for x in self.run_ms(*args).stdout.splitlines() if x.startswith("-> The largest batch"))
+        self.assertIn("the snapshots do not say how many multiprocessors the GPU has", line)
+        self.assertIn("give --multiprocessors N", line)
+        given = self.run_ms(*args, "--multiprocessors", "132").stdout
+        self.assertNotIn("--multiprocessors N", given)
+
+    def test_a_file_the_converter_refuses_is_one_line_of_memstress(self) -> None:
+        (self.tmp / "garbage.pickle").write_bytes(b"\x80\x04garbage")
+        done = self.run_ms("doctor", "garbage.pickle")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertEqual(len(done.stderr.splitlines()), 1, done.stderr)
+        self.assertTrue(done.stderr.startswith("memstress: error: garbage.pickle: not a PyTorch memory snapshot"),
+                        done.stderr)
+
+    def test_the_report_names_itself_as_it_was_run(self) -> None:
+        done = self.run_ms("report", "-h")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertTrue(done.stdout.startswith("usage: memstress report"), done.stdout)
 
     def test_predict_batch_from_two_batch_sizes(self) -> None:
         done = self.run_ms("predict-batch", "b4.pickle", "b8.pickle", "--batch", "4,8", "--capacity", "1G")

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import pickle
+import subprocess
 import sys
 import tempfile
 import types
@@ -61,6 +62,21 @@ class FakeModel:
         self.zero_grads += 1
 
 
+class FakeModule(FakeModel):
+    """torch.nn.Module's stand-in: a model the search finds in the step; modules() lists it and what it holds."""
+
+    def __init__(self, *children: FakeModule) -> None:
+        super().__init__()
+        self.children = children
+
+    def modules(self) -> list[FakeModule]:
+        return [self, *(m for c in self.children for m in c.modules())]
+
+
+class FakeOptimizer(FakeModel):
+    """torch.optim.Optimizer's stand-in: state that every step changes, as the model's weight."""
+
+
 class FakeTorch(types.ModuleType):
     """Just enough of torch: a device of `total` bytes, `free` of them free, PyTorch holding `reserved`; a step
     at batch n runs out of memory when n > `fits`. Records whether the history is on during each step."""
@@ -81,8 +97,11 @@ class FakeTorch(types.ModuleType):
         self.steps: list[tuple[int, bool]] = []  # (batch, history on)
         self.weights: list[float] = []  # the model's weight as each step began
         self.empty_caches = 0
+        self.version = types.SimpleNamespace(cuda="13.0")
+        self.nn = types.SimpleNamespace(Module=FakeModule)
+        self.optim = types.SimpleNamespace(Optimizer=FakeOptimizer)
         self.cuda = types.SimpleNamespace(
-            OutOfMemoryError=FakeOOM,
+            OutOfMemoryError=FakeOOM, is_available=lambda: True,
             memory=types.SimpleNamespace(_record_memory_history=self._history, _snapshot=self._snapshot),
             current_device=lambda: 0, mem_get_info=lambda d=0: (self.free, self.total),
             memory_reserved=lambda d=0: self.reserved, get_device_name=lambda d=0: name,
@@ -391,6 +410,73 @@ class FindMaxBatch(unittest.TestCase):
         with mock.patch.dict(os.environ, {"MEMSTRESS": str(self.binary)}):
             found, _ = self.find(FakeTorch(), FakeModel(), memstress=None)
         self.assertEqual(found.batch, 10)
+
+
+    def test_left_out_restore_is_found_in_the_step_and_every_trial_starts_from_it(self) -> None:
+        torch, inner = FakeTorch(fits=700), FakeModule()
+        model, optimizer = FakeModule(inner), FakeOptimizer()
+        run = torch.step(model)
+
+        def train_step(n: int) -> None:  # names the model through `run`, the optimizer itself
+            run(n)
+            optimizer.weight.value += 1
+
+        self.answers({"safe_batch": 640, "range": {"low": 600, "high": 700}, "sure": True})
+        lines: list[str] = []
+        with mock.patch.dict(sys.modules, {"torch": torch}), mock.patch.object(tempfile, "tempdir", str(self.tmp)):
+            found = mt.find_max_batch(train_step, memstress=str(self.binary), start=200, log=lines.append)
+        self.assertEqual(found.batch, 640)
+        self.assertEqual(sorted(found.restored), ["FakeModule", "FakeOptimizer"])  # not the module inside
+        self.assertTrue(found.fresh)
+        self.assertEqual(torch.weights, [1.0, 2.0] * 3)  # each trial from the state as it was found
+        self.assertEqual((model.weight.value, optimizer.weight.value), (1.0, 1.0))  # and left so
+        self.assertIn("each trial starts from the state of", lines[0])
+
+    def test_with_nothing_to_restore_the_batch_is_said_to_be_unconfirmed_for_a_fresh_process(self) -> None:
+        torch = FakeTorch(fits=700)
+        weights = {"w": 1.0}
+
+        def step(n: int) -> None:  # state the search cannot see: a plain dict
+            torch.steps.append((n, torch.history_on))
+            weights["w"] += 1
+            if n > torch.fits:
+                raise FakeOOM("out of memory")
+
+        self.answers({"safe_batch": 640, "range": {"low": 600, "high": 700}, "sure": True})
+        lines: list[str] = []
+        with mock.patch.dict(sys.modules, {"torch": torch}), mock.patch.object(tempfile, "tempdir", str(self.tmp)):
+            found = mt.find_max_batch(step, memstress=str(self.binary), start=200, log=lines.append)
+        self.assertEqual(found.batch, 640)
+        self.assertFalse(found.fresh)
+        self.assertEqual(found.restored, [])
+        self.assertIn("no model or optimizer found in the step and no restore= given", lines[0])
+        self.assertIn("batch 640 ran in this process after the trials before it, not from a fresh start: not "
+                      "confirmed for a fresh process", lines[-1])
+        # restore=() says there is no state to keep: fresh, and nothing said.
+        self.answers({"safe_batch": 640, "range": {"low": 600, "high": 700}, "sure": True})
+        lines.clear()
+        with mock.patch.dict(sys.modules, {"torch": torch}), mock.patch.object(tempfile, "tempdir", str(self.tmp)):
+            found = mt.find_max_batch(step, memstress=str(self.binary), start=200, restore=(), log=lines.append)
+        self.assertTrue(found.fresh)
+        self.assertFalse(any("fresh" in line for line in lines))
+
+    def test_without_torch_or_a_gpu_it_says_so_in_one_line(self) -> None:
+        python = str(HERE.parents[1] / "python")
+        for code, said in (
+                ("import sys; sys.modules['torch'] = None\nimport memstress_torch\n"
+                 "memstress_torch.find_max_batch(print)", "needs PyTorch"),
+                ("import sys; sys.modules['torch'] = None\nimport memstress_torch\nmemstress_torch.record('r.pickle')",
+                 "needs PyTorch"),
+                ("import sys, types; t = types.ModuleType('torch'); t.__version__ = '2.11.0+cpu'\n"
+                 "t.version = types.SimpleNamespace(cuda=None); t.cuda = types.SimpleNamespace(is_available=lambda: "
+                 "False)\nsys.modules['torch'] = t\nimport memstress_torch\nmemstress_torch.record('r.pickle')",
+                 "needs a CUDA GPU, and torch 2.11.0+cpu (built without CUDA) sees none")):
+            with self.subTest(said):
+                done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                                      cwd=self.tmp, env={**os.environ, "PYTHONPATH": python})
+                self.assertEqual(done.returncode, 3, done.stderr)
+                self.assertEqual(len(done.stderr.splitlines()), 1, done.stderr)
+                self.assertTrue(done.stderr.startswith(f"memstress_torch: error: {said}"), done.stderr)
 
 
 class Metadata(unittest.TestCase):

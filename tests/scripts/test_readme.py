@@ -173,6 +173,8 @@ NOT_RUN = {
     "one node with a profile of the simulated device, and reads the node's verdict in summary.txt",
     "srun -n 2 --mpi=pmix memstress run alloc-smoke -d sim:8G": "needs a Slurm: slurm.cluster runs it (with its "
     "cases, repetitions and --out named) on the one it starts, and compares it with the mpirun job",
+    "cmake --preset nocuda && cmake --build --preset nocuda": "minutes of building; CTest's wheel.install builds the "
+    "same configuration through pip wheel (tests/wheel/test_wheel.py) and checks what it made",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\||BASE NEW|TRACE |RESULTS")
 # `memstress db` is built only where SQLite and libcrypto were found (cmake/FleetStore.cmake); elsewhere its

@@ -330,7 +330,7 @@ class Acceptance(unittest.TestCase):
                     path.write_text(text)
                     result = run(str(H100 / "accept-h100-580.159.04.xml"), str(path), "-o", str(Path(tmp) / "r.html"))
                     self.assertEqual(result.returncode, 2, result.stderr)
-                    self.assertTrue(result.stderr.startswith(f"scripts/report: {path}: "), result.stderr)
+                    self.assertTrue(result.stderr.startswith(f"python3 -m memstress.report: {path}: "), result.stderr)
                     self.assertIn(words, result.stderr)
                     self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
             self.assertFalse((Path(tmp) / "r.html").exists())

@@ -1,8 +1,9 @@
-"""scripts/report RESULTS... -o report.html: one self-contained HTML page with plots of memstress results.
+"""python3 -m memstress.report RESULTS... -o report.html: one self-contained HTML page with plots of memstress
+results.
 
 Run as ``python3 -m memstress.report`` (PYTHONPATH naming python/ of the checkout, or share/memstress/python
-installed), or as ``memstress report``, which runs it so; it still names itself scripts/report, its old place,
-in its usage and messages.
+installed), or as ``memstress report``, which runs it so; it names itself as it was run in its usage and
+messages (``memstress report: wrote ...``).
 
 Reads memstress run documents (`memstress.run/1`, the `.json` a run writes with --out, or the `.jsonl` its rows
 stream to as they finish: a run that did not finish is drawn from the rows it wrote, and the page says so),
@@ -166,6 +167,8 @@ def build(inputs: list[tuple[str, str, Any]]) -> str:
     files = ""
     for n, k, d in inputs:
         state = run_state(d) if k == "run" else ""
+        if k == "doctor":  # what it diagnosed, not the file of its answers (memstress doctor's is temporary)
+            n = _output.clean_text(str((d.get("input") or {}).get("path") or n))
         files += f"<li>{html.escape(n)} ({k}{', stream' if STREAM_NOTE in d else ''})"
         files += f"<p class='unfinished'>{html.escape(n)}: {html.escape(state)}.</p></li>" if state else "</li>"
     body = "".join(draw(section, [(n, d) for n, k, d in inputs if k == kind]) for kind, section in sections)
@@ -189,15 +192,16 @@ def once(paths: list[Path]) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/report", description=__doc__.splitlines()[0])
+    from .. import _pyenv
+
+    prog = _pyenv.prog("memstress.report")
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("results", nargs="+", type=Path,
                         help="memstress, compare, replay, doctor, devices or Google Benchmark JSON; accept's JUnit XML")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
     args = parser.parse_args(argv)
-    from .. import _pyenv
-
     # exits 3 without matplotlib; without the optional ones, no schema check
-    _pyenv.ensure("scripts/report", __file__, ["matplotlib"], ["jsonschema", "referencing"])
+    _pyenv.ensure(prog, __file__, ["matplotlib"], ["jsonschema", "referencing"])
     import matplotlib
 
     matplotlib.use("Agg")
@@ -208,11 +212,11 @@ def main(argv: list[str]) -> int:
         _output.write_text(args.output, "-o", page)
         for name, kind, doc in inputs:
             if kind == "run" and run_state(doc):
-                print(f"scripts/report: note: {name}: {run_state(doc)}", file=sys.stderr)
+                print(f"{prog}: note: {name}: {run_state(doc)}", file=sys.stderr)
     except (BadInput, _output.OutputError) as e:
-        print(f"scripts/report: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(f"scripts/report: wrote {args.output} ({len(page) // 1024} KiB) from {len(inputs)} file(s)", file=sys.stderr)
+    print(f"{prog}: wrote {args.output} ({len(page) // 1024} KiB) from {len(inputs)} file(s)", file=sys.stderr)
     return 0
 
 

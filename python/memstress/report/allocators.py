@@ -13,8 +13,8 @@ Inputs are the documents that run writes: one `memstress replay --device cuda --
   each column.
 
 The report draws the same tables as its "Allocator table" section; run as a program, it writes
-OUTDIR/allocators.md and OUTDIR/allocators.json from the documents in OUTDIR (its messages name it
-report_allocators.py, its old name):
+OUTDIR/allocators.md and OUTDIR/allocators.json from the documents in OUTDIR (its messages name it as it was
+run):
 
     PYTHONPATH=python python3 -m memstress.report.allocators results/h100/allocators-580.159.04
 """
@@ -284,7 +284,11 @@ def section_allocators_documents(docs: list[tuple[str, dict]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="report_allocators.py", description=__doc__.split("\n\n")[0])
+    from .. import _pyenv
+
+    prog = _pyenv.prog("memstress.report.allocators")
+    parser = argparse.ArgumentParser(prog=prog,
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("outdir", type=Path, help="the folder scripts/lab/gpu-allocators wrote")
     args = parser.parse_args(argv)
     replays, benches = [], []
@@ -294,14 +298,14 @@ def main(argv: list[str]) -> int:
         try:
             doc = _json.loads(_json.read_text(path))  # a document committed xz-compressed too
         except (OSError, ValueError) as e:
-            print(f"report_allocators.py: {path}: not JSON: {e}", file=sys.stderr)
+            print(f"{prog}: {path}: not JSON: {e}", file=sys.stderr)
             return 2
         if str(doc.get("schema", "")).startswith("memstress.replay/"):
             replays.append(doc)
         elif "benchmarks" in doc and "context" in doc:
             benches.append(doc)
     if not replays and not benches:
-        print(f"report_allocators.py: {args.outdir}: no replay or benchmark documents", file=sys.stderr)
+        print(f"{prog}: {args.outdir}: no replay or benchmark documents", file=sys.stderr)
         return 2
     data = build(replays, benches)
     (args.outdir / "allocators.json").write_text(json.dumps(data, indent=1) + "\n")

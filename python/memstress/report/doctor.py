@@ -1,10 +1,11 @@
 """The report's section for `memstress doctor` documents (memstress.doctor/1): what `memstress doctor
 --format html` draws. Imported by the report's __main__.py, which owns the page and its errors.
 
-For each document: the figures of what the program needed; reserved and allocated bytes over time
-(the replay under the program's own setting) with the peak and the OOM marked; the sites holding the
-memory at the peak as one stacked bar; the OOM's verdict; the settings table at each capacity; the
-floors between steps with their fitted line and the sites that grow.
+For each document, named by the snapshot it diagnosed: the figures of what the program needed; reserved and
+allocated bytes over time (the replay under the program's own setting) with the peak and the OOM marked; the
+sites holding the memory at the peak as one stacked bar; the OOM's verdict; the settings table at each capacity;
+the floors between steps with their fitted line and the sites that grow. Each part ends with the text's own
+"->" sentences (the document's "advice"), so that the page says what `memstress doctor` says, in its words.
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ def table(head: list[str], rows: list[list[str]]) -> str:
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><tr>{th}</tr>{body}</table>"
+
+
+def advice(doc: dict, section: str) -> str:
+    """The text's "->" sentences of the section whose heading starts with `section`."""
+    said = [a["text"] for a in doc.get("advice") or [] if str(a.get("section", "")).startswith(section)]
+    return "".join("<p class='advice'>-&gt; " + html.escape(text).replace("\n", "<br>") + "</p>" for text in said)
 
 
 def conf_name(row: dict) -> str:
@@ -120,8 +127,9 @@ def section_doctor(doctors: list[tuple[str, dict]], figure_html: Callable[[Any, 
             ["external fragmentation at the peak", "-" if needed.get("external_fragmentation_at_peak") is None
              else f"{needed['external_fragmentation_at_peak']:.3f}"],
             ["the peak", f"event {needed['peak_event']} of {needed['events']}"],
-        ]) + _timeline(doc, figure_html)
-        out += "<h3>Who holds the memory at the peak</h3>" + _sites_bar(doc, figure_html)
+        ]) + advice(doc, "What it needed") + _timeline(doc, figure_html)
+        out += ("<h3>Who holds the memory at the peak</h3>" + _sites_bar(doc, figure_html)
+                + advice(doc, "Who holds the memory"))
         oom = doc.get("oom")
         if oom:
             cause = {"not_reproduced": "not reproduced (the replay under the setting it ran with grants it)"}.get(
@@ -137,24 +145,33 @@ def section_doctor(doctors: list[tuple[str, dict]], figure_html: Callable[[Any, 
                 ["largest free block", "-" if oom.get("largest_free_block") is None else human(oom["largest_free_block"])],
                 ["cause", cause], ["setting that avoids it", conf_name(named) if named else "none"],
                 ["settings that grant it", "; ".join(granted[:6]) or "none"],
-            ])
+            ]) + advice(doc, "The OOM")
+        elif advice(doc, "The OOM"):  # none, or only refusals it went on after: said so
+            out += "<h3>The OOM</h3>" + advice(doc, "The OOM")
         settings = doc.get("settings") or {}
         caps = doc.get("capacities") or []
         rows = []
+        fits = "fits to the OOM" if oom else "fits"  # a recording that ends in an OOM fits only as far as it goes
         for i, row in enumerate(settings.get("rows") or []):
-            verdicts = ["fits" if v["fits"] else f"OOM at event {v['oom']['event']}" if v.get("oom") else "OOM"
+            verdicts = [fits if v["fits"] else f"OOM at event {v['oom']['event']}" if v.get("oom") else "OOM"
                         for v in row.get("capacities") or []]
             mark = " (ran with)" if settings.get("recorded") == i else ""
             mark += " (recommended)" if settings.get("recommended") == i else ""
             rows.append([str(i + 1), conf_name(row) + mark, human(row["peak_reserved"]), f"{row['utilization']:.3f}",
                          *verdicts])
         out += "<h3>Settings</h3>" + table(["rank", "PYTORCH_CUDA_ALLOC_CONF", "peak reserved", "utilization",
-                                             *[f"at {human(c)}" for c in caps]], rows)
+                                             *[f"at {human(c)}" for c in caps]], rows) + advice(doc, "Settings")
+        out += advice(doc, "Other allocators")
         growth = doc.get("growth") or {}
         fit = growth.get("fit") or {}
         verdict = "memory grows step after step" if growth.get("grows", fit.get("growing")) else "no growth"
         steps = growth.get("steps", "steps")  # Note [Steps are what repeats], harness/doctor/growth.hpp
-        if steps == "no_repeat":
+        if "advice" in doc:  # the text's own sentences
+            every = f", a step every {growth['step_requests']} requests" if growth.get("step_requests") else ""
+            floors = f"<p>{len(growth.get('floors') or [])} floors between steps{every}.</p>" if growth.get("judged") \
+                else ""
+            out += "<h3>Growth</h3>" + floors + advice(doc, "Growth")
+        elif steps == "no_repeat":
             out += ("<h3>Growth</h3><p>Not judged: no loop of five or more alike steps covers half the "
                     "recording.</p>")
         elif steps == "keeps_much" and not growth.get("judged", False):
