@@ -100,7 +100,7 @@ TEST_P(DbSummary, AreEachGpusNewestRunsWhateverTheOrderAndTheBatches) {
 TEST_P(DbSummary, ARunsStreamAndItsDocumentCountOnce) {
   const std::filesystem::path base = std::filesystem::path(MEMSTRESS_SOURCE_DIR) / "results/h100/compare";
   Store store(open_database(fresh("fleet"), OpenMode::create));
-  for (const char* name : {"base-h100-580.159.04.jsonl", "base-h100-580.159.04.json"}) {
+  for (const char* name : {"base-h100-580.159.04.jsonl.xz", "base-h100-580.159.04.json.xz"}) {
     ASSERT_TRUE(ingest_file(store, base / name).outcome) << name;
   }
   const std::string kept = summaries(store);
