@@ -75,7 +75,7 @@ CPU = {
     "memstress db outliers --db fleet.sqlite": 1,
     "memstress db train --db fleet.sqlite --profile h100 --write h100-fleet.yaml": 0,
     "memstress accept --profile h100-fleet.yaml --from tests/data/fleet/node04.json": 1,
-    "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite": 2,  # skips what is not results
+    "memstress db ingest results --db results.sqlite": 2,  # the folder's files that are not results skipped
     "memstress db outliers --db results.sqlite --metric GB/s": 1,
     "memstress db ingest tests/data/fleet/node0*.json tests/data/fleet/driver-570/node0*.json --db drivers.sqlite": 0,
     "memstress db history --db drivers.sqlite --gpu GPU-00000000-0000-0000-0000-000000000004 --metric GB/s": 0,
@@ -137,8 +137,18 @@ NOT_RUN = {
     "/var/lib/node_exporter/textfile/memstress.prom.tmp /var/lib/node_exporter/textfile/memstress.prom":
     "a node's scheduled job writing into node_exporter's directory; tests/cli/openmetrics_check.py runs "
     "`memstress run --format openmetrics` and reads it with Prometheus's parsers",
-    "memstress db ingest results/*.json --db postgresql://memstress@db.example.org/fleet":
+    "memstress db ingest results --db postgresql://memstress@db.example.org/fleet":
     "an illustration of the URL; CTest runs every db command on a PostgreSQL server it starts (tests/db)",
+    "memstress db export --db postgresql://memstress@db.example.org/fleet --format openmetrics --host \"$(hostname)\" "
+    "--out /var/lib/node_exporter/textfile/memstress.prom": "a node's scheduled export into node_exporter's directory "
+    "from a shared store; CTest's fleet tests export one host's series (scripts/dev/fleet-bench times --host)",
+    "memstress db prune --db fleet.sqlite --before 2026-09-01": "retention of a store with months of runs; "
+    "cli.store_safety's PruneRefusals prunes by date, by runs kept and everything (with --all) on a store of two weeks",
+    "memstress db prune --db fleet.sqlite --keep-runs 60": "as above: cli.store_safety prunes --keep-runs",
+    "memstress db prune --db fleet.sqlite --before 2026-11-01 --samples-only": "as above, keeping the statistics; "
+    "the store's summary tests (unit.db.*DbSummary*) check what a prune of samples keeps",
+    "memstress db ingest /data/memstress/2026-11 --db fleet.sqlite": "an illustration of a site's folder of a month's "
+    "results; `memstress db ingest results` above runs a folder, and cli.store_* ingest folders and stdin lists",
     "scripts/dev/fleet-bench": "the benchmark at scale: 10,000 files, minutes of work; its record is results/fleet/",
     "PYTHONPATH=$(memstress --python-path) python3 train.py": "the user's own PyTorch program; the recorder's "
     "import through --python-path is tested by install.Installed",
@@ -398,7 +408,7 @@ class RunOnTheCpu(unittest.TestCase):
             with self.subTest(command=command):
                 self.assertEqual(self.run_command(command).stdout, shown_output(command))
         for store, ingest in (("fleet", "memstress db ingest tests/data/fleet/node0*.json --db fleet.sqlite"),
-                              ("results", "memstress db ingest $(find -L results -name '*.json*') --db results.sqlite")):
+                              ("results", "memstress db ingest results --db results.sqlite")):
             with self.subTest(store=store):
                 if not build_has_db():
                     self.skipTest(NO_DB)
