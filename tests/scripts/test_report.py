@@ -401,7 +401,7 @@ class EveryRow(unittest.TestCase):
             doc["rows"][0]["headline"] = "alloc_p99"
 
         with tempfile.TemporaryDirectory() as tmp:
-            doc = small_run(tmp, H100 / "default-h100-580.159.04.json", lambda r: r["workload"] == "sizes", name_it)
+            doc = small_run(tmp, H100 / "default-h100-580.159.04.json.xz", lambda r: r["workload"] == "sizes", name_it)
             found = section_of(render(tmp, doc), "Every row")
         self.assertIn("<td>pass</td><td>alloc_p99: ", found)
 
