@@ -39,16 +39,19 @@ class Temp(unittest.TestCase):
         return db
 
 
+def some_results() -> list[Path]:
+    """Records of several machines with their streams, and files that are not results (the schemas among them):
+    not all of results/, which under the sanitizers took longer than a test may."""
+    folders = ("h100", "h200", "h200x4", "schema", "fleet", "cpu")
+    return sorted(p for folder in folders for p in (ROOT / "results" / folder).glob("*")
+                  if p.name.endswith((".json", ".jsonl", ".json.xz", ".jsonl.xz")) and p.is_file())
+
+
 class IngestSummary(Temp):
     """Without -v, ingest prints its totals and names the first three files it skipped; -v names every file."""
 
     def files(self) -> list[Path]:
-        # Records of several machines with their streams, and files that are not results (the schemas among
-        # them): not all of results/, which under the sanitizers took longer than the test may.
-        folders = ("h100", "h200", "h200x4", "schema", "fleet", "cpu")
-        results = sorted(p for folder in folders for p in (ROOT / "results" / folder).glob("*")
-                         if p.name.endswith((".json", ".jsonl", ".json.xz", ".jsonl.xz")) and p.is_file())
-        return NODES + results
+        return NODES + some_results()
 
     def test_the_totals_and_the_first_skipped(self) -> None:
         files = self.files()
@@ -85,7 +88,7 @@ class NotesOnTheirOwnLines(Temp):
             self.assertNotIn(prefix, line[1:], f"a note in the middle of a line: {line}")
 
     def test_ingest(self) -> None:
-        files = NODES + sorted([*(ROOT / "results").rglob("*.json"), *(ROOT / "results").rglob("*.json.xz")])
+        files = NODES + some_results()
         self.check(self.together("db", "ingest", "-v", *files, "--db", self.dir / "c.sqlite"), "memstress db ingest:")
 
     def test_run(self) -> None:
