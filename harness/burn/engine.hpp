@@ -24,6 +24,10 @@ struct BurnWork {
   double d2h_bytes = 0;
   double bf16_flop = 0;  // the tensor-core GEMMs' floating-point operations
   double fp64_flop = 0;
+  // The GEMMs' own time on the device: their rates are flop over it (another process's time slices on the
+  // SMs fall inside it); 0 where no GEMM ran.
+  double bf16_seconds = 0;
+  double fp64_seconds = 0;
   std::uint64_t checked = 0;             // words verified
   std::uint64_t errors = 0;              // of those, wrong
   std::vector<std::string> error_notes;  // "12 bad words from 0x7f2a00000000 (fill 3, pattern walk)", a few

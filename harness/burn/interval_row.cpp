@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <optional>
 
 namespace memstress {
@@ -160,8 +161,15 @@ Row interval_row(const IntervalInputs& in) {
   row.metrics.push_back(metric("memory.GB/s", "GB/s", Better::higher, {w.memory_bytes / s / 1e9}));
   row.metrics.push_back(metric("h2d.GB/s", "GB/s", Better::higher, {w.h2d_bytes / s / 1e9}));
   row.metrics.push_back(metric("d2h.GB/s", "GB/s", Better::higher, {w.d2h_bytes / s / 1e9}));
-  row.metrics.push_back(metric("gemm.bf16.TFLOP/s", "TFLOP/s", Better::higher, {w.bf16_flop / s / 1e12}));
-  row.metrics.push_back(metric("gemm.fp64.TFLOP/s", "TFLOP/s", Better::higher, {w.fp64_flop / s / 1e12}));
+  // The GEMMs' rates over their own time (engine.hpp); a GEMM that did not run gives no rate (NaN: judged
+  // missing).
+  const auto rate = [](double flop, double seconds) {
+    return seconds > 0 ? flop / seconds / 1e12 : std::numeric_limits<double>::quiet_NaN();
+  };
+  row.metrics.push_back(
+      metric("gemm.bf16.TFLOP/s", "TFLOP/s", Better::higher, {rate(w.bf16_flop, w.bf16_seconds)}));
+  row.metrics.push_back(
+      metric("gemm.fp64.TFLOP/s", "TFLOP/s", Better::higher, {rate(w.fp64_flop, w.fp64_seconds)}));
   row.metrics.push_back(metric("steps", "count", Better::none, {static_cast<double>(w.steps)}));
   row.metrics.push_back(metric("at.s", "s", Better::none, {in.began_s}));
   row.checked = w.checked;

@@ -93,11 +93,16 @@ class SimBurnEngine final : public BurnEngine {
                              reinterpret_cast<std::uintptr_t>(&words_[first])));
     }
     copies(work, seed);
+    const auto gemms = std::chrono::steady_clock::now();
     note_hash(work.bf16_hashes, hash_of(gemm<float>(kGemmN)));
+    const auto bf16_done = std::chrono::steady_clock::now();
     note_hash(work.fp64_hashes, hash_of(gemm<double>(kGemmN)));
+    const auto fp64_done = std::chrono::steady_clock::now();
     const double flop = 2.0 * kGemmN * kGemmN * kGemmN;
     work.bf16_flop += flop;
     work.fp64_flop += flop;
+    work.bf16_seconds += std::chrono::duration<double>(bf16_done - gemms).count();
+    work.fp64_seconds += std::chrono::duration<double>(fp64_done - bf16_done).count();
     work.steps += 1;
     // A planted throughput drop: a fiftieth of every kind of work in the same time (the whole step waits 49
     // times as long), far past any bound, so that the host's noise (CI runs tests side by side) cannot hide

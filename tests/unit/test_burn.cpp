@@ -82,6 +82,8 @@ Row row_of(int rank, int interval, double memory, std::uint64_t bf16 = 0xaa, std
   in.work.d2h_bytes = 50e9;
   in.work.bf16_flop = 600e12;
   in.work.fp64_flop = 50e12;
+  in.work.bf16_seconds = 1;
+  in.work.fp64_seconds = 1;
   in.work.bf16_hashes = {bf16};
   in.work.fp64_hashes = {0xbb};
   in.gemm_library = "lib 1";
@@ -195,6 +197,34 @@ TEST(BurnJudge, AnErroredRowFails) {
   rows[0].verdict = Verdict::error;
   rows[0].reason = "cudaErrorIllegalAddress";
   EXPECT_EQ(checks(judge.judge_interval(rows)), std::vector<std::string>{"0:error"});
+}
+
+TEST(BurnIntervalRow, GemmRatesAreTheirWorkOverTheirOwnTimeAndAnIntervalWithoutOneIsMissing) {
+  IntervalInputs in;
+  in.seconds = 10;
+  in.work.memory_bytes = 1e12;
+  in.work.h2d_bytes = 1e9;
+  in.work.d2h_bytes = 1e9;
+  in.work.bf16_flop = 100e12;
+  in.work.bf16_seconds = 0.25;  // the canary's share of the interval: its rate is not diluted by the rest
+  in.work.fp64_flop = 1e12;
+  in.work.fp64_seconds = 0.05;
+  in.work.bf16_hashes = {0xaa};
+  in.work.fp64_hashes = {0xbb};
+  const Row r = interval_row(in);
+  EXPECT_DOUBLE_EQ(r.metric("gemm.bf16.TFLOP/s")->summary.median, 400);
+  EXPECT_DOUBLE_EQ(r.metric("gemm.fp64.TFLOP/s")->summary.median, 20);
+  EXPECT_DOUBLE_EQ(r.metric("memory.GB/s")->summary.median, 100);
+
+  in.work.bf16_flop = 0;
+  in.work.bf16_seconds = 0;
+  std::vector<Row> rows{interval_row(in)};
+  rows[0].device.label = "cuda:0";
+  BurnJudge judge(default_burn_profile(), 1);
+  const std::vector<BurnFinding> found = judge.judge_interval(rows);
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found[0].check, "missing");
+  EXPECT_NE(found[0].detail.find("gemm.bf16.TFLOP/s"), std::string::npos);
 }
 
 TEST(BurnSlope, DegreesAMinute) {
