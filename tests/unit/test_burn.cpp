@@ -255,6 +255,10 @@ TEST(BurnSoak, ThousandsOfIntervalsKeepMemoryAndRowsFlat) {
     in.index = k;
     in.seconds = 0.001;
     engine->step(in.work, k * 0.001);
+    // The GEMMs' own time, as the wall time above, fixed: this soak is of memory and rows, and the host's
+    // timing of its GEMMs (under a loaded CI) is not what it judges.
+    in.work.bf16_seconds = in.seconds / 2;
+    in.work.fp64_seconds = in.seconds / 2;
     std::vector<Row> rows{interval_row(in)};
     first_row_notes = k == 0 ? rows[0].notes.size() : first_row_notes;
     EXPECT_EQ(rows[0].notes.size(), first_row_notes);
