@@ -6,9 +6,15 @@
 // 4 FP64 GEMMs every step gave the GEMMs 38% of the time and drew 79% of the power limit (554 W of 700),
 // where the fill alone held 685 W (results/h100/burn-steps-580.159.04/); beside the memory stress on the SMs
 // they drew the same 79%. The parts:
-// - memory: every block of the pattern stress filled with the step's pattern and seed, every fourth step
-//   given memtest's moving inversions, then every block checked on the device (a bad block is checked again
-//   alone, to name the address of its first wrong word);
+// - memory: every block of the pattern stress filled with its pattern and seed, every fourth step given
+//   memtest's moving inversions, then every block checked on the device (a bad block is checked again alone,
+//   to name the address of its first wrong word). A block's pattern is random data (a fresh seed each step
+//   and block) but for one block in kClassicEvery each step, which takes the classic patterns in turn (zeros,
+//   ones, checkerboard, walking ones and zeros, address), so each block meets each of them every 6 x
+//   kClassicEvery steps. Random data is what holds the power: it flips about half the bits of every word
+//   written and read, and its words are computed on the SMs; the constant patterns flip almost none (on an
+//   H100 the pattern stress rotating through all seven patterns, one step each, drew 481 W where the smoke
+//   case's random fill and check drew 685 W);
 // - copies: a 256 MiB device buffer holding a fixed pattern copied to pinned host memory (D2H) while the
 //   other pinned buffer, written the step before, is copied to a second device buffer (H2D), four times each,
 //   by the copy engines; the landed buffer is checked on the device, and the two host buffers swap roles, so
@@ -54,6 +60,7 @@ constexpr int kBf16Gemms = 4;
 constexpr int kFp64Gemms = 1;
 constexpr int kCanaryEvery = 8;  // steps
 constexpr int kInvertEvery = 4;
+constexpr std::int64_t kClassicEvery = 16;  // blocks: one in this many holds a classic pattern each step
 constexpr std::size_t kWorkspace = 32ULL << 20U;
 
 class Cublas {
@@ -194,8 +201,6 @@ class CudaBurnEngine final : public BurnEngine {
   void step(BurnWork& work, double elapsed_s) override {
     const auto began = std::chrono::steady_clock::now();
     const std::uint64_t step_seed = mix(seed_ + static_cast<std::uint64_t>(step_));
-    const kernels::Pattern pattern =
-        kernels::all_patterns()[static_cast<std::size_t>(step_) % kernels::all_patterns().size()];
     const bool invert = step_ % kInvertEvery == kInvertEvery - 1;
     // Copies both ways and the canary, behind the memory stress's kernels on streams of their own.
     for (int i = 0; i < kCopies; ++i) {
@@ -207,7 +212,7 @@ class CudaBurnEngine final : public BurnEngine {
     copies_.enqueue(stage_dst_.get(), kCopyBytes, kernels::Pattern::random, seed_, copy_in_.get());
     // The memory stress.
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
-      kernels::fill(blocks_[b].get(), blocks_[b].size(), pattern, step_seed + b, memory_.get());
+      kernels::fill(blocks_[b].get(), blocks_[b].size(), pattern_of(b), step_seed + b, memory_.get());
     }
     if (active(TimedFault::Kind::flip, elapsed_s)) {
       flip_bit();
@@ -215,15 +220,15 @@ class CudaBurnEngine final : public BurnEngine {
     double passes = 2;  // a fill and a check
     if (invert) {
       for (std::size_t b = 0; b < blocks_.size(); ++b) {
-        const kernels::CheckResult r =
-            inverter_.invert(blocks_[b].get(), blocks_[b].size(), pattern, step_seed + b, memory_.get());
+        const kernels::CheckResult r = inverter_.invert(blocks_[b].get(), blocks_[b].size(), pattern_of(b),
+                                                        step_seed + b, memory_.get());
         work.checked += r.checked_words;
         count_bad(work, r, b, "moving inversions");
       }
       passes += 4;
     }
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
-      tally_.enqueue(blocks_[b].get(), blocks_[b].size(), pattern, step_seed + b, memory_.get());
+      tally_.enqueue(blocks_[b].get(), blocks_[b].size(), pattern_of(b), step_seed + b, memory_.get());
     }
     if (active(TimedFault::Kind::slow, elapsed_s) && last_step_ns_ > 0) {
       kernels::spin(last_step_ns_, memory_.get());  // as long again: half the throughput
@@ -244,7 +249,7 @@ class CudaBurnEngine final : public BurnEngine {
     const kernels::CheckResult checked = tally_.collect();
     work.checked += checked.checked_words;
     if (!checked.ok()) {
-      locate(work, pattern, step_seed, checked.bad_words);
+      locate(work, step_seed, checked.bad_words);
     }
     const kernels::CheckResult copied = copies_.collect();
     work.checked += copied.checked_words;
@@ -304,10 +309,22 @@ class CudaBurnEngine final : public BurnEngine {
                            reinterpret_cast<std::uintptr_t>(blocks_[block].get()) + r.first_bad_word * 8));
   }
 
+  // Block b's pattern this step (Note [The burn's step]): random data, or for one block in kClassicEvery the
+  // classic patterns in turn.
+  [[nodiscard]] kernels::Pattern pattern_of(std::size_t b) const {
+    const std::int64_t k = step_ + static_cast<std::int64_t>(b);
+    if (k % kClassicEvery != 0) {
+      return kernels::Pattern::random;
+    }
+    const auto all = kernels::all_patterns();  // random first, then the classic ones
+    return all[1 + static_cast<std::size_t>(k / kClassicEvery) % (all.size() - 1)];
+  }
+
   // The check found `bad` wrong words over all blocks: check each block alone to name where.
-  void locate(BurnWork& work, kernels::Pattern pattern, std::uint64_t step_seed, std::uint64_t bad) {
+  void locate(BurnWork& work, std::uint64_t step_seed, std::uint64_t bad) {
     std::uint64_t named = 0;
     for (std::size_t b = 0; b < blocks_.size() && named < bad; ++b) {
+      const kernels::Pattern pattern = pattern_of(b);
       const kernels::CheckResult r =
           checker_.check(blocks_[b].get(), blocks_[b].size(), pattern, step_seed + b, memory_.get());
       named += r.bad_words;
