@@ -4,7 +4,8 @@
 Reads every NAME.smi.csv that scripts/lab/gpu-burn sampled (nvidia-smi, one line a second) and, for each
 run, gpu-burn.txt (its last Gflop/s figure) or NAME.verdict.json (the burn's steady GEMM medians); writes
 OUTDIR/side-by-side.md and prints it. Power "reached" is the first second at or above 95% of the limit,
-counted from the first sample; the steady figures are over the samples after the first minute.
+counted from the first sample; the steady figures are over the run's loaded samples (the first to the last at
+half its peak power or more) after their first minute (after their first 10 s in a run shorter than that).
 """
 
 import csv
@@ -49,7 +50,17 @@ def figures(rows):
         ((t - t0).total_seconds() for t, r in rows if r["power.draw"] and r["power.draw"] >= 0.95 * limit),
         None,
     )
-    steady = [r for t, r in rows if (t - t0).total_seconds() >= 60] or [r for _, r in rows]
+    # The load's own span: from the first to the last sample at half the peak power or more, so the idle
+    # seconds before a run starts and after it ends (gpu-burn exits well after its last kernel) are left out.
+    peak = max((r["power.draw"] or 0) for _, r in rows)
+    loaded = [i for i, (_, r) in enumerate(rows) if (r["power.draw"] or 0) >= 0.5 * peak]
+    span = rows[loaded[0] : loaded[-1] + 1] if loaded else rows
+    start = span[0][0]
+    steady = (
+        [r for t, r in span if (t - start).total_seconds() >= 60]
+        or [r for t, r in span if (t - start).total_seconds() >= 10]
+        or [r for _, r in span]
+    )
 
     def most(key):
         values = [r[key] for _, r in rows if r.get(key) is not None]
