@@ -1,20 +1,20 @@
 // The burn's stress on a CUDA GPU (burn_engine.hpp).
 //
 // Note [The burn's step]. One step keeps the copy engines busy throughout and the SMs with the memory stress,
-// and, on the first step of each interval and every kCanaryEvery steps, then the canary; it waits for all of
-// them. The canary takes a small share of the SMs' time: on an H100 a step of memory stress then 16 BF16 and
-// 4 FP64 GEMMs every step gave the GEMMs 38% of the time and drew 79% of the power limit (554 W of 700),
-// where the fill alone held 685 W (results/h100/burn-steps-580.159.04/); beside the memory stress on the SMs
-// they drew the same 79%. The parts:
-// - memory: every block of the pattern stress filled with its pattern and seed, every fourth step given
-//   memtest's moving inversions, then every block checked on the device (a bad block is checked again alone,
-//   to name the address of its first wrong word). A block's pattern is random data (a fresh seed each step
-//   and block) but for one block in kClassicEvery each step, which takes the classic patterns in turn (zeros,
-//   ones, checkerboard, walking ones and zeros, address), so each block meets each of them every 6 x
-//   kClassicEvery steps. Random data is what holds the power: it flips about half the bits of every word
-//   written and read, and its words are computed on the SMs; the constant patterns flip almost none (on an
-//   H100 the pattern stress rotating through all seven patterns, one step each, drew 481 W where the smoke
-//   case's random fill and check drew 685 W);
+// then the canary; it waits for all of them. What holds the power is the memory stress's data and how it is
+// driven. On an H100 (700 W; results/h100/burn-power-580.159.04/): the seven patterns in turn, one a step,
+// moving inversions over every block every fourth step, 16 BF16 and 4 FP64 GEMMs a step, drew 554 W (79%);
+// random data in 15 blocks of 16 and 4 + 1 GEMMs, the same inversions, 627 W (89.5%); the same without the
+// inversions, 668 W (95.4%); random data in every block and no inversions, 680 W (97.2%); this step, 670 W
+// (95.8%, 95% of the limit 5 s in). Random data flips about half the bits of every word written and read, and
+// its words are computed on the SMs; the constant patterns flip almost none; the inversions' read-modify-write
+// passes, a host round trip for each block, leave the SMs and HBM waiting. The parts:
+// - memory: every block of the pattern stress filled with its pattern and seed, then checked on the device (a
+//   bad block is checked again alone, to name the address of its first wrong word). A block's pattern is
+//   random data (a fresh seed each step and block) but for one block in kClassicEvery each step, which takes
+//   the classic patterns in turn (zeros, ones, checkerboard, walking ones and zeros, address) and memtest's
+//   moving inversions over it between its fill and its check: each block meets each classic pattern, and the
+//   inversions, every 6 x kClassicEvery steps (about 12 s on an H100, at 61 ms a step);
 // - copies: a 256 MiB device buffer holding a fixed pattern copied to pinned host memory (D2H) while the
 //   other pinned buffer, written the step before, is copied to a second device buffer (H2D), four times each,
 //   by the copy engines; the landed buffer is checked on the device, and the two host buffers swap roles, so
@@ -58,9 +58,7 @@ constexpr int kBf16N = 8192;
 constexpr int kFp64N = 4096;
 constexpr int kBf16Gemms = 4;
 constexpr int kFp64Gemms = 1;
-constexpr int kCanaryEvery = 8;  // steps
-constexpr int kInvertEvery = 4;
-constexpr std::int64_t kClassicEvery = 16;  // blocks: one in this many holds a classic pattern each step
+constexpr std::int64_t kClassicEvery = 32;  // blocks: one in this many holds a classic pattern each step
 constexpr std::size_t kWorkspace = 32ULL << 20U;
 
 class Cublas {
@@ -201,7 +199,6 @@ class CudaBurnEngine final : public BurnEngine {
   void step(BurnWork& work, double elapsed_s) override {
     const auto began = std::chrono::steady_clock::now();
     const std::uint64_t step_seed = mix(seed_ + static_cast<std::uint64_t>(step_));
-    const bool invert = step_ % kInvertEvery == kInvertEvery - 1;
     // Copies both ways and the canary, behind the memory stress's kernels on streams of their own.
     for (int i = 0; i < kCopies; ++i) {
       MEMSTRESS_CUDA_TRY(cudaMemcpyAsync(host_[out_].get(), stage_src_.get(), kCopyBytes,
@@ -217,15 +214,16 @@ class CudaBurnEngine final : public BurnEngine {
     if (active(TimedFault::Kind::flip, elapsed_s)) {
       flip_bit();
     }
-    double passes = 2;  // a fill and a check
-    if (invert) {
-      for (std::size_t b = 0; b < blocks_.size(); ++b) {
-        const kernels::CheckResult r = inverter_.invert(blocks_[b].get(), blocks_[b].size(), pattern_of(b),
-                                                        step_seed + b, memory_.get());
-        work.checked += r.checked_words;
-        count_bad(work, r, b, "moving inversions");
+    double bytes = 2 * static_cast<double>(covered_);  // a fill and a check
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      if (pattern_of(b) == kernels::Pattern::random) {
+        continue;  // moving inversions on the classic patterns' blocks (Note [The burn's step])
       }
-      passes += 4;
+      const kernels::CheckResult r = inverter_.invert(blocks_[b].get(), blocks_[b].size(), pattern_of(b),
+                                                      step_seed + b, memory_.get());
+      work.checked += r.checked_words;
+      count_bad(work, r, b, "moving inversions");
+      bytes += 4 * static_cast<double>(blocks_[b].size());
     }
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
       tally_.enqueue(blocks_[b].get(), blocks_[b].size(), pattern_of(b), step_seed + b, memory_.get());
@@ -233,15 +231,10 @@ class CudaBurnEngine final : public BurnEngine {
     if (active(TimedFault::Kind::slow, elapsed_s) && last_step_ns_ > 0) {
       kernels::spin(last_step_ns_, memory_.get());  // as long again: half the throughput
     }
-    // The canary after the memory stress, with the SMs to itself, on the first step of an interval and every
-    // kCanaryEvery steps (Note [The burn's step]).
-    const bool canary = work.steps == 0 || step_ - last_canary_ >= kCanaryEvery;
-    if (canary) {
-      MEMSTRESS_CUDA_TRY(cudaEventRecord(memory_done_.get(), memory_.get()));
-      MEMSTRESS_CUDA_TRY(cudaStreamWaitEvent(gemm_.get(), memory_done_.get(), 0));
-      canary_.enqueue(kBf16Gemms, kFp64Gemms);
-      last_canary_ = step_;
-    }
+    // The canary after the memory stress, with the SMs to itself (Note [The burn's step]).
+    MEMSTRESS_CUDA_TRY(cudaEventRecord(memory_done_.get(), memory_.get()));
+    MEMSTRESS_CUDA_TRY(cudaStreamWaitEvent(gemm_.get(), memory_done_.get(), 0));
+    canary_.enqueue(kBf16Gemms, kFp64Gemms);
     memory_.synchronize();
     copy_out_.synchronize();
     copy_in_.synchronize();
@@ -259,17 +252,15 @@ class CudaBurnEngine final : public BurnEngine {
                  fmt::format("{} bad word(s) in data copied H2D after D2H (256 MiB at {:#x})",
                              copied.bad_words, reinterpret_cast<std::uintptr_t>(stage_dst_.get())));
     }
-    if (canary) {
-      const auto [bf16, fp64] = canary_.hashes();
-      note_hash(work.bf16_hashes, bf16);
-      note_hash(work.fp64_hashes, fp64);
-      const auto [bf16_s, fp64_s] = canary_.seconds();
-      work.bf16_flop += kBf16Gemms * 2.0 * kBf16N * kBf16N * double{kBf16N};
-      work.fp64_flop += kFp64Gemms * 2.0 * kFp64N * kFp64N * double{kFp64N};
-      work.bf16_seconds += bf16_s;
-      work.fp64_seconds += fp64_s;
-    }
-    work.memory_bytes += passes * static_cast<double>(covered_);
+    const auto [bf16, fp64] = canary_.hashes();
+    note_hash(work.bf16_hashes, bf16);
+    note_hash(work.fp64_hashes, fp64);
+    const auto [bf16_s, fp64_s] = canary_.seconds();
+    work.bf16_flop += kBf16Gemms * 2.0 * kBf16N * kBf16N * double{kBf16N};
+    work.fp64_flop += kFp64Gemms * 2.0 * kFp64N * kFp64N * double{kFp64N};
+    work.bf16_seconds += bf16_s;
+    work.fp64_seconds += fp64_s;
+    work.memory_bytes += bytes;
     work.h2d_bytes += kCopies * static_cast<double>(kCopyBytes);
     work.d2h_bytes += kCopies * static_cast<double>(kCopyBytes);
     work.steps += 1;
@@ -360,7 +351,6 @@ class CudaBurnEngine final : public BurnEngine {
   std::uint64_t seed_;
   std::vector<TimedFault> faults_;
   std::int64_t step_ = 0;
-  std::int64_t last_canary_ = 0;
   std::size_t out_ = 0;
   std::uint64_t last_step_ns_ = 0;
 };

@@ -38,7 +38,7 @@ TEST_F(BurnOnGpu, StepsVerifyEveryByteAndHashOneResultPerGemm) {
   {
     const auto engine = suites::make_cuda_burn_engine(*alloc, host, 0.2, 7, {});
     BurnWork work;
-    for (int i = 0; i < 5; ++i) {  // the fourth step adds moving inversions
+    for (int i = 0; i < 5; ++i) {  // step 0's first block holds a classic pattern: moving inversions
       engine->step(work, 0);
     }
     EXPECT_EQ(work.errors, 0U);
