@@ -7,8 +7,8 @@
 // random data in 15 blocks of 16 and 4 + 1 GEMMs, the same inversions, 627 W (89.5%); the same without the
 // inversions, 668 W (95.4%); random data in every block and no inversions, 680 W (97.2%); this step, 670 W
 // (95.8%, 95% of the limit 5 s in). Random data flips about half the bits of every word written and read, and
-// its words are computed on the SMs; the constant patterns flip almost none; the inversions' read-modify-write
-// passes, a host round trip for each block, leave the SMs and HBM waiting. The parts:
+// its words are computed on the SMs; the constant patterns flip almost none; the inversions'
+// read-modify-write passes, a host round trip for each block, leave the SMs and HBM waiting. The parts:
 // - memory: every block of the pattern stress filled with its pattern and seed, then checked on the device (a
 //   bad block is checked again alone, to name the address of its first wrong word). A block's pattern is
 //   random data (a fresh seed each step and block) but for one block in kClassicEvery each step, which takes
@@ -219,8 +219,8 @@ class CudaBurnEngine final : public BurnEngine {
       if (pattern_of(b) == kernels::Pattern::random) {
         continue;  // moving inversions on the classic patterns' blocks (Note [The burn's step])
       }
-      const kernels::CheckResult r = inverter_.invert(blocks_[b].get(), blocks_[b].size(), pattern_of(b),
-                                                      step_seed + b, memory_.get());
+      const kernels::CheckResult r =
+          inverter_.invert(blocks_[b].get(), blocks_[b].size(), pattern_of(b), step_seed + b, memory_.get());
       work.checked += r.checked_words;
       count_bad(work, r, b, "moving inversions");
       bytes += 4 * static_cast<double>(blocks_[b].size());
