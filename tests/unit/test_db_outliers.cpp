@@ -145,7 +145,7 @@ TEST(FleetOutliers, AGpusOwnStandardErrorCounts) {
   }
   // A GPU 20% slow in every run is found, and its spread counts its standard error.
   for (int run = 0; run < 16; ++run) {
-    fleet[static_cast<std::size_t>(16 * 9 + run)].median = 55.0 * 0.80;
+    fleet[std::size_t{16} * 9 + static_cast<std::size_t>(run)].median = 55.0 * 0.80;
   }
   const OutlierReport slow = find_outliers(fleet, {});
   ASSERT_EQ(slow.outliers.size(), 1U);
@@ -159,7 +159,7 @@ TEST(FleetOutliers, ABimodalGpuDoesNotHideBehindItsOwnScatter) {
   // and the scatter that counts is the group's (small), not its own (large).
   std::vector<MetricObservation> fleet = noisy_runs(32, 6, 0.055);
   for (int r = 0; r < 6; ++r) {
-    fleet[static_cast<std::size_t>(6 * 3 + r)].median = r % 2 == 0 ? 38.5 : 55.0;
+    fleet[std::size_t{6} * 3 + static_cast<std::size_t>(r)].median = r % 2 == 0 ? 38.5 : 55.0;
   }
   const OutlierReport r = find_outliers(fleet, {});
   ASSERT_EQ(r.outliers.size(), 1U);
@@ -179,9 +179,9 @@ TEST(FleetOutliers, AGpuOfTwoRunsIsSlowOnlyWhereBothRunsAre) {
   // traffic) and once as its siblings: its median, the runs' mean, lies 5% low, past the 3.5% cut, but one
   // run is no evidence of a slow GPU. GPU-7 was 8% slow in both runs: found, scored by the better of them.
   std::vector<MetricObservation> fleet = noisy_runs(64, 2, 0.055);
-  fleet[2 * 5].median = 55.0 * 0.90;
-  fleet[2 * 7].median = 55.0 * 0.92;
-  fleet[2 * 7 + 1].median = 55.0 * 0.921;
+  fleet[std::size_t{2} * 5].median = 55.0 * 0.90;
+  fleet[std::size_t{2} * 7].median = 55.0 * 0.92;
+  fleet[std::size_t{2} * 7 + 1].median = 55.0 * 0.921;
   OutlierOptions options;
   options.keep_groups = true;
   const OutlierReport r = find_outliers(fleet, options);
