@@ -34,6 +34,7 @@ std::vector<MetricObservation> healthy_fleet(int n, unsigned seed = 1) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> noise(55.0, 0.275);
   std::vector<MetricObservation> fleet;
+  fleet.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     fleet.push_back(gpu(i, noise(rng)));
   }
@@ -70,6 +71,7 @@ TEST(FleetOutliers, OnlyTheWorseDirectionCounts) {
   EXPECT_TRUE(find_outliers(fleet, {}).outliers.empty());
   // Lower is better (a latency): the high one is the outlier, the low one is not.
   std::vector<MetricObservation> latency;
+  latency.reserve(20);
   for (int i = 0; i < 20; ++i) {
     latency.push_back(gpu(i, 10.0 + 0.01 * (i % 5), Better::lower, "NVIDIA H200", "alloc"));
   }
@@ -96,6 +98,7 @@ TEST(FleetOutliers, TheRelativeFloorKeepsIdenticalGpusFromFlaggingNoise) {
   // Every GPU at the same figure but one, 1% off: the MAD is 0, so without the floor 1% would be
   // infinitely far; with it the GPU must be 3.5% worse.
   std::vector<MetricObservation> fleet;
+  fleet.reserve(10);
   for (int i = 0; i < 10; ++i) {
     fleet.push_back(gpu(i, 100.0));
   }
