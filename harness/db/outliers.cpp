@@ -179,6 +179,20 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
     };
     const Measurement& o = group.what;
     const double toward_worse = o.better == Better::higher ? -1.0 : 1.0;
+    // How a GPU is judged (Note [Fleet outliers: median and MAD], "Two runs"): its median's distance beyond M
+    // in the worse direction, in S widened by its standard error; a GPU of two runs by the distance of the
+    // better of them (the median less half their gap), in S alone: both runs must lie beyond the cut, as the
+    // median of two, their mean, is carried there by one run alone.
+    struct Judged {
+      double margin = 0;  // what the median's distance is lessened by: half the gap of two runs
+      double spread = 0;
+    };
+    const auto judged = [&](const GpuSummary& summary) {
+      if (summary.runs == 2 && std::isfinite(summary.scatter)) {
+        return Judged{summary.scatter / kMadScale, spread};
+      }
+      return Judged{0.0, spread_of(summary.runs)};
+    };
     if (options.keep_groups) {
       GroupValues kept{static_cast<const MeasurementKey&>(o),
                        o.model,
@@ -191,7 +205,8 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
       std::size_t k = 0;
       for (const auto& [id, summary] : members) {
         const Seen& g = seen_[id];
-        const double limit = m + toward_worse * options.threshold * spread_of(summary.runs);
+        const Judged j = judged(summary);
+        const double limit = m + toward_worse * (options.threshold * j.spread + j.margin);
         kept.gpus.push_back({g.uuid, g.host, g.pci_bus_id, values[k++], summary.runs, limit});
       }
       std::sort(kept.gpus.begin(), kept.gpus.end(),
@@ -202,9 +217,9 @@ OutlierReport OutlierAccumulator::report(const OutlierOptions& options) const {
     for (const auto& [id, summary] : members) {
       const Seen& g = seen_[id];
       const double v = values[i++];
-      const double worse = toward_worse * (v - m);
-      const double own = spread_of(summary.runs);
-      const double score = worse / own;
+      const Judged j = judged(summary);
+      const double own = j.spread;
+      const double score = (toward_worse * (v - m) - j.margin) / own;
       if (score <= options.threshold) {
         continue;
       }

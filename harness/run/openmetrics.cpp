@@ -48,19 +48,6 @@ void append_number(std::string& out, double value) {
   }
 }
 
-// A row's labels, escaped once: `{host="...",...,allocator="..."`, left open for what a family adds.
-std::string case_labels(const ExportedRow& row) {
-  std::string out = "{";
-  append_label(out, "host", row.host);
-  append_label(out, "gpu_uuid", row.gpu_uuid);
-  append_label(out, "model", row.model);
-  append_label(out, "rank", row.rank ? std::to_string(*row.rank) : std::string());
-  append_label(out, "workload", row.workload);
-  append_label(out, "case", row.case_label);
-  append_label(out, "allocator", row.allocator);
-  return out;
-}
-
 // The exposition, written in pieces of about a megabyte (a fleet's is gigabytes: never held whole).
 class Exposition {
  public:
@@ -127,6 +114,48 @@ std::optional<double> iso8601_to_epoch_seconds(std::string_view text) {
   return static_cast<double>(days) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
 }
 
+std::string case_labels(const ExportedRow& row) {
+  std::string out = "{";
+  append_label(out, "host", row.host);
+  append_label(out, "gpu_uuid", row.gpu_uuid);
+  append_label(out, "model", row.model);
+  append_label(out, "rank", row.rank ? std::to_string(*row.rank) : std::string());
+  append_label(out, "workload", row.workload);
+  append_label(out, "case", row.case_label);
+  append_label(out, "allocator", row.allocator);
+  return out;
+}
+
+void LabelledRows::add(std::string labels, Verdict verdict, std::uint64_t checked, std::uint64_t errors,
+                       std::vector<Metric> metrics) {
+  const auto [at, added] = row_at_.try_emplace(std::move(labels), static_cast<std::uint32_t>(rows_.size()));
+  if (added) {
+    rows_.push_back({&at->first, verdict, checked, errors, std::move(metrics)});
+    return;
+  }
+  Row& row = rows_[at->second];
+  row.verdict = verdict;
+  row.checked = checked;
+  row.errors = errors;
+  row.metrics = std::move(metrics);
+}
+
+std::uint32_t LabelledRows::metric_label(std::string_view name, std::string_view unit) {
+  key_.assign(name);
+  key_ += '\0';  // no text field holds a NUL (limits.md)
+  key_ += unit;
+  const auto [at, added] =
+      metric_label_at_.try_emplace(key_, static_cast<std::uint32_t>(metric_labels_.size()));
+  if (added) {
+    std::string labels = "{";
+    append_label(labels, "metric", name);
+    append_label(labels, "unit", unit);
+    labels.front() = ',';
+    metric_labels_.push_back(std::move(labels));
+  }
+  return at->second;
+}
+
 std::string openmetrics_text(const std::vector<ExportedRun>& runs, const std::vector<ExportedRow>& rows) {
   std::string out;
   write_openmetrics(runs, rows, [&](std::string_view piece) { out += piece; });
@@ -135,70 +164,65 @@ std::string openmetrics_text(const std::vector<ExportedRun>& runs, const std::ve
 
 void write_openmetrics(const std::vector<ExportedRun>& runs, const std::vector<ExportedRow>& rows,
                        const std::function<void(std::string_view)>& write) {
-  Exposition e(write);
-  // The rows left once a later row with the same labels replaced an earlier one, each with its labels.
-  std::vector<std::string> labels;
-  labels.reserve(rows.size());  // never reallocated: `position` holds views of them
-  std::vector<const ExportedRow*> kept;
-  std::vector<std::size_t> label_of;                           // kept -> labels
-  std::unordered_map<std::string_view, std::size_t> position;  // labels -> kept
+  LabelledRows labelled;
   for (const ExportedRow& row : rows) {
-    labels.push_back(case_labels(row));
-    const auto [at, added] = position.try_emplace(labels.back(), kept.size());
-    if (added) {
-      kept.push_back(&row);
-      label_of.push_back(labels.size() - 1);
-    } else {
-      kept[at->second] = &row;
+    std::vector<LabelledRows::Metric> metrics;
+    metrics.reserve(row.metrics.size());
+    for (const MetricResult& m : row.metrics) {
+      metrics.push_back({labelled.metric_label(m.name, m.unit), 0, m.summary.n, m.summary.median,
+                         m.summary.p10, m.summary.p90});
     }
+    labelled.add(case_labels(row), row.verdict, row.checked, row.errors, std::move(metrics));
   }
+  write_openmetrics(runs, labelled, write);
+}
+
+void write_openmetrics(const std::vector<ExportedRun>& runs, const LabelledRows& labelled,
+                       const std::function<void(std::string_view)>& write) {
+  Exposition e(write);
+  const std::vector<LabelledRows::Row>& rows = labelled.rows();
+  const std::vector<std::string>& metric_labels = labelled.metric_labels();
   struct Statistic {
     std::string_view family;
     std::string_view help;
-    double (*value)(const MetricResult&);
+    double (*value)(const LabelledRows::Metric&);
   };
   static constexpr std::array<Statistic, 4> kStatistics{{
       {"memstress_metric_median",
        "A memstress metric's median over the case's repetitions, in its unit label",
-       [](const MetricResult& m) { return m.summary.median; }},
+       [](const LabelledRows::Metric& m) { return m.median; }},
       {"memstress_metric_p10", "The metric's 10th percentile over the repetitions",
-       [](const MetricResult& m) { return m.summary.p10; }},
+       [](const LabelledRows::Metric& m) { return m.p10; }},
       {"memstress_metric_p90", "The metric's 90th percentile over the repetitions",
-       [](const MetricResult& m) { return m.summary.p90; }},
+       [](const LabelledRows::Metric& m) { return m.p90; }},
       {"memstress_metric_repetitions", "How many repetitions the metric's statistics are over",
-       [](const MetricResult& m) { return static_cast<double>(m.summary.n); }},
+       [](const LabelledRows::Metric& m) { return static_cast<double>(m.n); }},
   }};
   for (const Statistic& stat : kStatistics) {
     e.family(stat.family, stat.help);
-    for (std::size_t k = 0; k < kept.size(); ++k) {
-      for (const MetricResult& m : kept[k]->metrics) {
+    for (const LabelledRows::Row& row : rows) {
+      for (const LabelledRows::Metric& m : row.metrics) {
         e.sample(
-            stat.family, labels[label_of[k]],
-            [&](std::string& out) {
-              append_label(out, "metric", m.name);
-              append_label(out, "unit", m.unit);
-            },
+            stat.family, *row.labels, [&](std::string& out) { out += metric_labels[m.label]; },
             stat.value(m));
       }
     }
   }
   e.family("memstress_case_verdict", "1 for the case's verdict (pass, fail, skip, error), 0 for the others");
-  for (std::size_t k = 0; k < kept.size(); ++k) {
+  for (const LabelledRows::Row& row : rows) {
     for (const Verdict v : {Verdict::pass, Verdict::fail, Verdict::skip, Verdict::error}) {
       e.sample(
-          "memstress_case_verdict", labels[label_of[k]],
-          [&](std::string& out) { append_label(out, "verdict", to_string(v)); },
-          kept[k]->verdict == v ? 1 : 0);
+          "memstress_case_verdict", *row.labels,
+          [&](std::string& out) { append_label(out, "verdict", to_string(v)); }, row.verdict == v ? 1 : 0);
     }
   }
   e.family("memstress_case_checked", "Data items the case verified on the device");
-  for (std::size_t k = 0; k < kept.size(); ++k) {
-    e.sample("memstress_case_checked", labels[label_of[k]], kNoMore, static_cast<double>(kept[k]->checked));
+  for (const LabelledRows::Row& row : rows) {
+    e.sample("memstress_case_checked", *row.labels, kNoMore, static_cast<double>(row.checked));
   }
   e.family("memstress_case_data_errors", "Of the items verified, how many were wrong (a data error)");
-  for (std::size_t k = 0; k < kept.size(); ++k) {
-    e.sample("memstress_case_data_errors", labels[label_of[k]], kNoMore,
-             static_cast<double>(kept[k]->errors));
+  for (const LabelledRows::Row& row : rows) {
+    e.sample("memstress_case_data_errors", *row.labels, kNoMore, static_cast<double>(row.errors));
   }
   constexpr std::string_view kStart = "memstress_run_start_timestamp_seconds";
   e.family(kStart, "When the host's memstress run began (seconds since the epoch)", "seconds");

@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "harness/results/row.hpp"
@@ -58,10 +59,62 @@ struct ExportedRun {
   std::string started_at;  // UTC, ISO 8601; a run without one is not exported
 };
 
+// Rows with their label sets made (escaped once), each label set once, and their metrics' statistics: what
+// the exposition writes, held compactly (a fleet's export is millions of metrics: `memstress db export`).
+class LabelledRows {
+ public:
+  struct Metric {
+    std::uint32_t label = 0;  // into metric_labels()
+    std::int64_t id = 0;      // the store's order of a row's metrics (db export's; not written)
+    std::size_t n = 0;
+    double median = 0;
+    double p10 = 0;
+    double p90 = 0;
+  };
+  struct Row {
+    const std::string* labels = nullptr;  // case_labels(), held once by LabelledRows
+    Verdict verdict = Verdict::pass;
+    std::uint64_t checked = 0;
+    std::uint64_t errors = 0;
+    std::vector<Metric> metrics;
+  };
+
+  LabelledRows() = default;
+  LabelledRows(const LabelledRows&) = delete;  // rows point at labels it holds
+  LabelledRows& operator=(const LabelledRows&) = delete;
+  LabelledRows(LabelledRows&&) = default;
+  LabelledRows& operator=(LabelledRows&&) = default;
+  ~LabelledRows() = default;
+
+  // A row of these labels; a later row with the same labels replaces the earlier, in its place (the format
+  // forbids one series twice: the later measurement wins). Its metrics are written in their order.
+  void add(std::string labels, Verdict verdict, std::uint64_t checked, std::uint64_t errors,
+           std::vector<Metric> metrics);
+  // The position in metric_labels() of a metric's labels (`,metric="...",unit="..."`), added where new.
+  std::uint32_t metric_label(std::string_view name, std::string_view unit);
+
+  [[nodiscard]] const std::vector<Row>& rows() const { return rows_; }
+  [[nodiscard]] const std::vector<std::string>& metric_labels() const { return metric_labels_; }
+
+ private:
+  std::vector<Row> rows_;
+  std::unordered_map<std::string, std::uint32_t>
+      row_at_;  // labels -> position in rows_ (Row::labels: its key)
+  std::vector<std::string> metric_labels_;
+  std::unordered_map<std::string, std::uint32_t> metric_label_at_;
+  std::string key_;  // reused
+};
+
+// A row's labels, escaped: `{host="...",...,allocator="..."`, left open for what a family adds.
+std::string case_labels(const ExportedRow& row);
+
 // The exposition, ending in `# EOF`.
 std::string openmetrics_text(const std::vector<ExportedRun>& runs, const std::vector<ExportedRow>& rows);
 // The same, handed to `write` in pieces (a fleet's exposition is gigabytes: never held whole).
 void write_openmetrics(const std::vector<ExportedRun>& runs, const std::vector<ExportedRow>& rows,
+                       const std::function<void(std::string_view)>& write);
+// The same from rows labelled already.
+void write_openmetrics(const std::vector<ExportedRun>& runs, const LabelledRows& rows,
                        const std::function<void(std::string_view)>& write);
 
 // A run of this process: its rows (host and GPU UUID from the row's rank's environment) and its ranks.
