@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/flag_names.hpp"
 #include "fuzz/fuzz_target.hpp"
 #include "harness/core/units.hpp"
 #include "harness/run/plan.hpp"
@@ -26,6 +27,9 @@
 namespace {
 
 using namespace memstress;
+
+// The sweep's inputs named as `memstress run` names them (apps/flag_names.hpp).
+const SizeSweepNames kSweepFlags = app::run_sweep_names();
 
 // As transfers: pageable host memory means nothing for a device-to-device copy.
 bool applies(const ParamSet& params) {
@@ -178,6 +182,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view input = fuzz::text(data, size);
   return fuzz::run([&] {
     PlanRequest request;
+    request.names = app::run_plan_names();
     std::optional<std::string_view> minbytes, maxbytes, stepbytes;
     double factor = 2.0;
     while (!input.empty()) {
@@ -185,7 +190,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const std::string_view line = input.substr(0, end);
       input.remove_prefix(std::min(end + 1, input.size()));
       if (line.starts_with("-p ")) {
-        request.overrides.push_back(ParamOverride::parse(after(line, "-p ")));
+        request.overrides.push_back(ParamOverride::parse(after(line, "-p "), "-p"));
       } else if (line.starts_with("+")) {
         request.workloads.emplace_back(after(line, "+"));
       } else if (line.starts_with("~")) {
@@ -209,7 +214,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const std::uint64_t increment = stepbytes ? parse_bytes(*stepbytes, "-i/--stepbytes") : 0;
       request.sizes =
           size_sweep(parse_bytes(*minbytes, "-b/--minbytes"), parse_bytes(*maxbytes, "-e/--maxbytes"), factor,
-                     increment, request.max_cases);
+                     increment, kSweepFlags, request.max_cases);
     }
     check_canonical(registry, request, plan_cases(registry, request));
   });

@@ -56,9 +56,9 @@ RowSpool RowSpool::for_output(const std::filesystem::path& jsonl, const std::fil
     const int saved = errno;
     throw InputError(
         saved == EWOULDBLOCK
-            ? fmt::format("{} {}: another memstress run is writing {} now; give this run another --out, "
+            ? fmt::format("{} {}: another memstress run is writing {} now; give this run another {}, "
                           "or wait for that one to end",
-                          what, out.string(), jsonl.string())
+                          what, out.string(), jsonl.string(), what)
             : fmt::format("{} {}: cannot lock the results stream {}: {}", what, out.string(), jsonl.string(),
                           std::strerror(saved)));
   }
