@@ -42,7 +42,7 @@ class TracingAllocator final : public detail::AdaptorBase {
 
   static TraceWriter open(const std::filesystem::path& path, std::string device, std::string_view what) {
     try {
-      return TraceWriter(path, std::move(device));
+      return {path, std::move(device)};
     } catch (const InputError& e) {
       throw InputError(fmt::format("{} {}", what, e.what()));
     }

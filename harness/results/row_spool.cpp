@@ -75,10 +75,10 @@ RowSpool RowSpool::anonymous() {
       fmt::format("{}/memstress-rows.XXXXXX", env != nullptr && *env != '\0' ? env : "/tmp");
   const int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
   if (fd < 0) {
-    return RowSpool(-1, "the rows held in memory");
+    return {-1, "the rows held in memory"};
   }
   ::unlink(pattern.c_str());  // gone with the process, whatever ends it
-  return RowSpool(fd, "a temporary file");
+  return {fd, "a temporary file"};
 }
 
 RowSpool::RowSpool(RowSpool&& other) noexcept

@@ -55,7 +55,7 @@ void check_overrides_apply(const std::vector<const Workload*>& selected, const P
   }
   if (request.sizes) {
     const bool any = std::any_of(selected.begin(), selected.end(), [](const Workload* w) {
-      const auto specs = w->params();
+      const auto& specs = w->params();
       return std::any_of(specs.begin(), specs.end(), [](const ParamSpec& s) { return s.name == kSizeAxis; });
     });
     if (!any) {

@@ -21,7 +21,7 @@ std::vector<std::string> labels(const std::vector<PlannedCase>& cases) {
   for (const PlannedCase& c : cases) {
     std::string label(c.workload->name());
     for (const auto& [key, value] : c.params.values()) {
-      label += " " + key + "=" + value;
+      label.append(" ").append(key).append("=").append(value);
     }
     out.push_back(label);
   }
