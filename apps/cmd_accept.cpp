@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "apps/commands.hpp"
+#include "apps/flag_names.hpp"
 #include "apps/shipped_profile.hpp"
 #include "harness/accept/input.hpp"
 #include "harness/accept/judge.hpp"
@@ -103,6 +104,7 @@ LiveRun run_profile(const AcceptFlags& f, const Profile& profile, std::vector<st
       continue;  // its checks say they were skipped
     }
     PlanRequest request;
+    request.names = run_plan_names();
     request.workloads = {r.workload};
     for (const auto& [axis, values] : r.params) {
       request.overrides.push_back(ParamOverride{r.workload, axis, split(values)});
@@ -128,9 +130,9 @@ LiveRun run_profile(const AcceptFlags& f, const Profile& profile, std::vector<st
       throw InputError(fmt::format("--profile {}: runs[{}] ({}): {}", f.profile, i, r.workload, e.what()));
     }
   }
-  std::unique_ptr<DeviceBackend> backend = open_rank_device(f.device, "", world);
+  std::unique_ptr<DeviceBackend> backend = open_rank_device(f.device, "--device", "", world);
   if (!f.any_gpu && backend->info().name != profile.gpu &&
-      DeviceSpec::parse(f.device).kind == DeviceSpec::Kind::automatic &&
+      DeviceSpec::parse(f.device, "--device").kind == DeviceSpec::Kind::automatic &&
       backend->info().kind == BackendKind::sim) {
     // No GPU here at all (auto fell back to the simulated device): the environment is missing, not the usage.
     throw EnvironmentError(
@@ -149,9 +151,12 @@ LiveRun run_profile(const AcceptFlags& f, const Profile& profile, std::vector<st
   options.config = {{"device", f.device}, {"profile", profile.name}, {"in_turn", in_turn}};
   if (!f.out.empty()) {
     options.out = f.out;
+    options.out_what = "--out";
   }
   options.cases = std::move(cases);
-  options.allocators = {AllocatorSpec{}};  // caching
+  AllocatorSpec caching;
+  caching.flags = allocator_flags();
+  options.allocators = {caching};
   options.run.quiet = f.quiet;
   if (!f.inject_fault.empty()) {
     options.run.fault = FaultInjection::parse(f.inject_fault, "--inject-fault");
@@ -190,7 +195,7 @@ LiveRun run_profile(const AcceptFlags& f, const Profile& profile, std::vector<st
 // Judges (or trains from) `input`; prints a line per check, a line per failed check of the run itself, and
 // the verdict (Note [Nothing judged is not a pass] in harness/accept/verdict.hpp).
 int judge(const AcceptFlags& f, Profile& profile, const AcceptInput& input) {
-  const std::vector<RunCheckFailure> run_failures = check_runs(input, /*one_model=*/!f.any_gpu);
+  const std::vector<RunCheckFailure> run_failures = check_runs(input, /*one_model=*/!f.any_gpu, "--any-gpu");
   const auto print_run_failures = [&] {
     for (const RunCheckFailure& failure : run_failures) {
       fmt::print("FAIL  {}: {}\n", failure.name, failure.detail);
@@ -249,7 +254,7 @@ int accept_command(const AcceptFlags& f, const std::vector<std::string>& argv) {
     with_input.push_back({"--from", input});
     check_distinct_outputs(with_input);
   }
-  Profile profile = load_profile(f.profile);
+  Profile profile = load_profile(f.profile, "--profile", "--train");
   if (!f.from.empty()) {
     const AcceptInput from = runs_from(f.from);
     if (from.rows.empty() && !f.train) {

@@ -56,8 +56,8 @@ constexpr std::uint64_t kSeed = 0x6d656d7374726573ULL;
 constexpr double kSimDefaultBoundPct = 80;
 
 BurnProfile chosen_profile(const BurnFlags& f) {
-  BurnProfile p =
-      f.profile.empty() ? default_burn_profile() : load_burn_profile(choose_profile(f.profile).path);
+  BurnProfile p = f.profile.empty() ? default_burn_profile()
+                                    : load_burn_profile(choose_profile(f.profile).path, "--profile");
   if (f.profile.empty() && f.device.starts_with("sim")) {
     p.drift_pct = kSimDefaultBoundPct;
     p.lag_pct = kSimDefaultBoundPct;
@@ -86,7 +86,7 @@ void print_findings(const std::vector<BurnFinding>& found) {
 
 int burn_on_rank(const BurnFlags& f, const BurnProfile& profile, const std::vector<std::string>& argv,
                  InterruptWatch& interrupts, World& world) {
-  std::unique_ptr<DeviceBackend> backend = open_rank_device(f.device, "", world);
+  std::unique_ptr<DeviceBackend> backend = open_rank_device(f.device, "--device", "", world);
   const bool sim = backend->info().kind == BackendKind::sim;
   if (!sim && !f.any_gpu && !profile.gpu.empty() && backend->info().name != profile.gpu) {
     throw InputError(
@@ -104,6 +104,7 @@ int burn_on_rank(const BurnFlags& f, const BurnProfile& profile, const std::vect
                     {"intervals", plan.count}};
   if (!f.out.empty()) {
     options.out = f.out;
+    options.out_what = "--out";
   }
   options.run.quiet = f.quiet;
   options.row_digests = false;  // memory flat however many intervals (ResultSink)
@@ -177,12 +178,12 @@ int train_profile(const BurnFlags& f) {
     throw InputError("--train: needs --profile (the base), --from FILE... (healthy burns) and --write FILE");
   }
   check_output_path(f.write, "--write");
-  const BurnProfile base = load_burn_profile(choose_profile(f.profile).path);
+  const BurnProfile base = load_burn_profile(choose_profile(f.profile).path, "--profile");
   std::vector<Results> burns;
   for (const std::string& path : f.from) {
     burns.push_back(load_results(path, "--from"));
   }
-  const BurnTraining t = train_burn(base, burns);
+  const BurnTraining t = train_burn(base, burns, "--from");
   std::vector<std::string> comment{
       fmt::format("{}: trained by `memstress burn --train` from {} healthy burn(s) (docs/burn.md)", base.name,
                   burns.size())};

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "apps/commands.hpp"
+#include "apps/flag_names.hpp"
 #include "harness/compare/compare.hpp"
 #include "harness/compare/format.hpp"
 #include "harness/core/exit_code.hpp"
@@ -28,6 +29,9 @@ int compare_command(const CompareFlags& f) {
   compare::CompareOptions options;
   options.threshold_pct = compare::parse_threshold(f.threshold, "--threshold");
   options.match_any_gpu = f.match_any_gpu;
+  options.match_any_gpu_flag = "--match-any-gpu";
+  options.output_options = run_output_options();
+  options.output_switches = run_output_switches();
   const Results base = load_results(f.base, "BASE");
   const Results next = load_results(f.next, "NEW");
   const compare::Comparison c = compare::compare_results(base, next, options);

@@ -82,7 +82,7 @@ int ingest_command(const DbFlags& f) {
     throw InputError(
         "memstress db ingest: '-' given twice: the list of paths is read from standard input once");
   }
-  db::Store store(db::open_database(f.db, db::OpenMode::create));
+  db::Store store(db::open_database(f.db, db::OpenMode::create, "--db"));
   std::size_t added = 0, replaced = 0, kept = 0, skipped = 0;
   db::PathSource source(f.files, std::cin);
   db::IngestSettings settings;
@@ -133,12 +133,13 @@ int prune_command(const DbFlags& f) {
   options.samples_only = f.samples_only;
   options.all = f.all;
   options.dry_run = f.dry_run;
+  options.names = {.before = "--before", .keep_runs = "--keep-runs", .all = "--all"};
   // A store that is not there is a mistaken --db, not one to make empty.
   const bool url = f.db.starts_with("postgresql://") || f.db.starts_with("postgres://");
   if (!url && !std::filesystem::exists(f.db)) {
     throw InputError(fmt::format("--db '{}': no such database (memstress db ingest creates one)", f.db));
   }
-  db::Store store(db::open_database(f.db, db::OpenMode::create));
+  db::Store store(db::open_database(f.db, db::OpenMode::create, "--db"));
   const db::PruneOutcome o = db::prune(store, options);
   const std::string what = options.samples_only ? "dropped the samples of" : "deleted";
   fmt::print("{}{} {} of {} run(s) ({} metric(s), {} sample(s)){}; '{}' holds {} run(s)\n",
@@ -170,7 +171,7 @@ int outliers_command(const DbFlags& f) {
     throw InputError("--groups: only with --format json (every GPU's value, for the report's fleet page)");
   }
   const db::SeriesFilter filter{f.metric, checked_since(f.since), {}};
-  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only, "--db"));
   db::OutlierAccumulator groups;
   store.for_each_series(filter, [&](const db::Measurement& m, const db::Device& d, const db::GpuSummary& s) {
     groups.add(m, d, s);
@@ -213,7 +214,7 @@ int history_command(const DbFlags& f) {
   if (f.gpu.empty() == f.host.empty()) {
     throw InputError("memstress db history: give one of --gpu UUID or --host H");
   }
-  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only, "--db"));
   const std::string gpu = resolve_gpu(store, f.gpu);
   const std::vector<db::HistorySeries> series =
       db::history(store.observations({f.metric, checked_since(f.since), gpu, f.host}));
@@ -233,7 +234,7 @@ int compare_command(const DbFlags& f) {
   }
   compare::CompareOptions options;
   options.threshold_pct = compare::parse_threshold(f.threshold_pct, "--threshold");
-  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only, "--db"));
   db::DriverAccumulator drivers(f.drivers[0], f.drivers[1]);
   store.for_each_series(
       {f.metric, checked_since(f.since), f.drivers},
@@ -253,7 +254,7 @@ int compare_command(const DbFlags& f) {
 }
 
 int export_command(const DbFlags& f) {
-  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only, "--db"));
   const db::ExportFilter filter{checked_since(f.since), f.host};
   if (f.out.empty()) {
     db::export_openmetrics(store, filter, [](std::string_view piece) { print_all(piece); });
@@ -268,11 +269,12 @@ int export_command(const DbFlags& f) {
 
 int train_command(const DbFlags& f) {
   const ProfileChoice choice = choose_profile(f.profile);
-  Profile profile = load_profile(choice.path);
-  db::Store store(db::open_database(f.db, db::OpenMode::read_only));
+  Profile profile = load_profile(choice.path, "--profile", "--train");
+  db::Store store(db::open_database(f.db, db::OpenMode::read_only, "--db"));
   db::FleetTrainOptions options;
   options.k = f.k;
   options.driver = f.drivers.empty() ? "" : f.drivers.front();
+  options.driver_what = "--driver";
   options.min_gpus = f.min_gpus;
   // Each GPU's value per measurement, as db outliers judges it (its newest runs' median).
   std::vector<db::MetricObservation> fleet;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "apps/commands.hpp"
+#include "apps/flag_names.hpp"
 #include "harness/alloc/alloc_config.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/atomic_file.hpp"
@@ -50,14 +51,14 @@ int doctor_command(const DoctorFlags& f) {
   if (!f.capacity.empty()) {
     options.capacities = doctor::parse_capacities(f.capacity, "--capacity");
   }
-  options.capacities_flag = "--capacity";
   if (f.alloc_conf_given) {
     options.alloc_conf = AllocConfig::parse(f.alloc_conf, "--alloc-conf");
   }
-  options.alloc_conf_flag = "--alloc-conf";
+  options.flags = doctor_flags();
   options.trace_device = f.trace_device;
   for (const std::string& peer : f.peers) {
     AllocatorSpec spec;
+    spec.flags = allocator_flags();
     spec.name = peer;
     validate(spec);  // before the replays: an unknown name or a missing plugin is exit 2 at once
     options.peers.push_back(peer);

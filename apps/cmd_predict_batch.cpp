@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "apps/commands.hpp"
+#include "apps/flag_names.hpp"
 #include "harness/alloc/alloc_config.hpp"
 #include "harness/core/atomic_file.hpp"
 #include "harness/core/error.hpp"
@@ -70,8 +71,9 @@ int predict_command(const PredictFlags& f) {
   // Note [The setting a program ran with].
   const doctor::SettingInForce in_force =
       doctor::setting_in_force(given, "--alloc-conf", a.facts, f.snapshot_a, "the first snapshot");
-  const doctor::BatchModel model = doctor::build_batch_model(
-      a, b, batches, f.trace_device, doctor::gpu_of_runs(a, b, *capacity, f.multiprocessors));
+  const doctor::BatchModel model =
+      doctor::build_batch_model(a, b, batches, f.trace_device, "--trace-device",
+                                doctor::gpu_of_runs(a, b, *capacity, f.multiprocessors));
   const doctor::BatchAnswer answer = doctor::search_batch(model, in_force.setting, *capacity, f.max_batch);
   if (!f.write_trace.empty()) {
     const std::size_t colon = f.write_trace.find(':');
@@ -92,8 +94,8 @@ int predict_command(const PredictFlags& f) {
         "--write-trace");
   }
 
-  doctor::BatchReport report{f.snapshot_a, f.snapshot_b, batch_a, batch_b,         &a,
-                             &b,           &model,       &answer, in_force.origin, f.max_batch};
+  doctor::BatchReport report{f.snapshot_a, f.snapshot_b,    batch_a,     batch_b,       &a, &b, &model,
+                             &answer,      in_force.origin, f.max_batch, doctor_flags()};
   const nlohmann::json doc = doctor::batch_document(report);
   if (!f.out.empty()) {
     write_file_atomically(f.out, json_text(doc, 2) + "\n", "--out");

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "apps/commands.hpp"
+#include "apps/flag_names.hpp"
 #include "harness/alloc/alloc_config.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/core/atomic_file.hpp"
@@ -42,8 +43,9 @@ struct ReplayFlags {
 
 int replay_command(const ReplayFlags& f) {
   // Everything that can be wrong with the input is found before the device is touched.
-  const DeviceSpec spec = DeviceSpec::parse(f.device);
+  const DeviceSpec spec = DeviceSpec::parse(f.device, "--device");
   AllocatorSpec allocator_spec;
+  allocator_spec.flags = allocator_flags();
   allocator_spec.name = f.allocator;
   allocator_spec.conf = AllocConfig::parse(f.alloc_conf, "--alloc-conf");  // parsed once, and carried
   validate(allocator_spec);
@@ -65,6 +67,7 @@ int replay_command(const ReplayFlags& f) {
   }
   replay::ReplayOptions options;
   options.device = f.trace_device;
+  options.device_what = "--trace-device";
   options.timeline_points = f.timeline_points;
 
   // The simulated device places segments as the CUDA driver does (SimAddressOrder::cuda_like), which
@@ -79,7 +82,7 @@ int replay_command(const ReplayFlags& f) {
   nlohmann::json sweep_doc = nullptr;
   std::string sweep_text;
   if (f.sweep) {
-    const DeviceSpec resolved = DeviceSpec::parse(backend->info().label());
+    const DeviceSpec resolved = DeviceSpec::parse(backend->info().label(), "--device");
     // Simulated devices replay side by side; replays on one real GPU would compete for its memory.
     const unsigned threads = resolved.kind == DeviceSpec::Kind::sim ? 0 : 1;
     const replay::Sweep sweep = replay::run_sweep(

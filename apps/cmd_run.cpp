@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "apps/commands.hpp"
+#include "apps/flag_names.hpp"
 #include "apps/run_flags.hpp"
 #include "harness/alloc/alloc_config.hpp"
 #include "harness/alloc/factory.hpp"
@@ -54,7 +55,7 @@ std::optional<std::vector<std::uint64_t>> size_axis(const RunFlags& f) {
     throw InputError(fmt::format("-i/--stepbytes '{}': the step must be at least 1 byte", f.stepbytes));
   }
   return size_sweep(parse_bytes(f.minbytes, "-b/--minbytes"), parse_bytes(f.maxbytes, "-e/--maxbytes"),
-                    f.stepfactor, increment, f.max_cases);
+                    f.stepfactor, increment, run_sweep_names(), f.max_cases);
 }
 
 nlohmann::json config_json(const RunFlags& f, const PlanRequest& request) {
@@ -117,7 +118,7 @@ struct RunInput {
 int run_ranks(const RunFlags& f, const RunInput& in, World& world, InterruptWatch& interrupts) {
   std::unique_ptr<DeviceBackend> device;
   try {
-    device = open_rank_device(resolved_device(f), f.require_gpu ? "--require-gpu" : "", world);
+    device = open_rank_device(resolved_device(f), "--device", f.require_gpu ? "--require-gpu" : "", world);
   } catch (const EnvironmentError& e) {
     // No GPU where one was required: CI gets a failed test naming why, not a missing report.
     if (!f.junit.empty() && world.rank() == 0) {
@@ -174,6 +175,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   in.format = parse_output_format(f.format, "--format");
   in.table.wide = f.wide;
   PlanRequest request;
+  request.names = run_plan_names();
   request.workloads = f.workloads;
   request.full = f.full;
   request.sizes = size_axis(f);
@@ -181,12 +183,12 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   request.in_turn = f.in_turn;
   request.max_cases = f.max_cases;
   for (const std::string& p : f.params) {
-    request.overrides.push_back(ParamOverride::parse(p));
+    request.overrides.push_back(ParamOverride::parse(p, "-p"));
   }
   const Registry registry = suites::builtin_registry();
   SessionOptions& session = in.session;
   session.cases = plan_cases(registry, request);
-  static_cast<void>(DeviceSpec::parse(resolved_device(f)));
+  static_cast<void>(DeviceSpec::parse(resolved_device(f), "--device"));
   if (!f.inject_fault.empty()) {
     session.run.fault = FaultInjection::parse(f.inject_fault, "--inject-fault");
   }
@@ -196,6 +198,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
 
   // --allocator a,b,c runs every case under each allocator in turn, each built fresh.
   AllocatorSpec common;
+  common.flags = allocator_flags();
   common.conf = AllocConfig::parse(f.alloc_conf, "--alloc-conf");  // parsed once, and carried
   if (!f.alloc_limit.empty()) {
     common.limit = parse_bytes(f.alloc_limit, "--alloc-limit");
@@ -240,6 +243,7 @@ int run_command(const RunFlags& f, const std::vector<std::string>& argv) {
   session.straggler_threshold = f.straggler_pct / 100.0;
   if (!f.out.empty()) {
     session.out = f.out;
+    session.out_what = "--out";
   }
   session.run.repetitions = f.repetitions;
   session.run.warmup = f.warmup;

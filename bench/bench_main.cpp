@@ -36,6 +36,7 @@ std::vector<std::string> take_plugins(int& argc, char** argv) {
       plugins.emplace_back(arg.substr(kFlag.size()));
       memstress::AllocatorSpec spec;
       spec.name = "plugin:" + plugins.back();
+      spec.flags.name = "allocator";
       try {
         memstress::validate(spec);
       } catch (const std::exception& e) {

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   return fuzz::run([&] {
     const Results results = parse_results(input);
     db::Store store(fuzz::must("opening a store in memory",
-                               [] { return db::open_database(":memory:", db::OpenMode::create); }));
+                               [] { return db::open_database(":memory:", db::OpenMode::create, "--db"); }));
     const std::string sha = db::sha256_hex(input);
     const db::IngestOutcome first =
         fuzz::must("ingesting a file the loader accepted", [&] { return store.ingest(results, sha, "a"); });

@@ -59,7 +59,7 @@ void judge(const memstress::Profile& profile, memstress::Results results) {
                 "a failed check says neither how it failed", o.detail.c_str());
     fuzz::check(!o.detail.empty(), "a check's line says nothing", check.name.c_str());
   }
-  const std::vector<RunCheckFailure> run_failures = check_runs(input, /*one_model=*/true);
+  const std::vector<RunCheckFailure> run_failures = check_runs(input, /*one_model=*/true, "--any-gpu");
   const AcceptVerdict verdict = verdict_of(outcomes, run_failures.size(), "fuzz");
   if (verdict.code == ExitCode::ok) {
     fuzz::check(!must_not_pass(input), "PASS for a run that failed, did not complete, or lacks a rank's rows",
@@ -79,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string yaml(input.substr(0, split));
   const std::string_view results_text = input.substr(split + kSeparator.size());
   return fuzz::run([&] {
-    const Profile profile = parse_profile(yaml, "fuzz.yaml");
+    const Profile profile = parse_profile(yaml, "fuzz.yaml", "--train");
     Results results = parse_results(results_text);
     if (results.kind != ResultsKind::memstress) {
       return;  // accept refuses Google Benchmark JSON

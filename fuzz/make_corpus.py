@@ -103,9 +103,10 @@ PARAMS = {
     "sweep.txt": b"+alloc-smoke\n+transfers\n-b 1M\n-e 1G\n-f 4\n",
     "increment.txt": b"+alloc-smoke\n-b 4K\n-e 64K\n-i 4K\n",
     "full.txt": b"--full\n-p transfers.direction=h2d,d2d\n-p host=pinned,pageable\n~transfers\n",
-    "collectives.txt": b"+collectives\n-p op=all_gather\n-p warm=-5,5\n-p compute_us=0.5,1e3\n",
+    "nccl_memory.txt": b"+nccl_memory\n-p channels=0,64\n-p cycles=0,1e3\n~nccl_memory\n",
+    "signed.txt": b"+signed\n-p warm=-5,5\n",
     "integrity.txt": b"+integrity\n-p fraction=0.5\n-p patterns=a,b\n-p block=1G,2G\n",
-    "overlap.txt": b"+transfers\n-p overlap=yes,off,1\n",
+    "engine.txt": b"+transfers\n-p engine=sm\n-p host=pageable,registered\n-p streams=1,32,33\n",
 }
 
 # The file reader's seeds: the same traces, plus gzip streams (whole, and cut short) that it must decompress

@@ -42,10 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace memstress;
   const std::string input(fuzz::text(data, size));
   return fuzz::run([&] {
-    const Profile profile = parse_profile(input, "fuzz.yaml");
+    const Profile profile = parse_profile(input, "fuzz.yaml", "--train");
     const std::string written = fuzz::must("to_yaml", [&] { return to_yaml(profile); });
     const Profile back = fuzz::must("to_yaml's profile does not read back",
-                                    [&] { return parse_profile(written, "written.yaml"); });
+                                    [&] { return parse_profile(written, "written.yaml", "--train"); });
     fuzz::check(same_shape(profile, back), "to_yaml's profile reads back as another profile",
                 written.c_str());
   });

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (trace.events.empty()) {
       return;
     }
-    static_cast<void>(device_index(trace, ""));
+    static_cast<void>(device_index(trace, "", "--trace-device"));
     const std::string text = replay::format_replay_trace(trace, "fuzz");
     const replay::ReplayTrace back = fuzz::must("format_replay_trace's text does not read back", [&] {
       return replay::parse_replay_trace(text, "formatted");

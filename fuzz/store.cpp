@@ -31,7 +31,7 @@ void remove_store(const fs::path& path) {
 void query(const fs::path& path) {
   for (const db::OpenMode mode : {db::OpenMode::read_only, db::OpenMode::create}) {
     fuzz::run([&] {
-      db::Store store(db::open_database(path.string(), mode));
+      db::Store store(db::open_database(path.string(), mode, "--db"));
       static_cast<void>(store.observations({}));
       static_cast<void>(store.counts());
     });
@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const fs::path versioned = scratch.file("versioned.sqlite");
   remove_store(versioned);
   fuzz::must("making a store", [&] {
-    db::Store store(db::open_database(versioned.string(), db::OpenMode::create));
+    db::Store store(db::open_database(versioned.string(), db::OpenMode::create, "--db"));
     store.connection().exec(
         "DROP TABLE schema_version; CREATE TABLE schema_version (version TEXT, applied_at TEXT)");
     store.connection().prepare("INSERT INTO schema_version VALUES (?, 'fuzz')")->bind(1, version).run();

@@ -15,6 +15,7 @@
 #include "harness/run/context.hpp"
 #include "harness/run/timing.hpp"
 #include "harness/run/workload.hpp"
+#include "suites/axes.hpp"
 #include "suites/registry.hpp"
 
 namespace memstress::suites {
@@ -105,22 +106,7 @@ WorkloadDef workloads::alloc_smoke() {
       .summary =
           "allocate and free batches through the shared allocator; checks alignment, overlap, allocator and "
           "device accounting; alloc/free latency",
-      .axes =
-          {
-              {.name = "bytes",
-               .type = ParamType::bytes,
-               .defaults = {"1M", "64M", "1G"},
-               .full_defaults = {"512", "1M", "64M", "1G"},
-               .minimum = 1,
-               .help = "buffer size"},
-              {.name = "count",
-               .type = ParamType::integer,
-               .defaults = {"16"},
-               .full_defaults = {"16", "64"},
-               .minimum = 1,
-               .maximum = 1'000'000,
-               .help = "buffers live at once"},
-          },
+      .axes = axes::alloc_smoke(),  // Note [The axes in one place], suites/axes.hpp
       .headline = {"alloc"},
       .prepare = [](CaseContext& ctx)
           -> std::unique_ptr<CaseRun> {  // A batch larger than the whole device can never be live at once: a

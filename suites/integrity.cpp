@@ -37,6 +37,7 @@
 #include "harness/run/timing.hpp"
 #include "harness/run/workload.hpp"
 #include "kernels/pattern.hpp"
+#include "suites/axes.hpp"
 #include "suites/registry.hpp"
 #include "suites/support/blocks.hpp"
 
@@ -196,30 +197,7 @@ WorkloadDef workloads::integrity() {
           "address; `coverage` (bytes tested over total memory), fill and check GB/s, `s/GiB` (the whole "
           "test's seconds per GiB tested). Not in the default job: acceptance profiles run it",
       .needs = {.real_gpu = true},
-      .axes =
-          {
-              {.name = "fraction",
-               .type = ParamType::real,
-               .defaults = {"0.95"},
-               .full_defaults = {"0.98"},
-               .minimum = 0.01,
-               .maximum = 0.99,
-               .help = "share of free memory tested"},
-              {.name = "patterns",
-               .type = ParamType::text,
-               .defaults = {"random+checkerboard+walking_ones+walking_zeros+address"},
-               .help = "patterns, joined by +, each over all blocks"},
-              {.name = "inversions",
-               .type = ParamType::boolean,
-               .defaults = {"true"},
-               .help = "after each fill, moving inversions: the complement written going up the blocks, the "
-                       "pattern going down, each word compared before it is rewritten"},
-              {.name = "block",
-               .type = ParamType::bytes,
-               .defaults = {"1G"},
-               .minimum = 1 << 20,
-               .help = "block size (the allocation unit tested)"},
-          },
+      .axes = axes::integrity(),  // Note [The axes in one place], suites/axes.hpp
       .headline = {"coverage"},
       .max_repetitions = 1,
       // Not in the quick default job: it touches all of the device's memory several times. `accept` runs it.

@@ -44,6 +44,7 @@
 #include "harness/run/context.hpp"
 #include "harness/run/workload.hpp"
 #include "kernels/collective.hpp"
+#include "suites/axes.hpp"
 #include "suites/registry.hpp"
 #include "suites/support/collectives_ops.hpp"
 
@@ -229,29 +230,7 @@ WorkloadDef workloads::nccl_memory() {
           "created, used and destroyed must leave no memory behind (more than 2 MiB fails the case); every "
           "first collective's result checked on the device",
       .needs = {.real_gpu = true, .all_ranks = true, .more = "and an NCCL communicator under `mpirun`"},
-      .axes =
-          {
-              {.name = "channels",
-               .type = ParamType::integer,
-               .defaults = {"0"},
-               .full_defaults = {"0", "2", "8", "32"},
-               .minimum = 0,
-               .maximum = 64,
-               .help = "NCCL channels, pinned with ncclConfig_t minCTAs = maxCTAs (0: NCCL's choice)"},
-              {.name = "cycles",
-               .type = ParamType::integer,
-               .defaults = {"3"},
-               .full_defaults = {"100"},
-               .minimum = 0,
-               .maximum = 10000,
-               .help = "communicators created, used and destroyed after the first to check that nothing is "
-                       "left behind"},
-              {.name = "bytes",
-               .type = ParamType::bytes,
-               .defaults = {"4M"},
-               .minimum = 1,
-               .help = "the size of each first collective (nccl-tests' size)"},
-          },
+      .axes = axes::nccl_memory(),  // Note [The axes in one place], suites/axes.hpp
       .headline = {"comm_total"},
       .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
         return std::make_unique<NcclMemoryRun>(ctx);

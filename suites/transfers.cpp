@@ -73,6 +73,7 @@
 #include "harness/run/workload.hpp"
 #include "kernels/copy.hpp"
 #include "kernels/pattern.hpp"
+#include "suites/axes.hpp"
 #include "suites/registry.hpp"
 #include "suites/support/blocks.hpp"
 
@@ -82,7 +83,7 @@ namespace {
 constexpr std::uint64_t kSpinNs = 50'000;
 constexpr std::uint64_t kSampleBytes = 256ULL << 20U;  // each sample moves at least this much
 constexpr std::uint64_t kMaxInner = 256;
-constexpr std::int64_t kMaxStreams = 32;
+constexpr std::int64_t kMaxStreams = axes::kMaxTransferStreams;
 constexpr std::size_t kChunkAlign = 4096;
 constexpr kernels::Pattern kPattern = kernels::Pattern::random;
 
@@ -562,50 +563,10 @@ WorkloadDef workloads::transfers() {
           "when every host buffer's pages lie on the GPU's NUMA node); under `mpirun` without `--in-turn`, "
           "every rank's timed copies start together (every GPU at once)",
       .needs = {.real_gpu = true},
-      .axes =
-          {
-              {.name = "direction",
-               .type = ParamType::choice,
-               .defaults = {"h2d", "d2h", "bidir", "d2d"},
-               .choices = {"h2d", "d2h", "bidir", "d2d"},
-               .help = "copy direction (bidir: H2D and D2H at once)"},
-              {.name = "host",
-               .type = ParamType::choice,
-               .defaults = {"pinned", "pageable"},
-               .full_defaults = {"pinned", "pageable", "registered"},
-               .choices = {"pinned", "pageable", "registered"},
-               .help = "host memory: the pinned cache, ordinary pages, or cudaHostRegister'ed pages (not "
-                       "used by d2d)"},
-              {.name = "engine",
-               .type = ParamType::choice,
-               .defaults = {"ce"},
-               .full_defaults = {"ce", "sm"},
-               .choices = {"ce", "sm"},
-               .help = "ce: cudaMemcpyAsync (copy engines); sm: a copy kernel"},
-              {.name = "streams",
-               .type = ParamType::integer,
-               .defaults = {"1"},
-               .full_defaults = {"1", "4"},
-               .minimum = 1,
-               .maximum = kMaxStreams,
-               .help = "streams the copy is split over"},
-              {.name = "bytes",
-               .type = ParamType::bytes,
-               .defaults = {"1M", "256M"},
-               .full_defaults = {"4K", "64K", "1M", "16M", "256M", "1G"},
-               .minimum = 16,
-               .help = "copy size"},
-          },
+      .axes = axes::transfers(),  // Note [The axes in one place], suites/axes.hpp
       .headline = {"GB/s"},
       .measures_bandwidth = true,
-      .applies = [](const ParamSet& p) -> bool {
-        const std::string& direction = p.text("direction");
-        const std::string& host = p.text("host");
-        if (direction == "d2d") {
-          return host == "pinned";  // host memory plays no part: one case, not three
-        }
-        return !(host == "pageable" && p.text("engine") == "sm");  // a kernel cannot read pageable memory
-      },
+      .applies = axes::transfers_applies,
       .prepare = [](CaseContext& ctx) -> std::unique_ptr<CaseRun> {
         return std::make_unique<TransfersRun>(ctx);
       },

@@ -36,7 +36,7 @@ std::optional<std::string> golden_problem(double golden) {
 std::optional<BoundProblem> bound_problem(const AcceptCheck& check) {
   if (check.golden) {
     if (std::optional<std::string> why = golden_problem(*check.golden)) {
-      return BoundProblem{"golden", *why, " (train it: --train)"};
+      return BoundProblem{"golden", *why, fmt::format(" (train it: {})", check.train)};
     }
   }
   if (!(check.factor >= kMinFactor && check.factor <= 1)) {

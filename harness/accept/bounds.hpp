@@ -27,7 +27,7 @@ inline constexpr double kMinFactor = 0.01;
 inline constexpr double kMaxBound = 1e18;
 
 // What is wrong with a check's bounds: the key to name (its line), why ("golden must be ..."), and what to do
-// (" (train it: --train)", or "").
+// (" (train it: " and the check's `train`, or "").
 struct BoundProblem {
   const char* key;
   std::string why;

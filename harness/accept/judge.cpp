@@ -297,7 +297,8 @@ CheckOutcome judge_one(const AcceptCheck& check, const Measured& m, std::string*
   out.unit = m.unit;
   const std::vector<Bound> bounds = bounds_of(check, m);
   out.pass = !bounds.empty() && meets(m.value, bounds);
-  out.bound = bounds.empty() ? "none (train the profile: --train)" : bounds_text(bounds, m.unit);
+  out.bound =
+      bounds.empty() ? fmt::format("none (train the profile: {})", check.train) : bounds_text(bounds, m.unit);
   const std::vector<RowValue> named = named_rows(m, bounds, out.pass);
   // One GPU gave every row (a one-GPU run): it is named once, without a value of its own.
   const bool one_gpu = std::all_of(m.values.begin(), m.values.end(), [&](const RowValue& rv) {

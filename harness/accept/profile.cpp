@@ -188,7 +188,7 @@ bool flag(const YAML::Node& node, const char* key, const std::string& what) {
 
 }  // namespace
 
-Profile parse_profile(const std::string& yaml, const std::string& name) {
+Profile parse_profile(const std::string& yaml, const std::string& name, std::string_view train) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -226,6 +226,7 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
                   "min_ranks", "per_host", "source"},
                  what);
       AcceptCheck check;
+      check.train = train;
       check.name = required(c, "name", what);
       check.workload = required(c, "workload", what);
       check.metric = required(c, "metric", what);
@@ -260,16 +261,16 @@ Profile parse_profile(const std::string& yaml, const std::string& name) {
   return p;
 }
 
-Profile load_profile(const std::filesystem::path& path) {
+Profile load_profile(const std::filesystem::path& path, std::string_view what, std::string_view train) {
   // A regular file of at most kMaxProfileBytes, opened without blocking (Note [Inputs that cannot hang or
   // exhaust]): a FIFO, /dev/zero or a sparse file of gigabytes is refused in one line, never read.
   std::string text;
   try {
     text = read_input_file(path, kMaxProfileBytes, "an acceptance profile");
   } catch (const InputError& e) {
-    throw InputError(fmt::format("--profile {}: {}", path.string(), e.what()));
+    throw InputError(fmt::format("{} {}: {}", what, path.string(), e.what()));
   }
-  return parse_profile(text, path.string());
+  return parse_profile(text, path.string(), train);
 }
 
 }  // namespace memstress

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,9 @@ struct AcceptCheck {
   // Where its min or max came from, where a tool set it ("fleet: median 55.35 GB/s - 3 x 0.412 (scaled MAD)
   // over 12 GPUs, driver 580.159.04": `memstress db train`); a failed or passed line quotes it.
   std::string source = {};
+  // How its bounds are trained, as the command names it (parse_profile's `train`: its flag), named where the
+  // check has none or a golden value that cannot be one.
+  std::string train = {};
 };
 
 struct Profile {
@@ -71,9 +75,12 @@ struct Profile {
 // The largest profile read (docs/limits.md): the shipped ones are under 20 KiB.
 inline constexpr std::uint64_t kMaxProfileBytes = std::uint64_t{1} << 20U;
 
-// Throws InputError naming the file (and what is wrong) for anything that is not a valid profile.
-[[nodiscard]] Profile load_profile(const std::filesystem::path& path);
-[[nodiscard]] Profile parse_profile(const std::string& yaml, const std::string& name);
+// Throws InputError naming the file (and what is wrong) for anything that is not a valid profile;
+// load_profile names it with `what` (the command's flag that gave it) where it cannot be read. `train`: how
+// the command trains a profile (its flag), each check's AcceptCheck::train.
+[[nodiscard]] Profile load_profile(const std::filesystem::path& path, std::string_view what,
+                                   std::string_view train);
+[[nodiscard]] Profile parse_profile(const std::string& yaml, const std::string& name, std::string_view train);
 [[nodiscard]] std::string to_yaml(const Profile& profile);
 
 }  // namespace memstress

@@ -121,7 +121,7 @@ std::optional<RunCheckFailure> none_failed(const AcceptInput& input) {
   return failed_with("rows: none failed or errored", failed);
 }
 
-std::optional<RunCheckFailure> one_model(const AcceptInput& input) {
+std::optional<RunCheckFailure> one_model(const AcceptInput& input, std::string_view any_gpu_flag) {
   const std::vector<GpuModel> models = gpu_models(input);
   if (models.size() < 2) {
     return std::nullopt;
@@ -134,8 +134,8 @@ std::optional<RunCheckFailure> one_model(const AcceptInput& input) {
   }
   return RunCheckFailure{"inputs: one GPU model",
                          fmt::format("rows of {} GPU models: {}; a profile's thresholds are for one model "
-                                     "(--any-gpu judges them together)",
-                                     models.size(), fmt::join(named, ", "))};
+                                     "({} judges them together)",
+                                     models.size(), fmt::join(named, ", "), any_gpu_flag)};
 }
 
 }  // namespace
@@ -154,11 +154,12 @@ std::vector<GpuModel> gpu_models(const AcceptInput& input) {
   return models;
 }
 
-std::vector<RunCheckFailure> check_runs(const AcceptInput& input, bool one_model_only) {
+std::vector<RunCheckFailure> check_runs(const AcceptInput& input, bool one_model_only,
+                                        std::string_view any_gpu_flag) {
   std::vector<RunCheckFailure> out;
   for (std::optional<RunCheckFailure> failure :
        {complete(input), every_rank(input), no_stranger(input), none_failed(input),
-        one_model_only ? one_model(input) : std::nullopt}) {
+        one_model_only ? one_model(input, any_gpu_flag) : std::nullopt}) {
     if (failure) {
       out.push_back(std::move(*failure));
     }

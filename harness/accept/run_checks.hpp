@@ -11,6 +11,7 @@
 //   inputs: one GPU model                the rows are of one GPU model (unless --any-gpu)
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/accept/input.hpp"
@@ -23,8 +24,10 @@ struct RunCheckFailure {
 };
 
 // The run checks `input` fails, in the order above; none where it passes them all. `one_model`: results of
-// several GPU models fail (accept without --any-gpu).
-[[nodiscard]] std::vector<RunCheckFailure> check_runs(const AcceptInput& input, bool one_model);
+// several GPU models fail (accept without --any-gpu), naming `any_gpu_flag` (the command's flag that judges
+// them together).
+[[nodiscard]] std::vector<RunCheckFailure> check_runs(const AcceptInput& input, bool one_model,
+                                                      std::string_view any_gpu_flag);
 
 // The GPU models of the rows, in the order first seen, each with the run it was first seen in.
 struct GpuModel {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string_view>
 
 #include "harness/alloc/allocator.hpp"
 
@@ -23,8 +24,8 @@ std::unique_ptr<Allocator> make_statistics_allocator(std::unique_ptr<Allocator> 
 // The same counters completing a peer that keeps none of its own (rmm-*, plugin:*), named as the peer.
 std::unique_ptr<Allocator> make_peer_statistics(std::unique_ptr<Allocator> peer);
 // Writes to `path` (the memstress trace format, docs in harness/trace/trace_format.md). Throws InputError
-// naming --alloc-trace when the file cannot be written.
+// naming `what` (the command's flag that gave the path) when the file cannot be written.
 std::unique_ptr<Allocator> make_tracing_allocator(std::unique_ptr<Allocator> upstream,
-                                                  const std::filesystem::path& path);
+                                                  const std::filesystem::path& path, std::string_view what);
 
 }  // namespace memstress

@@ -231,12 +231,13 @@ class AsyncAllocator final : public Allocator {
 
 }  // namespace
 
-std::unique_ptr<Allocator> make_async_allocator(DeviceBackend& backend, std::uint64_t release_threshold) {
+std::unique_ptr<Allocator> make_async_allocator(DeviceBackend& backend, std::uint64_t release_threshold,
+                                                const AllocatorFlags& flags) {
   if (!backend.has_memory()) {
     throw EnvironmentError(fmt::format(
         "the async allocator needs a real GPU (cudaMallocAsync); running on the simulated device {}: "
-        "choose another allocator (e.g. --allocator direct) or a CUDA device (--device cuda)",
-        backend.info().label()));
+        "choose another allocator (e.g. {} direct) or a CUDA device ({} cuda)",
+        backend.info().label(), flags.name, flags.device));
   }
   return std::make_unique<AsyncAllocator>(backend, release_threshold);
 }
@@ -245,6 +246,6 @@ bool async_built() noexcept {
   return true;
 }
 
-void require_async_built() {}
+void require_async_built(const AllocatorFlags& /*flags*/) {}
 
 }  // namespace memstress

@@ -11,11 +11,11 @@
 namespace memstress {
 namespace {
 
-[[noreturn]] void not_built(std::string_view name) {
-  throw EnvironmentError(fmt::format(
-      "--allocator {}: this memstress was built without CUDA, and the allocator needs a real GPU; build "
-      "memstress from a checkout for it",
-      name));
+[[noreturn]] void not_built(std::string_view name, std::string_view what) {
+  throw EnvironmentError(
+      fmt::format("{} {}: this memstress was built without CUDA, and the allocator needs a real GPU; build "
+                  "memstress from a checkout for it",
+                  what, name));
 }
 
 }  // namespace
@@ -24,13 +24,14 @@ bool async_built() noexcept {
   return false;
 }
 
-void require_async_built() {
-  not_built("async");
+void require_async_built(const AllocatorFlags& flags) {
+  not_built("async", flags.name);
 }
 
 std::unique_ptr<Allocator> make_async_allocator(DeviceBackend& /*backend*/,
-                                                std::uint64_t /*release_threshold*/) {
-  not_built("async");
+                                                std::uint64_t /*release_threshold*/,
+                                                const AllocatorFlags& flags) {
+  not_built("async", flags.name);
 }
 
 std::string plugin_peer_name(const PluginSpec& spec) {
@@ -41,16 +42,16 @@ bool is_plugin_name(std::string_view name) noexcept {
   return name.starts_with("plugin:");
 }
 
-PluginSpec parse_plugin_name(std::string_view name) {
-  not_built(name);
+PluginSpec parse_plugin_name(std::string_view name, std::string_view what) {
+  not_built(name, what);
 }
 
 void check_plugin(const PluginSpec& spec) {
-  not_built(spec.path);
+  not_built(spec.path, spec.what);
 }
 
 std::unique_ptr<Allocator> make_plugin_allocator(const PluginSpec& spec, DeviceBackend& /*backend*/) {
-  not_built(spec.path);
+  not_built(spec.path, spec.what);
 }
 
 }  // namespace memstress

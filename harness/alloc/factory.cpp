@@ -31,14 +31,16 @@ struct Peer {
   bool simulated;
   bool baseline;
   bool (*built)() noexcept;
-  void (*require_built)();  // throws EnvironmentError: exit 3, saying how to build it
-  std::unique_ptr<Allocator> (*make)(const AllocConfig& config, DeviceBackend& backend);
+  void (*require_built)(
+      const AllocatorFlags& flags);  // throws EnvironmentError: exit 3, saying how to build it
+  std::unique_ptr<Allocator> (*make)(const AllocConfig& config, const AllocatorFlags& flags,
+                                     DeviceBackend& backend);
 };
 
 bool always() noexcept {
   return true;
 }
-void nothing_to_require() {}
+void nothing_to_require(const AllocatorFlags& /*flags*/) {}
 
 constexpr bool torch_built() noexcept {
 #if defined(MEMSTRESS_HAVE_TORCH)
@@ -50,20 +52,22 @@ constexpr bool torch_built() noexcept {
 
 // A peer this build leaves out is missing from the environment, not a wrong name: exit 3, saying how to get
 // it.
-void require_torch_built() {
+void require_torch_built(const AllocatorFlags& flags) {
   if (!torch_built()) {
     throw EnvironmentError(
-        "--allocator torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
-        "installed");
+        fmt::format("{} torch: this build has no torch peer; build the gpu-torch preset where PyTorch is "
+                    "installed",
+                    flags.name));
   }
 }
 
 std::unique_ptr<Allocator> make_torch([[maybe_unused]] const AllocConfig& config,
+                                      [[maybe_unused]] const AllocatorFlags& flags,
                                       [[maybe_unused]] DeviceBackend& backend) {
 #if defined(MEMSTRESS_HAVE_TORCH)
   return make_torch_allocator(backend);
 #else
-  require_torch_built();
+  require_torch_built(flags);
   return nullptr;  // not reached
 #endif
 }
@@ -76,9 +80,9 @@ constexpr Peer rmm_peer(std::string_view what) {
           false,
           false,
           rmm_built,
-          [] { require_rmm_built(R); },
-          [](const AllocConfig& config, DeviceBackend& backend) {
-            return make_peer_statistics(make_rmm_allocator(R, backend, config));
+          [](const AllocatorFlags& flags) { require_rmm_built(R, flags.name); },
+          [](const AllocConfig& config, const AllocatorFlags& flags, DeviceBackend& backend) {
+            return make_peer_statistics(make_rmm_allocator(R, backend, config, flags));
           }};
 }
 
@@ -96,28 +100,30 @@ constexpr std::array kPeers{
          "PyTorch's behaviour. Each stream has its own pools and lock, so threads on their own streams do "
          "not contend",
          true, false, always, nothing_to_require,
-         [](const AllocConfig& config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+         [](const AllocConfig& config, const AllocatorFlags& /*flags*/,
+            DeviceBackend& backend) -> std::unique_ptr<Allocator> {
            return std::make_unique<caching::CachingAllocator>(backend, config);
          }},
     Peer{"expandable", "memstress",
          "the same with `expandable_segments:True`: one virtual range per stream and pool, grown and shrunk "
          "page by page (cuMemCreate/cuMemMap)",
          true, false, always, nothing_to_require,
-         [](const AllocConfig& config, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
+         [](const AllocConfig& config, const AllocatorFlags& /*flags*/,
+            DeviceBackend& backend) -> std::unique_ptr<Allocator> {
            AllocConfig expandable = config;
            expandable.expandable_segments = true;
            return std::make_unique<caching::CachingAllocator>(backend, std::move(expandable));
          }},
     Peer{"direct", "CUDA", "cudaMalloc / cudaFree per request: the baseline", true, true, always,
          nothing_to_require,
-         [](const AllocConfig& /*config*/, DeviceBackend& backend) -> std::unique_ptr<Allocator> {
-           return std::make_unique<DirectAllocator>(backend);
-         }},
+         [](const AllocConfig& /*config*/, const AllocatorFlags& /*flags*/, DeviceBackend& backend)
+             -> std::unique_ptr<Allocator> { return std::make_unique<DirectAllocator>(backend); }},
     Peer{"async", "CUDA",
          "cudaMallocAsync on a pool of its own (`release_threshold_mb:N` sets its release threshold)", false,
          false, async_built, require_async_built,
-         [](const AllocConfig& config, DeviceBackend& backend) {
-           return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited));
+         [](const AllocConfig& config, const AllocatorFlags& flags, DeviceBackend& backend) {
+           return make_async_allocator(backend, config.release_threshold.value_or(AllocConfig::kUnlimited),
+                                       flags);
          }},
     Peer{"torch", "PyTorch",
          "PyTorch's own allocator, side by side (built by the `gpu-torch` preset where PyTorch is installed)",
@@ -139,20 +145,21 @@ const Peer* find_peer(std::string_view name) noexcept {
   return nullptr;
 }
 
-[[noreturn]] void unknown(std::string_view name) {
-  throw InputError(fmt::format("--allocator '{}': unknown allocator; choose one of: {}, or plugin:PATH.so",
-                               name, fmt::join(allocator_names(), ", ")));
+[[noreturn]] void unknown(const AllocatorSpec& spec) {
+  throw InputError(fmt::format("{} '{}': unknown allocator; choose one of: {}, or plugin:PATH.so",
+                               spec.flags.name, spec.name, fmt::join(allocator_names(), ", ")));
 }
 
 std::unique_ptr<Allocator> make_peer(const AllocatorSpec& spec, DeviceBackend& backend) {
   if (const Peer* peer = find_peer(spec.name)) {
-    peer->require_built();
-    return peer->make(spec.conf, backend);
+    peer->require_built(spec.flags);
+    return peer->make(spec.conf, spec.flags, backend);
   }
   if (is_plugin_name(spec.name)) {
-    return make_peer_statistics(make_plugin_allocator(parse_plugin_name(spec.name), backend));
+    return make_peer_statistics(
+        make_plugin_allocator(parse_plugin_name(spec.name, spec.flags.name), backend));
   }
-  unknown(spec.name);
+  unknown(spec);
 }
 
 }  // namespace
@@ -186,14 +193,14 @@ std::vector<std::string_view> allocator_names() {
 
 void validate(const AllocatorSpec& spec) {
   if (const Peer* peer = find_peer(spec.name)) {
-    peer->require_built();  // before any case runs
+    peer->require_built(spec.flags);  // before any case runs
     return;
   }
   if (is_plugin_name(spec.name)) {
-    check_plugin(parse_plugin_name(spec.name));
+    check_plugin(parse_plugin_name(spec.name, spec.flags.name));
     return;
   }
-  unknown(spec.name);
+  unknown(spec);
 }
 
 std::vector<AllocatorSpec> allocator_specs(std::string_view names, const AllocatorSpec& common) {
@@ -207,17 +214,17 @@ std::vector<AllocatorSpec> allocator_specs(std::string_view names, const Allocat
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
   if (specs.empty()) {
-    throw InputError("--allocator: name at least one allocator");
+    throw InputError(fmt::format("{}: name at least one allocator", common.flags.name));
   }
   // Rows and snapshots name a plugin by its file: two libraries of one file name could not be told apart.
   std::map<std::string, std::string, std::less<>> reported;  // reported name -> the spec given
   for (const AllocatorSpec& a : specs) {
-    const std::string name = is_plugin_name(a.name) ? plugin_peer_name(parse_plugin_name(a.name)) : a.name;
+    const std::string name =
+        is_plugin_name(a.name) ? plugin_peer_name(parse_plugin_name(a.name, a.flags.name)) : a.name;
     if (const auto [it, added] = reported.emplace(name, a.name); !added && it->second != a.name) {
       throw InputError(
-          fmt::format("--allocator: {} and {} would both be reported as {}; give them different "
-                      "file names",
-                      it->second, a.name, name));
+          fmt::format("{}: {} and {} would both be reported as {}; give them different file names",
+                      a.flags.name, it->second, a.name, name));
     }
   }
   return specs;
@@ -244,7 +251,7 @@ std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBacke
     allocator = make_limiting_allocator(std::move(allocator), *spec.limit);
   }
   if (spec.trace) {
-    allocator = make_tracing_allocator(std::move(allocator), *spec.trace);
+    allocator = make_tracing_allocator(std::move(allocator), *spec.trace, spec.flags.trace);
   }
   return allocator;
 }

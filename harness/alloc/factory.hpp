@@ -10,6 +10,7 @@
 
 #include "harness/alloc/alloc_config.hpp"
 #include "harness/alloc/allocator.hpp"
+#include "harness/alloc/allocator_flags.hpp"
 #include "harness/core/launcher.hpp"
 
 namespace memstress {
@@ -21,6 +22,7 @@ struct AllocatorSpec {
   AllocConfig conf;                            // PyTorch syntax (alloc_config.hpp); {} = defaults
   std::optional<std::uint64_t> limit;          // LimitingAllocator cap
   std::optional<std::filesystem::path> trace;  // TracingAllocator output
+  AllocatorFlags flags{};                      // the command's flags that gave the above, for the errors
 };
 
 // A command's allocator settings as given (`flag`), else $MEMSTRESS_ALLOC_CONF, else "" (the allocators'
@@ -51,8 +53,9 @@ std::vector<std::string_view> allocator_names();
 // Checks the name without building anything (InputError naming the allocator).
 void validate(const AllocatorSpec& spec);
 
-// --allocator a,b,c: a spec for each name, with `common`'s config, limit and trace, each validated. Throws
-// InputError for an empty list, and for two plugins whose rows would bear one name (the library's file).
+// --allocator a,b,c: a spec for each name, with `common`'s config, limit, trace and flags, each validated.
+// Throws InputError (naming common.flags.name) for an empty list, and for two plugins whose rows would bear
+// one name (the library's file).
 std::vector<AllocatorSpec> allocator_specs(std::string_view names, const AllocatorSpec& common);
 
 // A file of one allocator's among `several` (run --snapshot with --allocator a,b): `path` with the
@@ -63,7 +66,7 @@ std::filesystem::path path_for_allocator(const std::filesystem::path& path, std:
 
 // Builds the allocator and its adaptors over `backend` (innermost first: the peer, then the limit, then
 // tracing, so the trace sees every request including those the limit refuses). Throws InputError naming
-// the flag for an unknown name or a bad config, EnvironmentError when the peer needs a real GPU.
+// spec.flags' flag for an unknown name or a bad config, EnvironmentError when the peer needs a real GPU.
 std::unique_ptr<Allocator> make_allocator(const AllocatorSpec& spec, DeviceBackend& backend);
 inline std::unique_ptr<Allocator> make_allocator(std::string_view name, DeviceBackend& backend) {
   AllocatorSpec spec;

@@ -66,7 +66,7 @@ namespace {
 constexpr std::string_view kPrefix = "plugin:";
 
 std::string flag_text(const PluginSpec& spec) {
-  return fmt::format("--allocator plugin:{}", spec.path);
+  return fmt::format("{} plugin:{}", spec.what, spec.path);
 }
 
 // The functions of a loaded plugin: ALLOC and FREE, and memstress's optional two.
@@ -344,12 +344,13 @@ bool is_plugin_name(std::string_view name) noexcept {
   return name.starts_with(kPrefix);
 }
 
-PluginSpec parse_plugin_name(std::string_view name) {
+PluginSpec parse_plugin_name(std::string_view name, std::string_view what) {
   std::string_view rest = name.substr(kPrefix.size());
   std::error_code error;
   if (!rest.empty() && std::filesystem::is_regular_file(std::filesystem::path(rest), error)) {
     PluginSpec whole;  // a path with colons in it, and the default names
     whole.path = std::string(rest);
+    whole.what = std::string(what);
     return whole;
   }
   std::vector<std::string_view> parts;
@@ -359,9 +360,10 @@ PluginSpec parse_plugin_name(std::string_view name) {
   }
   parts.push_back(rest);
   PluginSpec spec;
+  spec.what = std::string(what);
   if (parts.size() == 2) {
     throw InputError(fmt::format(
-        "--allocator {}: give both function names or neither: plugin:PATH or plugin:PATH:ALLOC:FREE", name));
+        "{} {}: give both function names or neither: plugin:PATH or plugin:PATH:ALLOC:FREE", what, name));
   }
   if (parts.size() >= 3) {
     spec.alloc_fn = std::string(parts[parts.size() - 2]);
@@ -374,13 +376,13 @@ PluginSpec parse_plugin_name(std::string_view name) {
   }
   spec.path = path;
   if (spec.path.empty() || spec.alloc_fn.empty() || spec.free_fn.empty()) {
-    throw InputError(fmt::format(
-        "--allocator {}: expected plugin:PATH or plugin:PATH:ALLOC:FREE (a shared library with PyTorch's "
-        "pluggable-allocator functions)",
-        name));
+    throw InputError(
+        fmt::format("{} {}: expected plugin:PATH or plugin:PATH:ALLOC:FREE (a shared library with PyTorch's "
+                    "pluggable-allocator functions)",
+                    what, name));
   }
   if (!std::filesystem::is_regular_file(spec.path, error)) {
-    throw InputError(fmt::format("--allocator {}: {} is not a file", name, spec.path));
+    throw InputError(fmt::format("{} {}: {} is not a file", what, name, spec.path));
   }
   return spec;
 }

@@ -108,8 +108,9 @@ class UpstreamCount {
 
 class RmmAllocator final : public Allocator {
  public:
-  RmmAllocator(RmmResource kind, DeviceBackend& backend, const AllocConfig& config)
+  RmmAllocator(RmmResource kind, DeviceBackend& backend, const AllocConfig& config, AllocatorFlags flags)
       : kind_(kind),
+        flags_(std::move(flags)),
         backend_(backend),
         device_(backend.info().ordinal),
         config_fraction_(config.memory_fraction),
@@ -207,7 +208,7 @@ class RmmAllocator final : public Allocator {
   // allocator and what RMM said.
   DeviceResource first_resource() {
     const std::string setting =
-        config_fraction_ ? fmt::format(" --alloc-conf per_process_memory_fraction:{}", *config_fraction_)
+        config_fraction_ ? fmt::format(" {} per_process_memory_fraction:{}", flags_.conf, *config_fraction_)
                          : "";
     try {
       DeviceResource resource = make_resource();
@@ -217,7 +218,7 @@ class RmmAllocator final : public Allocator {
       return resource;
     } catch (const rmm::logic_error& e) {
       const std::string what =
-          fmt::format("--allocator {}{}: RMM refuses the resource: {}", name(), setting, e.what());
+          fmt::format("{} {}{}: RMM refuses the resource: {}", flags_.name, name(), setting, e.what());
       if (limit_) {
         throw InputError(what);
       }
@@ -225,7 +226,7 @@ class RmmAllocator final : public Allocator {
     } catch (const rmm::out_of_memory& e) {
       const MemInfo mem = backend_.mem_info();
       const std::string what =
-          fmt::format("--allocator {}{}: RMM could not take its {} from {} ({} free of {}): {}", name(),
+          fmt::format("{} {}{}: RMM could not take its {} from {} ({} free of {}): {}", flags_.name, name(),
                       setting, limit_ ? format_bytes(*limit_) : std::string("arena (half the free memory)"),
                       backend_.info().label(), format_bytes(mem.free), format_bytes(mem.total), e.what());
       if (limit_) {
@@ -233,8 +234,8 @@ class RmmAllocator final : public Allocator {
       }
       throw EnvironmentError(what);
     } catch (const std::exception& e) {  // rmm::cuda_error, or rmm::bad_alloc from a CUDA error but OOM
-      throw EnvironmentError(fmt::format("--allocator {}: RMM could not build its resource on {}: {}", name(),
-                                         backend_.info().label(), e.what()));
+      throw EnvironmentError(fmt::format("{} {}: RMM could not build its resource on {}: {}", flags_.name,
+                                         name(), backend_.info().label(), e.what()));
     }
   }
 
@@ -333,6 +334,7 @@ class RmmAllocator final : public Allocator {
   }
 
   const RmmResource kind_;
+  const AllocatorFlags flags_;  // the command's flags, for the errors
   DeviceBackend& backend_;
   const int device_;
   const std::optional<double> config_fraction_;               // per_process_memory_fraction, as given
@@ -357,17 +359,17 @@ bool rmm_built() noexcept {
   return true;
 }
 
-void require_rmm_built(RmmResource /*resource*/) {}
+void require_rmm_built(RmmResource /*resource*/, std::string_view /*what*/) {}
 
 std::unique_ptr<Allocator> make_rmm_allocator(RmmResource resource, DeviceBackend& backend,
-                                              const AllocConfig& config) {
+                                              const AllocConfig& config, const AllocatorFlags& flags) {
   if (!backend.has_memory()) {
     throw EnvironmentError(fmt::format(
         "the {} allocator needs a real GPU (RMM allocates with the CUDA runtime); running on the simulated "
-        "device {}: choose another allocator (e.g. --allocator caching) or a CUDA device (--device cuda)",
-        rmm_peer_name(resource), backend.info().label()));
+        "device {}: choose another allocator (e.g. {} caching) or a CUDA device ({} cuda)",
+        rmm_peer_name(resource), backend.info().label(), flags.name, flags.device));
   }
-  return std::make_unique<RmmAllocator>(resource, backend, config);
+  return std::make_unique<RmmAllocator>(resource, backend, config, flags);
 }
 
 }  // namespace memstress

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "harness/alloc/allocator.hpp"
+#include "harness/alloc/allocator_flags.hpp"
 
 namespace memstress {
 
@@ -38,11 +39,11 @@ enum class RmmResource { pool, arena, async };
 }
 // Whether this build has the RMM peers, and EnvironmentError (exit 3, saying how to build them) where not.
 [[nodiscard]] bool rmm_built() noexcept;
-void require_rmm_built(RmmResource resource);
+void require_rmm_built(RmmResource resource, std::string_view what);
 // The peer (its statistics are reserved bytes and OOM counts; the factory wraps it in the statistics
 // adaptor for allocated and requested bytes). Throws EnvironmentError on the simulated device or where
-// this build has no RMM.
+// this build has no RMM; its errors name the peer and its settings by `flags`.
 std::unique_ptr<Allocator> make_rmm_allocator(RmmResource resource, DeviceBackend& backend,
-                                              const AllocConfig& config);
+                                              const AllocConfig& config, const AllocatorFlags& flags);
 
 }  // namespace memstress

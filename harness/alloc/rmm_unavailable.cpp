@@ -11,17 +11,17 @@ bool rmm_built() noexcept {
   return false;
 }
 
-void require_rmm_built(RmmResource resource) {
+void require_rmm_built(RmmResource resource, std::string_view what) {
   throw EnvironmentError(fmt::format(
-      "--allocator {}: this build has no RMM peers; scripts/setup builds them where librmm-cu13 is installed "
+      "{} {}: this build has no RMM peers; scripts/setup builds them where librmm-cu13 is installed "
       "in .venv (requirements.txt), or configure with -DMEMSTRESS_WITH_RMM=ON -DRMM_ROOT=<librmm package "
       "dir>",
-      rmm_peer_name(resource)));
+      what, rmm_peer_name(resource)));
 }
 
 std::unique_ptr<Allocator> make_rmm_allocator(RmmResource resource, DeviceBackend& /*backend*/,
-                                              const AllocConfig& /*config*/) {
-  require_rmm_built(resource);
+                                              const AllocConfig& /*config*/, const AllocatorFlags& flags) {
+  require_rmm_built(resource, flags.name);
   return nullptr;  // not reached
 }
 

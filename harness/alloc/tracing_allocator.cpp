@@ -29,8 +29,9 @@ namespace {
 
 class TracingAllocator final : public detail::AdaptorBase {
  public:
-  TracingAllocator(std::unique_ptr<Allocator> upstream, const std::filesystem::path& path)
-      : AdaptorBase("tracing", std::move(upstream)), writer_(open(path, backend().info().label())) {}
+  TracingAllocator(std::unique_ptr<Allocator> upstream, const std::filesystem::path& path,
+                   std::string_view what)
+      : AdaptorBase("tracing", std::move(upstream)), writer_(open(path, backend().info().label(), what)) {}
 
  private:
   struct Live {
@@ -39,11 +40,11 @@ class TracingAllocator final : public detail::AdaptorBase {
     std::uint64_t stream;
   };
 
-  static TraceWriter open(const std::filesystem::path& path, std::string device) {
+  static TraceWriter open(const std::filesystem::path& path, std::string device, std::string_view what) {
     try {
-      return TraceWriter(path, std::move(device));
+      return {path, std::move(device)};
     } catch (const InputError& e) {
-      throw InputError(fmt::format("--alloc-trace {}", e.what()));
+      throw InputError(fmt::format("{} {}", what, e.what()));
     }
   }
 
@@ -101,8 +102,8 @@ class TracingAllocator final : public detail::AdaptorBase {
 }  // namespace
 
 std::unique_ptr<Allocator> make_tracing_allocator(std::unique_ptr<Allocator> upstream,
-                                                  const std::filesystem::path& path) {
-  return std::make_unique<TracingAllocator>(std::move(upstream), path);
+                                                  const std::filesystem::path& path, std::string_view what) {
+  return std::make_unique<TracingAllocator>(std::move(upstream), path, what);
 }
 
 }  // namespace memstress

@@ -166,18 +166,19 @@ BurnProfile parse_burn_profile(const std::string& yaml, const std::string& name)
     }
     return p;
   } catch (const InputError& e) {
-    throw InputError(fmt::format("--profile {}: {}", name, e.what()));
+    throw InputError(fmt::format("{}: {}", name, e.what()));
   }
 }
 
-BurnProfile load_burn_profile(const std::filesystem::path& path) {
+BurnProfile load_burn_profile(const std::filesystem::path& path, std::string_view what) {
+  const std::string name = fmt::format("{} {}", what, path.string());
   std::string yaml;
   try {
     yaml = read_input_file(path, kMaxProfileBytes, "a burn profile");
   } catch (const InputError& e) {
-    throw InputError(fmt::format("--profile {}: {}", path.string(), e.what()));
+    throw InputError(fmt::format("{}: {}", name, e.what()));
   }
-  return parse_burn_profile(yaml, path.string());
+  return parse_burn_profile(yaml, name);
 }
 
 }  // namespace memstress

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -50,8 +51,10 @@ struct BurnProfile {
 
 // The defaults above, for a burn without --profile: no golden values, any GPU model.
 [[nodiscard]] BurnProfile default_burn_profile();
-// Throws InputError naming the file and the key for anything that is not a valid burn profile.
+// Throws InputError naming the profile (`name`: how the caller names it, the command's flag and the file) and
+// the key for anything that is not a valid burn profile.
 [[nodiscard]] BurnProfile parse_burn_profile(const std::string& yaml, const std::string& name);
-[[nodiscard]] BurnProfile load_burn_profile(const std::filesystem::path& path);
+// The file at `path`, given by `what` (the command's flag), named in the errors with it.
+[[nodiscard]] BurnProfile load_burn_profile(const std::filesystem::path& path, std::string_view what);
 
 }  // namespace memstress

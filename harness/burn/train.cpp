@@ -32,7 +32,7 @@ struct GpuSeries {
   std::map<std::string, std::map<int, double>> values;
 };
 
-int interval_of(const ResultRow& row, const Results& burn) {
+int interval_of(const ResultRow& row, const Results& burn, std::string_view what) {
   const auto it = row.params.find("interval");
   try {
     if (it != row.params.end()) {
@@ -40,13 +40,14 @@ int interval_of(const ResultRow& row, const Results& burn) {
     }
   } catch (const std::exception&) {
   }
-  throw InputError(fmt::format("--from {}: a burn row without a whole interval number", burn.path.string()));
+  throw InputError(
+      fmt::format("{} {}: a burn row without a whole interval number", what, burn.path.string()));
 }
 
-std::vector<GpuSeries> series_of(const BurnProfile& base, const Results& burn) {
+std::vector<GpuSeries> series_of(const BurnProfile& base, const Results& burn, std::string_view what) {
   const std::string file = burn.path.string();
   if (burn.status != "complete") {
-    throw InputError(fmt::format("--from {}: the burn is {} (train on complete healthy burns only)", file,
+    throw InputError(fmt::format("{} {}: the burn is {} (train on complete healthy burns only)", what, file,
                                  burn.status.empty() ? "of unknown status" : burn.status));
   }
   std::map<std::string, GpuSeries> gpus;  // by UUID, else rank and label
@@ -56,12 +57,12 @@ std::vector<GpuSeries> series_of(const BurnProfile& base, const Results& burn) {
     }
     const std::string who = describe(row.gpu, row.rank);
     if (row.verdict != Verdict::pass) {
-      throw InputError(fmt::format("--from {}: interval {} of {} is {} ({}): train on healthy burns only",
+      throw InputError(fmt::format("{} {}: interval {} of {} is {} ({}): train on healthy burns only", what,
                                    file, row.params.contains("interval") ? row.params.at("interval") : "?",
                                    who, to_string(row.verdict), row.reason));
     }
     if (!base.gpu.empty() && row.device != base.gpu) {
-      throw InputError(fmt::format("--from {}: {} is a {}, the profile {} is for {}", file, who, row.device,
+      throw InputError(fmt::format("{} {}: {} is a {}, the profile {} is for {}", what, file, who, row.device,
                                    base.name, base.gpu));
     }
     const std::string key =
@@ -69,7 +70,7 @@ std::vector<GpuSeries> series_of(const BurnProfile& base, const Results& burn) {
     GpuSeries& g = gpus[key];
     g.label = who;
     g.node = row.gpu.host;
-    const int index = interval_of(row, burn);
+    const int index = interval_of(row, burn, what);
     for (const char* metric : kTrained) {
       if (const MetricResult* m = row.metric(metric); m != nullptr && std::isfinite(m->summary.median)) {
         g.values[metric][index] = m->summary.median;
@@ -101,7 +102,7 @@ double round_up_pct(double pct) {
 
 }  // namespace
 
-BurnTraining train_burn(const BurnProfile& base, const std::vector<Results>& burns) {
+BurnTraining train_burn(const BurnProfile& base, const std::vector<Results>& burns, std::string_view what) {
   BurnTraining t{base, {}};
   std::map<std::string, std::vector<double>> steady_medians;  // metric -> a median per GPU and burn
   double deepest_drift = 0;                                   // fraction below a GPU's steady median
@@ -110,7 +111,7 @@ BurnTraining train_burn(const BurnProfile& base, const std::vector<Results>& bur
   std::string deepest_lag_at;
   std::size_t gpu_burns = 0;
   for (const Results& burn : burns) {
-    const std::vector<GpuSeries> gpus = series_of(base, burn);
+    const std::vector<GpuSeries> gpus = series_of(base, burn, what);
     bool any = false;
     for (const GpuSeries& g : gpus) {
       for (const auto& [metric, by_interval] : g.values) {
@@ -131,9 +132,8 @@ BurnTraining train_burn(const BurnProfile& base, const std::vector<Results>& bur
       }
     }
     if (!any) {
-      throw InputError(
-          fmt::format("--from {}: no burn interval past the warm-up ({} interval(s)) to train on",
-                      burn.path.string(), base.warmup_intervals));
+      throw InputError(fmt::format("{} {}: no burn interval past the warm-up ({} interval(s)) to train on",
+                                   what, burn.path.string(), base.warmup_intervals));
     }
     gpu_burns += gpus.size();
     // Lag: each interval's values of the GPUs of one node against their median.

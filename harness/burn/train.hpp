@@ -12,6 +12,7 @@
 // interval of the profile's GPU model: training on a failed or aborted burn would teach the fault.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/burn/profile.hpp"
@@ -26,9 +27,11 @@ struct BurnTraining {
   std::vector<std::string> lines;  // what was measured, a line per metric and bound
 };
 
-// Throws InputError (naming the file) for results that are not a complete healthy burn of base.gpu (when it
-// names one): no burn interval past the warm-up, a failed or errored row, a run not complete, another model.
-[[nodiscard]] BurnTraining train_burn(const BurnProfile& base, const std::vector<Results>& burns);
+// Throws InputError (naming the file, and `what`: the command's flag that gave the burns) for results that
+// are not a complete healthy burn of base.gpu (when it names one): no burn interval past the warm-up, a
+// failed or errored row, a run not complete, another model.
+[[nodiscard]] BurnTraining train_burn(const BurnProfile& base, const std::vector<Results>& burns,
+                                      std::string_view what);
 
 // The profile as YAML that load_burn_profile reads back, `comment` (lines) at its top.
 [[nodiscard]] std::string burn_profile_yaml(const BurnProfile& profile,

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <compare>
 #include <limits>
@@ -73,7 +72,8 @@ std::string why_nothing_matched(const Results& base, const Results& next, const 
   };
   if (!options.match_any_gpu && disjoint(base.rows, next.rows, &ResultRow::device)) {
     return sides("GPU models", &ResultRow::device) +
-           "; rows match by GPU model too (--match-any-gpu compares across models on purpose)";
+           fmt::format("; rows match by GPU model too ({} compares across models on purpose)",
+                       options.match_any_gpu_flag);
   }
   if (disjoint(base.rows, next.rows, &ResultRow::workload)) {
     return sides("workloads", &ResultRow::workload);
@@ -223,18 +223,22 @@ namespace {
 
 // The options a run was given, without the program, the outputs and their values (where the results went is
 // not how they were measured): {"transfers", "-n", "20", "--host-memory", "pageable"}.
-std::vector<std::string> measuring_options(const std::vector<std::string>& argv) {
-  static const std::array<std::string_view, 10> kOutputs = {
-      "--out",         "-o",         "--junit",    "--csv", "--format", "--progress",
-      "--alloc-trace", "--snapshot", "--timeline", "-q"};
+std::vector<std::string> measuring_options(const std::vector<std::string>& argv,
+                                           const CompareOptions& options) {
+  const auto is = [](std::string_view a, std::string_view o) {
+    return a == o || (a.starts_with(o) && a.size() > o.size() && a[o.size()] == '=');
+  };
   std::vector<std::string> kept;
   for (std::size_t i = 1; i < argv.size(); ++i) {
     const std::string_view a = argv[i];
-    const auto output = std::find_if(kOutputs.begin(), kOutputs.end(), [&](std::string_view o) {
-      return a == o || (a.starts_with(o) && a.size() > o.size() && a[o.size()] == '=');
-    });
-    if (output != kOutputs.end()) {
-      i += a == *output && a != "-q" ? 1U : 0U;  // its value too
+    if (std::any_of(options.output_switches.begin(), options.output_switches.end(),
+                    [&](const std::string& o) { return a == o; })) {
+      continue;
+    }
+    const auto output = std::find_if(options.output_options.begin(), options.output_options.end(),
+                                     [&](const std::string& o) { return is(a, o); });
+    if (output != options.output_options.end()) {
+      i += a == *output ? 1U : 0U;  // its value too
       continue;
     }
     kept.emplace_back(a);
@@ -259,12 +263,13 @@ std::string only_in(const std::vector<std::string>& a, const std::vector<std::st
 }  // namespace
 
 std::optional<EnvironmentDifference> option_differences(const std::vector<std::string>& base,
-                                                        const std::vector<std::string>& next) {
+                                                        const std::vector<std::string>& next,
+                                                        const CompareOptions& options) {
   if (base.empty() || next.empty()) {
     return std::nullopt;  // a file that does not say (Google Benchmark JSON)
   }
-  const std::vector<std::string> a = measuring_options(base);
-  const std::vector<std::string> b = measuring_options(next);
+  const std::vector<std::string> a = measuring_options(base, options);
+  const std::vector<std::string> b = measuring_options(next, options);
   const std::string base_only = only_in(a, b);
   const std::string next_only = only_in(b, a);
   if (base_only == "-" && next_only == "-") {
@@ -285,7 +290,8 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
   c.options = options;
   c.environment =
       environment_differences(base.environment, next.environment, base.kind == ResultsKind::memstress);
-  if (const std::optional<EnvironmentDifference> options_differ = option_differences(base.argv, next.argv)) {
+  if (const std::optional<EnvironmentDifference> options_differ =
+          option_differences(base.argv, next.argv, options)) {
     c.environment.push_back(*options_differ);
   }
 
@@ -349,9 +355,9 @@ Comparison compare_results(const Results& base, const Results& next, const Compa
         "no metric of the matched rows has a value on both sides (null medians: not measured)";
   } else if (options.match_any_gpu && c.rows_matched > 0 &&
              distinct(base.rows, &ResultRow::device) != distinct(next.rows, &ResultRow::device)) {
-    c.notes.push_back(
-        fmt::format("rows matched across GPU models (--match-any-gpu): BASE ran on {}, NEW on {}",
-                    values_of(base.rows, &ResultRow::device), values_of(next.rows, &ResultRow::device)));
+    c.notes.push_back(fmt::format("rows matched across GPU models ({}): BASE ran on {}, NEW on {}",
+                                  options.match_any_gpu_flag, values_of(base.rows, &ResultRow::device),
+                                  values_of(next.rows, &ResultRow::device)));
   }
   return c;
 }

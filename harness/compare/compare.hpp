@@ -69,10 +69,11 @@ struct Comparison {
   [[nodiscard]] bool failed() const noexcept { return regressed() || !nothing_compared.empty(); }
 };
 
-// The options two runs were given, where they differ (besides where their results went): a difference of how
-// they measured, listed with the environment's.
+// The options two runs were given, where they differ (besides where their results went: options'
+// output_options and output_switches): a difference of how they measured, listed with the environment's.
 [[nodiscard]] std::optional<EnvironmentDifference> option_differences(const std::vector<std::string>& base,
-                                                                      const std::vector<std::string>& next);
+                                                                      const std::vector<std::string>& next,
+                                                                      const CompareOptions& options);
 
 // Throws InputError when the two are of different kinds.
 Comparison compare_results(const Results& base, const Results& next, const CompareOptions& options);

@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/results/row.hpp"
 
@@ -50,6 +51,13 @@ struct CompareOptions {
   double alpha = 0.01;          // significance level of the two-sided test
   std::size_t min_samples = 3;  // per side, for a verdict beyond the threshold
   bool match_any_gpu = false;   // rows match whatever their GPU model (--match-any-gpu)
+  // The command's flag that sets match_any_gpu, named where it would have matched rows, or did.
+  std::string match_any_gpu_flag{};
+  // The options of the command that made the results (`memstress run`) that say where its results went,
+  // not how it measured: left out of the options two runs are compared by (option_differences). Each takes a
+  // value (`--out FILE`, or `--out=FILE`), but those of `output_switches`.
+  std::vector<std::string> output_options{};
+  std::vector<std::string> output_switches{};
 };
 
 // "5", "2.5", "5%": a positive, finite percentage; anything else throws InputError naming `what`.

@@ -44,10 +44,11 @@ std::optional<std::filesystem::path> data_dir() {
 std::filesystem::path data_path(const std::filesystem::path& relative, std::string_view what) {
   const std::optional<std::filesystem::path> dir = data_dir();
   if (!dir) {
-    throw EnvironmentError(fmt::format(
-        "{}: memstress's files are not where this binary expects them ({}; install with 'cmake --install', "
-        "or run the binary of a build tree)",
-        what, expected_data_dir().string()));
+    throw EnvironmentError(
+        fmt::format("{}: memstress's files are not where this binary expects them ({}; install with "
+                    "'cmake --install', "  // another program's command line
+                    "or run the binary of a build tree)",
+                    what, expected_data_dir().string()));
   }
   std::filesystem::path path = *dir / relative;
   std::error_code ec;

@@ -172,26 +172,27 @@ std::string human_bytes(std::uint64_t bytes) {
 }
 
 std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, double factor,
-                                      std::uint64_t increment, std::size_t max_sizes) {
+                                      std::uint64_t increment, const SizeSweepNames& names,
+                                      std::size_t max_sizes) {
   if (begin == 0) {
-    throw InputError("-b/--minbytes: the first size must be at least 1 byte");
+    throw InputError(fmt::format("{}: the first size must be at least 1 byte", names.begin));
   }
   if (end < begin) {
-    throw InputError(fmt::format("-e/--maxbytes ({}) is smaller than -b/--minbytes ({})", format_bytes(end),
+    throw InputError(fmt::format("{} ({}) is smaller than {} ({})", names.end, format_bytes(end), names.begin,
                                  format_bytes(begin)));
   }
   if (increment == 0 && (!(factor > 1.0) || !std::isfinite(factor))) {
-    throw InputError(fmt::format("-f/--stepfactor must be a finite number greater than 1, not {}", factor));
+    throw InputError(fmt::format("{} must be a finite number greater than 1, not {}", names.factor, factor));
   }
   // 2^64 as a double: a step at or past it ends the sweep (it is past any end).
   constexpr double kPastLast = 18446744073709551616.0;
   std::vector<std::uint64_t> sizes;
   for (std::uint64_t size = begin; size <= end;) {
     if (sizes.size() == max_sizes) {
-      throw InputError(
-          fmt::format("-b/-e/-f: the sweep from {} to {} has more than --max-cases {} sizes; narrow "
-                      "it, or raise --max-cases if you mean it",
-                      format_bytes(begin), format_bytes(end), max_sizes));
+      throw InputError(fmt::format(
+          "{}: the sweep from {} to {} has more than {} {} sizes; narrow it, or raise {} if you "
+          "mean it",
+          names.sweep, format_bytes(begin), format_bytes(end), names.limit, max_sizes, names.limit));
     }
     sizes.push_back(size);
     std::uint64_t next = 0;

@@ -37,11 +37,19 @@ std::string human_bytes(std::uint64_t bytes);
 // within a billionth of a whole number counts as that number), and at least one byte larger than the step
 // before, so the sizes strictly increase (-b 1000 -e 1400 -f 1.1: 1000, 1100, 1210, 1331; -b 1 -f 1.5:
 // 1, 2, 3, 4, 6, 9).
-// Throws InputError naming -b, -e or -f for a first size of 0, an end below the beginning, or a factor
-// that is not a finite number greater than 1; and for a sweep of more than `max_sizes` sizes (`memstress
-// run --max-cases`) before it is listed (`-b 1 -e 16E -i 1` is 2^64 sizes).
+// Throws InputError naming (as `names` does) the first size for a first size of 0, the end for an end below
+// the beginning, or the factor where it is not a finite number greater than 1; and the sweep and its limit
+// for a sweep of more than `max_sizes` sizes (`memstress run --max-cases`) before it is listed (`-b 1 -e 16E
+// -i 1` is 2^64 sizes).
+struct SizeSweepNames {  // the inputs as the caller (a command's flags) names them
+  std::string_view begin{};
+  std::string_view end{};
+  std::string_view factor{};
+  std::string_view sweep{};  // the three together
+  std::string_view limit{};  // what gave max_sizes
+};
 std::vector<std::uint64_t> size_sweep(std::uint64_t begin, std::uint64_t end, double factor,
-                                      std::uint64_t increment,
+                                      std::uint64_t increment, const SizeSweepNames& names,
                                       std::size_t max_sizes = std::numeric_limits<std::size_t>::max());
 
 // GB/s as the project defines it: 1e9 bytes per second.

@@ -107,9 +107,10 @@ class Transaction {
   bool done_ = false;
 };
 
-// How `--db` is opened. `create` (ingest): read-write, a missing SQLite file is created. `read_only`
-// (outliers, history, compare, export): the store must exist, and nothing is written to it or beside it.
-// Either way an SQLite path must name a regular file (or, to create, nothing yet): a directory, a device
+// How a store (`--db`) is opened. `create` (ingest): read-write, a missing SQLite file is created.
+// `read_only` (outliers, history, compare, export): the store must exist, and nothing is written to it or
+// beside it. Either way an SQLite path must name a regular file (or, to create, nothing yet): a directory, a
+// device
 // (/dev/null), a FIFO is refused with InputError.
 //
 // Note [Reading a store]
@@ -127,9 +128,9 @@ class Transaction {
 // PostgreSQL's read-only sessions (default_transaction_read_only) refuse any write the same way.
 enum class OpenMode { create, read_only };
 
-// Opens `--db`: a path of an SQLite file, or a `postgresql://` (or `postgres://`) URL of a PostgreSQL
-// database (postgresql.hpp: libpq's connection URI; the database must exist, its tables are made by the
-// store's migrations like SQLite's).
-std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode);
+// Opens `url` (`memstress db --db`): a path of an SQLite file, or a `postgresql://` (or `postgres://`) URL of
+// a PostgreSQL database (postgresql.hpp: libpq's connection URI; the database must exist, its tables are made
+// by the store's migrations like SQLite's). Its errors name `what` (the command's flag) and the url (masked).
+std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode, std::string_view what);
 
 }  // namespace memstress::db

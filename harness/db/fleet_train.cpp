@@ -26,7 +26,7 @@ bool matches(const std::string& case_label, const std::vector<std::pair<std::str
 }
 
 std::string pick_driver(const Profile& profile, const std::vector<MetricObservation>& observations,
-                        const std::string& wanted) {
+                        const std::string& wanted, std::string_view what) {
   std::set<std::string> drivers;
   for (const MetricObservation& o : observations) {
     if (o.model == profile.gpu) {
@@ -39,11 +39,11 @@ std::string pick_driver(const Profile& profile, const std::vector<MetricObservat
   }
   const std::string listed = fmt::format("{}", fmt::join(drivers, ", "));
   if (wanted.empty() && drivers.size() > 1) {
-    throw InputError(fmt::format("the store holds {} results under drivers {}: choose one with --driver",
-                                 profile.gpu, listed));
+    throw InputError(fmt::format("the store holds {} results under drivers {}: choose one with {}",
+                                 profile.gpu, listed, what));
   }
   if (!wanted.empty() && drivers.count(wanted) == 0) {
-    throw InputError(fmt::format("--driver {}: the store holds {} results under drivers {} only", wanted,
+    throw InputError(fmt::format("{} {}: the store holds {} results under drivers {} only", what, wanted,
                                  profile.gpu, listed));
   }
   return wanted.empty() ? *drivers.begin() : wanted;
@@ -74,7 +74,7 @@ Matched match(const AcceptCheck& check, const std::vector<MetricObservation>& ob
 FleetTraining train_from_fleet(Profile& profile, const std::vector<MetricObservation>& observations,
                                const FleetTrainOptions& options) {
   FleetTraining out;
-  out.driver = pick_driver(profile, observations, options.driver);
+  out.driver = pick_driver(profile, observations, options.driver, options.driver_what);
   for (AcceptCheck& check : profile.checks) {
     if (!check.golden && (check.min || check.max)) {
       continue;  // an absolute bound (no error, no remap pending): nothing to learn from a fleet

@@ -30,7 +30,8 @@ namespace memstress::db {
 
 struct FleetTrainOptions {
   double k = 3.0;
-  std::string driver;  // "" the one driver the store holds for the model (InputError if several)
+  std::string driver;       // "" the one driver the store holds for the model (InputError if several)
+  std::string driver_what;  // what gave `driver` (the command's flag), named in the errors
   std::size_t min_gpus = OutlierOptions{}.min_gpus;         // 5, as db outliers judges groups
   double relative_floor = OutlierOptions{}.relative_floor;  // S at least 1% of M, as db outliers has it
 };

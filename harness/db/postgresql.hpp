@@ -15,7 +15,7 @@ namespace memstress::db {
 // Connects to the server and database the URL names (libpq's connection URI: user, password, host or
 // socket directory, port, database, options). Throws InputError naming the URL, password masked.
 // OpenMode::read_only: the session's transactions are read-only (default_transaction_read_only).
-std::unique_ptr<Connection> open_postgresql(const std::string& url, OpenMode mode);
+std::unique_ptr<Connection> open_postgresql(const std::string& url, OpenMode mode, std::string_view what);
 
 // Whether this build has the PostgreSQL backend.
 bool postgresql_built() noexcept;

@@ -199,14 +199,14 @@ void ignore_notice(void* /*arg*/, const char* /*message*/) {}
 
 }  // namespace
 
-std::unique_ptr<Connection> open_postgresql(const std::string& url, OpenMode mode) {
+std::unique_ptr<Connection> open_postgresql(const std::string& url, OpenMode mode, std::string_view what) {
   const std::string name = masked_url(url);
   ConnectionHandle c(PQconnectdb(url.c_str()));
   if (!c) {
-    throw InputError(fmt::format("--db '{}': cannot connect: out of memory", name));
+    throw InputError(fmt::format("{} '{}': cannot connect: out of memory", what, name));
   }
   if (PQstatus(c.get()) != CONNECTION_OK) {
-    throw InputError(fmt::format("--db '{}': cannot connect: {}", name, message(c.get())));
+    throw InputError(fmt::format("{} '{}': cannot connect: {}", what, name, message(c.get())));
   }
   PQsetNoticeProcessor(c.get(), ignore_notice, nullptr);
   const bool read_only = mode == OpenMode::read_only;

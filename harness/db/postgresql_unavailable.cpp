@@ -1,4 +1,4 @@
-// A build without libpq (cmake/FleetStore.cmake): a `postgresql://` --db says what to install.
+// A build without libpq (cmake/FleetStore.cmake): a `postgresql://` store (--db) says what to install.
 
 #include <fmt/format.h>
 
@@ -6,11 +6,12 @@
 
 namespace memstress::db {
 
-std::unique_ptr<Connection> open_postgresql(const std::string& url, OpenMode /*mode*/) {
+std::unique_ptr<Connection> open_postgresql(const std::string& url, OpenMode /*mode*/,
+                                            std::string_view what) {
   throw InputError(fmt::format(
-      "--db '{}': this memstress was built without PostgreSQL's client library; install libpq-dev and "
+      "{} '{}': this memstress was built without PostgreSQL's client library; install libpq-dev and "
       "rebuild (scripts/setup), or give the path of an SQLite file",
-      masked_url(url)));
+      what, masked_url(url)));
 }
 
 bool postgresql_built() noexcept {

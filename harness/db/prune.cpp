@@ -49,7 +49,8 @@ std::vector<std::int64_t> selected_runs(Connection& c, const PruneOptions& o) {
 
 PruneOutcome prune(Store& store, const PruneOptions& options) {
   if (options.before.empty() && options.keep_runs == 0) {
-    throw InputError("memstress db prune: give --before DATE, --keep-runs N, or both");
+    throw InputError(fmt::format("memstress db prune: give {} DATE, {} N, or both", options.names.before,
+                                 options.names.keep_runs));
   }
   Connection& c = store.connection();
   Transaction transaction(c);
@@ -67,19 +68,20 @@ PruneOutcome prune(Store& store, const PruneOptions& options) {
   if (!options.samples_only && !options.all && !options.dry_run && out.runs_held > 0 &&
       out.runs_selected == out.runs_held) {
     throw InputError(fmt::format(
-        "memstress db prune: {} would delete every run '{}' holds ({}); nothing deleted (--all deletes them "
+        "memstress db prune: {} would delete every run '{}' holds ({}); nothing deleted ({} deletes them "
         "all)",
         [&] {
           std::string what;
           if (!options.before.empty()) {
-            what = fmt::format("--before {}", options.before);
+            what = fmt::format("{} {}", options.names.before, options.before);
           }
           if (options.keep_runs > 0) {
-            what += fmt::format("{}--keep-runs {}", what.empty() ? "" : " ", options.keep_runs);
+            what +=
+                fmt::format("{}{} {}", what.empty() ? "" : " ", options.names.keep_runs, options.keep_runs);
           }
           return what;
         }(),
-        c.name(), out.runs_held));
+        c.name(), out.runs_held, options.names.all));
   }
   std::set<std::int64_t> series, devices;
   for_each_chunk(runs, kRunsAtOnce, [&](const std::vector<std::int64_t>& chunk) {

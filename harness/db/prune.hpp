@@ -30,6 +30,12 @@ struct PruneOptions {
   bool samples_only = false;  // drop the selected runs' samples, keeping the runs and their statistics
   bool all = false;           // may select every run held
   bool dry_run = false;       // say what would go, change nothing
+  // The options above as the command names them in the errors (`memstress db prune`'s flags).
+  struct Names {
+    std::string before;
+    std::string keep_runs;
+    std::string all;
+  } names;
 };
 
 struct PruneOutcome {

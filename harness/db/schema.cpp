@@ -220,7 +220,7 @@ void check_not_newer(Connection& connection, std::int64_t version) {
   if (version > latest_schema_version()) {
     throw DbError(fmt::format(
         "database '{}': schema version {} was made by a newer memstress (this one knows up to {}); use "
-        "that memstress, or another --db",
+        "that memstress, or another database",
         connection.name(), version, latest_schema_version()));
   }
 }

@@ -202,37 +202,41 @@ std::string sqlite_uri(const std::filesystem::path& path, std::string_view query
   return uri + "?" + std::string(query);
 }
 
-// Refuses a --db path that names anything but a regular file (or, for `create`, nothing yet): /dev/null
-// opened as a store made /dev/null-journal beside it.
-void check_store_path(const std::string& path, OpenMode mode) {
+// Refuses a store's path (read from `what`) that names anything but a regular file (or, for `create`, nothing
+// yet): /dev/null opened as a store made /dev/null-journal beside it.
+void check_store_path(const std::string& path, OpenMode mode, std::string_view what) {
   std::error_code ec;
   const std::filesystem::file_status target = std::filesystem::status(path, ec);  // links followed
   if (target.type() == std::filesystem::file_type::not_found) {
     if (mode == OpenMode::read_only) {
-      throw InputError(fmt::format("--db '{}': no such database (memstress db ingest creates one)", path));
+      throw InputError(
+          fmt::format("{} '{}': no such database (memstress db ingest creates one)", what, path));
     }
     if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
-      throw InputError(fmt::format("--db '{}': a symbolic link to nothing; name the database file", path));
+      throw InputError(
+          fmt::format("{} '{}': a symbolic link to nothing; name the database file", what, path));
     }
     return;
   }
   if (ec) {
-    throw InputError(fmt::format("--db '{}': cannot be read: {}", path, ec.message()));
+    throw InputError(fmt::format("{} '{}': cannot be read: {}", what, path, ec.message()));
   }
   if (target.type() != std::filesystem::file_type::regular) {
-    throw InputError(fmt::format("--db '{}': {}, not a database file", path, file_type_name(target.type())));
+    throw InputError(
+        fmt::format("{} '{}': {}, not a database file", what, path, file_type_name(target.type())));
   }
 }
 
 }  // namespace
 
-std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode) {
+std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode, std::string_view what) {
   if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
-    return open_postgresql(url, mode);  // the server holds the database: it must exist, whatever the mode
+    return open_postgresql(url, mode,
+                           what);  // the server holds the database: it must exist, whatever the mode
   }
   const bool in_memory = url == ":memory:";
   if (!in_memory || mode == OpenMode::read_only) {
-    check_store_path(url, mode);
+    check_store_path(url, mode, what);
   }
   // NOMUTEX: a connection is used by one thread (Note [Ingesting many files]), so SQLite need not lock
   // around each call (it did, on every column of every row: a tenth of a fleet query's time).
@@ -249,7 +253,7 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
     const std::string why =
         std::error_code(!dir_writable ? dir_errno : file_errno, std::generic_category()).message();
     throw InputError(
-        fmt::format("--db '{}': {} cannot be written ({}): an ingest writes the store", url,
+        fmt::format("{} '{}': {} cannot be written ({}): an ingest writes the store", what, url,
                     !dir_writable ? fmt::format("its directory {}", dir.string()) : std::string("it"), why));
   }
   bool query_only = false;
@@ -271,8 +275,8 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   const int rc = sqlite3_open_v2(filename.c_str(), &raw, flags, nullptr);
   DatabaseHandle db(raw);  // owned even when the open failed (sqlite3_open_v2 may still allocate it)
   if (rc != SQLITE_OK) {
-    throw InputError(
-        fmt::format("--db '{}': cannot open: {}", url, db ? sqlite3_errmsg(db.get()) : sqlite3_errstr(rc)));
+    throw InputError(fmt::format("{} '{}': cannot open: {}", what, url,
+                                 db ? sqlite3_errmsg(db.get()) : sqlite3_errstr(rc)));
   }
   sqlite3_extended_result_codes(db.get(), 1);
   // Another process ingesting at the same time: wait for its transaction rather than fail at once.
@@ -287,7 +291,7 @@ std::unique_ptr<Connection> open_database(const std::string& url, OpenMode mode)
   try {
     connection->exec("SELECT count(*) FROM sqlite_master");
   } catch (const DbError& e) {
-    throw InputError(fmt::format("--db '{}': not an SQLite database ({})", url, e.what()));
+    throw InputError(fmt::format("{} '{}': not an SQLite database ({})", what, url, e.what()));
   }
   // Write-ahead logging: a committed file costs no fsync (synchronous NORMAL syncs at checkpoints), so an
   // ingest of thousands of files is not thousands of disk flushes, and readers do not block the writer.

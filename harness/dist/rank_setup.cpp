@@ -25,9 +25,9 @@ bool picks_its_own(std::string_view flag) {
 
 }  // namespace
 
-DeviceSpec rank_device(std::string_view flag, const World& world, int visible_gpus) {
-  DeviceSpec spec = DeviceSpec::parse(flag);
-  if (world.size() == 1 || !picks_its_own(flag)) {
+DeviceSpec rank_device(std::string_view text, std::string_view what, const World& world, int visible_gpus) {
+  DeviceSpec spec = DeviceSpec::parse(text, what);
+  if (world.size() == 1 || !picks_its_own(text)) {
     return spec;
   }
   if (visible_gpus == 1) {
@@ -36,23 +36,24 @@ DeviceSpec rank_device(std::string_view flag, const World& world, int visible_gp
   }
   if (visible_gpus > 1 && world.host_rank() >= visible_gpus) {
     throw EnvironmentError(fmt::format(
-        "--device {}: rank {} is rank {} on this host, which has {} GPUs: start at most one rank per GPU, or "
-        "name one with --device cuda:N",
-        flag, world.rank(), world.host_rank(), visible_gpus));
+        "{} {}: rank {} is rank {} on this host, which has {} GPUs: start at most one rank per GPU, or name "
+        "one with {} cuda:N",
+        what, text, world.rank(), world.host_rank(), visible_gpus, what));
   }
   spec.ordinal = world.host_rank();
   return spec;
 }
 
-DeviceSpec rank_device(std::string_view flag, const World& world) {
-  if (world.size() == 1 || !picks_its_own(flag)) {
-    return DeviceSpec::parse(flag);  // no GPU counted where none is picked: `sim` never touches CUDA
+DeviceSpec rank_device(std::string_view text, std::string_view what, const World& world) {
+  if (world.size() == 1 || !picks_its_own(text)) {
+    return DeviceSpec::parse(text, what);  // no GPU counted where none is picked: `sim` never touches CUDA
   }
-  return rank_device(flag, world, cuda::device_count());
+  return rank_device(text, what, world, cuda::device_count());
 }
 
-void check_one_rank_per_gpu(World& world, std::string_view flag, const DeviceInfo& device) {
-  if (world.size() == 1 || !picks_its_own(flag)) {
+void check_one_rank_per_gpu(World& world, std::string_view text, std::string_view what,
+                            const DeviceInfo& device) {
+  if (world.size() == 1 || !picks_its_own(text)) {
     return;
   }
   const nlohmann::json mine = {{"uuid", device.kind == BackendKind::cuda ? device.uuid : std::string()},
@@ -74,11 +75,12 @@ void check_one_rank_per_gpu(World& world, std::string_view flag, const DeviceInf
     const auto [it, first] = first_of.try_emplace(uuid, r, rank);
     if (!first) {
       throw EnvironmentError(fmt::format(
-          "--device {}: ranks {} and {} both drive GPU {} ({} on node {}): start at most one rank per GPU (a "
-          "rank that sees one GPU drives it: give each rank its own, e.g. srun --gpus-per-task=1), or name "
-          "one with --device cuda:N",
-          flag, it->second.first, r, uuid, rank.value("label", std::string()),
-          rank.value("node", std::string())));
+          "{} {}: ranks {} and {} both drive GPU {} ({} on node {}): start at most one rank per GPU (a rank "
+          "that sees one GPU drives it: give each rank its own, e.g. "
+          "srun --gpus-per-task=1), "  // another program's command line
+          "or name one with {} cuda:N",
+          what, text, it->second.first, r, uuid, rank.value("label", std::string()),
+          rank.value("node", std::string()), what));
     }
   }
 }

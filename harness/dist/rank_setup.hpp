@@ -27,15 +27,17 @@ class World;
 // that each see one GPU may have been shown the same one (mpirun -np 2 on a host of one GPU),
 // check_one_rank_per_gpu compares the GPUs' UUIDs once each rank has opened its own.
 
-// --device for this rank (Note [A GPU for each rank]), with the number of GPUs this rank sees.
-DeviceSpec rank_device(std::string_view flag, const World& world, int visible_gpus);
+// The device `text` (read from `what`, the command's flag, named in the errors) for this rank (Note [A GPU
+// for each rank]), with the number of GPUs this rank sees.
+DeviceSpec rank_device(std::string_view text, std::string_view what, const World& world, int visible_gpus);
 // The same, with the GPUs CUDA shows this process.
-DeviceSpec rank_device(std::string_view flag, const World& world);
+DeviceSpec rank_device(std::string_view text, std::string_view what, const World& world);
 
-// On rank 0, EnvironmentError naming two ranks that drive the same GPU (by UUID) where --device `flag` let
-// each rank pick its own ("auto", "cuda"); nothing on the simulated device, which has no UUID, nor in a world
-// of one. Collective.
-void check_one_rank_per_gpu(World& world, std::string_view flag, const DeviceInfo& device);
+// On rank 0, EnvironmentError naming two ranks that drive the same GPU (by UUID) where the device `text`
+// (read from `what`) let each rank pick its own ("auto", "cuda"); nothing on the simulated device, which has
+// no UUID, nor in a world of one. Collective.
+void check_one_rank_per_gpu(World& world, std::string_view text, std::string_view what,
+                            const DeviceInfo& device);
 
 // A file each rank writes (--alloc-trace, --snapshot): FILE on rank 0, and FILE with ".rankN" before the
 // extension on each other rank of a job.

@@ -191,8 +191,9 @@ std::string format_batch(const BatchReport& r) {
       human_bytes(m.constant_bytes), bytes(static_cast<std::int64_t>(m.bytes_per_sample)), m.held,
       m.survivable,
       m.multiprocessors == 0
-          ? std::string("no reduction's scratch capped (the GPU's multiprocessors not recorded, or the "
-                        "capacity is another GPU's: --multiprocessors)")
+          ? fmt::format("no reduction's scratch capped (the GPU's multiprocessors not recorded, or the "
+                        "capacity is another GPU's: {})",
+                        r.flags.multiprocessors)
           : fmt::format("{} reductions' scratch buffers capped at one wave of the GPU's {} multiprocessors",
                         m.capped, m.multiprocessors));
   std::vector<BatchTry> sorted = a.tries;
@@ -238,11 +239,12 @@ std::string format_batch(const BatchReport& r) {
         a.safe_fit->batch, bytes(a.safe_fit->peak_reserved), human_bytes(a.capacity), a.largest_fit->batch,
         a.safe_fit->batch, a.largest_fit->batch,
         m.multiprocessors == 0
-            ? "; the snapshots do not say how many multiprocessors the GPU has (only the memstress recorder "
-              "notes it), so reductions' scratch is taken to grow without a cap and the range may be low: "
-              "give "
-              "--multiprocessors N (torch.cuda.get_device_properties(0).multi_processor_count)"
-            : "");
+            ? fmt::format(
+                  "; the snapshots do not say how many multiprocessors the GPU has (only the memstress "
+                  "recorder notes it), so reductions' scratch is taken to grow without a cap and the "
+                  "range may be low: give {} N (torch.cuda.get_device_properties(0).multi_processor_count)",
+                  r.flags.multiprocessors)
+            : std::string());
     if (const std::uint64_t refused = a.largest_fit->refusals_survived; refused != 0) {
       out += fmt::format(
           "-> At {} the allocator refuses {} workspace{} and the program goes on without {}, as PyTorch's "
@@ -270,7 +272,7 @@ std::string format_batch(const BatchReport& r) {
         site_name(template_input(r), oom_site(r, p)), bytes(p.allocated), bytes(p.reserved),
         p.largest_free_block ? bytes(*p.largest_free_block) : "unknown");
   } else if (!a.first_fail) {
-    out += fmt::format("-> It fits up to --max-batch {}.\n", r.max_batch);
+    out += fmt::format("-> It fits up to {} {}.\n", r.flags.max_batch, r.max_batch);
   }
   if (const std::string advice = far_beyond_advice(r); !advice.empty()) {
     out += "-> " + advice + "\n";

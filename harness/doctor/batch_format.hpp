@@ -8,6 +8,7 @@
 #include <string>
 
 #include "harness/doctor/batch_model.hpp"
+#include "harness/doctor/flags.hpp"
 
 namespace memstress::doctor {
 
@@ -22,6 +23,7 @@ struct BatchReport {
   const BatchAnswer* answer = nullptr;
   std::string setting_origin;
   std::uint64_t max_batch = 0;
+  DoctorFlags flags{};  // the command's, named in the advice
 };
 
 // Beyond this many times the larger recorded batch, the answer comes with advice: record again at about a
@@ -32,7 +34,7 @@ struct BatchReport {
 inline constexpr double kFarBeyond = 2.5;
 
 // The advice, or "" when the answer lies within kFarBeyond of the larger batch recorded or no batch was
-// found to fail (it fits up to --max-batch).
+// found to fail (it fits up to the command's most, max_batch).
 [[nodiscard]] std::string far_beyond_advice(const BatchReport& report);
 
 // The safe end of the range below this share of the estimate: not sure, record again.

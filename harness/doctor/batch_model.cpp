@@ -181,7 +181,8 @@ BatchPair BatchPair::parse(const std::string& text, std::string what) {
 }
 
 BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second, const BatchPair& batches,
-                             const std::string& trace_device, const std::optional<GpuShape>& gpu) {
+                             const std::string& trace_device, std::string_view trace_device_what,
+                             const std::optional<GpuShape>& gpu) {
   const std::uint64_t batch_first = batches.first();
   const std::uint64_t batch_second = batches.second();
   // The recorder notes the batch it was told (memstress_torch.record(batch=...)): a --batch that says
@@ -200,8 +201,8 @@ BatchModel build_batch_model(const DoctorInput& first, const DoctorInput& second
   const DoctorInput& b = swapped ? first : second;
   const std::uint64_t batch_a = swapped ? batch_second : batch_first;
   const std::uint64_t batch_b = swapped ? batch_first : batch_second;
-  const std::uint32_t device_a = replay::device_index(a.trace, trace_device);
-  const std::uint32_t device_b = replay::device_index(b.trace, trace_device);
+  const std::uint32_t device_a = replay::device_index(a.trace, trace_device, trace_device_what);
+  const std::uint32_t device_b = replay::device_index(b.trace, trace_device, trace_device_what);
   SiteIds sites;
   const std::vector<Request> ra = requests_of(a, device_a, sites);
   const std::vector<Request> rb = requests_of(b, device_b, sites);

@@ -43,6 +43,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "harness/doctor/batch_match.hpp"
 #include "harness/doctor/settings.hpp"
@@ -191,10 +192,12 @@ class BatchPair {
 };
 
 // Throws InputError naming the batches' `what` when a run was recorded at another batch than the pair says,
-// or has no allocation. `gpu`: the GPU's figures (Note [A reduction's scratch stops growing]); none leaves
-// every request uncapped.
+// or has no allocation, and `trace_device_what` (the command's flag that gave `trace_device`) when a run has
+// no such device. `gpu`: the GPU's figures (Note [A reduction's scratch stops growing]); none leaves every
+// request uncapped.
 [[nodiscard]] BatchModel build_batch_model(const DoctorInput& a, const DoctorInput& b,
                                            const BatchPair& batches, const std::string& trace_device,
+                                           std::string_view trace_device_what,
                                            const std::optional<GpuShape>& gpu = std::nullopt);
 
 // The template with every allocation (and its frees) resized for batch `n`, by the model or, `pessimistic`,

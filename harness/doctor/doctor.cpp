@@ -173,7 +173,8 @@ void decide_by_the_batch_runs(DoctorReport& r, const BatchRuns& runs) {
   }
   const std::optional<GpuShape> gpu =
       gpu_of_runs(*runs.first, *runs.second, r.oom->limit->bytes, runs.multiprocessors);
-  const BatchModel model = build_batch_model(*runs.first, *runs.second, runs.batches, r.trace_device, gpu);
+  const BatchModel model =
+      build_batch_model(*runs.first, *runs.second, runs.batches, r.trace_device, r.flags.trace_device, gpu);
   const std::uint64_t limit = r.oom->limit->bytes;
   if (r.recorded_batch && *r.recorded_batch > 0) {
     const std::uint64_t batch = *r.recorded_batch;
@@ -229,13 +230,14 @@ std::string DoctorReport::site_name(std::int32_t site) const {
 DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   const replay::ReplayTrace& trace = input.trace;
   DoctorReport r;
+  r.flags = options.flags;
   r.input = trace.name;
   r.source = input.facts.source;
   r.frames_recorded = input.facts.frames_recorded;
   r.sites = input.facts.sites;
   r.recorder = input.facts.recorder;
   r.recorded_batch = input.facts.recorded_number("batch");
-  const std::uint32_t device = replay::device_index(trace, options.trace_device);
+  const std::uint32_t device = replay::device_index(trace, options.trace_device, options.flags.trace_device);
   r.trace_device = trace.devices[device];
   for (std::size_t i = 0; i < trace.devices.size(); ++i) {
     if (i != device) {
@@ -243,7 +245,7 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
     }
   }
   SettingInForce in_force =
-      setting_in_force(options.alloc_conf, options.alloc_conf_flag, input.facts, r.input, "the snapshot");
+      setting_in_force(options.alloc_conf, options.flags.alloc_conf, input.facts, r.input, "the snapshot");
   r.setting = std::move(in_force.setting);
   r.setting_origin = std::move(in_force.origin);
   if (r.setting.allocator == "async") {
@@ -251,12 +253,12 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
         "{}: the program ran with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, the driver's own pool, "
         "which a simulated device cannot replay; to judge PyTorch's caching allocator for it, give {} "
         "(e.g. {} '' for its defaults)",
-        r.input, options.alloc_conf_flag, options.alloc_conf_flag));
+        r.input, options.flags.alloc_conf, options.flags.alloc_conf));
   }
   LimitHint hint;
   if (!options.capacities.empty()) {
     hint.given = options.capacities.front();
-    hint.given_origin = options.capacities_flag;
+    hint.given_origin = options.flags.capacity;
   }
   hint.recorded = recorded_capacity(input.facts, hint.recorded_origin);
 
@@ -289,13 +291,13 @@ DoctorReport diagnose(const DoctorInput& input, const DoctorOptions& options) {
   r.own_capacity = own;
   if (!options.capacities.empty()) {
     r.capacities = options.capacities;
-    r.capacity_origin = options.capacities_flag;
+    r.capacity_origin = options.flags.capacity;
   } else if (own) {
     r.capacities = {*own};
     r.capacity_origin = own_origin;
   } else {
-    r.capacity_origin = fmt::format("none known (give {}, e.g. {} 24G,40G,80G)", options.capacities_flag,
-                                    options.capacities_flag);
+    r.capacity_origin = fmt::format("none known (give {}, e.g. {} 24G,40G,80G)", options.flags.capacity,
+                                    options.flags.capacity);
   }
 
   // What it needed, under its own setting, on the capacity it had: a program that ran near its limit

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/doctor/batch_model.hpp"
+#include "harness/doctor/flags.hpp"
 #include "harness/doctor/growth.hpp"
 #include "harness/doctor/input.hpp"
 #include "harness/doctor/oom.hpp"
@@ -46,15 +47,12 @@ struct BatchAdvice {
   std::int64_t grows_with_batch = 0;
 };
 
-// The flags of the command that name what it gave (a library names no flag of its own): the outputs say
-// where a capacity or a setting came from by them, and the advice names them.
 struct DoctorOptions {
   std::vector<std::uint64_t> capacities;  // empty: the recorded GPU's, when the snapshot says
-  std::string capacities_flag;            // "--capacity"
   // The setting the program ran with, given (Note [The setting a program ran with], settings.hpp).
   std::optional<AllocConfig> alloc_conf;
-  std::string alloc_conf_flag;  // "--alloc-conf"
-  std::string trace_device;     // "cuda:1"; empty: the trace's first device
+  std::string trace_device;  // "cuda:1"; empty: the trace's first device
+  DoctorFlags flags{};       // the command's flags that gave the above, named in the outputs and the advice
   std::size_t top_sites = 10;
   unsigned threads =
       0;  // replays side by side, at most (0: one per hardware thread; Note [Replays side by side])
@@ -106,6 +104,7 @@ struct GrowthAnswer {
 
 // NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's implicit move checks its invariant, an assert
 struct DoctorReport {
+  DoctorFlags flags{};  // DoctorOptions::flags, for the advice
   std::string input;
   std::string source;
   std::string trace_device;

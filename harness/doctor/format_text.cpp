@@ -49,8 +49,8 @@ void header(std::string& out, const DoctorReport& r) {
   out += fmt::format("memstress doctor: {} ({}, {}, {} events over {})\n", r.input, r.source, r.trace_device,
                      n.events, seconds(n.duration_ns));
   if (!r.other_devices.empty()) {
-    out += fmt::format("  other devices in it, not diagnosed: {} (--trace-device to pick one)\n",
-                       fmt::join(r.other_devices, ", "));
+    out += fmt::format("  other devices in it, not diagnosed: {} ({} to pick one)\n",
+                       fmt::join(r.other_devices, ", "), r.flags.trace_device);
   }
   out += fmt::format("  ran with: {} ({})\n", conf_name(r.setting), r.setting_origin);
   std::vector<std::string> caps;
@@ -153,9 +153,9 @@ void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysi
         "from "
         "the two batch runs (predict-batch's range there: {}..{}). Under a limit of {}, the most it can be, "
         "the "
-        "range is {}..{}. Give the cap it ran under with --capacity for one answer.\n",
+        "range is {}..{}. Give the cap it ran under with {} for one answer.\n",
         b->safe, limit_text(*o.limit), b->safe, b->estimate, bytes(static_cast<std::int64_t>(b->top->limit)),
-        b->top->safe, b->top->estimate);
+        b->top->safe, b->top->estimate, r.flags.capacity);
   } else if (b && b->safe > 0) {
     out += fmt::format(
         "-> Lower the batch to {}: the largest batch sure to fit the limit, from the two batch runs "
@@ -167,15 +167,14 @@ void exhaustion_advice(std::string& out, const DoctorReport& r, const OomAnalysi
     out += fmt::format(
         "-> Lower the batch: it ran out at batch {}. For the largest batch that fits, record the same step "
         "at "
-        "about half of it and run\n     memstress predict-batch {} SMALLER.pickle --batch {},{} --capacity "
-        "{}\n",
-        *batch, r.input, *batch, *batch / 2, format_bytes(limit));
+        "about half of it and run\n     memstress predict-batch {} SMALLER.pickle {} {},{} {} {}\n",
+        *batch, r.input, r.flags.batch, *batch, *batch / 2, r.flags.capacity, format_bytes(limit));
   } else {
     out += fmt::format(
         "-> Lower the batch. For the largest batch that fits, record the step at two batch sizes "
-        "(python -m memstress_torch --batch N) and run memstress predict-batch A B --batch N,M --capacity "
-        "{}\n",
-        format_bytes(limit));
+        "(python -m memstress_torch --batch N) "  // another program's command line
+        "and run memstress predict-batch A B {} N,M {} {}\n",
+        r.flags.batch, r.flags.capacity, format_bytes(limit));
   }
   if (const std::optional<BatchAdvice>& b = r.batch_advice; b && b->batch > 0 && b->peak_live > 0) {
     // Note [What grows with the batch] (doctor.cpp).
@@ -266,17 +265,17 @@ void oom(std::string& out, const DoctorReport& r) {
   }
   out += render_table(t);
   if (!o.cause) {
-    out += "-> Without the limit the process ran under (give --capacity) the cause cannot be judged.\n";
+    out += fmt::format("-> Without the limit the process ran under (give {}) the cause cannot be judged.\n",
+                       r.flags.capacity);
     return;
   }
   if (o.limit->source == LimitSource::inferred) {
     std::string origin = o.limit->origin;
     origin[0] = 'I';  // "inferred from the OOM: ..."
     out += fmt::format(
-        "-> {}. It is judged at {}, the least it can have been (--capacity {}); where you know the cap it "
-        "ran "
-        "under, give that instead: --capacity CAP.\n",
-        origin, limit_text(*o.limit), format_bytes(o.limit->bytes));
+        "-> {}. It is judged at {}, the least it can have been ({} {}); where you know the cap it ran under, "
+        "give that instead: {} CAP.\n",
+        origin, limit_text(*o.limit), r.flags.capacity, format_bytes(o.limit->bytes), r.flags.capacity);
   }
   if (o.replay_failed_earlier) {
     out +=
@@ -288,11 +287,9 @@ void oom(std::string& out, const DoctorReport& r) {
     out += fmt::format(
         "-> Not reproduced: replayed under the setting it ran with, at the {} limit ({}), the request was "
         "granted. Something the snapshot does not show made the difference: a smaller limit (give the real "
-        "one "
-        "with --capacity), memory taken outside PyTorch's allocator (another library, NCCL, another "
-        "process), "
-        "or allocations made before the recording began. No setting is recommended.\n",
-        bytes(static_cast<std::int64_t>(limit)), o.limit->origin);
+        "one with {}), memory taken outside PyTorch's allocator (another library, NCCL, another process), or "
+        "allocations made before the recording began. No setting is recommended.\n",
+        bytes(static_cast<std::int64_t>(limit)), o.limit->origin, r.flags.capacity);
     return;
   }
   if (*o.cause == OomCause::exhaustion) {
@@ -317,8 +314,9 @@ void oom(std::string& out, const DoctorReport& r) {
         pytorch_conf(named.setting), bytes(static_cast<std::int64_t>(limit) - named.reserved),
         bytes(static_cast<std::int64_t>(limit)),
         o.decided_by_the_step
-            ? "the step replayed from the two batch runs fits by the estimate only, not surely"
-            : "to decide, give two complete runs at smaller batches (--batch-runs A,B --batch a,b)");
+            ? std::string("the step replayed from the two batch runs fits by the estimate only, not surely")
+            : fmt::format("to decide, give two complete runs at smaller batches ({} A,B {} a,b)",
+                          r.flags.batch_runs, r.flags.batch));
     return;
   }
   const std::int64_t free_total = static_cast<std::int64_t>(limit) - o.allocated;
@@ -519,7 +517,8 @@ void peers(std::string& out, const DoctorReport& r) {
   if (r.peers.empty()) {
     return;
   }
-  out += "\n== Other allocators (--allocator: each replayed once; judged by peak reserved alone) ==\n";
+  out += fmt::format("\n== Other allocators ({}: each replayed once; judged by peak reserved alone) ==\n",
+                     r.flags.allocator);
   TableLine head{"ALLOCATOR", "REPLAYED ON", "PEAK RESERVED", "UTILIZATION"};
   for (const std::uint64_t c : r.capacities) {
     head.push_back(fmt::format("AT {}", bytes(static_cast<std::int64_t>(c))));

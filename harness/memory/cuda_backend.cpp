@@ -36,8 +36,7 @@ CUdeviceptr as_deviceptr(void* address) noexcept {
 CudaBackend::CudaBackend(int ordinal) {
   const int count = cuda::device_count();
   if (ordinal < 0 || ordinal >= count) {
-    throw EnvironmentError(
-        fmt::format("--device cuda:{}: this machine has {} CUDA device(s)", ordinal, count));
+    throw EnvironmentError(fmt::format("cuda:{}: this machine has {} CUDA device(s)", ordinal, count));
   }
   cudaDeviceProp prop{};
   MEMSTRESS_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));

@@ -12,8 +12,9 @@
 
 namespace memstress {
 
-DeviceSpec DeviceSpec::parse(std::string_view text) {
+DeviceSpec DeviceSpec::parse(std::string_view text, std::string_view what) {
   DeviceSpec spec;
+  spec.what = what;
   if (text == "auto") {
     return spec;
   }
@@ -23,9 +24,14 @@ DeviceSpec DeviceSpec::parse(std::string_view text) {
   }
   if (text.starts_with("sim:")) {
     spec.kind = Kind::sim;
-    spec.sim_capacity = parse_bytes(text.substr(4), "--device sim:CAPACITY");
+    spec.sim_capacity = parse_bytes(text.substr(4), fmt::format("{} sim:CAPACITY", what));
     if (spec.sim_capacity == 0) {
-      throw InputError("--device sim:CAPACITY: the capacity must be more than 0 bytes");
+      throw InputError(fmt::format("{} sim:CAPACITY: the capacity must be more than 0 bytes", what));
+    }
+    if (spec.sim_capacity > SimBackend::kMaxCapacity) {
+      throw InputError(fmt::format("{} sim:{}: a simulated device holds at most {} ({} bytes)", what,
+                                   format_bytes(spec.sim_capacity), format_bytes(SimBackend::kMaxCapacity),
+                                   SimBackend::kMaxCapacity));
     }
     return spec;
   }
@@ -38,12 +44,12 @@ DeviceSpec DeviceSpec::parse(std::string_view text) {
     const std::string_view number = text.substr(5);
     const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), spec.ordinal);
     if (ec != std::errc{} || ptr != number.data() + number.size() || spec.ordinal < 0) {
-      throw InputError(fmt::format("--device '{}': expected cuda:N with N a device ordinal", text));
+      throw InputError(fmt::format("{} '{}': expected cuda:N with N a device ordinal", what, text));
     }
     return spec;
   }
   throw InputError(
-      fmt::format("--device '{}': expected auto, cuda, cuda:N, sim or sim:CAPACITY (e.g. sim:80GiB)", text));
+      fmt::format("{} '{}': expected auto, cuda, cuda:N, sim or sim:CAPACITY (e.g. sim:80GiB)", what, text));
 }
 
 std::string DeviceSpec::to_string() const {
@@ -63,7 +69,7 @@ std::string required_device(const std::string& device, std::string_view device_w
   if (!required) {
     return device;
   }
-  const DeviceSpec spec = DeviceSpec::parse(device);
+  const DeviceSpec spec = DeviceSpec::parse(device, device_what);
   if (spec.kind == DeviceSpec::Kind::sim && from_env) {
     return device;  // asked for by name in a job that requires a GPU by its environment (its CPU tests)
   }
@@ -77,12 +83,18 @@ std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec, SimAddressOr
   switch (spec.kind) {
     case DeviceSpec::Kind::sim:
       return std::make_unique<SimBackend>(spec.sim_capacity, sim_order);
-    case DeviceSpec::Kind::cuda:
-      if (gpu_count() == 0) {
+    case DeviceSpec::Kind::cuda: {
+      const int count = gpu_count();
+      if (count == 0) {
         throw EnvironmentError(
-            fmt::format("--device {}: no CUDA device found ({})", spec.to_string(), no_gpu_reason()));
+            fmt::format("{} {}: no CUDA device found ({})", spec.what, spec.to_string(), no_gpu_reason()));
+      }
+      if (spec.ordinal >= count) {
+        throw EnvironmentError(
+            fmt::format("{} {}: this machine has {} CUDA device(s)", spec.what, spec.to_string(), count));
       }
       return make_gpu_backend(spec.ordinal);
+    }
     case DeviceSpec::Kind::automatic:
       if (gpu_count() > 0) {
         return make_gpu_backend(spec.ordinal);
@@ -93,7 +105,7 @@ std::unique_ptr<DeviceBackend> make_backend(const DeviceSpec& spec, SimAddressOr
           format_bytes(spec.sim_capacity));
       return std::make_unique<SimBackend>(spec.sim_capacity, sim_order);
   }
-  throw InputError("--device: unknown kind");
+  throw InputError(fmt::format("{}: unknown kind", spec.what));
 }
 
 }  // namespace memstress

@@ -118,10 +118,10 @@ void* as_pointer(std::uint64_t address) noexcept {
 
 SimBackend::SimBackend(std::uint64_t capacity, SimAddressOrder order) : order_(order) {
   if (capacity == 0) {
-    throw InputError("--device sim:CAPACITY: the capacity must be more than 0 bytes");
+    throw InputError("a simulated device: the capacity must be more than 0 bytes");
   }
   if (capacity > kMaxCapacity) {
-    throw InputError(fmt::format("--device sim:{}: a simulated device holds at most {} ({} bytes)",
+    throw InputError(fmt::format("sim:{}: a simulated device holds at most {} ({} bytes)",
                                  format_bytes(capacity), format_bytes(kMaxCapacity), kMaxCapacity));
   }
   info_.kind = BackendKind::sim;

@@ -180,7 +180,7 @@ ReplayTrace parse_replay_trace(std::string_view text, std::string_view name) {
   return Parser(name).parse(lines);
 }
 
-std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted) {
+std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted, std::string_view what) {
   if (trace.devices.empty()) {
     throw InputError(fmt::format("{}: no allocation events", trace.name));
   }
@@ -189,7 +189,7 @@ std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted) 
       return static_cast<std::uint32_t>(i);
     }
   }
-  throw InputError(fmt::format("--trace-device '{}': the trace '{}' has no such device (it has: {})", wanted,
+  throw InputError(fmt::format("{} '{}': the trace '{}' has no such device (it has: {})", what, wanted,
                                trace.name, fmt::join(trace.devices, ", ")));
 }
 

@@ -53,9 +53,11 @@ struct ReplayTrace {
   std::map<std::string, std::uint64_t, std::less<>> skipped_actions;
 };
 
-// The index of device `wanted` in trace.devices ("" is the first). Throws InputError naming --trace-device
-// when the trace has no such device, or has no device at all.
-[[nodiscard]] std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted);
+// The index of device `wanted` in trace.devices ("" is the first). Throws InputError naming `what` (the
+// command's flag that gave `wanted`) when the trace has no such device, and the trace when it has none at
+// all.
+[[nodiscard]] std::uint32_t device_index(const ReplayTrace& trace, const std::string& wanted,
+                                         std::string_view what);
 
 // The OOM the recorded program died of on `device`: the index of its first `oom` line with no allocation of
 // the device after it; nothing where every oom line has one (later lines came while it was already failing).

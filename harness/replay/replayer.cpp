@@ -87,7 +87,8 @@ class Replayer {
   }
 
   ReplayResult run() {
-    const std::uint32_t device = trace_.devices.empty() ? 0 : device_index(trace_, options_.device);
+    const std::uint32_t device =
+        trace_.devices.empty() ? 0 : device_index(trace_, options_.device, options_.device_what);
     result_.trace_device = trace_.devices.empty() ? std::string() : trace_.devices[device];
     for (std::size_t i = 0; i < trace_.devices.size(); ++i) {
       if (i != device) {

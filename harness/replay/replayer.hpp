@@ -55,6 +55,7 @@ namespace memstress::replay {
 
 struct ReplayOptions {
   std::string device;                  // the trace's device to replay ("cuda:0"); empty: the first seen
+  std::string device_what;             // the command's flag that gave `device`, in its error
   std::size_t timeline_points = 2000;  // at most this many timeline points
   std::size_t oom_points = 16;         // OOM points kept in detail (all are counted)
   // For `memstress doctor` (harness/doctor): the allocator's memory_stats() just after this event (an

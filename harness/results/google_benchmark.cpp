@@ -204,7 +204,8 @@ Results google_benchmark_results(const nlohmann::json& document) {
   if (!any_samples && !r.rows.empty()) {
     r.notes.emplace_back(
         "aggregates only (no per-repetition entries): medians are compared, but a change beyond the "
-        "threshold stays UNSURE; rerun with --benchmark_report_aggregates_only=false");
+        "threshold stays UNSURE; rerun with "
+        "--benchmark_report_aggregates_only=false");  // another program's command line
   }
   return r;
 }

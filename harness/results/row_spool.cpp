@@ -56,9 +56,9 @@ RowSpool RowSpool::for_output(const std::filesystem::path& jsonl, const std::fil
     const int saved = errno;
     throw InputError(
         saved == EWOULDBLOCK
-            ? fmt::format("{} {}: another memstress run is writing {} now; give this run another --out, "
+            ? fmt::format("{} {}: another memstress run is writing {} now; give this run another {}, "
                           "or wait for that one to end",
-                          what, out.string(), jsonl.string())
+                          what, out.string(), jsonl.string(), what)
             : fmt::format("{} {}: cannot lock the results stream {}: {}", what, out.string(), jsonl.string(),
                           std::strerror(saved)));
   }
@@ -75,10 +75,10 @@ RowSpool RowSpool::anonymous() {
       fmt::format("{}/memstress-rows.XXXXXX", env != nullptr && *env != '\0' ? env : "/tmp");
   const int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
   if (fd < 0) {
-    return RowSpool(-1, "the rows held in memory");
+    return {-1, "the rows held in memory"};
   }
   ::unlink(pattern.c_str());  // gone with the process, whatever ends it
-  return RowSpool(fd, "a temporary file");
+  return {fd, "a temporary file"};
 }
 
 RowSpool::RowSpool(RowSpool&& other) noexcept

@@ -9,14 +9,14 @@
 namespace memstress {
 namespace {
 
-RowSpool open_spool(const std::optional<std::filesystem::path>& out) {
+RowSpool open_spool(const std::optional<std::filesystem::path>& out, std::string_view what) {
   if (!out) {
     return RowSpool::anonymous();
   }
-  check_output_path(*out, "--out");
+  check_output_path(*out, what);
   const std::filesystem::path jsonl = ResultSink::stream_path(*out);
-  check_output_path(jsonl, "--out");
-  return RowSpool::for_output(jsonl, *out, "--out");
+  check_output_path(jsonl, what);
+  return RowSpool::for_output(jsonl, *out, what);
 }
 
 // What the table, CSV, JUnit, rank summary and accept read of a row (Note [Rows on disk, digests in memory]).
@@ -53,8 +53,13 @@ std::filesystem::path ResultSink::stream_path(const std::filesystem::path& out) 
   return p.string() + ".jsonl";
 }
 
-ResultSink::ResultSink(RunRecord header, std::optional<std::filesystem::path> out, bool digests)
-    : run_(std::move(header)), out_(std::move(out)), spool_(open_spool(out_)), digests_(digests) {
+ResultSink::ResultSink(RunRecord header, std::optional<std::filesystem::path> out, std::string out_what,
+                       bool digests)
+    : run_(std::move(header)),
+      out_(std::move(out)),
+      out_what_(std::move(out_what)),
+      spool_(open_spool(out_, out_what_)),
+      digests_(digests) {
   if (out_) {
     nlohmann::json h = header_json(run_);
     h["type"] = "header";
@@ -108,7 +113,7 @@ bool ResultSink::finish(RunStatus status, std::string abort_reason) {
                            {"abort_reason", run_.abort_reason},
                            {"ended_at", run_.ended_at},
                            {"summary", summary}}));
-  AtomicFileWriter file(*out_, "--out");
+  AtomicFileWriter file(*out_, out_what_);
   write_document_locked([&](std::string_view piece) { file.write(piece); });
   file.commit();
   return true;

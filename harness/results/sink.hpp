@@ -34,12 +34,13 @@ namespace memstress {
 
 class ResultSink {
  public:
-  // Opens (and locks) the stream at once, so a bad or busy --out fails (InputError, exit 2) before any
-  // case runs.
-  // `digests`: keep each row's digest in record() (the table, the CSV, JUnit, the rank summary and accept
-  // read them); a burn, whose rows are an interval's each and which reads none of these, keeps none, so its
-  // memory stays flat however many intervals it runs (the counts of each verdict are kept either way).
-  ResultSink(RunRecord header, std::optional<std::filesystem::path> out, bool digests = true);
+  // Opens (and locks) the stream at once, so a bad or busy `out` fails (InputError, exit 2, naming
+  // `out_what`, the command's flag that gave it) before any case runs. `digests`: keep each row's digest in
+  // record() (the table, the CSV, JUnit, the rank summary and accept read them); a burn, whose rows are an
+  // interval's each and which reads none of these, keeps none, so its memory stays flat however many
+  // intervals it runs (the counts of each verdict are kept either way).
+  ResultSink(RunRecord header, std::optional<std::filesystem::path> out, std::string out_what,
+             bool digests = true);
 
   void append(Row row);
   // Sets the end time and status and writes the final document. Later calls (and appends) do nothing:
@@ -63,6 +64,7 @@ class ResultSink {
   mutable std::mutex mutex_;
   RunRecord run_;
   std::optional<std::filesystem::path> out_;
+  std::string out_what_;
   RowSpool spool_;
   bool digests_ = true;
   VerdictCounts counts_;

@@ -152,10 +152,10 @@ bool ParamSet::boolean(std::string_view name) const {
   return text(name) == "true";
 }
 
-ParamOverride ParamOverride::parse(std::string_view text) {
+ParamOverride ParamOverride::parse(std::string_view text, std::string_view what) {
   const std::size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
-    throw InputError(fmt::format("-p '{}': expected [WORKLOAD.]NAME=VALUE[,VALUE...]", text));
+    throw InputError(fmt::format("{} '{}': expected [WORKLOAD.]NAME=VALUE[,VALUE...]", what, text));
   }
   ParamOverride o;
   const std::string_view key = text.substr(0, eq);
@@ -171,7 +171,7 @@ ParamOverride ParamOverride::parse(std::string_view text) {
   if (bad_key ||
       std::any_of(o.values.begin(), o.values.end(), [](const std::string& v) { return v.empty(); })) {
     throw InputError(
-        fmt::format("-p '{}': expected [WORKLOAD.]NAME=VALUE[,VALUE...] with no empty value", text));
+        fmt::format("{} '{}': expected [WORKLOAD.]NAME=VALUE[,VALUE...] with no empty value", what, text));
   }
   return o;
 }

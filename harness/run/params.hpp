@@ -62,14 +62,14 @@ class ParamSet {
   std::vector<std::pair<std::string, std::string>> values_;
 };
 
-// `-p [workload.]name=v1,v2,...` as given on the command line.
+// `[workload.]name=v1,v2,...` as given on the command line (`memstress run -p`).
 struct ParamOverride {
   std::string workload;  // empty: every selected workload that has the axis
   std::string name;
   std::vector<std::string> values;
 
-  // Throws InputError naming -p for text that is not of that form.
-  static ParamOverride parse(std::string_view text);
+  // Throws InputError naming `what` (the command's flag) and `text` for text that is not of that form.
+  static ParamOverride parse(std::string_view text, std::string_view what);
 };
 
 }  // namespace memstress

@@ -47,19 +47,20 @@ void check_overrides_apply(const std::vector<const Workload*>& selected, const P
     if (!applies) {
       throw InputError(
           o.workload.empty()
-              ? fmt::format("-p {}: no selected workload has a parameter '{}' (see `memstress list`)", o.name,
-                            o.name)
-              : fmt::format("-p {}.{}: workload '{}' is not selected or has no parameter '{}'", o.workload,
-                            o.name, o.workload, o.name));
+              ? fmt::format("{} {}: no selected workload has a parameter '{}' (see `memstress list`)",
+                            request.names.overrides, o.name, o.name)
+              : fmt::format("{} {}.{}: workload '{}' is not selected or has no parameter '{}'",
+                            request.names.overrides, o.workload, o.name, o.workload, o.name));
     }
   }
   if (request.sizes) {
     const bool any = std::any_of(selected.begin(), selected.end(), [](const Workload* w) {
-      const auto specs = w->params();
+      const auto& specs = w->params();
       return std::any_of(specs.begin(), specs.end(), [](const ParamSpec& s) { return s.name == kSizeAxis; });
     });
     if (!any) {
-      throw InputError("-b/-e/-f: no selected workload has a 'bytes' axis to sweep");
+      throw InputError(
+          fmt::format("{}: no selected workload has a 'bytes' axis to sweep", request.names.sizes));
     }
   }
 }
@@ -69,13 +70,13 @@ std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, c
   std::vector<std::string> raw =
       request.full && !spec.full_defaults.empty() ? spec.full_defaults : spec.defaults;
   // Who gave the values, for messages: -b/-e/-f or -p (the defaults are valid).
-  std::string what = fmt::format("-p {}.{}", w.name(), spec.name);
+  std::string what = fmt::format("{} {}.{}", request.names.overrides, w.name(), spec.name);
   if (spec.name == kSizeAxis && request.sizes) {
     raw.clear();
     for (const std::uint64_t size : *request.sizes) {
       raw.push_back(exact_bytes(size));
     }
-    what = fmt::format("-b/-e/-f (the sizes of {}.{})", w.name(), spec.name);
+    what = fmt::format("{} (the sizes of {}.{})", request.names.sizes, w.name(), spec.name);
   }
   // A scoped override (-p smoke.bytes=…) wins over an unscoped one (-p bytes=…); the last of each wins.
   const ParamOverride* chosen = nullptr;
@@ -89,7 +90,7 @@ std::vector<std::string> axis_values(const Workload& w, const ParamSpec& spec, c
   }
   if (chosen != nullptr) {
     raw = chosen->values;
-    what = fmt::format("-p {}.{}", w.name(), spec.name);
+    what = fmt::format("{} {}.{}", request.names.overrides, w.name(), spec.name);
   }
   // In their order, each once (a set, not a search of the list: a -b/-e/-i sweep has thousands).
   std::vector<std::string> values;
@@ -127,10 +128,10 @@ std::vector<Axes> plan_axes(const std::vector<const Workload*>& selected, const 
     combinations = std::min(cap, combinations + product);
   }
   if (combinations > request.max_cases) {
-    throw InputError(
-        fmt::format("the plan has more than --max-cases {} cases (workloads x axis values); narrow the axes, "
-                    "or raise --max-cases if you mean it",
-                    request.max_cases));
+    throw InputError(fmt::format(
+        "the plan has more than {} {} cases (workloads x axis values); narrow the axes, or raise {} "
+        "if you mean it",
+        request.names.max_cases, request.max_cases, request.names.max_cases));
   }
   return axes;
 }
@@ -141,11 +142,11 @@ void check_in_turn(const std::vector<const Workload*>& selected, const PlanReque
     const auto w =
         std::find_if(selected.begin(), selected.end(), [&](const Workload* s) { return s->name() == name; });
     if (w == selected.end()) {
-      throw InputError(fmt::format("--in-turn {}: not a workload this run selects", name));
+      throw InputError(fmt::format("{} {}: not a workload this run selects", request.names.in_turn, name));
     }
     if ((*w)->requirements().all_ranks) {
-      throw InputError(fmt::format(
-          "--in-turn {}: its ranks work together (NCCL), so they cannot run one at a time", name));
+      throw InputError(fmt::format("{} {}: its ranks work together (NCCL), so they cannot run one at a time",
+                                   request.names.in_turn, name));
     }
   }
 }
@@ -179,7 +180,7 @@ std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest&
         try {
           w->validate(params);
         } catch (const InputError& e) {
-          throw InputError(fmt::format("-p {}: {}", w->name(), e.what()));
+          throw InputError(fmt::format("{} {}: {}", request.names.overrides, w->name(), e.what()));
         }
         const bool in_turn =
             std::find(request.in_turn.begin(), request.in_turn.end(), w->name()) != request.in_turn.end();
@@ -190,9 +191,9 @@ std::vector<PlannedCase> plan_cases(const Registry& registry, const PlanRequest&
       // Every combination was left out (e.g. collectives' timing=events with iters=50): say so, not an
       // empty plan that runs nothing.
       throw InputError(
-          fmt::format("-p {}: none of the combinations of the values given is a case of {} (each is left "
+          fmt::format("{} {}: none of the combinations of the values given is a case of {} (each is left "
                       "out as meaningless; see `memstress list {}` for which axes go together)",
-                      w->name(), w->name(), w->name()));
+                      request.names.overrides, w->name(), w->name(), w->name()));
     }
   }
   return cases;

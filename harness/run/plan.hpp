@@ -26,6 +26,15 @@ struct PlannedCase {
 // The largest shipped job (--full) has a few hundred.
 inline constexpr std::size_t kDefaultMaxCases = 10'000;
 
+// The request's inputs as the command names them in the plan's errors (`memstress run`: -p, -b/-e/-f,
+// --in-turn, --max-cases): given by the command, which knows how it spells its flags.
+struct PlanInputNames {
+  std::string overrides{};
+  std::string sizes{};
+  std::string in_turn{};
+  std::string max_cases{};
+};
+
 struct PlanRequest {
   std::vector<std::string> workloads;               // empty: the default job
   std::vector<ParamOverride> overrides;             // -p
@@ -33,6 +42,7 @@ struct PlanRequest {
   bool full = false;                                // --full: the long axis values
   std::vector<std::string> in_turn;                 // --in-turn: one rank of each node at a time
   std::size_t max_cases = kDefaultMaxCases;         // --max-cases
+  PlanInputNames names{};                           // of the above, in the errors
 };
 
 // Expands the selected workloads into cases (the Cartesian product of their axes, in declaration order).

@@ -117,8 +117,8 @@ int turns_per_node(World& world, const std::vector<PlannedCase>& cases) {
     const std::vector<double> sizes = world.all_gather(static_cast<double>(world.local_size()));
     return static_cast<int>(*std::max_element(sizes.begin(), sizes.end()));
   } catch (const DistError& e) {
-    throw DistError(
-        fmt::format("before the first case (the ranks' node sizes, for --in-turn): {}", e.what()));
+    throw DistError(fmt::format(
+        "before the first case (the ranks' node sizes, for the cases run in turn): {}", e.what()));
   }
 }
 

@@ -24,18 +24,18 @@
 
 namespace memstress {
 
-std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, std::string_view required_by,
-                                                World& world) {
+std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, std::string_view what,
+                                                std::string_view required_by, World& world) {
   std::unique_ptr<DeviceBackend> backend;
   try {
-    backend = make_backend(rank_device(device, world));
+    backend = make_backend(rank_device(device, what, world));
   } catch (const EnvironmentError& e) {
     if (!required_by.empty()) {
       throw EnvironmentError(fmt::format("{}: {}", required_by, e.what()));
     }
     throw;
   }
-  check_one_rank_per_gpu(world, device, backend->info());
+  check_one_rank_per_gpu(world, device, what, backend->info());
   return backend;
 }
 
@@ -86,7 +86,7 @@ Session::Session(SessionOptions options, std::unique_ptr<DeviceBackend> backend,
   health_ = run_health_watch(device.kind == BackendKind::cuda, device.uuid);
   nccl_ = make_nccl(world_, *backend_);
   sink_ = std::make_unique<ResultSink>(std::move(header), writer() ? options_.out : std::nullopt,
-                                       options_.row_digests);
+                                       options_.out_what, options_.row_digests);
 
   RunOptions& run = options_.run;
   // A planted hang (Note [Planted faults]): the first case that runs never returns, on every rank.

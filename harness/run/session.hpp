@@ -44,6 +44,7 @@ struct SessionOptions {
   nlohmann::json config;          // the header's config; the session adds "device_label" and "ranks"
   double straggler_threshold = kDefaultStragglerThreshold;
   std::optional<std::filesystem::path> out;  // --out: the results document, written by rank 0 alone
+  std::string out_what;                      // the flag that gave `out`, named in its errors
   std::vector<PlannedCase> cases;
   std::vector<AllocatorSpec> allocators;  // every case runs under each in turn, each built fresh
   RunOptions run;                         // repetitions, warm-up, seed, fault; the session sets the rest
@@ -68,11 +69,11 @@ struct SessionParts {
   Allocator& allocator;  // the options' first allocator, one for the whole loop
 };
 
-// The rank's device (as rank_device reads it), no GPU driven by two ranks (check_one_rank_per_gpu).
-// `required_by`: the command's flag that requires a GPU, named where none is found ("": none required).
-// Collective.
-std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, std::string_view required_by,
-                                                World& world);
+// The rank's device (as rank_device reads it; `what`: the command's flag that named it), no GPU driven by two
+// ranks (check_one_rank_per_gpu). `required_by`: the command's flag that requires a GPU, named where none is
+// found ("": none required). Collective.
+std::unique_ptr<DeviceBackend> open_rank_device(std::string_view device, std::string_view what,
+                                                std::string_view required_by, World& world);
 
 // --fail-on-skip's count: the run's skipped cases, the first few each named with its reason in a note that
 // starts with `flag`, and a last line saying the run fails by them.

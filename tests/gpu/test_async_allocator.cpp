@@ -29,7 +29,7 @@ std::size_t count_not(const std::vector<unsigned char>& bytes, unsigned char val
 
 TEST_F(AsyncAllocatorTest, TwoStreamsWriteAndReadBack) {
   CudaBackend dev(0);
-  auto alloc = make_async_allocator(dev, kKeepEverything);
+  auto alloc = make_async_allocator(dev, kKeepEverything, {});
   EXPECT_EQ(alloc->name(), "async");
   EXPECT_EQ(&alloc->backend(), &dev);
   const cuda::Stream s1;
@@ -73,7 +73,7 @@ TEST_F(AsyncAllocatorTest, TwoStreamsWriteAndReadBack) {
 
 TEST_F(AsyncAllocatorTest, ZeroBytesIsNullptr) {
   CudaBackend dev(0);
-  auto alloc = make_async_allocator(dev, kKeepEverything);
+  auto alloc = make_async_allocator(dev, kKeepEverything, {});
   EXPECT_EQ(alloc->allocate(0), nullptr);
   alloc->deallocate(nullptr);
   EXPECT_EQ(alloc->memory_stats().at("allocated_bytes.all.allocated"), 0);
@@ -81,7 +81,7 @@ TEST_F(AsyncAllocatorTest, ZeroBytesIsNullptr) {
 
 TEST_F(AsyncAllocatorTest, RecordStreamDefersTheFreeToEveryStreamThatUsedIt) {
   CudaBackend dev(0);
-  auto alloc = make_async_allocator(dev, kKeepEverything);
+  auto alloc = make_async_allocator(dev, kKeepEverything, {});
   const cuda::Stream s1;
   const cuda::Stream s2;
   const std::size_t bytes = 32 * kMiB;
@@ -106,7 +106,7 @@ TEST_F(AsyncAllocatorTest, RecordStreamDefersTheFreeToEveryStreamThatUsedIt) {
 
 TEST_F(AsyncAllocatorTest, MemoryFreedOnOneStreamServesTheNext) {
   CudaBackend dev(0);
-  auto alloc = make_async_allocator(dev, kKeepEverything);
+  auto alloc = make_async_allocator(dev, kKeepEverything, {});
   const cuda::Stream s1;
   void* a = alloc->allocate(64 * kMiB, StreamRef::from(s1.get()));
   alloc->deallocate(a);
@@ -118,7 +118,7 @@ TEST_F(AsyncAllocatorTest, MemoryFreedOnOneStreamServesTheNext) {
 
 TEST_F(AsyncAllocatorTest, OutOfMemoryIsAnErrorAndTheAllocatorKeepsWorking) {
   CudaBackend dev(0);
-  auto alloc = make_async_allocator(dev, kKeepEverything);
+  auto alloc = make_async_allocator(dev, kKeepEverything, {});
   const cuda::Stream s1;
   try {
     static_cast<void>(alloc->allocate(dev.info().capacity * 2, StreamRef::from(s1.get())));
@@ -140,7 +140,7 @@ TEST_F(AsyncAllocatorTest, OutOfMemoryIsAnErrorAndTheAllocatorKeepsWorking) {
 
 TEST_F(AsyncAllocatorTest, ZeroReleaseThresholdAndEmptyCacheTrimTheReservation) {
   CudaBackend dev(0);
-  auto alloc = make_async_allocator(dev, 0);
+  auto alloc = make_async_allocator(dev, 0, {});
   const cuda::Stream s1;
   void* p = alloc->allocate(256 * kMiB, StreamRef::from(s1.get()));
   EXPECT_GE(alloc->memory_stats().at("reserved_bytes.all.current"), 256 * kMiB);
@@ -155,7 +155,7 @@ TEST_F(AsyncAllocatorTest, ZeroReleaseThresholdAndEmptyCacheTrimTheReservation) 
 
 TEST_F(AsyncAllocatorTest, KeepEverythingHoldsMemoryUntilEmptyCache) {
   CudaBackend dev(0);
-  auto alloc = make_async_allocator(dev, kKeepEverything);
+  auto alloc = make_async_allocator(dev, kKeepEverything, {});
   const cuda::Stream s1;
   void* p = alloc->allocate(256 * kMiB, StreamRef::from(s1.get()));
   alloc->deallocate(p);
@@ -169,7 +169,7 @@ TEST_F(AsyncAllocatorTest, DestructionFreesWhatIsStillLive) {
   CudaBackend dev(0);
   const std::uint64_t before = dev.mem_info().free;
   {
-    auto alloc = make_async_allocator(dev, kKeepEverything);
+    auto alloc = make_async_allocator(dev, kKeepEverything, {});
     static_cast<void>(alloc->allocate(512 * kMiB));  // leaked on purpose: the destructor warns
   }
   EXPECT_GE(dev.mem_info().free + 64 * kMiB, before);

@@ -52,7 +52,7 @@ TEST_F(P2pTest, DrivingOneGpuMakesNoContextOnAnother) {
   }
   EXPECT_EXIT(
       {
-        const std::unique_ptr<DeviceBackend> backend = make_backend(DeviceSpec::parse("cuda:1"));
+        const std::unique_ptr<DeviceBackend> backend = make_backend(DeviceSpec::parse("cuda:1", "--device"));
         std::thread([] {
           const cuda::ScopedDevice on(1);
           MEMSTRESS_CUDA_TRY(cudaFree(nullptr));

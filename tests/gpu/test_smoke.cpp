@@ -18,10 +18,10 @@ TEST_F(SmokeTest, SmokeWorkloadsPassWithDataVerifiedOnTheDevice) {
   const Registry registry = suites::builtin_registry();
   PlanRequest request;
   request.workloads = {"smoke", "alloc-smoke"};
-  request.overrides = {ParamOverride::parse("smoke.bytes=64M,1G"),
-                       ParamOverride::parse("smoke.pattern=random,address")};
+  request.overrides = {ParamOverride::parse("smoke.bytes=64M,1G", "-p"),
+                       ParamOverride::parse("smoke.pattern=random,address", "-p")};
   const auto cases = plan_cases(registry, request);
-  ResultSink sink(RunRecord{}, std::nullopt);
+  ResultSink sink(RunRecord{}, std::nullopt, "");
   RunOptions opt;
   opt.repetitions = 3;
   opt.quiet = true;

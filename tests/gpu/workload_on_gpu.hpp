@@ -29,9 +29,9 @@ inline std::vector<Row> run_on_gpu(const std::string& workload, const std::vecto
   PlanRequest request;
   request.workloads = {workload};
   for (const std::string& o : overrides) {
-    request.overrides.push_back(ParamOverride::parse(o));
+    request.overrides.push_back(ParamOverride::parse(o, "-p"));
   }
-  ResultSink sink(RunRecord{}, std::nullopt);
+  ResultSink sink(RunRecord{}, std::nullopt, "");
   RunOptions opt;
   opt.repetitions = repetitions;
   opt.quiet = true;

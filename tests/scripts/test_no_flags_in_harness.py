@@ -8,8 +8,7 @@ So every function that can fail on a value takes the name of what it reads (`wha
 flag. This test reads each string literal of the C++ files of harness/ (comments aside) and fails naming
 each file, line and literal that holds a flag (`--name`, or `-x` alone). A line that runs another program
 (its own command line, not memstress's) says so with the comment `// another program's command line`.
-The flags not yet moved out are listed (KNOWN), file by file: the list only shrinks. Files listed by
-`git ls-files` (skipped outside a checkout); well under a second.
+Files listed by `git ls-files` (skipped outside a checkout); well under a second.
 """
 
 from __future__ import annotations
@@ -23,74 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z](?![\w-]))")
 ANOTHER_PROGRAM = "// another program's command line"
-
-# The flags still named inside harness/, file by file, as many times as each: a list that only shrinks. A flag
-# named anew, or once more, fails; one taken out fails until its entry goes too (the list says what is left).
-KNOWN: dict[str, dict[str, int]] = {
-    "harness/accept/bounds.cpp": {"--train": 1},
-    "harness/accept/judge.cpp": {"--train": 1},
-    "harness/accept/profile.cpp": {"--profile": 1},
-    "harness/accept/run_checks.cpp": {"--any-gpu": 1},
-    "harness/alloc/async_allocator.cpp": {"--allocator": 1, "--device": 1},
-    "harness/alloc/cuda_peers_unavailable.cpp": {"--allocator": 1},
-    "harness/alloc/factory.cpp": {"--allocator": 4},
-    "harness/alloc/plugin_allocator.cpp": {"--allocator": 4},
-    "harness/alloc/rmm_allocator.cpp": {"--alloc-conf": 1, "--allocator": 4, "--device": 1},
-    "harness/alloc/rmm_unavailable.cpp": {"--allocator": 1},
-    "harness/alloc/tracing_allocator.cpp": {"--alloc-trace": 1},
-    "harness/burn/profile.cpp": {"--profile": 2},
-    "harness/burn/train.cpp": {"--from": 5},
-    "harness/compare/compare.cpp": {
-        "--alloc-trace": 1,
-        "--csv": 1,
-        "--format": 1,
-        "--junit": 1,
-        "--match-any-gpu": 2,
-        "--out": 1,
-        "--progress": 1,
-        "--snapshot": 1,
-        "--timeline": 1,
-        "-o": 1,
-        "-q": 2,
-    },
-    "harness/core/data_dir.cpp": {"--install": 1},
-    "harness/core/units.cpp": {
-        "--max-cases": 2,
-        "--maxbytes": 1,
-        "--minbytes": 2,
-        "--stepfactor": 1,
-        "-b": 3,
-        "-e": 2,
-        "-f": 2,
-    },
-    "harness/db/fleet_train.cpp": {"--driver": 2},
-    "harness/db/postgresql_connection.cpp": {"--db": 2},
-    "harness/db/postgresql_unavailable.cpp": {"--db": 1},
-    "harness/db/prune.cpp": {"--all": 1, "--before": 2, "--keep-runs": 2},
-    "harness/db/schema.cpp": {"--db": 1},
-    "harness/db/sqlite_connection.cpp": {"--db": 7},
-    "harness/dist/rank_setup.cpp": {"--device": 4, "--gpus-per-task": 1},
-    "harness/doctor/batch_format.cpp": {"--max-batch": 1, "--multiprocessors": 2},
-    "harness/doctor/format_text.cpp": {
-        "--allocator": 1,
-        "--batch": 4,
-        "--batch-runs": 1,
-        "--capacity": 7,
-        "--trace-device": 1,
-        "-m": 1,
-    },
-    "harness/memory/cuda_backend.cpp": {"--device": 1},
-    "harness/memory/device_spec.cpp": {"--device": 6},
-    "harness/memory/sim_backend.cpp": {"--device": 2},
-    "harness/replay/replay_trace.cpp": {"--trace-device": 1},
-    "harness/results/google_benchmark.cpp": {"--benchmark": 1},
-    "harness/results/row_spool.cpp": {"--out": 1},
-    "harness/results/sink.cpp": {"--out": 4},
-    "harness/run/params.cpp": {"-p": 2},
-    "harness/run/plan.cpp": {"--in-turn": 2, "--max-cases": 2, "-b": 2, "-e": 2, "-f": 2, "-p": 6},
-    "harness/run/runner.cpp": {"--in-turn": 1},
-}
-
 
 def code_literals(line: str) -> list[str]:
     """The string literals of a line, up to a // comment that is not inside one."""
@@ -156,21 +87,15 @@ class NoFlagsInHarness(unittest.TestCase):
         if listed.returncode != 0 or not listed.stdout:
             raise unittest.SkipTest("not a git checkout: " + listed.stderr.strip())
         found = []
-        left = {name: dict(flags) for name, flags in KNOWN.items()}
         for name in listed.stdout.split():
             path = ROOT / name
             if path.suffix not in (".cpp", ".hpp", ".h", ".cu", ".cuh") or not path.exists():
                 continue
             for number, flag, literal in flags_in(path.read_text(errors="replace")):
-                if left.get(name, {}).get(flag, 0) > 0:
-                    left[name][flag] -= 1
-                else:
-                    found.append(f"{name}:{number}: {flag} in {literal}")
+                found.append(f"{name}:{number}: {flag} in {literal}")
         self.assertEqual(
             found, [], "flags named inside harness/ (take a `what`; the command names its flag):\n" + "\n".join(found)
         )
-        gone = [f"{name}: {flag} x{count}" for name, flags in left.items() for flag, count in flags.items() if count]
-        self.assertEqual(gone, [], "taken out of harness/: take them out of KNOWN too")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ class OnBackend : public ::testing::TestWithParam<std::string> {
 
  private:
   static void admin(const std::string& sql) {
-    open_database(postgresql_admin_url(), OpenMode::create)->exec(sql);
+    open_database(postgresql_admin_url(), OpenMode::create, "--db")->exec(sql);
   }
   std::vector<std::string> made_;
 };

@@ -46,7 +46,7 @@ checks:
 )";
 
 TEST(AcceptProfile, ParsesRunsAndChecks) {
-  const Profile p = parse_profile(kProfile, "t.yaml");
+  const Profile p = parse_profile(kProfile, "t.yaml", "--train");
   EXPECT_EQ(p.gpu, "G");
   ASSERT_EQ(p.runs.size(), 1U);
   EXPECT_EQ(p.runs[0].params[0], (std::pair<std::string, std::string>{"direction", "h2d,d2h"}));
@@ -59,7 +59,7 @@ TEST(AcceptProfile, ParsesRunsAndChecks) {
 TEST(AcceptProfile, BadProfilesNameTheFileAndTheProblem) {
   const auto message = [](const std::string& yaml) {
     try {
-      static_cast<void>(parse_profile(yaml, "p.yaml"));
+      static_cast<void>(parse_profile(yaml, "p.yaml", "--train"));
     } catch (const InputError& e) {
       return std::string(e.what());
     }
@@ -92,14 +92,14 @@ TEST(AcceptProfile, AProfileWithWindowsLineEndingsReadsTheSame) {
   for (const char c : std::string(kProfile)) {
     crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
   }
-  const Profile p = parse_profile(crlf, "t.yaml");
+  const Profile p = parse_profile(crlf, "t.yaml", "--train");
   ASSERT_EQ(p.checks.size(), 4U);
   EXPECT_EQ(p.checks[0].name, "h2d");
   EXPECT_EQ(p.runs[0].params[0].second, "h2d,d2h");
 }
 
 TEST(AcceptProfile, ChecksTakeTheWorstMatchedRowAndBothDirections) {
-  const Profile p = parse_profile(kProfile, "t.yaml");
+  const Profile p = parse_profile(kProfile, "t.yaml", "--train");
   const AcceptRows rows = {row("transfers", {{"direction", "h2d"}}, 45),
                            row("transfers", {{"direction", "h2d"}}, 41),
                            row("transfers", {{"direction", "d2h"}}, 31), row("smoke", {}, 1)};
@@ -144,7 +144,7 @@ AcceptCheck spread_check(double spread, int min_ranks = 1) {
 }
 
 TEST(AcceptProfile, ALineNamesMeasuredValueUnitBoundAndTheGpusThatFailed) {
-  const Profile p = parse_profile(kProfile, "t.yaml");
+  const Profile p = parse_profile(kProfile, "t.yaml", "--train");
   AcceptRows rows;
   for (int rank = 0; rank < 4; ++rank) {
     rows.push_back(
@@ -199,7 +199,7 @@ TEST(AcceptProfile, HostAndPciBusIdComeFromTheRanksEnvironment) {
 }
 
 TEST(AcceptProfile, TrainingSetsGoldenValuesAndRoundTrips) {
-  Profile p = parse_profile(kProfile, "t.yaml");
+  Profile p = parse_profile(kProfile, "t.yaml", "--train");
   const AcceptRows rows = {row("transfers", {{"direction", "h2d"}}, 52),
                            row("transfers", {{"direction", "d2h"}}, 48)};
   const std::vector<Untrained> untrained = train(p, rows);
@@ -207,11 +207,11 @@ TEST(AcceptProfile, TrainingSetsGoldenValuesAndRoundTrips) {
   EXPECT_EQ(p.checks[0].golden, 52);
   EXPECT_EQ(p.checks[3].golden, 48);  // the worst row
   EXPECT_FALSE(p.checks[1].golden);   // absolute bounds only: left alone
-  const Profile again = parse_profile(to_yaml(p), "trained.yaml");
+  const Profile again = parse_profile(to_yaml(p), "trained.yaml", "--train");
   EXPECT_EQ(again.checks[0].golden, 52);
   EXPECT_EQ(again.checks[1].min, 30);
   EXPECT_EQ(again.checks[0].where, p.checks[0].where);
-  Profile q = parse_profile(kProfile, "t.yaml");
+  Profile q = parse_profile(kProfile, "t.yaml", "--train");
   EXPECT_EQ(train(q, AcceptRows{}).size(), 2U);  // nothing to learn from
 }
 
@@ -224,7 +224,7 @@ runs:
 checks:
   - {name: busbw, workload: collectives, metric: GB/s, min: 40, min_ranks: 2}
 )";
-  const Profile p = parse_profile(yaml, "t.yaml");
+  const Profile p = parse_profile(yaml, "t.yaml", "--train");
   EXPECT_EQ(p.runs[0].min_ranks, 2);
   EXPECT_EQ(p.checks[0].min_ranks, 2);
   AcceptRows rows = {row("collectives", {}, 45), row("collectives", {}, 39)};
@@ -237,13 +237,13 @@ checks:
   EXPECT_FALSE(two.skipped);
   EXPECT_FALSE(two.pass);  // the worse rank (39) fails it
   EXPECT_EQ(two.failure, Failure::measured_bad) << two.detail;
-  const Profile again = parse_profile(to_yaml(p), "again.yaml");
+  const Profile again = parse_profile(to_yaml(p), "again.yaml", "--train");
   EXPECT_EQ(again.runs[0].min_ranks, 2);
   EXPECT_EQ(again.checks[0].min_ranks, 2);
   EXPECT_THROW(
       static_cast<void>(parse_profile(
           "name: x\ngpu: y\nruns: []\nchecks: [{name: c, workload: w, metric: m, max: 0, min_ranks: 0}]\n",
-          "p.yaml")),
+          "p.yaml", "--train")),
       InputError);
 }
 
@@ -257,15 +257,15 @@ runs:
 checks:
   - {name: h2d, workload: transfers, metric: GB/s, min: 40}
 )";
-  const Profile p = parse_profile(yaml, "t.yaml");
+  const Profile p = parse_profile(yaml, "t.yaml", "--train");
   EXPECT_TRUE(p.runs[0].in_turn);
   EXPECT_FALSE(p.runs[1].in_turn);
-  const Profile again = parse_profile(to_yaml(p), "again.yaml");
+  const Profile again = parse_profile(to_yaml(p), "again.yaml", "--train");
   EXPECT_TRUE(again.runs[0].in_turn);
   EXPECT_FALSE(again.runs[1].in_turn);
   try {
-    static_cast<void>(
-        parse_profile("name: x\ngpu: y\nruns: [{workload: w, in_turn: often}]\nchecks: []\n", "p.yaml"));
+    static_cast<void>(parse_profile("name: x\ngpu: y\nruns: [{workload: w, in_turn: often}]\nchecks: []\n",
+                                    "p.yaml", "--train"));
     ADD_FAILURE() << "accepted in_turn: often";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("p.yaml: runs[0]: `in_turn` must be true or false"),
@@ -292,7 +292,7 @@ checks:
   - {name: node, workload: p2p, metric: GB/s, min: 100, per_host: true}
   - {name: gpu, workload: p2p, metric: GB/s, min: 100}
 )",
-                                  "t.yaml");
+                                  "t.yaml", "--train");
   ASSERT_TRUE(p.checks[0].per_host);
   EXPECT_FALSE(p.checks[1].per_host);
   AcceptRows rows;
@@ -322,7 +322,7 @@ gpu: G
 runs: [{workload: p2p}]
 checks: [{name: node, workload: p2p, metric: GB/s, min: 1, per_host: maybe}]
 )",
-                                               "t.yaml")),
+                                               "t.yaml", "--train")),
                InputError);
 }
 
@@ -343,7 +343,7 @@ runs:
 checks:
   - {name: h2d, workload: transfers, metric: GB/s, spread: 10}
 )",
-                                  "t.yaml");
+                                  "t.yaml", "--train");
   ASSERT_TRUE(p.checks[0].spread.has_value());
   AcceptRows rows;
   for (int rank = 0; rank < 4; ++rank) {
@@ -367,8 +367,8 @@ checks:
         "spread: {}}}]\n",
         spread);
   };
-  EXPECT_THROW(static_cast<void>(parse_profile(bad("0"), "t.yaml")), InputError);
-  EXPECT_THROW(static_cast<void>(parse_profile(bad("100"), "t.yaml")), InputError);
+  EXPECT_THROW(static_cast<void>(parse_profile(bad("0"), "t.yaml", "--train")), InputError);
+  EXPECT_THROW(static_cast<void>(parse_profile(bad("100"), "t.yaml", "--train")), InputError);
 }
 
 // In a job of two nodes each node is held to its own median: node b's GPUs, all near 30 GB/s, are not
@@ -421,7 +421,7 @@ namespace {
 
 // Fail closed: a GPU whose row errored before it measured the check's metric is not left out of the check.
 TEST(AcceptProfile, ARowThatErroredBeforeMeasuringFailsTheCheckNamingItsGpu) {
-  const Profile p = parse_profile(kProfile, "t.yaml");
+  const Profile p = parse_profile(kProfile, "t.yaml", "--train");
   AcceptRows rows;
   for (int rank = 0; rank < 4; ++rank) {
     rows.push_back(on_gpu(row("transfers", {{"direction", "h2d"}}, 52), rank, "a"));
@@ -457,7 +457,7 @@ namespace {
 // The h2d check of kProfile (>= 0.8 x golden 50 GB/s) and a healthy row of it on each of `ranks` ranks of
 // host a.
 AcceptCheck h2d_check() {
-  return parse_profile(kProfile, "t.yaml").checks[0];
+  return parse_profile(kProfile, "t.yaml", "--train").checks[0];
 }
 AcceptRows healthy(int ranks) {
   AcceptRows rows;
@@ -473,7 +473,7 @@ bool starts_with(const std::string& text, const std::string& start) {
 
 // The run check of that name among `input`'s failures, or "" where it passed.
 std::string run_failure(const AcceptInput& input, const std::string& name, bool one_model = true) {
-  for (const RunCheckFailure& f : check_runs(input, one_model)) {
+  for (const RunCheckFailure& f : check_runs(input, one_model, "--any-gpu")) {
     if (f.name == name) {
       return f.detail;
     }
@@ -540,7 +540,7 @@ TEST(AcceptFailClosed, ARowOfARankTheHeaderDoesNotHaveFailsTheRun) {
   const AcceptInput input = complete_run(rows, 2);
   EXPECT_EQ(run_failure(input, "ranks: no row from outside the run"),
             "the run has 1 row of rank 7, which its header does not have (2 ranks)");
-  EXPECT_EQ(verdict_of({evaluate(h2d_check(), input)}, check_runs(input, true).size(), "t").code,
+  EXPECT_EQ(verdict_of({evaluate(h2d_check(), input)}, check_runs(input, true, "--any-gpu").size(), "t").code,
             ExitCode::check_failed);
 }
 
@@ -568,12 +568,12 @@ TEST(AcceptFailClosed, ARunThatWasAbortedOrNeverFinishedFails) {
   AcceptInput input = complete_run(healthy(2), 2);
   const CheckOutcome passed = evaluate(h2d_check(), input);
   ASSERT_TRUE(passed.pass);
-  EXPECT_EQ(verdict_of({passed}, check_runs(input, true).size(), "t").code, ExitCode::ok);
+  EXPECT_EQ(verdict_of({passed}, check_runs(input, true, "--any-gpu").size(), "t").code, ExitCode::ok);
   input.runs[0].status = "aborted";
   input.runs[0].abort_reason = "XID 79 during the run (GPU has fallen off the bus)";
   EXPECT_EQ(run_failure(input, "run: complete"),
             "the run was aborted: XID 79 during the run (GPU has fallen off the bus)");
-  const AcceptVerdict aborted = verdict_of({passed}, check_runs(input, true).size(), "t");
+  const AcceptVerdict aborted = verdict_of({passed}, check_runs(input, true, "--any-gpu").size(), "t");
   EXPECT_EQ(aborted.code, ExitCode::check_failed);
   EXPECT_EQ(aborted.line, "verdict: FAIL (1 of 1 checks passed, 1 run check failed; t)");
   input.runs[0].status = "running";
@@ -662,7 +662,7 @@ TEST(AcceptBounds, DegenerateBoundsAreRefusedAtLoad) {
           parse_profile(fmt::format("name: x\ngpu: y\nruns: []\nchecks:\n  - {{name: c, workload: "
                                     "w, metric: m, {}}}\n",
                                     bounds),
-                        "p.yaml"));
+                        "p.yaml", "--train"));
     } catch (const InputError& e) {
       return std::string(e.what());
     }
@@ -700,8 +700,8 @@ TEST(AcceptBounds, DegenerateBoundsAreRefusedAtLoad) {
 
 TEST(AcceptBounds, TheShippedProfilesLoad) {
   for (const char* name : {"h100", "h100-quick", "h200", "h200-quick"}) {
-    EXPECT_NO_THROW(
-        static_cast<void>(load_profile(fmt::format("{}/profiles/{}.yaml", MEMSTRESS_SOURCE_DIR, name))))
+    EXPECT_NO_THROW(static_cast<void>(
+        load_profile(fmt::format("{}/profiles/{}.yaml", MEMSTRESS_SOURCE_DIR, name), "--profile", "--train")))
         << name;
   }
 }

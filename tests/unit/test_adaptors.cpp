@@ -236,7 +236,7 @@ TEST(Adaptors, ZeroBytesIsNullptrAndLeavesNoTraceRecordStreamIsForwarded) {
   int record_streams = 0;
   auto alloc = make_tracing_allocator(make_statistics_allocator(make_limiting_allocator(
                                           std::make_unique<FakeUpstream>(dev, record_streams), kMiB)),
-                                      dir.file("t.csv"));
+                                      dir.file("t.csv"), "--alloc-trace");
   EXPECT_EQ(alloc->allocate(0, StreamRef{3}), nullptr);
   alloc->deallocate(nullptr);
   void* p = alloc->allocate(kMiB);
@@ -286,7 +286,7 @@ TEST(TracingAllocator, WritesTheExpectedLinesAndReadsThemBack) {
   const fs::path path = dir.file("trace.csv");
   SimBackend dev(64 * kMiB);
   {
-    auto alloc = make_tracing_allocator(direct(dev), path);
+    auto alloc = make_tracing_allocator(direct(dev), path, "--alloc-trace");
     EXPECT_EQ(alloc->name(), "tracing(direct)");
     void* a = alloc->allocate(kMiB);
     void* b = alloc->allocate(4096, StreamRef{7});
@@ -340,7 +340,7 @@ TEST(TracingAllocator, UnwritableTraceNamesTheFlag) {
   SimBackend dev(64 * kMiB);
   const fs::path bad = fs::temp_directory_path() / "memstress-no-such-dir" / "sub" / "t.csv";
   try {
-    static_cast<void>(make_tracing_allocator(direct(dev), bad));
+    static_cast<void>(make_tracing_allocator(direct(dev), bad, "--alloc-trace"));
     FAIL();
   } catch (const InputError& e) {
     const std::string what = e.what();
@@ -352,7 +352,7 @@ TEST(TracingAllocator, ForeignPointerIsAnErrorAndWritesNothing) {
   const TempDir dir;
   SimBackend dev(64 * kMiB);
   {
-    auto alloc = make_tracing_allocator(direct(dev), dir.file("t.csv"));
+    auto alloc = make_tracing_allocator(direct(dev), dir.file("t.csv"), "--alloc-trace");
     int x = 0;
     EXPECT_THROW(alloc->deallocate(&x), InputError);
   }
@@ -364,7 +364,7 @@ TEST(TracingAllocator, EightThreadsGiveAConsistentTrace) {
   SimBackend dev(16 * kGiB);
   HammerTotals totals;
   {
-    auto alloc = make_tracing_allocator(direct(dev), dir.file("t.csv"));
+    auto alloc = make_tracing_allocator(direct(dev), dir.file("t.csv"), "--alloc-trace");
     hammer(*alloc, totals, 1000);
   }
   const Trace trace = read_trace(dir.file("t.csv"));  // checks seq order and alloc/free pairing
@@ -391,8 +391,9 @@ TEST(TracingAllocator, EightThreadsGiveAConsistentTrace) {
 TEST(Adaptors, StackOverOneAnother) {
   const TempDir dir;
   SimBackend dev(kGiB);
-  auto alloc = make_tracing_allocator(
-      make_statistics_allocator(make_limiting_allocator(direct(dev), 8 * kMiB)), dir.file("t.csv"));
+  auto alloc =
+      make_tracing_allocator(make_statistics_allocator(make_limiting_allocator(direct(dev), 8 * kMiB)),
+                             dir.file("t.csv"), "--alloc-trace");
   EXPECT_EQ(alloc->name(), "tracing(statistics(limiting(direct)))");
   void* p = alloc->allocate(8 * kMiB);
   EXPECT_THROW(static_cast<void>(alloc->allocate(1)), OutOfMemoryError);
@@ -409,11 +410,14 @@ TEST(Adaptors, StackOverOneAnother) {
 TEST(AsyncAllocator, RefusesTheSimulatedDevice) {
   SimBackend dev(kGiB);
   try {
-    static_cast<void>(make_async_allocator(dev, UINT64_MAX));
+    static_cast<void>(make_async_allocator(dev, UINT64_MAX, {.name = "--allocator", .device = "--device"}));
     FAIL();
   } catch (const EnvironmentError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("needs a real GPU (cudaMallocAsync)"), std::string::npos) << what;
+    // the advice names the flags as the caller spells them
+    EXPECT_NE(what.find("(e.g. --allocator direct) or a CUDA device (--device cuda)"), std::string::npos)
+        << what;
     EXPECT_NE(what.find("sim:1G"), std::string::npos) << what;
   }
 }

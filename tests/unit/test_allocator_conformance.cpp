@@ -311,14 +311,15 @@ TEST(PluginName, APathWithColonsAndNamedFunctions) {
   std::filesystem::create_directories(dir);
   const std::filesystem::path odd = dir / "lib:odd.so";
   std::ofstream(odd) << "not a library";
-  const PluginSpec whole = parse_plugin_name("plugin:" + odd.string());
+  const PluginSpec whole = parse_plugin_name("plugin:" + odd.string(), "--allocator");
   EXPECT_EQ(whole.path, odd.string());
   EXPECT_EQ(whole.alloc_fn, "my_malloc");
-  const PluginSpec named = parse_plugin_name("plugin:" + odd.string() + ":a_fn:f_fn");
+  const PluginSpec named = parse_plugin_name("plugin:" + odd.string() + ":a_fn:f_fn", "--allocator");
   EXPECT_EQ(named.path, odd.string());
   EXPECT_EQ(named.alloc_fn, "a_fn");
   EXPECT_EQ(named.free_fn, "f_fn");
-  EXPECT_THROW(static_cast<void>(parse_plugin_name("plugin:" + (dir / "missing.so").string())), InputError);
+  EXPECT_THROW(static_cast<void>(parse_plugin_name("plugin:" + (dir / "missing.so").string(), "--allocator")),
+               InputError);
   AllocatorSpec spec;
   spec.name = "plugin:" + odd.string();
   EXPECT_THROW(validate(spec), InputError);  // validate loads it: not a shared library

@@ -16,7 +16,7 @@ namespace {
 
 std::string error_of(const std::string& yaml) {
   try {
-    static_cast<void>(parse_profile(yaml, "p.yaml"));
+    static_cast<void>(parse_profile(yaml, "p.yaml", "--train"));
   } catch (const InputError& e) {
     return e.what();
   }
@@ -99,18 +99,19 @@ ResultRow row(const char* workload, Verdict verdict, double value, std::string r
 }
 
 TEST(AuditProfile, TrainingNeverWritesAGoldenValueThatWouldNotLoad) {
-  Profile p = parse_profile(with_check("{name: c, workload: smoke, metric: fill, golden: null}"), "p.yaml");
+  Profile p = parse_profile(with_check("{name: c, workload: smoke, metric: fill, golden: null}"), "p.yaml",
+                            "--train");
   const std::vector<Untrained> untrained = train(p, {row("smoke", Verdict::pass, 0)});
   ASSERT_EQ(untrained.size(), 1U);
   EXPECT_EQ(untrained[0].check, "c");
   EXPECT_NE(untrained[0].why.find("measured 0"), std::string::npos) << untrained[0].why;
   EXPECT_FALSE(p.checks[0].golden);
-  EXPECT_NO_THROW(static_cast<void>(parse_profile(to_yaml(p), "again.yaml")));
+  EXPECT_NO_THROW(static_cast<void>(parse_profile(to_yaml(p), "again.yaml", "--train")));
 }
 
 TEST(AuditProfile, ACheckWhoseCasesWereAllSkippedIsNotJudged) {
   const Profile p =
-      parse_profile(with_check("{name: c, workload: smoke, metric: verdict, max: 0}"), "p.yaml");
+      parse_profile(with_check("{name: c, workload: smoke, metric: verdict, max: 0}"), "p.yaml", "--train");
   const CheckOutcome skipped = evaluate(
       p.checks[0], {row("smoke", Verdict::skip, 0, "needs a real GPU (running on the simulated device)"),
                     row("other", Verdict::pass, 1)});

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/flag_names.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
 #include "harness/memory/sim_backend.hpp"
@@ -19,6 +20,10 @@
 
 namespace memstress {
 namespace {
+
+// The sweep's and the plan's inputs named as `memstress run` names them (apps/flag_names.hpp).
+const SizeSweepNames kSweepFlags = app::run_sweep_names();
+const PlanInputNames kRunNames = app::run_plan_names();
 
 // The message of the InputError that plan_cases throws for `request`, or "no error".
 std::string plan_error(const PlanRequest& request) {
@@ -32,9 +37,10 @@ std::string plan_error(const PlanRequest& request) {
 
 PlanRequest one(std::string workload, std::vector<std::string> params) {
   PlanRequest r;
+  r.names = kRunNames;
   r.workloads = {std::move(workload)};
   for (const std::string& p : params) {
-    r.overrides.push_back(ParamOverride::parse(p));
+    r.overrides.push_back(ParamOverride::parse(p, "-p"));
   }
   return r;
 }
@@ -90,21 +96,22 @@ TEST(AuditSizes, ACaseRunsExactlyTheBytesAsked) {
 
 TEST(AuditSizes, MinbytesMaxbytesOfAnOddSizeRunThatSize) {
   PlanRequest r = one("alloc-smoke", {});
-  r.sizes = size_sweep(1'048'577, 1'048'577, 2.0, 0);
+  r.sizes = size_sweep(1'048'577, 1'048'577, 2.0, 0, kSweepFlags);
   const std::vector<PlannedCase> cases = plan_cases(suites::builtin_registry(), r);
   ASSERT_EQ(cases.size(), 1U);
   EXPECT_EQ(cases[0].params.bytes("bytes"), 1'048'577U);
 }
 
 TEST(AuditSizes, AFractionalFactorGivesWholeStrictlyIncreasingSizes) {
-  EXPECT_EQ(size_sweep(1000, 1400, 1.1, 0), (std::vector<std::uint64_t>{1000, 1100, 1210, 1331}));
-  EXPECT_EQ(size_sweep(1, 9, 1.5, 0), (std::vector<std::uint64_t>{1, 2, 3, 4, 6, 9}));
-  EXPECT_EQ(size_sweep(100, 115, 1.15, 0), (std::vector<std::uint64_t>{100, 115}));  // not 114
-  const std::vector<std::uint64_t> barely = size_sweep(10, 15, 1.000001, 0);
+  EXPECT_EQ(size_sweep(1000, 1400, 1.1, 0, kSweepFlags),
+            (std::vector<std::uint64_t>{1000, 1100, 1210, 1331}));
+  EXPECT_EQ(size_sweep(1, 9, 1.5, 0, kSweepFlags), (std::vector<std::uint64_t>{1, 2, 3, 4, 6, 9}));
+  EXPECT_EQ(size_sweep(100, 115, 1.15, 0, kSweepFlags), (std::vector<std::uint64_t>{100, 115}));  // not 114
+  const std::vector<std::uint64_t> barely = size_sweep(10, 15, 1.000001, 0, kSweepFlags);
   EXPECT_EQ(barely, (std::vector<std::uint64_t>{10, 11, 12, 13, 14, 15}));
   // -b 1M -e 2M -f 1.1 plans (it failed blaming `-p alloc-smoke.bytes: '1.10M'`), each step exact.
   PlanRequest r = one("alloc-smoke", {});
-  r.sizes = size_sweep(1ULL << 20, 2ULL << 20, 1.1, 0);
+  r.sizes = size_sweep(1ULL << 20, 2ULL << 20, 1.1, 0, kSweepFlags);
   const std::vector<PlannedCase> cases = plan_cases(suites::builtin_registry(), r);
   ASSERT_EQ(cases.size(), r.sizes->size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -118,16 +125,16 @@ TEST(AuditSizes, AFractionalFactorGivesWholeStrictlyIncreasingSizes) {
 
 TEST(AuditSizes, SweepsNearTheTopOfTheRangeEnd) {
   const std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
-  EXPECT_EQ(size_sweep(top - 1, top, 2.0, 0), (std::vector<std::uint64_t>{top - 1}));
-  EXPECT_EQ(size_sweep(top - 1, top, 2.0, 1), (std::vector<std::uint64_t>{top - 1, top}));
-  EXPECT_EQ(size_sweep(1, 4, 1e300, 0), (std::vector<std::uint64_t>{1}));
+  EXPECT_EQ(size_sweep(top - 1, top, 2.0, 0, kSweepFlags), (std::vector<std::uint64_t>{top - 1}));
+  EXPECT_EQ(size_sweep(top - 1, top, 2.0, 1, kSweepFlags), (std::vector<std::uint64_t>{top - 1, top}));
+  EXPECT_EQ(size_sweep(1, 4, 1e300, 0, kSweepFlags), (std::vector<std::uint64_t>{1}));
 }
 
 TEST(AuditSizes, NonFiniteFactorsAreRefusedNamingTheFlag) {
   for (const double factor :
        {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(), 1.0, 0.5, -2.0}) {
     try {
-      static_cast<void>(size_sweep(1, 1024, factor, 0));
+      static_cast<void>(size_sweep(1, 1024, factor, 0, kSweepFlags));
       ADD_FAILURE() << "accepted -f " << factor;
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("-f/--stepfactor"), std::string::npos) << e.what();
@@ -137,7 +144,7 @@ TEST(AuditSizes, NonFiniteFactorsAreRefusedNamingTheFlag) {
 
 TEST(AuditSizes, ASweepOutsideAnAxisBoundsNamesTheSweepNotMinusP) {
   PlanRequest r = one("smoke", {});
-  r.sizes = size_sweep(1, 64, 2.0, 0);  // smoke's bytes are at least 16
+  r.sizes = size_sweep(1, 64, 2.0, 0, kSweepFlags);  // smoke's bytes are at least 16
   const std::string e = plan_error(r);
   EXPECT_NE(e.find("-b/-e/-f"), std::string::npos) << e;
   EXPECT_NE(e.find("below the minimum 16B"), std::string::npos) << e;

@@ -319,9 +319,10 @@ TEST(BurnSoak, TheWholeLoopKeepsMemoryFilesAndRowSizesFlatOverThousandsOfInterva
   SessionOptions options;
   options.argv = {"memstress", "burn"};
   options.out = out;
+  options.out_what = "--out";
   options.run.quiet = true;
   options.row_digests = false;  // as `memstress burn` runs it
-  Session session(std::move(options), open_rank_device("sim:1G", "", world), world, interrupts);
+  Session session(std::move(options), open_rank_device("sim:1G", "--device", "", world), world, interrupts);
   BurnProfile profile = default_burn_profile();
   profile.duration_s = 6;
   profile.interval_s = 0.002;

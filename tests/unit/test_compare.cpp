@@ -289,14 +289,16 @@ TEST(CompareResults, NoRowMatchedSaysWhyAndFails) {
   h100.device = "NVIDIA H100 80GB HBM3";
   ResultRow h200 = row("smoke", "64M", {});
   h200.device = "NVIDIA H200";
-  const Comparison models = compare_results(results({h100}), results({h200}), {});
+  CompareOptions named;
+  named.match_any_gpu_flag = "--match-any-gpu";  // the command's flag, named in the advice
+  const Comparison models = compare_results(results({h100}), results({h200}), named);
   EXPECT_TRUE(models.failed());
   EXPECT_EQ(models.nothing_compared,
             "no rows matched: the GPU models differ: BASE has NVIDIA H100 80GB HBM3, NEW NVIDIA H200; rows "
             "match by "
             "GPU model too (--match-any-gpu compares across models on purpose)");
 
-  CompareOptions any_gpu;
+  CompareOptions any_gpu = named;
   any_gpu.match_any_gpu = true;
   const Comparison across = compare_results(results({h100}), results({h200}), any_gpu);
   EXPECT_EQ(across.rows_matched, 1);
@@ -399,6 +401,24 @@ TEST(CompareResults, EnvironmentDifferences) {
   const Comparison same = compare_results(results({}, base), results({}, base), {});
   EXPECT_NE(format_table(same).find("environment: identical"), std::string::npos);
   EXPECT_TRUE(comparison_json(same).at("environment").at("identical").get<bool>());
+}
+
+// Where the results went is not how they were measured: the options the caller names as outputs are left out,
+// with their values, and nothing else is.
+TEST(CompareResults, OptionsDifferBesidesTheOutputsTheCallerNames) {
+  CompareOptions options;
+  options.output_options = {"--out", "-o"};
+  options.output_switches = {"-q"};
+  const std::vector<std::string> base{"memstress", "run", "transfers", "--out", "a.json", "-q", "-n", "20"};
+  const std::vector<std::string> next{"memstress", "run", "transfers", "-o=b.json", "-n", "20", "--wide"};
+  const std::optional<EnvironmentDifference> d = option_differences(base, next, options);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->base, "-");
+  EXPECT_EQ(d->next, "--wide");
+  // Named by no caller, an output is an option like any other.
+  const std::optional<EnvironmentDifference> unnamed = option_differences(base, next, {});
+  ASSERT_TRUE(unnamed.has_value());
+  EXPECT_EQ(unnamed->base, "--out a.json -q");
 }
 
 TEST(FormatComparison, TableShowsEveryMetricWithItsChange) {

@@ -61,6 +61,7 @@ FleetTrainOptions options(double k = 3.0, std::string driver = "", std::size_t m
   FleetTrainOptions o;
   o.k = k;
   o.driver = std::move(driver);
+  o.driver_what = "the driver";
   o.min_gpus = min_gpus;
   return o;
 }
@@ -144,6 +145,16 @@ TEST(FleetTrain, DriversMustBeChosenWhereTheStoreHoldsSeveral) {
   Profile p = profile();
   EXPECT_THROW((void)train_from_fleet(p, obs, options()), InputError);
   EXPECT_EQ(train_from_fleet(p, obs, options(3.0, "580.159.04")).driver, "580.159.04");
+  // The errors name the choice as the caller names it (the command's flag).
+  try {
+    (void)train_from_fleet(p, obs, options(3.0, "1.0"));
+    ADD_FAILURE() << "trained under a driver the store does not hold";
+  } catch (const InputError& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        "the driver 1.0: the store holds NVIDIA H100 80GB HBM3 results under drivers 570.195.03, 580.159.04 "
+        "only");
+  }
   Profile q = profile();
   q.gpu = "NVIDIA H200";
   EXPECT_THROW((void)train_from_fleet(q, obs, options()), InputError);
@@ -152,7 +163,7 @@ TEST(FleetTrain, DriversMustBeChosenWhereTheStoreHoldsSeveral) {
 TEST(FleetTrain, TheSourceSurvivesTheProfileWrittenAndReadAgain) {
   Profile p = profile();
   (void)train_from_fleet(p, fleet(), options());
-  const Profile back = parse_profile(to_yaml(p), "trained.yaml");
+  const Profile back = parse_profile(to_yaml(p), "trained.yaml", "--train");
   EXPECT_EQ(back.checks[0].source, p.checks[0].source);
   EXPECT_EQ(back.checks[0].min, p.checks[0].min);
 }

@@ -60,7 +60,7 @@ using DbTransaction = OnBackend;
 
 TEST_P(DbSchemaOn, MigratesAnEmptyDatabaseOnceAndRecordsTheVersion) {
   const std::string path = fresh("fleet");
-  auto c = open_database(path, OpenMode::create);
+  auto c = open_database(path, OpenMode::create, "--db");
   EXPECT_EQ(schema_version(*c), 0);
   EXPECT_EQ(migrate(*c), latest_schema_version());
   EXPECT_EQ(schema_version(*c), latest_schema_version());
@@ -74,11 +74,11 @@ TEST_P(DbSchemaOn, MigratesAnEmptyDatabaseOnceAndRecordsTheVersion) {
 TEST_P(DbSchemaOn, RefusesADatabaseFromANewerMemstress) {
   const std::string path = fresh("fleet");
   {
-    auto c = open_database(path, OpenMode::create);
+    auto c = open_database(path, OpenMode::create, "--db");
     migrate(*c);
     c->exec("INSERT INTO schema_version (version, applied_at) VALUES (99, 'later')");
   }
-  auto c = open_database(path, OpenMode::create);
+  auto c = open_database(path, OpenMode::create, "--db");
   try {
     migrate(*c);
     FAIL() << "a newer schema was accepted";
@@ -95,13 +95,13 @@ TEST_P(DbSchemaOn, RefusesVersionsPastAnIntAsNewerNeverWrapped) {
   for (const char* version : {"2147483648", "4294967297", "999999999999", "9223372036854775807"}) {
     const std::string path = fresh(std::string("fleet") + version);
     {
-      auto c = open_database(path, OpenMode::create);
+      auto c = open_database(path, OpenMode::create, "--db");
       migrate(*c);
       c->exec(std::string("INSERT INTO schema_version (version, applied_at) VALUES (") + version + ", 'x')");
     }
     for (const OpenMode mode : {OpenMode::create, OpenMode::read_only}) {
       try {
-        Store store(open_database(path, mode));
+        Store store(open_database(path, mode, "--db"));
         FAIL() << "schema version " << version << " was accepted";
       } catch (const DbError& e) {
         const std::string what = e.what();
@@ -125,7 +125,7 @@ TEST_P(DbSchemaOn, RefusesAVersionNoMemstressWrites) {
     const auto& [prepare, version] = cases[i];
     const std::string path = fresh("fleet" + std::to_string(i));
     {
-      auto c = open_database(path, OpenMode::create);
+      auto c = open_database(path, OpenMode::create, "--db");
       migrate(*c);
       std::string sql = prepare;
       sql += "INSERT INTO schema_version (version, applied_at) VALUES (";
@@ -135,7 +135,7 @@ TEST_P(DbSchemaOn, RefusesAVersionNoMemstressWrites) {
     }
     for (const OpenMode mode : {OpenMode::create, OpenMode::read_only}) {
       try {
-        Store store(open_database(path, mode));
+        Store store(open_database(path, mode, "--db"));
         FAIL() << "schema version " << version << " was accepted";
       } catch (const DbError& e) {
         const std::string what = e.what();
@@ -148,16 +148,16 @@ TEST_P(DbSchemaOn, RefusesAVersionNoMemstressWrites) {
 
 TEST(DbSchema, OpeningRefusesMissingDatabasesAndOtherFiles) {
   TempDir dir;
-  EXPECT_THROW(open_database(dir.file("none.sqlite").string(), OpenMode::read_only), InputError);
+  EXPECT_THROW(open_database(dir.file("none.sqlite").string(), OpenMode::read_only, "--db"), InputError);
   write(dir.file("text.sqlite"),
         "this is not a database, but a long enough line of text to be read as one\n");
-  EXPECT_THROW(open_database(dir.file("text.sqlite").string(), OpenMode::read_only), InputError);
-  EXPECT_THROW(open_database("postgresql:///fleet?host=/nonexistent", OpenMode::create), InputError);
+  EXPECT_THROW(open_database(dir.file("text.sqlite").string(), OpenMode::read_only, "--db"), InputError);
+  EXPECT_THROW(open_database("postgresql:///fleet?host=/nonexistent", OpenMode::create, "--db"), InputError);
 }
 
 TEST_P(DbStore, IngestingTheSameFileTwiceChangesNothing) {
   TempDir dir;
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   const FileIngest first = ingest_file(store, kBaseDocument);
   ASSERT_TRUE(first.outcome) << first.error;
   EXPECT_EQ(first.outcome->action, IngestAction::added);
@@ -190,7 +190,7 @@ TEST_P(DbStore, IngestingTheSameFileTwiceChangesNothing) {
 }
 
 TEST_P(DbStore, KeepsWhatIdentifiesTheMachineAndTheGpu) {
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   ASSERT_TRUE(ingest_file(store, kBaseDocument).outcome);
   Connection& c = store.connection();
   const auto s = c.prepare(
@@ -221,7 +221,7 @@ TEST_P(DbStore, KeepsWhatIdentifiesTheMachineAndTheGpu) {
 }
 
 TEST_P(DbStore, ARunsStreamAndItsDocumentAreOneRun) {
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   const FileIngest stream = ingest_file(store, kBaseStream);
   ASSERT_TRUE(stream.outcome) << stream.error;
   const FileIngest document = ingest_file(store, kBaseDocument);
@@ -241,7 +241,7 @@ TEST_P(DbStore, ARunsStreamAndItsDocumentAreOneRun) {
 TEST_P(DbStore, RunsStartedInTheSameSecondAreTwoRuns) {
   // Two real runs on one H200, started in the same second by scripts/lab/gpu-check (the smoke run took
   // under a second): their command lines tell them apart.
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   for (const char* name : {"smoke-h200-580.159.04.json.xz", "default-h200-580.159.04.json.xz"}) {
     const FileIngest file = ingest_file(store, kSource / "results/h200" / name);
     ASSERT_TRUE(file.outcome) << file.error;
@@ -252,7 +252,7 @@ TEST_P(DbStore, RunsStartedInTheSameSecondAreTwoRuns) {
 
 TEST_P(DbStore, RowsSayHowManyRanksRanTheirCaseAtOnce) {
   // Four ranks copying together, and the same copies taken --in-turn (results/h200x4): 4 and 1.
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   for (const char* name :
        {"transfers-together-h200x4-580.159.04.json.xz", "transfers-in-turn-h200x4-580.159.04.json.xz"}) {
     ASSERT_TRUE(ingest_file(store, kSource / "results/h200x4" / name).outcome) << name;
@@ -281,7 +281,7 @@ TEST_P(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
     end = text.find('\n', end) + 1;
   }
   write(dir.file("cut.jsonl"), text.substr(0, end));
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   const FileIngest cut = ingest_file(store, dir.file("cut.jsonl"));
   ASSERT_TRUE(cut.outcome) << cut.error;
   EXPECT_EQ(cut.outcome->rows, 1U);
@@ -290,7 +290,7 @@ TEST_P(DbStore, AStreamCutShortIsReplacedByTheWholeRun) {
   EXPECT_EQ(whole.outcome->action, IngestAction::replaced);
   EXPECT_EQ(store.counts().rows, 4);
   // And the other way round: the cut stream after the document changes nothing.
-  Store other(open_database(fresh("other"), OpenMode::create));
+  Store other(open_database(fresh("other"), OpenMode::create, "--db"));
   ASSERT_TRUE(ingest_file(other, kBaseDocument).outcome);
   const FileIngest late = ingest_file(other, dir.file("cut.jsonl"));
   ASSERT_TRUE(late.outcome);
@@ -302,7 +302,7 @@ TEST_P(DbStore, ABadFileIsNamedAndSkippedAndTheRestKept) {
   TempDir dir;
   write(dir.file("bad.json"), R"({"schema": "memstress.run/1", "rows": [)");
   write(dir.file("other.json"), R"({"schema": "memstress.run/9"})");
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   ASSERT_TRUE(ingest_file(store, kBaseDocument).outcome);
   for (const char* name : {"bad.json", "other.json", "missing.json"}) {
     const FileIngest bad = ingest_file(store, dir.file(name));
@@ -316,7 +316,7 @@ TEST_P(DbStore, ABadFileIsNamedAndSkippedAndTheRestKept) {
 }
 
 TEST_P(DbStore, GoogleBenchmarkJsonKeepsItsGpu) {
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   const FileIngest bench = ingest_file(store, kBench);
   ASSERT_TRUE(bench.outcome) << bench.error;
   EXPECT_EQ(bench.outcome->action, IngestAction::added);
@@ -326,7 +326,7 @@ TEST_P(DbStore, GoogleBenchmarkJsonKeepsItsGpu) {
 }
 
 TEST_P(DbTransaction, RollsBackUnlessCommitted) {
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   Connection& c = store.connection();
   const std::string insert =
       "INSERT INTO runs (run_key, kind, format, status, started_at, row_count, source_path, source_sha256) "
@@ -352,7 +352,7 @@ TEST_P(DbTransaction, RollsBackUnlessCommitted) {
 TEST_P(DbTransaction, AFileThatFailsMidwayLeavesNothing) {
   // The database refuses the first metric (as a full disk would, midway through the file): the run and
   // the row written before it go with it, and the file is not recorded.
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   const bool sqlite = store.connection().dialect().name == "sqlite";
   store.connection().exec(
       sqlite

@@ -81,7 +81,7 @@ void ingest_in_batches(Store& store, const std::vector<FleetRun>& runs, std::siz
 TEST_P(DbSummary, AreEachGpusNewestRunsWhateverTheOrderAndTheBatches) {
   // 40 runs a node: more than a window, in no order of time, 7 files a transaction.
   const std::vector<FleetRun> runs = fleet_runs(dir_.path(), 40);
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   ingest_in_batches(store, runs, 7);
   EXPECT_EQ(store.counts().runs, 120);
   const std::string kept = summaries(store);
@@ -90,7 +90,7 @@ TEST_P(DbSummary, AreEachGpusNewestRunsWhateverTheOrderAndTheBatches) {
   // A window asked for: made from the runs started since, the same way.
   EXPECT_EQ(summaries(store, {"", "2026-11-01", {}}), expected_summaries(store, "2026-11-01"));
   // One file a transaction gives the same store.
-  Store one_by_one(open_database(fresh("one"), OpenMode::create));
+  Store one_by_one(open_database(fresh("one"), OpenMode::create, "--db"));
   for (const FleetRun& r : runs) {
     ASSERT_TRUE(ingest_file(one_by_one, r.path).outcome);
   }
@@ -99,7 +99,7 @@ TEST_P(DbSummary, AreEachGpusNewestRunsWhateverTheOrderAndTheBatches) {
 
 TEST_P(DbSummary, ARunsStreamAndItsDocumentCountOnce) {
   const std::filesystem::path base = std::filesystem::path(MEMSTRESS_SOURCE_DIR) / "results/h100/compare";
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   for (const char* name : {"base-h100-580.159.04.jsonl.xz", "base-h100-580.159.04.json.xz"}) {
     ASSERT_TRUE(ingest_file(store, base / name).outcome) << name;
   }
@@ -111,7 +111,7 @@ TEST_P(DbSummary, ARunsStreamAndItsDocumentCountOnce) {
 
 TEST_P(DbSummary, ABatchRolledBackLeavesNothingAndIngestingAgainCompletesIt) {
   const std::vector<FleetRun> runs = fleet_runs(dir_.path(), 2);
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   ASSERT_TRUE(ingest_file(store, runs[0].path).outcome);
   {
     IngestBatch batch(store, {});
@@ -129,15 +129,15 @@ TEST_P(DbSummary, ABatchRolledBackLeavesNothingAndIngestingAgainCompletesIt) {
   }
   ingest_in_batches(store, runs, 4);
   EXPECT_EQ(store.counts().runs, static_cast<std::int64_t>(runs.size()));
-  Store whole(open_database(fresh("whole"), OpenMode::create));
+  Store whole(open_database(fresh("whole"), OpenMode::create, "--db"));
   ingest_in_batches(whole, runs, 100);
   EXPECT_EQ(summaries(store), summaries(whole));
 }
 
 TEST_P(DbSummary, StatisticsOnlyKeepsNoSamplesAndJudgesTheSame) {
   const std::vector<FleetRun> runs = fleet_runs(dir_.path(), 3);
-  Store with(open_database(fresh("with"), OpenMode::create));
-  Store without(open_database(fresh("without"), OpenMode::create));
+  Store with(open_database(fresh("with"), OpenMode::create, "--db"));
+  Store without(open_database(fresh("without"), OpenMode::create, "--db"));
   for (const FleetRun& r : runs) {
     ASSERT_TRUE(ingest_file(with, r.path).outcome);
     ASSERT_TRUE(ingest_file(without, r.path, {.keep_samples = false}).outcome);
@@ -153,7 +153,7 @@ class DbPrune : public OnBackend {
   // A store of 12 days of runs, pruned, against a store of the runs the prune leaves (`left` of them).
   void expect_pruned_as_made(const PruneOptions& options, std::size_t left) {
     const std::vector<FleetRun> runs = fleet_runs(dir_.path(), 12);
-    Store pruned(open_database(fresh("pruned"), OpenMode::create));
+    Store pruned(open_database(fresh("pruned"), OpenMode::create, "--db"));
     ingest_in_batches(pruned, runs, 10);
     const PruneOutcome o = prune(pruned, options);
     EXPECT_EQ(o.runs_held, 36);
@@ -174,7 +174,7 @@ class DbPrune : public OnBackend {
       }
     }
     ASSERT_EQ(kept.size(), left);
-    Store made(open_database(fresh("made"), OpenMode::create));
+    Store made(open_database(fresh("made"), OpenMode::create, "--db"));
     ingest_in_batches(made, kept, 10);
     EXPECT_EQ(answers(pruned), answers(made));
     EXPECT_EQ(summaries(pruned), expected_summaries(pruned));
@@ -202,7 +202,7 @@ TEST_P(DbPrune, BothSelectTogether) {
 
 TEST_P(DbPrune, EveryRunIsRefusedUnlessAskedAndSamplesOnlyKeepsTheRuns) {
   const std::vector<FleetRun> runs = fleet_runs(dir_.path(), 2);
-  Store store(open_database(fresh("fleet"), OpenMode::create));
+  Store store(open_database(fresh("fleet"), OpenMode::create, "--db"));
   ingest_in_batches(store, runs, 10);
   const std::string before = answers(store);
   PruneOptions all;

@@ -31,7 +31,7 @@ std::vector<std::filesystem::path> fleet_files() {
 
 // A version 1 store on this backend: its schema by the version 1 migration, its rows as that memstress wrote.
 std::string version_one_store(const std::string& url) {
-  auto c = open_database(url, OpenMode::create);
+  auto c = open_database(url, OpenMode::create, "--db");
   migrate(*c, 1);
   const bool postgresql = c->dialect().name == "postgresql";
   std::istringstream lines(memstress::testing::slurp(kFleet / "store-v1.sql"));
@@ -92,7 +92,7 @@ std::string drivers_text(Store& store) {
 TEST_P(DbUpgrade, AStoreTheVersionBeforeWroteIsUpgradedAndAnswersAsANewOne) {
   const std::string old = version_one_store(fresh("v1"));
   {
-    auto c = open_database(old, OpenMode::read_only);
+    auto c = open_database(old, OpenMode::read_only, "--db");
     EXPECT_EQ(schema_version(*c), 1);
     // A query does not upgrade: it says how.
     try {
@@ -104,7 +104,7 @@ TEST_P(DbUpgrade, AStoreTheVersionBeforeWroteIsUpgradedAndAnswersAsANewOne) {
           << e.what();
     }
   }
-  Store upgraded(open_database(old, OpenMode::create));
+  Store upgraded(open_database(old, OpenMode::create, "--db"));
   EXPECT_EQ(schema_version(upgraded.connection()), latest_schema_version());
   const Store::Counts held = upgraded.counts();
   EXPECT_EQ(held.runs, 12);
@@ -112,7 +112,7 @@ TEST_P(DbUpgrade, AStoreTheVersionBeforeWroteIsUpgradedAndAnswersAsANewOne) {
   EXPECT_EQ(held.metrics, 144);
   EXPECT_EQ(held.samples, 720);
 
-  Store made(open_database(fresh("v2"), OpenMode::create));
+  Store made(open_database(fresh("v2"), OpenMode::create, "--db"));
   for (const std::filesystem::path& file : fleet_files()) {
     ASSERT_TRUE(ingest_file(made, file).outcome) << file;
   }

@@ -200,10 +200,10 @@ TEST(RankSetup, EveryRanksEnvironmentReachesRankZeroWithItsDevice) {
 
 TEST(RankSetup, CudaNamedByNumberOrSimKeepTheirMeaningOnEveryRank) {
   TwoRankWorld world("");
-  EXPECT_EQ(rank_device("cuda:3", world).ordinal, 3);
-  EXPECT_EQ(rank_device("sim:8G", world).kind, DeviceSpec::Kind::sim);
-  EXPECT_EQ(rank_device("cuda", world).ordinal, world.local_rank());
-  EXPECT_THROW(static_cast<void>(rank_device("gpu7", world)), InputError);
+  EXPECT_EQ(rank_device("cuda:3", "--device", world).ordinal, 3);
+  EXPECT_EQ(rank_device("sim:8G", "--device", world).kind, DeviceSpec::Kind::sim);
+  EXPECT_EQ(rank_device("cuda", "--device", world).ordinal, world.local_rank());
+  EXPECT_THROW(static_cast<void>(rank_device("gpu7", "--device", world)), InputError);
 }
 
 // Under Slurm's --gpus-per-task=1 (or a per-rank CUDA_VISIBLE_DEVICES) every rank sees one GPU, its own, as
@@ -211,22 +211,22 @@ TEST(RankSetup, CudaNamedByNumberOrSimKeepTheirMeaningOnEveryRank) {
 TEST(RankSetup, ARankThatSeesOneGpuDrivesIt) {
   const TwoRankWorld second(Place{1, 1, 2});
   for (const char* flag : {"auto", "cuda"}) {
-    const DeviceSpec spec = rank_device(flag, second, 1);
+    const DeviceSpec spec = rank_device(flag, "--device", second, 1);
     EXPECT_EQ(spec.ordinal, 0) << flag;
-    EXPECT_EQ(spec.kind, DeviceSpec::parse(flag).kind) << flag;
+    EXPECT_EQ(spec.kind, DeviceSpec::parse(flag, "--device").kind) << flag;
   }
-  EXPECT_EQ(rank_device("cuda", TwoRankWorld(Place{7, 3, 8}), 1).ordinal, 0);
+  EXPECT_EQ(rank_device("cuda", "--device", TwoRankWorld(Place{7, 3, 8}), 1).ordinal, 0);
   // A GPU named, or the simulated device, keeps its meaning whatever the rank sees.
-  EXPECT_EQ(rank_device("cuda:3", second, 1).ordinal, 3);
-  EXPECT_EQ(rank_device("sim:8G", second, 1).kind, DeviceSpec::Kind::sim);
+  EXPECT_EQ(rank_device("cuda:3", "--device", second, 1).ordinal, 3);
+  EXPECT_EQ(rank_device("sim:8G", "--device", second, 1).kind, DeviceSpec::Kind::sim);
 }
 
 TEST(RankSetup, RanksThatSeeEveryGpuTakeTheirHostRanksAndNoneBeyondTheLast) {
-  EXPECT_EQ(rank_device("cuda", TwoRankWorld(Place{1, 1, 2}), 2).ordinal, 1);
-  EXPECT_EQ(rank_device("auto", TwoRankWorld(Place{5, 1, 8}), 4).ordinal,
+  EXPECT_EQ(rank_device("cuda", "--device", TwoRankWorld(Place{1, 1, 2}), 2).ordinal, 1);
+  EXPECT_EQ(rank_device("auto", "--device", TwoRankWorld(Place{5, 1, 8}), 4).ordinal,
             1);  // rank 5 is the second on its host
   try {
-    static_cast<void>(rank_device("cuda", TwoRankWorld(Place{2, 2, 3}), 2));
+    static_cast<void>(rank_device("cuda", "--device", TwoRankWorld(Place{2, 2, 3}), 2));
     FAIL() << "expected EnvironmentError";
   } catch (const EnvironmentError& e) {
     EXPECT_STREQ(
@@ -235,9 +235,9 @@ TEST(RankSetup, RanksThatSeeEveryGpuTakeTheirHostRanksAndNoneBeyondTheLast) {
         "or name one with --device cuda:N");
   }
   // No GPU at all: the rank's ordinal is left to make_backend, which says there is none.
-  EXPECT_EQ(rank_device("cuda", TwoRankWorld(Place{1, 1, 2}), 0).ordinal, 1);
+  EXPECT_EQ(rank_device("cuda", "--device", TwoRankWorld(Place{1, 1, 2}), 0).ordinal, 1);
   // A world of one is never renumbered.
-  EXPECT_EQ(rank_device("cuda", SoloWorld(), 4).ordinal, 0);
+  EXPECT_EQ(rank_device("cuda", "--device", SoloWorld(), 4).ordinal, 0);
 }
 
 DeviceInfo gpu(std::string uuid) {
@@ -257,7 +257,7 @@ nlohmann::json rank_gpu(const std::string& uuid) {
 TEST(RankSetup, TwoRanksOnOneGpuAreRefusedByItsUuid) {
   TwoRankWorld same(rank_gpu("GPU-aaaa").dump());
   try {
-    check_one_rank_per_gpu(same, "auto", gpu("GPU-aaaa"));
+    check_one_rank_per_gpu(same, "auto", "--device", gpu("GPU-aaaa"));
     FAIL() << "expected EnvironmentError";
   } catch (const EnvironmentError& e) {
     EXPECT_STREQ(
@@ -267,16 +267,16 @@ TEST(RankSetup, TwoRanksOnOneGpuAreRefusedByItsUuid) {
         "--gpus-per-task=1), or name one with --device cuda:N");
   }
   TwoRankWorld other(rank_gpu("GPU-bbbb").dump());
-  EXPECT_NO_THROW(check_one_rank_per_gpu(other, "cuda", gpu("GPU-aaaa")));
+  EXPECT_NO_THROW(check_one_rank_per_gpu(other, "cuda", "--device", gpu("GPU-aaaa")));
   // Named by the user: several ranks on one GPU are asked for, not refused.
   TwoRankWorld named(rank_gpu("GPU-aaaa").dump());
-  EXPECT_NO_THROW(check_one_rank_per_gpu(named, "cuda:0", gpu("GPU-aaaa")));
+  EXPECT_NO_THROW(check_one_rank_per_gpu(named, "cuda:0", "--device", gpu("GPU-aaaa")));
   // The simulated device has no UUID: every rank has its own.
   const SimBackend sim(8ULL << 30);
   TwoRankWorld simulated(rank_gpu("").dump());
-  EXPECT_NO_THROW(check_one_rank_per_gpu(simulated, "auto", sim.info()));
+  EXPECT_NO_THROW(check_one_rank_per_gpu(simulated, "auto", "--device", sim.info()));
   TwoRankWorld garbled("{");
-  EXPECT_THROW(check_one_rank_per_gpu(garbled, "auto", gpu("GPU-aaaa")), DistError);
+  EXPECT_THROW(check_one_rank_per_gpu(garbled, "auto", "--device", gpu("GPU-aaaa")), DistError);
 }
 
 TEST(FaultInjection, ParsesRankCaseAndKind) {

@@ -481,7 +481,7 @@ TEST(DoctorGrowth, AOneTimeJumpIsNotGrowth) {
 
 TEST(DoctorPeak, TheSitesAtThePeakAreTheLiveAllocationsByLine) {
   DoctorOptions options;
-  options.alloc_conf_flag = "--alloc-conf";  // the command's flag, named in the advice
+  options.flags.alloc_conf = "--alloc-conf";  // the command's flag, named in the advice
   const DoctorReport r = diagnose(training_loop(3, /*leak=*/false).input(), options);
   EXPECT_EQ(r.live_at_peak, static_cast<std::int64_t>(64 * kMiB + kMiB * 8 * 16 + 4));
   ASSERT_EQ(r.sites_at_peak.size(), 3U);
@@ -739,7 +739,7 @@ TEST(DoctorSettings, TheRecordedSettingIsTakenFromTheSnapshotOrTheFlag) {
             "backend:cudaMallocAsync");
   DoctorOptions given;  // the command's --alloc-conf wins over the snapshot's, named by its flag
   given.alloc_conf = AllocConfig::parse("max_split_size_mb:64", "--alloc-conf");
-  given.alloc_conf_flag = "--alloc-conf";
+  given.flags.alloc_conf = "--alloc-conf";
   const DoctorReport g = diagnose(input, given);
   EXPECT_EQ(g.setting.allocator, "caching");
   EXPECT_EQ(g.setting.conf.text, "max_split_size_mb:64");

@@ -93,8 +93,8 @@ std::uint64_t largest_fitting(std::uint64_t capacity, std::uint64_t limit) {
 }
 
 TEST(PredictBatch, MatchesEveryRequestOfTheSameProgramAndModelsTheBatch) {
-  const BatchModel m =
-      build_batch_model(program(4, false, true), program(8, false, true), BatchPair(4, 8, "--batch"), "");
+  const BatchModel m = build_batch_model(program(4, false, true), program(8, false, true),
+                                         BatchPair(4, 8, "--batch"), "", "--trace-device");
   EXPECT_EQ(m.match.pairs.size(), m.requests_a);
   EXPECT_EQ(m.match.only_a, 0U);
   EXPECT_TRUE(m.match.by_site);
@@ -108,8 +108,8 @@ TEST(PredictBatch, MatchesEveryRequestOfTheSameProgramAndModelsTheBatch) {
 }
 
 TEST(PredictBatch, TheLargestBatchIsTheProgramsOwn) {
-  const BatchModel m =
-      build_batch_model(program(4, false, true), program(8, false, true), BatchPair(4, 8, "--batch"), "");
+  const BatchModel m = build_batch_model(program(4, false, true), program(8, false, true),
+                                         BatchPair(4, 8, "--batch"), "", "--trace-device");
   for (const std::uint64_t capacity : {512 * kMiB, 1024 * kMiB, 3000 * kMiB}) {
     const BatchAnswer a = search_batch(m, {"caching", {}}, capacity, 10000);
     ASSERT_TRUE(a.largest_fit.has_value());
@@ -211,8 +211,8 @@ TEST(PredictBatchSearch, TheScanReplaysAtMostKScanMostBatches) {
 }
 
 TEST(PredictBatch, ARequestOfOneRunOnlyIsCountedAndTheRestStillMatch) {
-  const BatchModel m =
-      build_batch_model(program(4, true, true), program(8, false, true), BatchPair(4, 8, "--batch"), "");
+  const BatchModel m = build_batch_model(program(4, true, true), program(8, false, true),
+                                         BatchPair(4, 8, "--batch"), "", "--trace-device");
   EXPECT_TRUE(m.template_is_second);  // the run at the larger batch
   EXPECT_EQ(m.match.only_a, 0U);
   EXPECT_EQ(m.match.only_b, 3U);  // the workspace of each step, made at batch 4 only
@@ -221,8 +221,8 @@ TEST(PredictBatch, ARequestOfOneRunOnlyIsCountedAndTheRestStillMatch) {
 }
 
 TEST(PredictBatch, WithoutFramesTheSameProgramIsMatchedByOrder) {
-  const BatchModel m =
-      build_batch_model(program(4, false, false), program(8, false, false), BatchPair(4, 8, "--batch"), "");
+  const BatchModel m = build_batch_model(program(4, false, false), program(8, false, false),
+                                         BatchPair(4, 8, "--batch"), "", "--trace-device");
   EXPECT_FALSE(m.match.by_site);
   EXPECT_EQ(m.match.pairs.size(), m.requests_a);
   EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);
@@ -236,7 +236,8 @@ TEST(PredictBatch, SitesAreMatchedByWhatTheyAreNotByEachSnapshotsNumbering) {
   for (std::int32_t& site : b.facts.alloc_sites) {
     site = site < 0 ? site : last - site;
   }
-  const BatchModel m = build_batch_model(program(4, false, true), b, BatchPair(4, 8, "--batch"), "");
+  const BatchModel m =
+      build_batch_model(program(4, false, true), b, BatchPair(4, 8, "--batch"), "", "--trace-device");
   EXPECT_EQ(m.match.pairs.size(), m.requests_a);
   EXPECT_EQ(m.match.only_a + m.match.only_b, 0U);
   EXPECT_DOUBLE_EQ(m.bytes_per_sample, 3.0 * 18 * kMiB);
@@ -304,7 +305,7 @@ std::uint64_t pytorchs_scratch(std::uint64_t n) {
 BatchModel scratch_model(std::uint64_t first, std::uint64_t second, const Reduction& how,
                          std::optional<GpuShape> gpu = GpuShape{132, 2048}) {
   return build_batch_model(reduction(first, how), reduction(second, how), BatchPair(first, second, "--batch"),
-                           "", gpu);
+                           "", "--trace-device", gpu);
 }
 
 std::uint64_t scratch_at(const BatchModel& m, std::uint64_t n, bool pessimistic = false) {
@@ -351,7 +352,7 @@ TEST(PredictBatch, AScratchIsCappedOnlyWhereTheGpuAndThePatternSayItIsOne) {
   EXPECT_EQ(scratch_model(4, 8, {pytorchs_scratch, 16384}).capped, 0U);  // 8 x 2048 bytes
   // The pattern in one run only.
   EXPECT_EQ(build_batch_model(reduction(4, {pytorchs_scratch}), reduction(8, {pytorchs_scratch, 4096, false}),
-                              BatchPair(4, 8, "--batch"), "", GpuShape{132, 2048})
+                              BatchPair(4, 8, "--batch"), "", "--trace-device", GpuShape{132, 2048})
                 .capped,
             0U);
   // Fewer threads a multiprocessor than assumed: a lower cap; assuming 2048 only ever raises it.
@@ -412,13 +413,13 @@ DoctorInput convolutions(std::uint64_t n, bool marked) {
 
 TEST(PredictBatch, AConvolutionsWorkspaceIsOneItDoesWithoutWhereTheRecorderMarkedIt) {
   constexpr std::uint64_t kCapacity = 1024 * kMiB;
-  const BatchModel plain =
-      build_batch_model(convolutions(4, false), convolutions(8, false), BatchPair(4, 8, "--batch"), "");
+  const BatchModel plain = build_batch_model(convolutions(4, false), convolutions(8, false),
+                                             BatchPair(4, 8, "--batch"), "", "--trace-device");
   EXPECT_FALSE(plain.convolutions_marked);
   EXPECT_EQ(plain.freed_at_once, 18U);
   EXPECT_EQ(plain.survivable, 0U);
-  const BatchModel marked =
-      build_batch_model(convolutions(4, true), convolutions(8, true), BatchPair(4, 8, "--batch"), "");
+  const BatchModel marked = build_batch_model(convolutions(4, true), convolutions(8, true),
+                                              BatchPair(4, 8, "--batch"), "", "--trace-device");
   EXPECT_TRUE(marked.convolutions_marked);
   EXPECT_EQ(marked.survivable, 18U);
 

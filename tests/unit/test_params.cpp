@@ -46,11 +46,11 @@ TEST(ParamSpec, RejectsWrongTypesAndOutOfRangeNamingTheFlag) {
 }
 
 TEST(ParamOverride, ParsesScopedAndUnscoped) {
-  const ParamOverride a = ParamOverride::parse("streams=1,2,4");
+  const ParamOverride a = ParamOverride::parse("streams=1,2,4", "-p");
   EXPECT_EQ(a.workload, "");
   EXPECT_EQ(a.name, "streams");
   EXPECT_EQ(a.values, (std::vector<std::string>{"1", "2", "4"}));
-  const ParamOverride b = ParamOverride::parse("smoke.bytes=1G");
+  const ParamOverride b = ParamOverride::parse("smoke.bytes=1G", "-p");
   EXPECT_EQ(b.workload, "smoke");
   EXPECT_EQ(b.name, "bytes");
   EXPECT_EQ(b.values, (std::vector<std::string>{"1G"}));
@@ -58,7 +58,7 @@ TEST(ParamOverride, ParsesScopedAndUnscoped) {
 
 TEST(ParamOverride, RejectsMalformed) {
   for (const char* bad : {"streams", "=1", "streams=", "a.b.c=1", "streams=1,,2", ".x=1"}) {
-    EXPECT_THROW(ParamOverride::parse(bad), InputError) << bad;
+    EXPECT_THROW(ParamOverride::parse(bad, "-p"), InputError) << bad;
   }
 }
 

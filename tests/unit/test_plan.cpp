@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "apps/flag_names.hpp"
 #include "fake_workload.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
@@ -9,6 +10,10 @@
 
 namespace memstress {
 namespace {
+
+// The sweep's and the plan's inputs named as `memstress run` names them (apps/flag_names.hpp).
+const SizeSweepNames kSweepFlags = app::run_sweep_names();
+const PlanInputNames kRunNames = app::run_plan_names();
 
 using testing::fake_workload;
 
@@ -66,7 +71,7 @@ TEST(Plan, OverridesMakeCartesianProductInAxisOrder) {
   const Registry r = make_registry();
   PlanRequest req;
   req.workloads = {"copy"};
-  req.overrides = {ParamOverride::parse("streams=1,2"), ParamOverride::parse("bytes=8M")};
+  req.overrides = {ParamOverride::parse("streams=1,2", "-p"), ParamOverride::parse("bytes=8M", "-p")};
   EXPECT_EQ(labels(plan_cases(r, req)),
             (std::vector<std::string>{"copy bytes=8M streams=1", "copy bytes=8M streams=2"}));
 }
@@ -75,8 +80,8 @@ TEST(Plan, ScopedOverrideWinsAndDuplicatesCollapse) {
   const Registry r = make_registry();
   PlanRequest req;
   req.workloads = {"copy", "copy"};
-  req.overrides = {ParamOverride::parse("copy.streams=4"), ParamOverride::parse("streams=2"),
-                   ParamOverride::parse("bytes=1M,1048576")};
+  req.overrides = {ParamOverride::parse("copy.streams=4", "-p"), ParamOverride::parse("streams=2", "-p"),
+                   ParamOverride::parse("bytes=1M,1048576", "-p")};
   EXPECT_EQ(labels(plan_cases(r, req)), (std::vector<std::string>{"copy bytes=1M streams=4"}));
 }
 
@@ -88,7 +93,7 @@ TEST(Plan, SizeSweepReplacesBytesAxis) {
   EXPECT_EQ(labels(plan_cases(r, req)),
             (std::vector<std::string>{"copy bytes=1K streams=1", "copy bytes=2K streams=1"}));
   // -b 1000 -e 8G -f 1.5 reaches 1478277: it was "1.41M", refused as no whole number of bytes
-  req.sizes = size_sweep(1000, 2'000'000, 1.5, 0);
+  req.sizes = size_sweep(1000, 2'000'000, 1.5, 0, kSweepFlags);
   const std::vector<PlannedCase> cases = plan_cases(r, req);
   ASSERT_EQ(cases.size(), req.sizes->size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -99,6 +104,7 @@ TEST(Plan, SizeSweepReplacesBytesAxis) {
 TEST(Plan, BadInputIsRejectedBeforeAnythingRuns) {
   const Registry r = make_registry();
   const auto rejects = [&](PlanRequest req, const std::string& needle) {
+    req.names = kRunNames;
     try {
       static_cast<void>(plan_cases(r, req));
       ADD_FAILURE() << "accepted; expected an error mentioning " << needle;
@@ -107,9 +113,11 @@ TEST(Plan, BadInputIsRejectedBeforeAnythingRuns) {
     }
   };
   rejects(PlanRequest{{"nosuch"}, {}, {}, false, {}}, "unknown workload 'nosuch'");
-  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("streams=2")}, {}, false, {}}, "no selected workload");
-  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("copy.streams=2")}, {}, false, {}}, "not selected");
-  rejects(PlanRequest{{"copy"}, {ParamOverride::parse("streams=x")}, {}, false, {}}, "-p copy.streams");
+  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("streams=2", "-p")}, {}, false, {}},
+          "no selected workload");
+  rejects(PlanRequest{{"churn"}, {ParamOverride::parse("copy.streams=2", "-p")}, {}, false, {}},
+          "not selected");
+  rejects(PlanRequest{{"copy"}, {ParamOverride::parse("streams=x", "-p")}, {}, false, {}}, "-p copy.streams");
   rejects(PlanRequest{{"churn"}, {}, std::vector<std::uint64_t>{1024}, false, {}}, "bytes");
   rejects(PlanRequest{{"copy"}, {}, {}, false, {"churn"}},
           "--in-turn churn: not a workload this run selects");
@@ -130,8 +138,9 @@ TEST(Plan, APlanAboveMaxCasesIsRefusedBeforeItIsListed) {
   };
   PlanRequest req;
   req.workloads = {"copy"};
-  req.overrides = {ParamOverride::parse("bytes=" + values(100)),
-                   ParamOverride::parse("streams=" + values(100))};
+  req.names = kRunNames;
+  req.overrides = {ParamOverride::parse("bytes=" + values(100), "-p"),
+                   ParamOverride::parse("streams=" + values(100), "-p")};
   req.max_cases = 10'000;
   EXPECT_EQ(plan_cases(r, req).size(), 10'000U);
   req.max_cases = 9'999;
@@ -143,8 +152,8 @@ TEST(Plan, APlanAboveMaxCasesIsRefusedBeforeItIsListed) {
   }
   // 10^10 combinations: refused at once, by their count
   req.max_cases = kDefaultMaxCases;
-  req.overrides = {ParamOverride::parse("bytes=" + values(100'000)),
-                   ParamOverride::parse("streams=" + values(100'000))};
+  req.overrides = {ParamOverride::parse("bytes=" + values(100'000), "-p"),
+                   ParamOverride::parse("streams=" + values(100'000), "-p")};
   EXPECT_THROW(static_cast<void>(plan_cases(r, req)), InputError);
 }
 
@@ -162,6 +171,7 @@ TEST(Plan, InTurnMarksTheCasesOfItsWorkloadsOnly) {
 
 TEST(Plan, InTurnRefusesAWorkloadWhoseRanksWorkTogether) {
   PlanRequest req;
+  req.names = kRunNames;
   req.workloads = {"collectives"};
   req.in_turn = {"collectives"};
   try {

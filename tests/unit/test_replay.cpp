@@ -196,7 +196,13 @@ TEST(Replay, ReplaysOneDeviceOfSeveral) {
   EXPECT_EQ(replay_on_sim(text, "caching", 80ULL << 30, options).peak_allocated,
             static_cast<std::int64_t>(30 * kMiB));
   options.device = "cuda:5";
-  EXPECT_THROW(static_cast<void>(replay_on_sim(text, "caching", 80ULL << 30, options)), InputError);
+  options.device_what = "the trace's device";  // named as the caller names it
+  try {
+    static_cast<void>(replay_on_sim(text, "caching", 80ULL << 30, options));
+    ADD_FAILURE() << "replayed a device the trace does not have";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("the trace's device 'cuda:5': the trace '", 0), 0U) << e.what();
+  }
 }
 
 TEST(Replay, TimelineIsDownsampledAndKeepsThePeak) {

@@ -50,7 +50,7 @@ RunRecord header() {
 TEST(ResultSink, StreamsRowsThenWritesFinalDocument) {
   const TempDir dir;
   const fs::path out = dir.path() / "run.json";
-  ResultSink sink(header(), out);
+  ResultSink sink(header(), out, "--out");
   sink.append(make_row("smoke", Verdict::pass));
   // Before the end: the stream already holds the finished row, the final document does not exist.
   EXPECT_FALSE(fs::exists(out));
@@ -82,7 +82,7 @@ TEST(ResultSink, StreamsRowsThenWritesFinalDocument) {
 TEST(ResultSink, AbortedRunKeepsFinishedRows) {
   const TempDir dir;
   const fs::path out = dir.path() / "aborted.json";
-  ResultSink sink(header(), out);
+  ResultSink sink(header(), out, "--out");
   sink.append(make_row("smoke", Verdict::pass));
   sink.finish(RunStatus::aborted, "CUDA error: an illegal memory access");
   const nlohmann::json doc = nlohmann::json::parse(slurp(out));
@@ -93,7 +93,7 @@ TEST(ResultSink, AbortedRunKeepsFinishedRows) {
 
 TEST(ResultSink, UnwritableOutIsBadInput) {
   try {
-    ResultSink sink(header(), fs::path("/nonexistent-dir/x/run.json"));
+    ResultSink sink(header(), fs::path("/nonexistent-dir/x/run.json"), "--out");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--out"), std::string::npos);

@@ -21,7 +21,7 @@ using testing::fake_workload;
 struct Fixture {
   SimBackend device{1ULL << 30};
   DirectAllocator allocator{device};
-  ResultSink sink{RunRecord{}, std::nullopt};
+  ResultSink sink{RunRecord{}, std::nullopt, ""};
 };
 
 std::vector<PlannedCase> cases_of(const Registry& r) {

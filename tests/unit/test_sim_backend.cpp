@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/core/error.hpp"
@@ -96,17 +98,35 @@ TEST(SimBackend, ReleaseCoalescesSoAddressSpaceIsReused) {
 }
 
 TEST(DeviceSpec, Parses) {
-  EXPECT_EQ(DeviceSpec::parse("auto").kind, DeviceSpec::Kind::automatic);
-  const DeviceSpec sim = DeviceSpec::parse("sim:40GB");
+  EXPECT_EQ(DeviceSpec::parse("auto", "--device").kind, DeviceSpec::Kind::automatic);
+  const DeviceSpec sim = DeviceSpec::parse("sim:40GB", "--device");
   EXPECT_EQ(sim.kind, DeviceSpec::Kind::sim);
   EXPECT_EQ(sim.sim_capacity, 40'000'000'000ULL);
-  EXPECT_EQ(DeviceSpec::parse("sim").sim_capacity, 80 * kGiB);
-  EXPECT_EQ(DeviceSpec::parse("cuda:3").ordinal, 3);
-  EXPECT_EQ(DeviceSpec::parse("cuda").kind, DeviceSpec::Kind::cuda);
-  EXPECT_EQ(DeviceSpec::parse("sim:80GiB").to_string(), "sim:80G");
+  EXPECT_EQ(DeviceSpec::parse("sim", "--device").sim_capacity, 80 * kGiB);
+  EXPECT_EQ(DeviceSpec::parse("cuda:3", "--device").ordinal, 3);
+  EXPECT_EQ(DeviceSpec::parse("cuda", "--device").kind, DeviceSpec::Kind::cuda);
+  EXPECT_EQ(DeviceSpec::parse("sim:80GiB", "--device").to_string(), "sim:80G");
   for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "sim:", "sim:0", "sim:lots", "cuda:1x"}) {
-    EXPECT_THROW(DeviceSpec::parse(bad), InputError) << bad;
+    EXPECT_THROW(DeviceSpec::parse(bad, "--device"), InputError) << bad;
   }
+}
+
+// The errors name the input as the caller calls it (a command's flag), and the value given.
+TEST(DeviceSpec, ErrorsNameWhatTheCallerRead) {
+  const auto message = [](std::string_view text) {
+    try {
+      static_cast<void>(DeviceSpec::parse(text, "the job's device"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message("gpu7"),
+            "the job's device 'gpu7': expected auto, cuda, cuda:N, sim or sim:CAPACITY (e.g. sim:80GiB)");
+  EXPECT_EQ(message("sim:0"), "the job's device sim:CAPACITY: the capacity must be more than 0 bytes");
+  EXPECT_EQ(message("sim:140T"),
+            "the job's device sim:140T: a simulated device holds at most 16T (17592186044416 bytes)");
+  EXPECT_EQ(DeviceSpec::parse("sim:16T", "the job's device").what, "the job's device");
 }
 
 TEST(DeviceSpec, CudaWithoutGpuIsEnvironmentMissing) {
@@ -114,12 +134,12 @@ TEST(DeviceSpec, CudaWithoutGpuIsEnvironmentMissing) {
     GTEST_SKIP() << "this machine has a GPU";
   }
   try {
-    static_cast<void>(make_backend(DeviceSpec::parse("cuda")));
+    static_cast<void>(make_backend(DeviceSpec::parse("cuda", "--device")));
     FAIL();
   } catch (const EnvironmentError& e) {
     EXPECT_EQ(e.exit_code(), ExitCode::env_missing);
   }
-  EXPECT_FALSE(make_backend(DeviceSpec::parse("auto"))->has_memory());
+  EXPECT_FALSE(make_backend(DeviceSpec::parse("auto", "--device"))->has_memory());
 }
 
 }  // namespace

@@ -1,12 +1,19 @@
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <string>
 
+#include "apps/flag_names.hpp"
 #include "harness/core/error.hpp"
 #include "harness/core/units.hpp"
 
 namespace memstress {
 namespace {
+
+// The sweep's inputs named as `memstress run` names them (apps/flag_names.hpp).
+const SizeSweepNames kSweepFlags = app::run_sweep_names();
 
 TEST(ParseBytes, AcceptsNcclTestsSuffixesAsBinary) {
   EXPECT_EQ(parse_bytes("512", "-b"), 512U);
@@ -52,35 +59,58 @@ TEST(FormatBytes, ExactAndRoundTrips) {
 }
 
 TEST(SizeSweep, GeometricLikeNcclTests) {
-  EXPECT_EQ(size_sweep(1024, 8192, 2.0, 0), (std::vector<std::uint64_t>{1024, 2048, 4096, 8192}));
-  EXPECT_EQ(size_sweep(1000, 5000, 2.0, 0), (std::vector<std::uint64_t>{1000, 2000, 4000}));
-  EXPECT_EQ(size_sweep(8, 8, 2.0, 0), (std::vector<std::uint64_t>{8}));
+  EXPECT_EQ(size_sweep(1024, 8192, 2.0, 0, kSweepFlags),
+            (std::vector<std::uint64_t>{1024, 2048, 4096, 8192}));
+  EXPECT_EQ(size_sweep(1000, 5000, 2.0, 0, kSweepFlags), (std::vector<std::uint64_t>{1000, 2000, 4000}));
+  EXPECT_EQ(size_sweep(8, 8, 2.0, 0, kSweepFlags), (std::vector<std::uint64_t>{8}));
 }
 
 TEST(SizeSweep, ArithmeticWithIncrement) {
-  EXPECT_EQ(size_sweep(100, 400, 2.0, 100), (std::vector<std::uint64_t>{100, 200, 300, 400}));
+  EXPECT_EQ(size_sweep(100, 400, 2.0, 100, kSweepFlags), (std::vector<std::uint64_t>{100, 200, 300, 400}));
 }
 
 TEST(SizeSweep, RejectsBadRanges) {
-  EXPECT_THROW(size_sweep(0, 10, 2.0, 0), InputError);
-  EXPECT_THROW(size_sweep(100, 10, 2.0, 0), InputError);
-  EXPECT_THROW(size_sweep(1, 10, 1.0, 0), InputError);
+  EXPECT_THROW(size_sweep(0, 10, 2.0, 0, kSweepFlags), InputError);
+  EXPECT_THROW(size_sweep(100, 10, 2.0, 0, kSweepFlags), InputError);
+  EXPECT_THROW(size_sweep(1, 10, 1.0, 0, kSweepFlags), InputError);
 }
 
 TEST(SizeSweep, AFactorThatLeavesTheRangeOf64BitsEndsTheSweep) {
   // The next size was converted from a double of 6.4e39: undefined (fuzz/regressions/params/factor-8e38.txt)
-  EXPECT_EQ(size_sweep(8, 64ULL << 20, 8e38, 0), (std::vector<std::uint64_t>{8}));
-  EXPECT_EQ(size_sweep(1ULL << 62, std::numeric_limits<std::uint64_t>::max(), 4.0, 0),
+  EXPECT_EQ(size_sweep(8, 64ULL << 20, 8e38, 0, kSweepFlags), (std::vector<std::uint64_t>{8}));
+  EXPECT_EQ(size_sweep(1ULL << 62, std::numeric_limits<std::uint64_t>::max(), 4.0, 0, kSweepFlags),
             (std::vector<std::uint64_t>{1ULL << 62}));
-  EXPECT_THROW(size_sweep(1, 8, std::numeric_limits<double>::infinity(), 0), InputError);  // not finite
+  EXPECT_THROW(size_sweep(1, 8, std::numeric_limits<double>::infinity(), 0, kSweepFlags),
+               InputError);  // not finite
+}
+
+// Each error names the input as the caller names it.
+TEST(SizeSweep, ErrorsNameTheInputsAsTheCallerDoes) {
+  const SizeSweepNames names{
+      .begin = "from", .end = "to", .factor = "by", .sweep = "the sizes", .limit = "at most"};
+  const auto message = [&](std::uint64_t begin, std::uint64_t end, double factor, std::size_t max_sizes) {
+    try {
+      static_cast<void>(size_sweep(begin, end, factor, 0, names, max_sizes));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message(0, 10, 2.0, 10), "from: the first size must be at least 1 byte");
+  EXPECT_EQ(message(100, 10, 2.0, 10), "to (10B) is smaller than from (100B)");
+  EXPECT_EQ(message(1, 10, 1.0, 10), "by must be a finite number greater than 1, not 1");
+  EXPECT_EQ(
+      message(1, 1024, 2.0, 3),
+      "the sizes: the sweep from 1B to 1K has more than at most 3 sizes; narrow it, or raise at most if you "
+      "mean it");
 }
 
 TEST(SizeSweep, RefusesMoreSizesThanAllowedBeforeListingThem) {
-  EXPECT_EQ(size_sweep(1, 10, 2.0, 1, 10).size(), 10U);
-  EXPECT_THROW(size_sweep(1, 11, 2.0, 1, 10), InputError);
+  EXPECT_EQ(size_sweep(1, 10, 2.0, 1, kSweepFlags, 10).size(), 10U);
+  EXPECT_THROW(size_sweep(1, 11, 2.0, 1, kSweepFlags, 10), InputError);
   // -b 1 -e 16E -i 1: 2^64 sizes (fuzz/regressions/params/)
   try {
-    static_cast<void>(size_sweep(1, std::numeric_limits<std::uint64_t>::max(), 2.0, 1, 10'000));
+    static_cast<void>(size_sweep(1, std::numeric_limits<std::uint64_t>::max(), 2.0, 1, kSweepFlags, 10'000));
     ADD_FAILURE() << "a sweep of 2^64 sizes was listed";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("more than --max-cases 10000 sizes"), std::string::npos) << e.what();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/flag_names.hpp"
 #include "harness/core/error.hpp"
 #include "harness/run/plan.hpp"
 #include "kernels/collective_values.hpp"
@@ -166,10 +167,11 @@ TEST(CollectiveNames, ParseAndReject) {
 
 std::vector<std::string> case_labels(const std::vector<std::string>& overrides, bool full = false) {
   PlanRequest request;
+  request.names = app::run_plan_names();  // the messages name run's flags
   request.workloads = {"collectives"};
   request.full = full;
   for (const std::string& o : overrides) {
-    request.overrides.push_back(ParamOverride::parse(o));
+    request.overrides.push_back(ParamOverride::parse(o, "-p"));
   }
   const Registry registry = suites::builtin_registry();
   return testing::labels(plan_cases(registry, request));
@@ -241,8 +243,9 @@ TEST(CollectivesPlan, NcclTestsSweepFromEightBytesOnNcclBuffers) {
   PlanRequest request;
   request.workloads = {"collectives"};
   request.sizes = std::vector<std::uint64_t>{8, 16, 1ULL << 20U};
-  request.overrides = {ParamOverride::parse("pressure=none"), ParamOverride::parse("timing=host,graph"),
-                       ParamOverride::parse("buffers=ncclmem")};
+  request.overrides = {ParamOverride::parse("pressure=none", "-p"),
+                       ParamOverride::parse("timing=host,graph", "-p"),
+                       ParamOverride::parse("buffers=ncclmem", "-p")};
   // 6 collectives x 2 modes x 3 sizes; the sizes under one element per rank skip when they run.
   EXPECT_EQ(plan_cases(suites::builtin_registry(), request).size(), 36U);
 }
@@ -261,8 +264,8 @@ TEST(CollectivesPlan, SizesComeFromTheBytesAxis) {
   PlanRequest request;
   request.workloads = {"collectives"};
   request.sizes = std::vector<std::uint64_t>{1ULL << 20U, 4ULL << 20U};
-  request.overrides = {ParamOverride::parse("collective=all_reduce"), ParamOverride::parse("place=out"),
-                       ParamOverride::parse("pressure=none")};
+  request.overrides = {ParamOverride::parse("collective=all_reduce", "-p"),
+                       ParamOverride::parse("place=out", "-p"), ParamOverride::parse("pressure=none", "-p")};
   EXPECT_EQ(plan_cases(suites::builtin_registry(), request).size(), 2U);
 }
 }  // namespace

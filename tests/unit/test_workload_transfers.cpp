@@ -23,8 +23,8 @@ TEST(TransfersPlan, D2dIsOneCaseAndPageableMemoryIsNeverCopiedByAKernel) {
   const Registry registry = suites::builtin_registry();
   PlanRequest request;
   request.workloads = {"transfers"};
-  request.overrides = {ParamOverride::parse("host=pinned,pageable,registered"),
-                       ParamOverride::parse("engine=ce,sm"), ParamOverride::parse("bytes=1M")};
+  request.overrides = {ParamOverride::parse("host=pinned,pageable,registered", "-p"),
+                       ParamOverride::parse("engine=ce,sm", "-p"), ParamOverride::parse("bytes=1M", "-p")};
   const auto cases = labels(plan_cases(registry, request));
   // h2d, d2h, bidir: 3 hosts x 2 engines less pageable+sm = 5 each; d2d: 2 engines, host ignored.
   EXPECT_EQ(cases.size(), 3U * 5U + 2U);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "apps/flag_names.hpp"
 #include "harness/alloc/factory.hpp"
 #include "harness/alloc/pinned_host_allocator.hpp"
 #include "harness/memory/sim_backend.hpp"
@@ -63,9 +64,10 @@ inline std::vector<Row> run_workload(Allocator& allocator, std::string_view work
                                      int repetitions = 2, int* failures = nullptr) {
   const Registry registry = suites::builtin_registry();
   PlanRequest request;
+  request.names = app::run_plan_names();  // the messages name run's flags
   request.workloads = {std::string(workload)};
   request.overrides = std::move(overrides);
-  ResultSink sink(RunRecord{}, std::nullopt);
+  ResultSink sink(RunRecord{}, std::nullopt, "");
   RunOptions options;
   options.warmup = 1;
   options.repetitions = repetitions;
@@ -87,7 +89,7 @@ struct SimWorkloadRun {
   const std::vector<Row>& run(const std::vector<std::string>& overrides, int repetitions = 2) {
     std::vector<ParamOverride> parsed;
     for (const std::string& o : overrides) {
-      parsed.push_back(ParamOverride::parse(o));
+      parsed.push_back(ParamOverride::parse(o, "-p"));
     }
     rows = run_workload(*allocator, workload, std::move(parsed), 1, repetitions, &failures);
     return rows;
