@@ -216,11 +216,12 @@ class CudaBurnEngine final : public BurnEngine {
     }
     double bytes = 2 * static_cast<double>(covered_);  // a fill and a check
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
-      if (pattern_of(b) == kernels::Pattern::random) {
+      const kernels::Pattern pattern = pattern_of(b);
+      if (pattern == kernels::Pattern::random) {
         continue;  // moving inversions on the classic patterns' blocks (Note [The burn's step])
       }
       const kernels::CheckResult r =
-          inverter_.invert(blocks_[b].get(), blocks_[b].size(), pattern_of(b), step_seed + b, memory_.get());
+          inverter_.invert(blocks_[b].get(), blocks_[b].size(), pattern, step_seed + b, memory_.get());
       work.checked += r.checked_words;
       count_bad(work, r, b, "moving inversions");
       bytes += 4 * static_cast<double>(blocks_[b].size());
